@@ -1,0 +1,56 @@
+# est — top-level entry points. The README's two set-up commands are `make demo`
+# and `make test`; both install missing Debian packages first (scripts/install-deps.sh).
+# Plain `make` only configures and builds build/est.
+#
+#   make            build build/est and the library (Release, -O3 -march=native)
+#   make test       install deps, build, run every test under ctest
+#   make test SAN=1 the same suite under AddressSanitizer + UBSan (build-san/)
+#   make demo       install deps, build, fine-tune a small BERT on the bundled SST-2
+#   make bench      benchmarks that run est and its peer side by side
+#   make install PREFIX=/usr/local
+
+PREFIX ?= /usr/local
+SAN    ?= 0
+JOBS   ?= $(shell nproc 2>/dev/null || echo 2)
+
+ifeq ($(SAN),1)
+BUILD_DIR   := build-san
+CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEST_SANITIZE=ON
+else
+BUILD_DIR   := build
+CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release
+endif
+
+.PHONY: all build configure deps test demo bench install clean fuzz
+
+all: build
+
+configure:
+	@cmake -S . -B $(BUILD_DIR) $(CMAKE_FLAGS) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS) -- --no-print-directory
+
+deps:
+	@sh scripts/install-deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
+
+demo: deps
+	@$(MAKE) --no-print-directory build
+	@sh scripts/demo.sh $(BUILD_DIR)/est
+
+bench: deps
+	@$(MAKE) --no-print-directory build
+	@sh bench/run_all.sh $(BUILD_DIR)
+
+fuzz:
+	@sh tests/fuzz/run.sh
+
+install: build
+	@cmake --install $(BUILD_DIR) --prefix $(PREFIX)
+
+clean:
+	rm -rf build build-san build-fuzz

@@ -1,0 +1,12 @@
+/* est/est.h — everything public in one include. */
+#ifndef EST_EST_H
+#define EST_EST_H
+
+#include "est/status.h"
+#include "est/log.h"
+#include "est/tensor.h"
+#include "est/file.h"
+#include "est/rng.h"
+#include "est/flags.h"
+
+#endif

@@ -1,0 +1,19 @@
+/* The `est` command line: one file per subcommand (tools/cmd_*.c), each exporting
+ * `int est_cmd_NAME(int argc, char **argv)` where argv[0] is the subcommand's name.
+ * Exit codes: 0 success, 1 the work failed (message on stderr), 2 bad usage. */
+#ifndef EST_TOOLS_COMMANDS_H
+#define EST_TOOLS_COMMANDS_H
+
+typedef struct est_command {
+  const char *name;
+  const char *summary;
+  int (*run)(int argc, char **argv);
+} est_command;
+
+int est_cmd_tfrecord(int argc, char **argv);
+int est_cmd_ckpt(int argc, char **argv);
+int est_cmd_tokenize(int argc, char **argv);
+int est_cmd_convert(int argc, char **argv);
+int est_cmd_run_classifier(int argc, char **argv);
+
+#endif
