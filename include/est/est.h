@@ -8,5 +8,6 @@
 #include "est/file.h"
 #include "est/rng.h"
 #include "est/flags.h"
+#include "est/variables.h"
 
 #endif

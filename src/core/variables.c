@@ -1,0 +1,165 @@
+/* The variable store behind est/variables.h: a name table over two flat buffers. */
+#include "est/variables.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "est/rng.h"
+
+enum { FLOATS_PER_LINE = 16 };  /* 64 bytes: every variable starts on a cache line */
+
+struct est_var_store {
+  est_variable *vars;
+  size_t count, capacity;
+  size_t total;                 /* floats, padding included */
+  float *params;
+  float *grads;
+  int finalized;
+};
+
+est_status est_vars_create(est_var_store **out) {
+  *out = calloc(1, sizeof **out);
+  return *out ? EST_OK : est_error(EST_ERR_NO_MEMORY, "out of memory creating a variable store");
+}
+
+void est_vars_free(est_var_store *vs) {
+  if (!vs) return;
+  est_free(vs->params);
+  est_free(vs->grads);
+  free(vs->vars);
+  free(vs);
+}
+
+static est_status declare(est_var_store *vs, const char *name, int rank, const int64_t *dims,
+                          est_initializer init, int trainable, int *index) {
+  if (vs->finalized) return est_error(EST_ERR_FAILED_PRECONDITION, "variable %s declared after finalize", name);
+  if (!name || !*name || strlen(name) >= EST_VAR_NAME_MAX)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "variable name '%s' is empty or too long", name ? name : "");
+  if (rank < 0 || rank > EST_MAX_RANK)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "variable %s: rank %d outside [0, %d]", name, rank, EST_MAX_RANK);
+  if (est_vars_find(vs, name) >= 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "variable %s declared twice", name);
+  size_t count = 1;
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] <= 0)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "variable %s: dimension %d is %lld", name, i, (long long)dims[i]);
+    count *= (size_t)dims[i];
+  }
+  if (vs->count == vs->capacity) {
+    size_t cap = vs->capacity ? vs->capacity * 2 : 64;
+    est_variable *grown = realloc(vs->vars, cap * sizeof *grown);
+    if (!grown) return est_error(EST_ERR_NO_MEMORY, "out of memory declaring %s", name);
+    vs->vars = grown;
+    vs->capacity = cap;
+  }
+  est_variable *v = &vs->vars[vs->count];
+  memset(v, 0, sizeof *v);
+  strcpy(v->name, name);
+  v->rank = rank;
+  for (int i = 0; i < rank; i++) v->dims[i] = dims[i];
+  v->count = count;
+  v->init = init;
+  v->trainable = trainable;
+  v->offset = vs->total;
+  vs->total += (count + FLOATS_PER_LINE - 1) / FLOATS_PER_LINE * FLOATS_PER_LINE;
+  if (index) *index = (int)vs->count;
+  vs->count++;
+  return EST_OK;
+}
+
+est_status est_vars_declare(est_var_store *vs, const char *name, int rank, const int64_t *dims,
+                            est_initializer init, int *index) {
+  return declare(vs, name, rank, dims, init, 1, index);
+}
+
+est_status est_vars_declare_frozen(est_var_store *vs, const char *name, int rank, const int64_t *dims,
+                                   est_initializer init, int *index) {
+  return declare(vs, name, rank, dims, init, 0, index);
+}
+
+/* FNV-1a: a stable per-name stream id, so values don't depend on declaration order. */
+static uint64_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  return h;
+}
+
+static void initialize_one(est_variable *v, float *data, uint64_t seed) {
+  est_rng rng;
+  est_rng_init(&rng, seed ^ name_hash(v->name));
+  for (size_t i = 0; i < v->count; i++) {
+    switch (v->init.kind) {
+    case EST_INIT_ZEROS: data[i] = 0.0f; break;
+    case EST_INIT_ONES: data[i] = 1.0f; break;
+    case EST_INIT_CONSTANT: data[i] = v->init.value; break;
+    case EST_INIT_TRUNCATED_NORMAL: data[i] = est_rng_truncated_normal(&rng, v->init.value); break;
+    case EST_INIT_NORMAL: data[i] = (float)(est_rng_normal(&rng) * v->init.value); break;
+    case EST_INIT_UNIFORM: data[i] = (2.0f * est_rng_uniform(&rng) - 1.0f) * v->init.value; break;
+    }
+  }
+}
+
+void est_vars_initialize(est_var_store *vs, uint64_t seed) {
+  for (size_t i = 0; i < vs->count; i++) {
+    initialize_one(&vs->vars[i], vs->params + vs->vars[i].offset, seed);
+    vs->vars[i].from_checkpoint = 0;
+  }
+}
+
+est_status est_vars_finalize(est_var_store *vs, uint64_t seed) {
+  if (vs->finalized) return est_error(EST_ERR_FAILED_PRECONDITION, "variable store finalized twice");
+  size_t bytes = (vs->total ? vs->total : FLOATS_PER_LINE) * sizeof(float);
+  vs->params = est_alloc(bytes);
+  vs->grads = est_alloc(bytes);
+  if (!vs->params || !vs->grads)
+    return est_error(EST_ERR_NO_MEMORY, "cannot allocate %zu bytes for %zu variables", 2 * bytes, vs->count);
+  vs->finalized = 1;
+  est_vars_initialize(vs, seed);
+  return EST_OK;
+}
+
+int est_vars_finalized(const est_var_store *vs) { return vs->finalized; }
+size_t est_vars_count(const est_var_store *vs) { return vs->count; }
+const est_variable *est_vars_at(const est_var_store *vs, size_t index) { return &vs->vars[index]; }
+est_variable *est_vars_at_mutable(est_var_store *vs, size_t index) { return &vs->vars[index]; }
+
+int est_vars_find(const est_var_store *vs, const char *name) {
+  for (size_t i = 0; i < vs->count; i++)
+    if (!strcmp(vs->vars[i].name, name)) return (int)i;
+  return -1;
+}
+
+float *est_vars_value(est_var_store *vs, size_t index) { return vs->params + vs->vars[index].offset; }
+float *est_vars_grad(est_var_store *vs, size_t index) { return vs->grads + vs->vars[index].offset; }
+float *est_vars_params(est_var_store *vs) { return vs->params; }
+float *est_vars_grads(est_var_store *vs) { return vs->grads; }
+size_t est_vars_size(const est_var_store *vs) { return vs->total; }
+
+size_t est_vars_num_parameters(const est_var_store *vs) {
+  size_t n = 0;
+  for (size_t i = 0; i < vs->count; i++) n += vs->vars[i].count;
+  return n;
+}
+
+void est_vars_zero_grads(est_var_store *vs) {
+  if (vs->grads) memset(vs->grads, 0, vs->total * sizeof(float));
+}
+
+static est_tensor view(const est_variable *v, float *data) {
+  est_tensor t;
+  memset(&t, 0, sizeof t);
+  t.dtype = EST_DT_FLOAT;
+  t.rank = v->rank;
+  for (int i = 0; i < v->rank; i++) t.dims[i] = v->dims[i];
+  t.data = data;
+  return t;
+}
+
+est_tensor est_vars_tensor(est_var_store *vs, size_t index) {
+  return view(&vs->vars[index], est_vars_value(vs, index));
+}
+
+est_tensor est_vars_grad_tensor(est_var_store *vs, size_t index) {
+  return view(&vs->vars[index], est_vars_grad(vs, index));
+}
