@@ -8,6 +8,10 @@
 #include "est/file.h"
 #include "est/rng.h"
 #include "est/flags.h"
+#include "est/crc32c.h"
+#include "est/tfrecord.h"
+#include "est/example.h"
+#include "est/tfevents.h"
 #include "est/variables.h"
 
 #endif
