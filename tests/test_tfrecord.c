@@ -1,0 +1,515 @@
+/* TFRecord: the byte vectors of formats.md §1.4, the upstream edge cases of §5 (1-26),
+ * GZIP/ZLIB, every single-byte corruption and every truncation of a small file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "est/est.h"
+#include "test_util.h"
+
+static char tmpdir[4096];
+
+static int setup(void **state) {
+  (void)state;
+  test_make_tmpdir(tmpdir, sizeof tmpdir);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  test_remove_tree(tmpdir);
+  return 0;
+}
+
+static const char *tmp_path(const char *name) {
+  static char buf[8][4200];
+  static int k;
+  char *p = buf[k++ & 7];
+  snprintf(p, 4200, "%s/%s", tmpdir, name);
+  return p;
+}
+
+static size_t unhex(const char *hex, uint8_t *out) {
+  size_t n = 0;
+  for (const char *p = hex; p[0] && p[1]; p += 2) {
+    unsigned v;
+    sscanf(p, "%2x", &v);
+    out[n++] = (uint8_t)v;
+  }
+  return n;
+}
+
+static void write_bytes(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  if (n) assert_int_equal(fwrite(data, 1, n, f), n);
+  fclose(f);
+}
+
+static const char *THREE_HEX =
+    "000000000000000029039807d8ea82a201000000000000000175de4161786ee4280500000000000000eab2043e68656c6c6fbb1f1c19";
+static const char *THREE_GZIP_HEX =
+    "1f8b0800000000000003636080004de619ec375e352d6284f2194bef392656e43dd160850abcdac46297919a9393bf5b5e46120027e60f3436000000";
+static const char *THREE_ZLIB_HEX =
+    "789c636080004de619ec375e352d6284f2194bef392656e43dd160850abcdac46297919a9393bf5b5e46120027210ca1";
+
+/* Reads every record; returns the final status; records concatenated into `all`. */
+static est_status read_all(const char *path, est_compression c, size_t *count, uint8_t *all, size_t *all_size) {
+  est_tfrecord_reader *r;
+  est_status st = est_tfrecord_reader_open(&r, path, c);
+  if (st != EST_OK) return st;
+  const uint8_t *d;
+  size_t n;
+  *count = 0;
+  if (all_size) *all_size = 0;
+  while ((st = est_tfrecord_reader_next(r, &d, &n)) == EST_OK) {
+    (*count)++;
+    if (all) {
+      memcpy(all + *all_size, d, n);
+      *all_size += n;
+    }
+  }
+  est_tfrecord_reader_close(r);
+  return st;
+}
+
+static void expect_three(const char *path, est_compression c) {
+  est_tfrecord_reader *r;
+  assert_int_equal(est_tfrecord_reader_open(&r, path, c), EST_OK);
+  const uint8_t *d;
+  size_t n;
+  const char *want[3] = {"", "a", "hello"};
+  uint64_t offs[4] = {0, 16, 33, 54};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(est_tfrecord_reader_offset(r), offs[i]);
+    assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_OK);
+    assert_int_equal(n, strlen(want[i]));
+    assert_memory_equal(d, want[i], n);
+  }
+  assert_int_equal(est_tfrecord_reader_offset(r), offs[3]);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_OUT_OF_RANGE);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_OUT_OF_RANGE);
+  est_tfrecord_reader_close(r);
+}
+
+/* §1.4: framing of "", "a", "hello" and TF's "The Quick Brown Fox" file, byte for byte. */
+static void test_frame_vectors(void **state) {
+  (void)state;
+  struct { const char *payload, *hex; } v[] = {
+      {"", "000000000000000029039807d8ea82a2"},
+      {"a", "01000000000000000175de4161786ee428"},
+      {"hello", "0500000000000000eab2043e68656c6c6fbb1f1c19"},
+      {"The Quick Brown Fox",
+       "13000000000000000c91321b54686520517569636b2042726f776e20466f78180de83a"},
+  };
+  for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+    uint8_t want[64], got[64], h[12], f[4];
+    size_t n = unhex(v[i].hex, want), len = strlen(v[i].payload);
+    est_tfrecord_frame(h, f, v[i].payload, len);
+    memcpy(got, h, 12);
+    memcpy(got + 12, v[i].payload, len);
+    memcpy(got + 12 + len, f, 4);
+    assert_int_equal(n, 16 + len);
+    assert_memory_equal(got, want, n);
+  }
+}
+
+/* The writer produces the 54-byte three-record file exactly; it appears only on close. */
+static void test_writer_exact_and_atomic(void **state) {
+  (void)state;
+  const char *p = tmp_path("three.tfrecord");
+  est_tfrecord_writer *w;
+  assert_int_equal(est_tfrecord_writer_open(&w, p, EST_COMPRESSION_NONE), EST_OK);
+  assert_int_equal(est_tfrecord_writer_write(w, "", 0), EST_OK);
+  assert_int_equal(est_tfrecord_writer_write(w, "a", 1), EST_OK);
+  assert_int_equal(est_tfrecord_writer_write(w, "hello", 5), EST_OK);
+  assert_false(est_file_exists(p));
+  assert_int_equal(est_tfrecord_writer_close(w), EST_OK);
+  uint8_t *data, want[64];
+  size_t n, wn = unhex(THREE_HEX, want);
+  assert_int_equal(est_read_file(p, &data, &n), EST_OK);
+  assert_int_equal(n, 54);
+  assert_memory_equal(data, want, wn);
+  free(data);
+  expect_three(p, EST_COMPRESSION_NONE);
+  /* abort leaves no file behind */
+  const char *q = tmp_path("aborted.tfrecord");
+  assert_int_equal(est_tfrecord_writer_open(&w, q, EST_COMPRESSION_GZIP), EST_OK);
+  assert_int_equal(est_tfrecord_writer_write(w, "x", 1), EST_OK);
+  est_tfrecord_writer_abort(w);
+  assert_false(est_file_exists(q));
+}
+
+/* The GZIP / ZLIB vectors of §1.4 decompress to the three records; our own compressed
+ * output round-trips (byte equality of compressed bytes is not expected, §1.2). */
+static void test_compressed_vectors_and_roundtrip(void **state) {
+  (void)state;
+  uint8_t buf[128];
+  size_t n = unhex(THREE_GZIP_HEX, buf);
+  write_bytes(tmp_path("v.gz"), buf, n);
+  expect_three(tmp_path("v.gz"), EST_COMPRESSION_GZIP);
+  n = unhex(THREE_ZLIB_HEX, buf);
+  write_bytes(tmp_path("v.zlib"), buf, n);
+  expect_three(tmp_path("v.zlib"), EST_COMPRESSION_ZLIB);
+  /* Read as the wrong kind: a clean error, never garbage records. */
+  size_t count;
+  assert_int_equal(read_all(tmp_path("v.zlib"), EST_COMPRESSION_GZIP, &count, NULL, NULL), EST_ERR_DATA_LOSS);
+  assert_non_null(strstr(est_error_message(), "inflate() failed"));
+  assert_int_equal(read_all(tmp_path("v.gz"), EST_COMPRESSION_NONE, &count, NULL, NULL), EST_ERR_DATA_LOSS);
+
+  est_compression cs[2] = {EST_COMPRESSION_GZIP, EST_COMPRESSION_ZLIB};
+  for (int k = 0; k < 2; k++) {
+    const char *p = tmp_path(k ? "rt.zlib" : "rt.gz");
+    est_tfrecord_writer *w;
+    assert_int_equal(est_tfrecord_writer_open(&w, p, cs[k]), EST_OK);
+    assert_int_equal(est_tfrecord_writer_write(w, "", 0), EST_OK);
+    assert_int_equal(est_tfrecord_writer_write(w, "a", 1), EST_OK);
+    assert_int_equal(est_tfrecord_writer_write(w, "hello", 5), EST_OK);
+    assert_int_equal(est_tfrecord_writer_close(w), EST_OK);
+    uint8_t *data;
+    assert_int_equal(est_read_file(p, &data, &n), EST_OK);
+    if (k == 0) assert_memory_equal(data, "\x1f\x8b\x08\x00\x00\x00\x00\x00", 8); /* no name, mtime 0 */
+    else assert_int_equal(data[0], 0x78);
+    free(data);
+    expect_three(p, cs[k]);
+  }
+}
+
+/* §1.4 negative vectors: the status and TF's message with its offset. */
+static void test_negative_vectors(void **state) {
+  (void)state;
+  struct { const char *hex; est_status st; const char *msg; } v[] = {
+      {"", EST_ERR_OUT_OF_RANGE, NULL},
+      {"0500000000", EST_ERR_DATA_LOSS, "truncated record at 0"},
+      {"0500000000000000eab2043e", EST_ERR_DATA_LOSS, "truncated record at 0"},
+      {"0500000000000000eab2043e68656c6c6fbb1f1c", EST_ERR_DATA_LOSS, "truncated record at 12"},
+      {"0500000000000000eab2043e69656c6c6fbb1f1c19", EST_ERR_DATA_LOSS, "corrupted record at 12"},
+      {"6162636465666768696a6b6c6d6e6f", EST_ERR_DATA_LOSS, "corrupted record at 0 (Is this even a TFRecord file?)"},
+  };
+  for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+    uint8_t buf[64];
+    size_t n = unhex(v[i].hex, buf), count;
+    const char *p = tmp_path("neg.tfrecord");
+    write_bytes(p, buf, n);
+    assert_int_equal(read_all(p, EST_COMPRESSION_NONE, &count, NULL, NULL), v[i].st);
+    assert_int_equal(count, 0);
+    if (v[i].msg) {
+      char want[4400];
+      snprintf(want, sizeof want, "%s: %s", p, v[i].msg);
+      assert_string_equal(est_error_message(), want);
+    }
+  }
+}
+
+static void write_records(const char *path, est_compression c, size_t n, char (*recs)[64]) {
+  est_tfrecord_writer *w;
+  assert_int_equal(est_tfrecord_writer_open(&w, path, c), EST_OK);
+  for (size_t i = 0; i < n; i++) assert_int_equal(est_tfrecord_writer_write(w, recs[i], strlen(recs[i])), EST_OK);
+  assert_int_equal(est_tfrecord_writer_close(w), EST_OK);
+}
+
+/* §5 ReadWrite, Empty, ReadEnd, ReadPastEnd, TestSkipBasic/OutOfRange. */
+static void test_read_write_empty_and_ends(void **state) {
+  (void)state;
+  char recs[4][64] = {"foo", "bar", "", "xxxx"};
+  const char *p = tmp_path("rw.tfrecord");
+  write_records(p, EST_COMPRESSION_NONE, 4, recs);
+  est_tfrecord_reader *r;
+  const uint8_t *d;
+  size_t n;
+  assert_int_equal(est_tfrecord_reader_open(&r, p, EST_COMPRESSION_NONE), EST_OK);
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_OK);
+    assert_int_equal(n, strlen(recs[i]));
+    assert_memory_equal(d, recs[i], n);
+  }
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_OUT_OF_RANGE);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_OUT_OF_RANGE);
+  uint64_t size = est_tfrecord_reader_offset(r);
+  assert_int_equal(size, 4 * 16 + 10);
+  assert_int_equal(est_tfrecord_reader_records_read(r), 4);
+  /* ReadEnd / ReadPastEnd */
+  assert_int_equal(est_tfrecord_reader_seek(r, size), EST_OK);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_OUT_OF_RANGE);
+  assert_int_equal(est_tfrecord_reader_seek(r, size + 5), EST_OK);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_OUT_OF_RANGE);
+  /* Skip 2 then read the third (TestSkipBasic) */
+  assert_int_equal(est_tfrecord_reader_seek(r, 0), EST_OK);
+  for (int i = 0; i < 2; i++) assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_OK);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_OK);
+  assert_int_equal(n, 0);
+  est_tfrecord_reader_close(r);
+
+  /* Empty file: EOF at once; an empty writer gives an empty file. */
+  write_records(tmp_path("empty.tfrecord"), EST_COMPRESSION_NONE, 0, NULL);
+  struct stat sb;
+  assert_int_equal(stat(tmp_path("empty.tfrecord"), &sb), 0);
+  assert_int_equal(sb.st_size, 0);
+  size_t count;
+  assert_int_equal(read_all(tmp_path("empty.tfrecord"), EST_COMPRESSION_NONE, &count, NULL, NULL), EST_ERR_OUT_OF_RANGE);
+  assert_int_equal(count, 0);
+  write_records(tmp_path("empty.gz"), EST_COMPRESSION_GZIP, 0, NULL);
+  assert_int_equal(read_all(tmp_path("empty.gz"), EST_COMPRESSION_GZIP, &count, NULL, NULL), EST_ERR_OUT_OF_RANGE);
+  assert_int_equal(count, 0);
+  /* A missing file is NOT_FOUND naming the path. */
+  assert_int_equal(est_tfrecord_reader_open(&r, tmp_path("nope"), EST_COMPRESSION_NONE), EST_ERR_NOT_FOUND);
+  assert_non_null(strstr(est_error_message(), "nope"));
+  uint64_t c64;
+  assert_int_equal(est_tfrecord_count(p, EST_COMPRESSION_NONE, &c64), EST_OK);
+  assert_int_equal(c64, 4);
+}
+
+/* ManyRecords (100,000 small records) in all three compressions. */
+static void test_many_records(void **state) {
+  (void)state;
+  est_compression cs[3] = {EST_COMPRESSION_NONE, EST_COMPRESSION_ZLIB, EST_COMPRESSION_GZIP};
+  for (int k = 0; k < 3; k++) {
+    const char *p = tmp_path("many.tfrecord");
+    est_tfrecord_writer *w;
+    assert_int_equal(est_tfrecord_writer_open(&w, p, cs[k]), EST_OK);
+    char buf[32];
+    for (int i = 0; i < 100000; i++) {
+      int len = snprintf(buf, sizeof buf, "%d", i);
+      assert_int_equal(est_tfrecord_writer_write(w, buf, (size_t)len), EST_OK);
+    }
+    assert_int_equal(est_tfrecord_writer_close(w), EST_OK);
+    est_tfrecord_reader *r;
+    assert_int_equal(est_tfrecord_reader_open(&r, p, cs[k]), EST_OK);
+    const uint8_t *d;
+    size_t n;
+    for (int i = 0; i < 100000; i++) {
+      int len = snprintf(buf, sizeof buf, "%d", i);
+      assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_OK);
+      assert_int_equal(n, (size_t)len);
+      assert_memory_equal(d, buf, n);
+    }
+    assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_OUT_OF_RANGE);
+    est_tfrecord_reader_close(r);
+  }
+}
+
+/* RandomRead-style: 500 records of skewed random length up to 128 KiB (bigger than the
+ * first read window for some), then NonSequentialReads by saved offsets, plain and
+ * compressed. */
+static void test_random_lengths_and_seek(void **state) {
+  (void)state;
+  enum { N = 500 };
+  size_t lens[N];
+  uint64_t offs[N + 1];
+  uint32_t x = 301;
+  size_t total = 0;
+  for (int i = 0; i < N; i++) {
+    x = x * 1664525u + 1013904223u;
+    int bits = (int)(x >> 28); /* skewed: 2^0 .. 2^15 scale, then uniform below */
+    x = x * 1664525u + 1013904223u;
+    lens[i] = i == 7 ? (3u << 20) : (x >> 8) % ((size_t)1 << (bits + 2)); /* record 7: 3 MiB */
+    total += lens[i];
+  }
+  uint8_t *all = malloc(total);
+  for (size_t i = 0; i < total; i++) all[i] = (uint8_t)(i * 31 + (i >> 9));
+  est_compression cs[3] = {EST_COMPRESSION_NONE, EST_COMPRESSION_ZLIB, EST_COMPRESSION_GZIP};
+  for (int k = 0; k < 3; k++) {
+    const char *p = tmp_path("random.tfrecord");
+    est_tfrecord_writer *w;
+    assert_int_equal(est_tfrecord_writer_open(&w, p, cs[k]), EST_OK);
+    size_t at = 0;
+    for (int i = 0; i < N; i++) {
+      assert_int_equal(est_tfrecord_writer_write(w, all + at, lens[i]), EST_OK);
+      at += lens[i];
+    }
+    assert_int_equal(est_tfrecord_writer_close(w), EST_OK);
+    est_tfrecord_reader *r;
+    const uint8_t *d;
+    size_t n;
+    assert_int_equal(est_tfrecord_reader_open(&r, p, cs[k]), EST_OK);
+    at = 0;
+    for (int i = 0; i < N; i++) {
+      offs[i] = est_tfrecord_reader_offset(r);
+      assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_OK);
+      assert_int_equal(n, lens[i]);
+      assert_memory_equal(d, all + at, n);
+      at += n;
+    }
+    offs[N] = est_tfrecord_reader_offset(r);
+    assert_int_equal(offs[N], total + 16 * N);
+    /* back to 3, forward to 8, back to 0, to the last, to 250 */
+    int order[] = {3, 8, 0, N - 1, 250, 4};
+    for (size_t j = 0; j < sizeof order / sizeof *order; j++) {
+      int i = order[j];
+      size_t start = 0;
+      for (int q = 0; q < i; q++) start += lens[q];
+      assert_int_equal(est_tfrecord_reader_seek(r, offs[i]), EST_OK);
+      assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_OK);
+      assert_int_equal(n, lens[i]);
+      assert_memory_equal(d, all + start, n);
+      assert_int_equal(est_tfrecord_reader_offset(r), offs[i + 1]);
+    }
+    est_tfrecord_reader_close(r);
+  }
+  free(all);
+}
+
+/* CorruptLength (byte 6), CorruptLengthCrc (byte 10), CorruptData (byte 14),
+ * CorruptDataCrc (last byte), and junk read at offset 1 (TestMalformedInput). */
+static void test_named_corruptions(void **state) {
+  (void)state;
+  char recs[2][64] = {"abcdefgh", "ijkl"};
+  const char *p = tmp_path("c.tfrecord");
+  write_records(p, EST_COMPRESSION_NONE, 1, recs);
+  uint8_t *orig;
+  size_t n;
+  assert_int_equal(est_read_file(p, &orig, &n), EST_OK);
+  struct { size_t at; const char *msg; } v[] = {
+      {6, "corrupted record at 0"}, {10, "corrupted record at 0"}, {14, "corrupted record at 12"}, {n - 1, "corrupted record at 12"}};
+  for (size_t i = 0; i < 4; i++) {
+    uint8_t buf[64];
+    memcpy(buf, orig, n);
+    buf[v[i].at] ^= 0x01;
+    write_bytes(p, buf, n);
+    size_t count;
+    assert_int_equal(read_all(p, EST_COMPRESSION_NONE, &count, NULL, NULL), EST_ERR_DATA_LOSS);
+    assert_non_null(strstr(est_error_message(), v[i].msg));
+  }
+  free(orig);
+  /* 15 junk bytes read from offset 1: no "Is this even" note away from offset 0 */
+  write_bytes(p, "xabcdefghijklmno", 16);
+  est_tfrecord_reader *r;
+  const uint8_t *d;
+  assert_int_equal(est_tfrecord_reader_open(&r, p, EST_COMPRESSION_NONE), EST_OK);
+  assert_int_equal(est_tfrecord_reader_seek(r, 1), EST_OK);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_DATA_LOSS);
+  char want[4400];
+  snprintf(want, sizeof want, "%s: corrupted record at 1", p);
+  assert_string_equal(est_error_message(), want);
+  /* The reader stays put: the same error again, offset unchanged. */
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_DATA_LOSS);
+  assert_int_equal(est_tfrecord_reader_offset(r), 1);
+  est_tfrecord_reader_close(r);
+}
+
+/* Every single byte of the 54-byte file changed (three different XOR masks): the reader
+ * returns an error or records identical to the originals, never other data. */
+static void test_every_byte_flip(void **state) {
+  (void)state;
+  uint8_t orig[64], buf[64], got[64];
+  size_t n = unhex(THREE_HEX, orig);
+  const char *p = tmp_path("flip.tfrecord");
+  uint8_t masks[3] = {0x01, 0x80, 0xff};
+  for (size_t i = 0; i < n; i++)
+    for (int m = 0; m < 3; m++) {
+      memcpy(buf, orig, n);
+      buf[i] ^= masks[m];
+      write_bytes(p, buf, n);
+      size_t count, gsize;
+      est_status st = read_all(p, EST_COMPRESSION_NONE, &count, got, &gsize);
+      assert_int_equal(st, EST_ERR_DATA_LOSS); /* every byte is covered by a CRC */
+      /* the records returned before the error are a prefix of "", "a", "hello" */
+      assert_true(count <= 2);
+      assert_memory_equal(got, "ahello", gsize);
+    }
+}
+
+/* Cut at every length: clean EOF exactly at record boundaries, DATA_LOSS elsewhere. The
+ * GZIP and ZLIB vectors cut at every length never crash nor yield wrong records. */
+static void test_every_truncation(void **state) {
+  (void)state;
+  uint8_t orig[128], got[64];
+  size_t n = unhex(THREE_HEX, orig);
+  const char *p = tmp_path("cut.tfrecord");
+  for (size_t len = 0; len < n; len++) {
+    write_bytes(p, orig, len);
+    size_t count, gsize;
+    est_status st = read_all(p, EST_COMPRESSION_NONE, &count, got, &gsize);
+    int boundary = len == 0 || len == 16 || len == 33;
+    assert_int_equal(st, boundary ? EST_ERR_OUT_OF_RANGE : EST_ERR_DATA_LOSS);
+    if (!boundary) assert_non_null(strstr(est_error_message(), "truncated record at"));
+    assert_int_equal(count, len >= 33 ? 2 : len >= 16 ? 1 : 0);
+    assert_memory_equal(got, "ahello", gsize);
+  }
+  const char *hexes[2] = {THREE_GZIP_HEX, THREE_ZLIB_HEX};
+  est_compression cs[2] = {EST_COMPRESSION_GZIP, EST_COMPRESSION_ZLIB};
+  for (int k = 0; k < 2; k++) {
+    size_t cn = unhex(hexes[k], orig);
+    for (size_t len = 0; len < cn; len++) {
+      write_bytes(p, orig, len);
+      size_t count, gsize;
+      est_status st = read_all(p, cs[k], &count, got, &gsize);
+      assert_true(st == EST_ERR_DATA_LOSS || st == EST_ERR_OUT_OF_RANGE);
+      assert_true(count <= 3);
+      assert_memory_equal(got, "ahello", gsize);
+    }
+  }
+}
+
+/* Concatenated gzip members read as one stream; bytes after a zlib stream are ignored;
+ * a cut gzip stream at a record boundary of the decompressed stream is a clean EOF. */
+static void test_gzip_members_and_trailers(void **state) {
+  (void)state;
+  uint8_t buf[256];
+  size_t n = unhex(THREE_GZIP_HEX, buf);
+  memcpy(buf + n, buf, n);
+  write_bytes(tmp_path("two.gz"), buf, 2 * n);
+  size_t count;
+  assert_int_equal(read_all(tmp_path("two.gz"), EST_COMPRESSION_GZIP, &count, NULL, NULL), EST_ERR_OUT_OF_RANGE);
+  assert_int_equal(count, 6);
+  n = unhex(THREE_ZLIB_HEX, buf);
+  memcpy(buf + n, "trailing junk", 13);
+  write_bytes(tmp_path("trail.zlib"), buf, n + 13);
+  expect_three(tmp_path("trail.zlib"), EST_COMPRESSION_ZLIB);
+  /* A gzip file holding only the first record (16 bytes), without its trailer, reads
+   * one record then EOF: the cut falls on a record boundary. */
+  char one[1][64] = {""};
+  write_records(tmp_path("one.gz"), EST_COMPRESSION_GZIP, 1, one);
+  uint8_t *data;
+  assert_int_equal(est_read_file(tmp_path("one.gz"), &data, &n), EST_OK);
+  write_bytes(tmp_path("one_cut.gz"), data, n - 8); /* drop CRC-32 + ISIZE */
+  free(data);
+  assert_int_equal(read_all(tmp_path("one_cut.gz"), EST_COMPRESSION_GZIP, &count, NULL, NULL), EST_ERR_OUT_OF_RANGE);
+  assert_int_equal(count, 1);
+}
+
+/* The real TF-written MRPC eval file: 408 records, every CRC valid. */
+static void test_real_tf_file(void **state) {
+  (void)state;
+  uint64_t count;
+  assert_int_equal(est_tfrecord_count(EST_TEST_DATA "/mrpc_eval.tf_record", EST_COMPRESSION_NONE, &count), EST_OK);
+  assert_int_equal(count, 408);
+}
+
+static void test_compression_parse(void **state) {
+  (void)state;
+  est_compression c;
+  assert_int_equal(est_compression_parse("", &c), EST_OK);
+  assert_int_equal(c, EST_COMPRESSION_NONE);
+  assert_int_equal(est_compression_parse("GZIP", &c), EST_OK);
+  assert_int_equal(c, EST_COMPRESSION_GZIP);
+  assert_int_equal(est_compression_parse("ZLIB", &c), EST_OK);
+  assert_int_equal(c, EST_COMPRESSION_ZLIB);
+  assert_int_equal(est_compression_parse("SNAPPY", &c), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "SNAPPY"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_frame_vectors),
+      cmocka_unit_test(test_writer_exact_and_atomic),
+      cmocka_unit_test(test_compressed_vectors_and_roundtrip),
+      cmocka_unit_test(test_negative_vectors),
+      cmocka_unit_test(test_read_write_empty_and_ends),
+      cmocka_unit_test(test_many_records),
+      cmocka_unit_test(test_random_lengths_and_seek),
+      cmocka_unit_test(test_named_corruptions),
+      cmocka_unit_test(test_every_byte_flip),
+      cmocka_unit_test(test_every_truncation),
+      cmocka_unit_test(test_gzip_members_and_trailers),
+      cmocka_unit_test(test_real_tf_file),
+      cmocka_unit_test(test_compression_parse),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
