@@ -1,0 +1,300 @@
+/* est/estimator.h — tf.estimator in C: a user writes a model_fn and an input_fn; the
+ * Estimator trains, evaluates and predicts with them, saves and restores checkpoints in
+ * TensorFlow's format, resumes exactly after a crash, and reports (logs + TensorBoard).
+ *
+ * C has no graph, so a model is a small vtable. `build` declares the model's variables
+ * (by TF name, in the var store the estimator owns) and allocates its activations once
+ * for the mode's batch size; `call` runs one batch. A logistic regression:
+ *
+ *     typedef struct { int w, b; int batch; float *logits; est_metric *acc; } logreg;
+ *
+ *     static est_status lr_build(void *params, const est_model_context *ctx,
+ *                                est_var_store *vs, void **out) {
+ *       logreg *m = calloc(1, sizeof *m);                 // (error checks left out)
+ *       est_vars_declare(vs, "dense/kernel", 2, (int64_t[]){NF, 1}, est_init_zeros(), &m->w);
+ *       est_vars_declare(vs, "dense/bias", 1, (int64_t[]){1}, est_init_zeros(), &m->b);
+ *       m->logits = calloc(ctx->batch_size, sizeof(float));
+ *       *out = m;
+ *       return EST_OK;
+ *     }
+ *     static est_status lr_call(void *model, est_var_store *vs, const est_features *f,
+ *                               est_mode mode, int64_t global_step, est_estimator_spec *spec) {
+ *       const est_tensor *x, *y;      // x: [B, NF] float32, y: [B] int64
+ *       est_status st = est_features_get(f, "x", EST_DT_FLOAT, 2, &x);
+ *       ... forward: logits = x.w + b; in TRAIN (and EVAL) the loss, in TRAIN the
+ *       ... gradients, ACCUMULATED into est_vars_grad(vs, m->w) / (vs, m->b);
+ *       ... in EVAL update the metrics; in PREDICT point spec->predictions at outputs.
+ *       spec->loss = mean_loss;
+ *       return EST_OK;
+ *     }
+ *     static const est_model_fn logreg_fn = {
+ *       .name = "logreg", .build = lr_build, .call = lr_call, .destroy = lr_destroy,
+ *       .create_optimizer = lr_optimizer,   // e.g. est_optimizer_create_adam_weight_decay
+ *       .metrics = lr_metrics,              // EVAL: name + est_metric* pairs
+ *     };
+ *
+ *     est_run_config rc = est_run_config_default();
+ *     rc.model_dir = "out"; rc.save_checkpoints_steps = 100; rc.seed = 1;
+ *     est_estimator *e;
+ *     est_estimator_create(&e, &logreg_fn, &rc);
+ *     est_estimator_train(e, &train_input, 0, 1000);          // steps=0, max_steps=1000
+ *     est_eval_result r;
+ *     est_estimator_evaluate(e, &eval_input, 0, NULL, NULL, &r);  // latest checkpoint
+ *     est_estimator_free(e);
+ *
+ * examples/logistic_regression.c is this model in full; examples/README.md walks through it.
+ *
+ * What the estimator owns, so that a model never has to care:
+ *   - the var store: est_vars_finalize(seed) runs the initialisers, then variables are
+ *     restored from model_dir's latest checkpoint, or (fresh start only) warm-started /
+ *     initialised by the model's `init` (BERT's init_checkpoint);
+ *   - the optimizer and its slots (saved as "<var>/<suffix>", e.g. "<var>/adam_m");
+ *   - global_step (int64 scalar "global_step" in the checkpoint);
+ *   - the seed (est/seed) and every rank's input position (est/input_state, int64
+ *     [world_size, n]). Randomness inside a model must be a pure function of
+ *     (ctx->seed, global_step, ...), e.g. est_philox4x32(seed, {step, layer, i, 0}):
+ *     then a run killed at any moment and restarted ends bit-identical to an
+ *     uninterrupted one. TensorFlow reads these extra tensors as ordinary int64 tensors
+ *     and a TF graph restoring the checkpoint ignores them.
+ *
+ * Training step: zero gradients -> call(TRAIN) -> loss finite? (else ABORTED, "NaN loss
+ * during training", nothing saved) -> distribution->allreduce_mean(gradients) ->
+ * est_optimizer_apply(opt, global_step) -> global_step += 1 -> log / summary / save.
+ */
+#ifndef EST_ESTIMATOR_H
+#define EST_ESTIMATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/run_config.h"
+#include "est/status.h"
+#include "est/tensor.h"
+#include "est/variables.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct est_optimizer est_optimizer;   /* est/optimizer.h */
+typedef struct est_metric est_metric;         /* est/metrics.h */
+
+/* tf.estimator.ModeKeys. */
+typedef enum est_mode {
+  EST_MODE_TRAIN = 0,
+  EST_MODE_EVAL = 1,
+  EST_MODE_PREDICT = 2,
+} est_mode;
+
+/* "train", "eval", "infer" (ModeKeys' string values). */
+const char *est_mode_name(est_mode mode);
+
+/* ---- features: one batch of named tensors ------------------------------------------ */
+
+/* Labels travel as features too (BERT's "label_ids"); PREDICT batches may lack them. */
+typedef struct est_features {
+  int batch_size;              /* rows in this batch; the last eval/predict batch may be short */
+  size_t count;
+  const char *const *names;
+  const est_tensor *tensors;   /* each [batch_size, ...] */
+} est_features;
+
+/* The tensor called `name`, or NULL. */
+const est_tensor *est_features_find(const est_features *f, const char *name);
+
+/* The tensor called `name`, checked: NOT_FOUND when absent ("feature 'x' not found in the
+ * input batch (has: a, b)"), INVALID_ARGUMENT when its dtype is not `dtype` or its rank
+ * is not `rank` (-1: any rank) or its first dimension is not batch_size. */
+est_status est_features_get(const est_features *f, const char *name, est_dtype dtype, int rank,
+                            const est_tensor **out);
+
+/* ---- input_fn ---------------------------------------------------------------------- */
+
+typedef struct est_input_params {
+  est_mode mode;
+  int batch_size;              /* the mode's batch size from the run config */
+  uint64_t seed;               /* for shuffling: the run's seed */
+  int num_shards;              /* world_size; shard(num_shards, shard_index) for data parallelism */
+  int shard_index;
+} est_input_params;
+
+/* An open input: a stream of batches. `next` returns EST_ERR_OUT_OF_RANGE at the end of
+ * the data; the batch's memory stays valid until the next call. get_state/set_state
+ * (both optional) capture and restore the position after the last batch returned, as a
+ * few int64 values: without them a resumed run restarts its input from the beginning. */
+typedef struct est_input {
+  void *self;
+  est_status (*next)(void *self, est_features *batch);
+  est_status (*get_state)(void *self, int64_t *state, size_t capacity, size_t *n);
+  est_status (*set_state)(void *self, const int64_t *state, size_t n);
+  void (*close)(void *self);
+} est_input;
+
+/* tf.estimator's input_fn(params): opens a fresh input for one train/evaluate/predict. */
+typedef struct est_input_fn {
+  est_status (*open)(void *ctx, const est_input_params *params, est_input *out);
+  void *ctx;
+} est_input_fn;
+
+/* ---- model_fn ---------------------------------------------------------------------- */
+
+typedef struct est_model_context {
+  est_mode mode;
+  int batch_size;              /* the largest batch `call` will see */
+  uint64_t seed;               /* the run's seed (dropout etc. = f(seed, global_step)) */
+  void *params;                /* the model_fn's params */
+  const est_run_config *config;
+} est_model_context;
+
+/* What `call` returns for one batch (the EstimatorSpec). */
+typedef struct est_estimator_spec {
+  float loss;                        /* TRAIN, EVAL: the batch's mean loss */
+  /* PREDICT: named outputs, each [batch_size, ...]; valid until the next call. */
+  size_t num_predictions;
+  const char *const *prediction_names;
+  const est_tensor *predictions;
+} est_estimator_spec;
+
+/* A named streaming metric (EVAL): the estimator reports its value under `name`
+ * ("eval_accuracy"), plus "loss" (mean of the batch losses) and "global_step". */
+typedef struct est_named_metric {
+  const char *name;
+  est_metric *metric;
+} est_named_metric;
+
+typedef struct est_model_fn {
+  const char *name;            /* for logs */
+  void *params;                /* passed to build as ctx->params (BERT: the bert config etc.) */
+
+  /* Declares variables in `vars` (not yet finalized), allocates activations for
+   * ctx->batch_size and, in EVAL, creates the metrics. */
+  est_status (*build)(const est_model_context *ctx, est_var_store *vars, void **model);
+
+  /* Optional Scaffold: runs after the random initialisers on a fresh start only (when
+   * model_dir has a checkpoint, that is restored instead), e.g. BERT's init_checkpoint:
+   * est_init_from_checkpoint(vars, path, NULL, 0). */
+  est_status (*init)(void *model, est_var_store *vars);
+
+  /* TRAIN: the train op's optimizer over vars (est/optimizer.h), created once after the
+   * variables hold their values. The estimator frees it (est_optimizer_free). */
+  est_status (*create_optimizer)(void *model, est_var_store *vars, est_optimizer **out);
+
+  /* One batch. TRAIN: loss, and gradients ACCUMULATED (+=) into vars' gradient buffer,
+   * which the estimator zeroed. EVAL: loss, and updates of the metrics. PREDICT: fills
+   * spec->predictions. global_step is the value before this step's update. */
+  est_status (*call)(void *model, est_var_store *vars, const est_features *features, est_mode mode,
+                     int64_t global_step, est_estimator_spec *spec);
+
+  /* EVAL: the metrics `call` updates (pointers owned by the model). */
+  est_status (*metrics)(void *model, const est_named_metric **metrics, size_t *n);
+
+  void (*destroy)(void *model);
+} est_model_fn;
+
+/* ---- the Estimator ------------------------------------------------------------------- */
+
+typedef struct est_estimator est_estimator;
+
+/* Validates the config (copied, strings too) and creates model_dir. */
+est_status est_estimator_create(est_estimator **out, const est_model_fn *model_fn, const est_run_config *config);
+void est_estimator_free(est_estimator *e);   /* NULL is fine */
+const est_run_config *est_estimator_config(const est_estimator *e);
+
+/* Trains from model_dir's latest checkpoint (or from scratch). steps > 0: that many more
+ * steps; max_steps > 0: until global_step reaches it (at most one of the two; both 0:
+ * until the input ends). Saves at the configured cadence and at the end; stops early at
+ * the end of input. A NaN/Inf loss returns EST_ERR_ABORTED and leaves the last good
+ * checkpoint as it was. */
+est_status est_estimator_train(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps);
+
+/* Streaming evaluation results: the model's metrics, "loss" and "global_step". */
+typedef struct est_eval_result {
+  size_t count;
+  char **names;                /* sorted (bytewise), as eval_results.txt lists them */
+  double *values;
+  int64_t global_step;
+  char *checkpoint_path;
+} est_eval_result;
+
+void est_eval_result_clear(est_eval_result *r);
+/* The value called `name`; NOT_FOUND when absent. */
+est_status est_eval_result_get(const est_eval_result *r, const char *name, double *value);
+/* "<name> = <value>\n" per entry in sorted order (BERT's eval_results.txt), atomically;
+ * floats in their shortest round-trip float32 form, global_step as an integer. */
+est_status est_eval_result_write(const est_eval_result *r, const char *path);
+
+/* Restores checkpoint_path (NULL: the latest in model_dir; NOT_FOUND when there is none),
+ * runs the input to its end (or `steps` batches when > 0) and fills *out. Summaries go
+ * to model_dir/eval (name NULL) or model_dir/eval_<name>. */
+est_status est_estimator_evaluate(est_estimator *e, const est_input_fn *input_fn, int64_t steps,
+                                  const char *checkpoint_path, const char *name, est_eval_result *out);
+
+/* One example's predictions: each value is the row of a [batch, ...] output. */
+typedef struct est_prediction {
+  int64_t index;               /* position in the input, from 0 */
+  size_t count;
+  const char *const *names;
+  const est_tensor *values;    /* shape without the batch dimension; valid during the callback */
+} est_prediction;
+
+typedef est_status (*est_prediction_fn)(void *ctx, const est_prediction *p);
+
+/* Restores (as evaluate), then calls on_prediction once per example in input order. A
+ * status other than OK from the callback stops prediction and is returned. */
+est_status est_estimator_predict(est_estimator *e, const est_input_fn *input_fn, const char *checkpoint_path,
+                                 est_prediction_fn on_prediction, void *ctx);
+
+/* tf.estimator.train_and_evaluate: trains to max_steps, evaluating after each checkpoint
+ * saved (and once at the end). `last` (may be NULL) receives the final results. */
+typedef struct est_train_spec {
+  est_input_fn input_fn;
+  int64_t max_steps;
+} est_train_spec;
+
+typedef struct est_eval_spec {
+  est_input_fn input_fn;
+  int64_t steps;               /* 0: the whole input */
+  const char *name;            /* NULL: model_dir/eval */
+} est_eval_spec;
+
+est_status est_train_and_evaluate(est_estimator *e, const est_train_spec *train, const est_eval_spec *eval,
+                                  est_eval_result *last);
+
+/* The latest checkpoint prefix in model_dir; NOT_FOUND when none. */
+est_status est_estimator_latest_checkpoint(const est_estimator *e, char *prefix, size_t size);
+
+/* ---- initialising from a checkpoint (BERT's init_checkpoint, warm start) -------------- */
+
+/* One assignment: checkpoint tensor -> model variable. A pair whose names both end in '/'
+ * maps a whole scope (tf.train.init_from_checkpoint's {'old/': 'new/'}). */
+typedef struct est_assignment {
+  char *checkpoint_name;
+  char *variable_name;
+} est_assignment;
+
+/* BERT's get_assignment_map_from_checkpoint: every checkpoint tensor whose name is a
+ * trainable variable's name (":0" suffixes ignored), in the checkpoint's (sorted) order.
+ * Shapes are not compared here. Free with est_assignment_map_free. */
+est_status est_assignment_map_from_checkpoint(const est_var_store *vars, const char *checkpoint,
+                                              est_assignment **map, size_t *n);
+void est_assignment_map_free(est_assignment *map, size_t n);
+
+/* tf.train.init_from_checkpoint: loads each assigned variable and marks it
+ * from_checkpoint (the "*INIT_FROM_CKPT*" log). map = NULL uses BERT's map above. A
+ * variable or checkpoint tensor that is named but absent is NOT_FOUND; a shape or dtype
+ * mismatch is FAILED_PRECONDITION naming the variable and both shapes. `*loaded` (may be
+ * NULL) receives the number of variables loaded. */
+est_status est_init_from_checkpoint(est_var_store *vars, const char *checkpoint, const est_assignment *map, size_t n,
+                                    size_t *loaded);
+
+/* Warm start: loads every variable whose name matches `vars_regex` (POSIX ERE; NULL =
+ * all) and exists in the checkpoint; others keep their initial values. */
+est_status est_warm_start(est_var_store *vars, const char *checkpoint, const char *vars_regex, size_t *loaded);
+
+/* "**** Trainable Variables ****" then "  name = X, shape = (768, 768)[, *INIT_FROM_CKPT*]". */
+void est_log_variables(const est_var_store *vars);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
