@@ -1,0 +1,123 @@
+/* est/tokenizer.h — BERT's FullTokenizer (google-research/bert tokenization.py), byte for
+ * byte: BasicTokenizer (clean, CJK spacing, Python lower() + NFD + drop Mn, punctuation
+ * split) followed by greedy longest-match-first WordPiece.
+ *
+ *     est_vocab *v;
+ *     if (est_vocab_load(&v, "vocab.txt") != EST_OK) die(est_error_message());
+ *     est_tokenizer *tok;
+ *     est_tokenizer_create(&tok, v, true);             // do_lower_case
+ *     const int32_t *ids; size_t n;
+ *     est_tokenizer_encode(tok, "UNwant\xC3\xA9d,running", SIZE_MAX, &ids, &n);
+ *     for (size_t i = 0; i < n; i++) printf("%s ", est_vocab_token(v, ids[i]));
+ *     est_tokenizer_free(tok); est_vocab_free(v);
+ *
+ * Behaviour (bert_reference.md §1 and §8.12):
+ * - Input bytes are UTF-8; invalid bytes are dropped (Python decode(errors="ignore")).
+ * - Cc/Cf, U+0000 and U+FFFD are removed; \t \n \r and Zs become spaces; U+2028/U+2029
+ *   split tokens like spaces (Python's str.split()).
+ * - Lower-casing is Python's str.lower(): U+0130 -> "i" U+0307, capital sigma -> final
+ *   sigma in Final_Sigma context. Accents are stripped (NFD, drop Mn) only when lower-casing.
+ * - Words longer than 200 code points, or with no WordPiece cover, become one [UNK].
+ * Unicode data comes from utf8proc (Unicode 15.0); the reference vectors were made under
+ * Python 3.11 (Unicode 14.0) and differ only on code points assigned in 15.0.
+ *
+ * Tokens are returned as vocab ids. A token is always a vocab entry, except "[UNK]" when the
+ * vocab lacks it: that is id EST_TOKEN_UNK_MISSING, and converting it to an id is the
+ * reference's KeyError, which est_features reports. A tokenizer keeps scratch buffers and is
+ * not thread-safe: make one per thread (they can share one est_vocab, which is read-only).
+ */
+#ifndef EST_TOKENIZER_H
+#define EST_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "[UNK]" produced while the vocab has no "[UNK]" entry. */
+#define EST_TOKEN_UNK_MISSING (-1)
+
+/* WordpieceTokenizer's max_input_chars_per_word (the reference's default, not HF's 100). */
+#define EST_WORDPIECE_MAX_CHARS 200
+
+/* ---- vocabulary ------------------------------------------------------------------- */
+
+typedef struct est_vocab est_vocab;
+
+/* load_vocab: one token per line ('\n' separated), each stripped of Python whitespace, id =
+ * 0-based line number. A blank line is the token "" with its own id; a duplicated token keeps
+ * its last line's id; a last line without '\n' counts. Invalid UTF-8 is an error naming the
+ * line (TF's GFile decodes strictly). */
+est_status est_vocab_load(est_vocab **out, const char *path);
+/* The same from memory (`name` is used in messages). */
+est_status est_vocab_load_buffer(est_vocab **out, const char *data, size_t size, const char *name);
+void est_vocab_free(est_vocab *v);
+
+/* Number of lines = one past the largest id. */
+int32_t est_vocab_size(const est_vocab *v);
+/* The id of a token, or -1 when absent (no [UNK] fallback, as the reference). */
+int32_t est_vocab_find(const est_vocab *v, const char *token, size_t len);
+/* The token of an id; "[UNK]" for EST_TOKEN_UNK_MISSING; NULL for an id out of range or one
+ * whose token was redefined by a later duplicate line (absent from the inverse map). */
+const char *est_vocab_token(const est_vocab *v, int32_t id);
+/* The file or name it was loaded from. */
+const char *est_vocab_path(const est_vocab *v);
+
+/* ---- tokenizer -------------------------------------------------------------------- */
+
+typedef struct est_tokenizer est_tokenizer;
+
+/* FullTokenizer(vocab, do_lower_case). The vocab is borrowed: it must outlive tok. */
+est_status est_tokenizer_create(est_tokenizer **out, const est_vocab *vocab, bool do_lower_case);
+/* Loads vocab_file and creates a tokenizer that owns it. */
+est_status est_tokenizer_open(est_tokenizer **out, const char *vocab_file, bool do_lower_case);
+void est_tokenizer_free(est_tokenizer *tok);
+
+const est_vocab *est_tokenizer_vocab(const est_tokenizer *tok);
+bool est_tokenizer_do_lower_case(const est_tokenizer *tok);
+
+/* FullTokenizer.tokenize + convert_tokens_to_ids: the WordPiece ids of `text` (len bytes, or
+ * SIZE_MAX for a NUL-terminated string). *ids is owned by tok and valid until its next call.
+ * Fails only for lack of memory. No allocation once the scratch buffers have grown. */
+est_status est_tokenizer_encode(est_tokenizer *tok, const char *text, size_t len,
+                                const int32_t **ids, size_t *n);
+
+/* BasicTokenizer.tokenize: the tokens joined by single spaces (no token contains Python
+ * whitespace, so the join is unambiguous), NUL-terminated, owned by tok until its next
+ * call. *ntokens gets the token count when not NULL. NULL only for lack of memory. */
+const char *est_tokenizer_basic(est_tokenizer *tok, const char *text, size_t len, size_t *ntokens);
+
+/* WordpieceTokenizer.tokenize alone (whitespace_tokenize, then WordPiece each word; no
+ * cleaning or lower-casing). Same ownership as est_tokenizer_encode. */
+est_status est_tokenizer_wordpiece(est_tokenizer *tok, const char *text, size_t len,
+                                   const int32_t **ids, size_t *n);
+
+/* ---- character classes (tokenization.py's _is_whitespace/_is_control/_is_punctuation) -- */
+
+bool est_tok_is_whitespace(uint32_t cp);
+bool est_tok_is_control(uint32_t cp);
+bool est_tok_is_punctuation(uint32_t cp);
+bool est_tok_is_cjk(uint32_t cp);
+
+/* Decodes UTF-8 like Python's bytes.decode("utf-8", errors="ignore"): each maximal invalid
+ * subpart is dropped. Writes at most `len` code points to cps (len is always enough);
+ * returns how many. */
+size_t est_utf8_decode_lossy(const char *s, size_t len, uint32_t *cps);
+
+/* ---- checkpoint/case check -------------------------------------------------------- */
+
+/* validate_case_matches_checkpoint: when init_checkpoint names one of Google's released
+ * models (".../<name>/bert_model.ckpt..."), checks that do_lower_case matches how it was
+ * trained. INVALID_ARGUMENT with the reference's explanation otherwise; EST_OK for an
+ * empty/NULL path or any other model name. */
+est_status est_validate_case_matches_checkpoint(bool do_lower_case, const char *init_checkpoint);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,42 @@
+/* Internals shared by vocab.c, tokenizer.c and tokenizer_unicode.c. */
+#ifndef EST_BERT_TOKENIZER_INTERNAL_H
+#define EST_BERT_TOKENIZER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/tokenizer.h"
+
+/* ---- Unicode helpers (tokenizer_unicode.c) ---- */
+
+/* Python's str.isspace(): bidi class WS/B/S or category Zs (what split()/strip() use). */
+bool tok_py_isspace(uint32_t c);
+
+/* Strict decode of one UTF-8 sequence at s[0..len) (len >= 1). Returns the code point and
+ * sets *adv to its length, or returns UINT32_MAX and sets *adv to the length of the maximal
+ * invalid subpart (>= 1) that Python's decoder would reject as one unit. */
+uint32_t tok_utf8_next(const uint8_t *s, size_t len, size_t *adv);
+
+/* Encodes cp (<= 0x10FFFF) into out[0..4); returns the byte count. */
+size_t tok_utf8_put(uint32_t cp, char *out);
+
+/* Python str.lower() of one token: writes at most 2*n code points; returns the count. */
+size_t tok_lower(const uint32_t *in, size_t n, uint32_t *out);
+
+/* unicodedata.normalize("NFD", s) then drop category Mn. `out` needs room for 4*n code
+ * points (the longest canonical decomposition is 4). Returns the count. */
+size_t tok_nfd_strip_mn(const uint32_t *in, size_t n, uint32_t *out);
+
+/* Python's Cased and Case_Ignorable properties (used for the final-sigma rule). */
+bool tok_is_cased(uint32_t c);
+bool tok_is_case_ignorable(uint32_t c);
+
+/* ---- vocab (vocab.c) ---- */
+
+/* The id of the token ("##" if continuation) + s[0..n), or -1. No copy is made. */
+int32_t vocab_find_piece(const est_vocab *v, bool continuation, const char *s, size_t n);
+/* Longest token in bytes: candidates longer than this cannot match. */
+size_t vocab_max_token_bytes(const est_vocab *v);
+
+#endif
