@@ -1,0 +1,153 @@
+/* est/optimizer.h — BERT's AdamWeightDecay, tf.train.AdamOptimizer and
+ * tf.train.MomentumOptimizer over a variable store, with BERT's learning-rate schedule
+ * (linear warmup + linear decay) and global-norm gradient clipping.
+ *
+ *     est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+ *     c.init_lr = 2e-5; c.num_train_steps = 343; c.num_warmup_steps = 34;
+ *     est_optimizer *opt;
+ *     est_optimizer_create_adam_weight_decay(&opt, vs, &c);   // after est_vars_finalize
+ *     for (int64_t step = 0; step < 343; step++) {
+ *       est_vars_zero_grads(vs);
+ *       forward_backward(vs, batch);                         // fills est_vars_grads(vs)
+ *       est_optimizer_apply(opt, step);                       // clip, then update; lr(step)
+ *     }                                                       // the caller owns global_step
+ *     // checkpointing: every trainable variable V has slots "V/<suffix>"
+ *     for (int k = 0; k < est_optimizer_num_slots(opt); k++)
+ *       write(est_optimizer_slot_suffix(opt, k), est_optimizer_slot(opt, k));  // store layout
+ *     est_optimizer_free(opt);
+ *
+ * Slots are buffers with exactly the store's layout (est_vars_size floats, each variable
+ * at its est_variable.offset), so an update is one flat loop over the buffers (split in
+ * chunks across OpenMP threads, the same chunks whatever the thread count, so results do
+ * not depend on it). All arithmetic is float32 in TensorFlow's op order with no fused
+ * multiply-adds, matching the TF kernels term by term (bert_reference.md §4; TF's
+ * training_ops.cc for Adam and Momentum). Frozen (non-trainable) variables are skipped.
+ */
+#ifndef EST_OPTIMIZER_H
+#define EST_OPTIMIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/status.h"
+#include "est/variables.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- learning rate ------------------------------------------------------------------ */
+
+/* BERT's create_optimizer schedule in float32 (bert_reference.md §4.1), t = global_step
+ * before this step's increment:
+ *   decay(t) = init_lr * (1 - min(t, T) / T)             (polynomial_decay, power 1, end 0)
+ *   lr(t)    = t < W ? init_lr * (t / W) : decay(t)      (when W > 0)
+ * so lr(0) = 0 with warmup and the rate drops at t = W. Extensions for other models:
+ * num_train_steps <= 0 means no decay (constant init_lr), num_warmup_steps <= 0 no warmup. */
+float est_learning_rate_bert(int64_t step, double init_lr, int64_t num_train_steps, int64_t num_warmup_steps);
+
+/* ---- configs ---------------------------------------------------------------------- */
+
+/* BERT's optimization.py AdamWeightDecayOptimizer + create_optimizer. Slots "adam_m",
+ * "adam_v". Update per element (no bias correction, eps outside the square root):
+ *   m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g;  u = m / (sqrt(v) + eps)
+ *   u += weight_decay_rate * theta   (unless the name matches an exclusion pattern)
+ *   theta -= lr(t) * u */
+typedef struct est_adam_weight_decay_config {
+  double init_lr;                 /* 5e-5 (run_classifier's default learning_rate) */
+  int64_t num_train_steps;        /* T of the linear decay; <= 0: constant rate */
+  int64_t num_warmup_steps;       /* W; <= 0: no warmup */
+  double weight_decay_rate;       /* 0.01 */
+  double beta1, beta2, epsilon;   /* 0.9, 0.999, 1e-6 */
+  /* POSIX extended regexes searched anywhere in the variable name (Python's re.search;
+   * a plain word is a substring test). NULL: BERT's {"LayerNorm", "layer_norm", "bias"}.
+   * Copied at creation. */
+  const char *const *exclude_from_weight_decay;
+  size_t num_exclude;             /* entries of exclude_from_weight_decay when not NULL */
+  double clip_norm;               /* clip by global norm before the update; 1.0; 0 = off */
+} est_adam_weight_decay_config;
+
+/* tf.train.AdamOptimizer (TF1 ApplyAdam): slots "Adam" (m) and "Adam_1" (v), plus the
+ * float32 scalars beta1_power / beta2_power (start at beta1 / beta2, multiplied by the
+ * betas after every apply):
+ *   alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
+ *   m += (g - m) * (1 - b1);  v += (g*g - v) * (1 - b2);  theta -= m * alpha / (sqrt(v) + eps) */
+typedef struct est_adam_config {
+  double learning_rate;           /* 0.001 */
+  int64_t num_train_steps;        /* optional BERT-style schedule on learning_rate; 0: constant */
+  int64_t num_warmup_steps;       /* 0 */
+  double beta1, beta2, epsilon;   /* 0.9, 0.999, 1e-8 */
+  double clip_norm;               /* 0 = off */
+} est_adam_config;
+
+/* tf.train.MomentumOptimizer (TF1 ApplyMomentum): slot "Momentum".
+ *   accum = accum * momentum + g
+ *   theta -= accum * lr                                   (use_nesterov = 0)
+ *   theta -= g * lr + accum * momentum * lr               (use_nesterov = 1) */
+typedef struct est_momentum_config {
+  double learning_rate;           /* 0.01 */
+  int64_t num_train_steps;        /* optional schedule, as for Adam; 0: constant */
+  int64_t num_warmup_steps;
+  double momentum;                /* 0.9 */
+  int use_nesterov;               /* 0 */
+  double clip_norm;               /* 0 = off */
+} est_momentum_config;
+
+est_adam_weight_decay_config est_adam_weight_decay_config_default(void);
+est_adam_config est_adam_config_default(void);
+est_momentum_config est_momentum_config_default(void);
+
+/* ---- the optimizer ------------------------------------------------------------------ */
+
+typedef struct est_optimizer est_optimizer;
+
+/* The store must be finalized; slots are allocated once (zeroed) and reused. Errors: a
+ * store not finalized, a bad hyper-parameter, an exclusion pattern that is not a regex. */
+est_status est_optimizer_create_adam_weight_decay(est_optimizer **out, est_var_store *vs,
+                                                  const est_adam_weight_decay_config *config);
+est_status est_optimizer_create_adam(est_optimizer **out, est_var_store *vs, const est_adam_config *config);
+est_status est_optimizer_create_momentum(est_optimizer **out, est_var_store *vs,
+                                         const est_momentum_config *config);
+void est_optimizer_free(est_optimizer *opt); /* NULL is fine */
+
+/* One step at global step `global_step` (the value before the caller increments it):
+ * reads the store's gradients, clips them in place by the global norm when clip_norm > 0,
+ * then updates parameters and slots. Gradients are left clipped (not zeroed). A
+ * non-finite global norm makes every clipped gradient NaN, as tf.clip_by_global_norm;
+ * the caller's NaN-loss check is what stops training. */
+est_status est_optimizer_apply(est_optimizer *opt, int64_t global_step);
+
+/* The learning rate the update at `global_step` uses. */
+float est_optimizer_learning_rate(const est_optimizer *opt, int64_t global_step);
+
+/* sqrt(sum of g^2) over the trainable variables' gradients (float32 result of a double sum,
+ * in a fixed order). */
+float est_optimizer_global_norm(est_var_store *vs);
+
+/* The global norm of the gradients before clipping, as computed by the last apply
+ * (0 before the first apply or when clipping is off). */
+float est_optimizer_last_global_norm(const est_optimizer *opt);
+
+/* Slots, each a buffer in the store's layout. Suffix: "adam_m", "adam_v" / "Adam",
+ * "Adam_1" / "Momentum"; the checkpoint name of variable V's slot is "V/<suffix>". */
+int est_optimizer_num_slots(const est_optimizer *opt);
+const char *est_optimizer_slot_suffix(const est_optimizer *opt, int k);
+float *est_optimizer_slot(est_optimizer *opt, int k);
+
+/* Scalar float32 state beyond the slots: Adam's "beta1_power" and "beta2_power" (TF
+ * checkpoint names, written as float32 [] tensors); none for the others. The pointer is
+ * writable so a restore can set it. */
+int est_optimizer_num_scalars(const est_optimizer *opt);
+const char *est_optimizer_scalar_name(const est_optimizer *opt, int k);
+float *est_optimizer_scalar(est_optimizer *opt, int k);
+
+/* Whether weight decay applies to variable `index` of the store (AdamWeightDecay only). */
+int est_optimizer_decays(const est_optimizer *opt, size_t index);
+
+/* "AdamWeightDecay", "Adam" or "Momentum". */
+const char *est_optimizer_name(const est_optimizer *opt);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
