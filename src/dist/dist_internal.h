@@ -1,0 +1,22 @@
+/* Internal to est's MPI layer (src/dist and src/train/distribution_local.c). */
+#ifndef EST_DIST_INTERNAL_H
+#define EST_DIST_INTERNAL_H
+
+#include "est/status.h"
+
+/* Reads EST_DIST_TIMEOUT (seconds) once, if set and valid. Always compiled. */
+void est_dist_load_timeout_from_env(void);
+
+#ifdef EST_HAVE_MPI
+#include <mpi.h>
+
+/* Completes the requests, polling until est_dist_timeout(); on failure marks the layer
+ * broken (est_dist_finalize then aborts) and returns EST_ERR_ABORTED naming `what`. */
+est_status est_dist_wait(MPI_Request *reqs, int n, const char *what);
+/* Tests without blocking: *done = 1 when all completed. */
+est_status est_dist_test(MPI_Request *reqs, int n, int *done, const char *what);
+int est_dist_is_broken(void);
+MPI_Comm est_dist_comm(void);
+#endif
+
+#endif

@@ -1,0 +1,275 @@
+/* The MPI-independent half of est/dist.h, always compiled.
+ *
+ * - the collective timeout, the shard arithmetic, the in-order interleave of gathered rows
+ *   and the Estimator hook adapter: shared by both builds;
+ * - without EST_HAVE_MPI: a one-rank implementation of every est_dist_* call (a sum over
+ *   one rank is the identity), so callers never need an #ifdef and the same code path
+ *   (weights, buckets) runs in a single process.
+ * The MPI implementation is src/dist/mpi.c and src/dist/grad_sync.c.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/dist_internal.h"
+#include "est/dist.h"
+#include "est/log.h"
+
+/* 600 s: longer than any legitimate gap between two collectives (the chief writing a
+ * BERT-Large checkpoint to a slow disk), far shorter than "forever". */
+static double g_timeout = 600.0;
+
+void est_dist_set_timeout(double seconds) {
+  if (seconds > 0 && isfinite(seconds)) g_timeout = seconds;
+}
+
+double est_dist_timeout(void) { return g_timeout; }
+
+void est_dist_load_timeout_from_env(void) {
+  const char *t = getenv("EST_DIST_TIMEOUT");
+  if (!t || !*t) return;
+  char *end = NULL;
+  double v = strtod(t, &end);
+  if (end && *end == 0 && v > 0 && isfinite(v)) g_timeout = v;
+  else EST_LOG_WARN("ignoring EST_DIST_TIMEOUT=%s (want seconds > 0)", t);
+}
+
+size_t est_dist_shard_rows(size_t total, int rank, int world) {
+  if (world <= 0 || rank < 0 || rank >= world || (size_t)rank >= total) return 0;
+  return (total - (size_t)rank + (size_t)world - 1) / (size_t)world;
+}
+
+int64_t est_dist_local_batch(int64_t global_batch, int rank, int world) {
+  if (world <= 0 || rank < 0 || rank >= world || global_batch <= 0) return 0;
+  return global_batch / world + (rank < global_batch % world ? 1 : 0);
+}
+
+est_status est_dist_interleave_rows(const void *const *blocks, const size_t *counts, int world,
+                                    size_t row_bytes, void *out) {
+  size_t total = 0;
+  for (int r = 0; r < world; r++) total += counts[r];
+  /* shard(N, r) of a `total`-row input gives rank r exactly ceil((total - r) / N) rows;
+   * anything else means the ranks did not read one input the same way. */
+  for (int r = 0; r < world; r++)
+    if (counts[r] != est_dist_shard_rows(total, r, world))
+      return est_error(EST_ERR_FAILED_PRECONDITION,
+                       "gather: rank %d produced %zu rows but a %zu-row input sharded %d ways gives it %zu: the "
+                       "ranks did not read the same input",
+                       r, counts[r], total, world, est_dist_shard_rows(total, r, world));
+  char *dst = out;
+  for (size_t g = 0; g < total; g++) {
+    int r = (int)(g % (size_t)world);
+    const char *src = (const char *)blocks[r] + (g / (size_t)world) * row_bytes;
+    memcpy(dst + g * row_bytes, src, row_bytes);
+  }
+  return EST_OK;
+}
+
+est_dist_grad_sync_config est_dist_grad_sync_default(void) {
+  /* 16 MiB: BERT-Base's 440 MB of gradients in ~27 buckets, each large enough that
+   * per-message latency is noise on 10 GbE (16 MiB takes ~13 ms there). */
+  return (est_dist_grad_sync_config){.bucket_bytes = (size_t)16 << 20};
+}
+
+est_status est_dist_grad_sync_create_for_vars(est_dist_grad_sync **out, est_var_store *vs,
+                                              const est_dist_grad_sync_config *config) {
+  *out = NULL;
+  if (!est_vars_finalized(vs)) return est_error(EST_ERR_FAILED_PRECONDITION, "grad_sync: variable store not finalized");
+  size_t nv = est_vars_count(vs);
+  size_t *off = malloc(sizeof(size_t) * (nv ? nv : 1)), *cnt = malloc(sizeof(size_t) * (nv ? nv : 1));
+  if (!off || !cnt) {
+    free(off);
+    free(cnt);
+    return est_error(EST_ERR_NO_MEMORY, "grad_sync: %zu variables", nv);
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < nv; i++) {
+    const est_variable *v = est_vars_at(vs, i);
+    if (!v->trainable) continue;
+    off[k] = v->offset;
+    cnt[k] = v->count;
+    k++;
+  }
+  est_dist_grad_sync *s;
+  est_status st = est_dist_grad_sync_create(&s, est_vars_grads(vs), est_vars_size(vs), config);
+  if (st == EST_OK && (st = est_dist_grad_sync_set_layout(s, off, cnt, k)) != EST_OK) est_dist_grad_sync_free(s);
+  free(off);
+  free(cnt);
+  if (st == EST_OK) *out = s;
+  return st;
+}
+
+/* ---- the Estimator's hook ---- */
+
+static est_status hook_allreduce_mean(void *ctx, float *data, size_t n) {
+  (void)ctx;
+  return est_dist_allreduce_f32(data, n, EST_DIST_MEAN);
+}
+
+static est_status hook_allreduce_sum(void *ctx, double *data, size_t n) {
+  (void)ctx;
+  return est_dist_allreduce_sum_f64(data, n);
+}
+
+static est_status hook_broadcast(void *ctx, float *data, size_t n) {
+  (void)ctx;
+  return est_dist_broadcast(data, n * sizeof(float), 0);
+}
+
+static est_status hook_allgather_i64(void *ctx, const int64_t *send, size_t n, int64_t *recv) {
+  (void)ctx;
+  return est_dist_allgather_i64(send, n, recv);
+}
+
+void est_dist_make_distribution(est_distribution *out) {
+  memset(out, 0, sizeof *out);
+  out->rank = est_dist_rank();
+  out->world_size = est_dist_world_size();
+  out->allreduce_mean = hook_allreduce_mean;
+  out->allreduce_sum = hook_allreduce_sum;
+  out->broadcast = hook_broadcast;
+  out->allgather_i64 = hook_allgather_i64;
+}
+
+#ifndef EST_HAVE_MPI
+/* ---- one process: every collective over one rank ---- */
+
+int est_dist_built_with_mpi(void) { return 0; }
+int est_dist_active(void) { return 0; }
+int est_dist_rank(void) { return 0; }
+int est_dist_world_size(void) { return 1; }
+int est_dist_is_chief(void) { return 1; }
+
+est_status est_dist_init(int *argc, char ***argv) {
+  (void)argc;
+  (void)argv;
+  est_dist_load_timeout_from_env();
+  const char *mode = getenv("EST_DIST");
+  if (mode && !strcmp(mode, "mpi"))
+    return est_error(EST_ERR_UNIMPLEMENTED, "EST_DIST=mpi, but this est was built without MPI");
+  return EST_OK;
+}
+
+void est_dist_finalize(void) {}
+void est_dist_abort(int exit_code) { (void)exit_code; }
+est_status est_dist_barrier(void) { return EST_OK; }
+
+est_status est_dist_allreduce_f32(float *buf, size_t n, est_dist_reduce op) {
+  (void)buf;
+  (void)n;
+  (void)op;
+  return EST_OK;
+}
+
+est_status est_dist_allreduce_sum_f64(double *buf, size_t n) {
+  (void)buf;
+  (void)n;
+  return EST_OK;
+}
+
+est_status est_dist_allreduce_sum_i64(int64_t *buf, size_t n) {
+  (void)buf;
+  (void)n;
+  return EST_OK;
+}
+
+est_status est_dist_allreduce_max_f64(double *buf, size_t n) {
+  (void)buf;
+  (void)n;
+  return EST_OK;
+}
+
+est_status est_dist_broadcast(void *buf, size_t bytes, int root) {
+  (void)buf;
+  (void)bytes;
+  if (root != 0) return est_error(EST_ERR_INVALID_ARGUMENT, "broadcast root %d is not a rank of 1", root);
+  return EST_OK;
+}
+
+est_status est_dist_allgather_i64(const int64_t *send, size_t n, int64_t *recv) {
+  if (recv != send) memmove(recv, send, n * sizeof *send);
+  return EST_OK;
+}
+
+est_status est_dist_check_same(const void *buf, size_t bytes, const char *what) {
+  (void)buf;
+  (void)bytes;
+  (void)what;
+  return EST_OK;
+}
+
+est_status est_dist_gather_rows(const void *local, size_t local_rows, size_t row_bytes, void **out,
+                                size_t *total_rows) {
+  *total_rows = local_rows;
+  *out = malloc(local_rows && row_bytes ? local_rows * row_bytes : 1);
+  if (!*out) return est_error(EST_ERR_NO_MEMORY, "gather of %zu rows", local_rows);
+  if (local_rows) memcpy(*out, local, local_rows * row_bytes);
+  return EST_OK;
+}
+
+/* One rank: the "all-reduce" of a bucket is scaling it by the weight. */
+struct est_dist_grad_sync {
+  float *grads;
+  size_t n;
+  double weight;
+  int in_step;
+  est_dist_grad_sync_stats stats;
+};
+
+est_status est_dist_grad_sync_create(est_dist_grad_sync **out, float *grads, size_t n,
+                                     const est_dist_grad_sync_config *config) {
+  (void)config;
+  *out = NULL;
+  if (!grads && n) return est_error(EST_ERR_INVALID_ARGUMENT, "grad_sync: NULL gradient buffer of %zu floats", n);
+  est_dist_grad_sync *s = calloc(1, sizeof *s);
+  if (!s) return est_error(EST_ERR_NO_MEMORY, "grad_sync");
+  s->grads = grads;
+  s->n = n;
+  s->weight = 1.0;
+  s->stats.buckets = 1;
+  *out = s;
+  return EST_OK;
+}
+
+void est_dist_grad_sync_free(est_dist_grad_sync *s) { free(s); }
+
+est_status est_dist_grad_sync_set_layout(est_dist_grad_sync *s, const size_t *offsets, const size_t *counts,
+                                         size_t nranges) {
+  for (size_t r = 0; r < nranges; r++)
+    if (offsets[r] > s->n || counts[r] > s->n - offsets[r])
+      return est_error(EST_ERR_INVALID_ARGUMENT, "grad_sync: range %zu [%zu, +%zu) outside the %zu-float buffer", r,
+                       offsets[r], counts[r], s->n);
+  return EST_OK;
+}
+
+est_status est_dist_grad_sync_begin(est_dist_grad_sync *s, double weight) {
+  if (s->in_step) return est_error(EST_ERR_FAILED_PRECONDITION, "grad_sync: begin twice without finish");
+  if (!(weight > 0.0) || !isfinite(weight))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "grad_sync: weight %g must be positive", weight);
+  s->weight = weight;
+  s->in_step = 1;
+  return EST_OK;
+}
+
+est_status est_dist_grad_sync_ready(est_dist_grad_sync *s, size_t offset, size_t count) {
+  if (!s->in_step) return est_error(EST_ERR_FAILED_PRECONDITION, "grad_sync: ready() outside begin/finish");
+  if (offset > s->n || count > s->n - offset)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "grad_sync: ready range [%zu, +%zu) outside the %zu-float buffer",
+                     offset, count, s->n);
+  return EST_OK;
+}
+
+est_status est_dist_grad_sync_finish(est_dist_grad_sync *s) {
+  if (!s->in_step) return est_error(EST_ERR_FAILED_PRECONDITION, "grad_sync: finish() without begin()");
+  s->in_step = 0;
+  if (s->weight != 1.0) {
+    const float w = (float)s->weight;
+    for (size_t i = 0; i < s->n; i++) s->grads[i] *= w;
+  }
+  s->stats.steps++;
+  s->stats.bytes += (double)s->n * sizeof(float);
+  return EST_OK;
+}
+
+est_dist_grad_sync_stats est_dist_grad_sync_get_stats(const est_dist_grad_sync *s) { return s->stats; }
+#endif
