@@ -1,0 +1,162 @@
+/* est/nn.h — neural-network ops as forward/backward pairs (the pieces of BERT).
+ *
+ * Every op is a pair of plain functions over float32 row-major arrays, llm.c style:
+ * outputs first, then inputs, then weights, then dimensions. A shape comment sits on
+ * each declaration. Nothing here allocates or knows about files or variables.
+ *
+ *     // y[N,OC] = x[N,IC] . W[IC,OC] + b, then its gradients
+ *     est_matmul_forward(y, x, W, b, N, IC, OC, 0);
+ *     est_matmul_backward(dx, dW, db, dy, x, W, N, IC, OC, 0);   // all three +=
+ *
+ * Gradient conventions (the "d" arguments):
+ *   - Parameter gradients (dW, db, dgamma, dbeta, embedding tables) ALWAYS accumulate
+ *     (+=), so gradient accumulation over micro-batches is free. Zero them yourself.
+ *   - Input gradients are documented per op: matmul ACCUMULATES into dinp (GEMM beta=1,
+ *     it is free and it is what residual branches want); elementwise ops, layer norm,
+ *     attention and cross-entropy WRITE (=) theirs.
+ *   - Any gradient pointer may be NULL when that gradient is not wanted.
+ *
+ * Numerics follow google-research/bert modeling.py (see the spec): layer norm eps
+ * 1e-12, additive -10000 attention mask applied after the 1/sqrt(Dh) scale, inverted
+ * dropout, "gelu" = the tanh approximation.
+ *
+ * Threads: every op but the GEMMs runs OpenMP loops split by rows or columns, so results
+ * are bitwise the same for any thread count (see est/threads.h).
+ */
+#ifndef EST_NN_H
+#define EST_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------------------- */
+/* Dense layer / matmul (CBLAS sgemm).
+ * weight_transposed = 0: weight is [IC, OC], TF's tf.layers.dense kernel layout.
+ * weight_transposed = 1: weight is [OC, IC], e.g. BERT's classifier output_weights [C, H]. */
+
+/* out[N,OC] = inp[N,IC] . W + bias[OC]   (bias may be NULL) */
+void est_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                        int N, int IC, int OC, int weight_transposed);
+/* dinp[N,IC] += dout . W^T;  dweight += inp^T . dout (in W's layout);  dbias[OC] += sum_n dout */
+void est_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                         const float *weight, int N, int IC, int OC, int weight_transposed);
+
+/* The same with plain loops (double accumulation): the reference the BLAS path is tested
+ * against. Slow; never used by the model. */
+void est_matmul_forward_ref(float *out, const float *inp, const float *weight, const float *bias,
+                            int N, int IC, int OC, int weight_transposed);
+void est_matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                             const float *weight, int N, int IC, int OC, int weight_transposed);
+
+/* ---------------------------------------------------------------------------------- */
+/* Layer norm over the last axis (TF contrib layer_norm, eps = 1e-12, biased variance). */
+
+#define EST_LAYERNORM_EPS 1e-12f
+
+/* out[N,C] = (inp - mean) * rstd * gamma[C] + beta[C]; mean[N], rstd[N] are saved for backward. */
+void est_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                           const float *beta, int N, int C);
+/* dinp[N,C] written (=); dgamma[C], dbeta[C] +=. */
+void est_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                            const float *gamma, const float *mean, const float *rstd, int N, int C);
+
+/* ---------------------------------------------------------------------------------- */
+/* Activations (modeling.get_activation). Config spellings, case-insensitive:
+ *   "gelu"       the tanh approximation 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))), BERT at HEAD
+ *   "gelu_exact" the erf form 0.5x(1+erf(x/sqrt 2)) of BERT's first release (alias "gelu_new"
+ *                is NOT accepted: HuggingFace uses that name for the tanh form, too confusing)
+ *   "relu", "tanh", "linear" (also "" = linear, as get_activation(None)). */
+typedef enum est_activation {
+  EST_ACT_LINEAR = 0,
+  EST_ACT_RELU,
+  EST_ACT_GELU,        /* tanh approximation */
+  EST_ACT_GELU_EXACT,  /* erf form */
+  EST_ACT_TANH,
+} est_activation;
+
+/* Unknown name: EST_ERR_INVALID_ARGUMENT "Unsupported activation: <name>". */
+est_status est_activation_from_name(const char *name, est_activation *out);
+const char *est_activation_name(est_activation act);
+
+/* out[n] = act(inp[n]); out may alias inp. */
+void est_activation_forward(float *out, const float *inp, size_t n, est_activation act);
+/* dinp[n] = dout[n] * act'(inp[n]) written (=); dinp may alias dout. */
+void est_activation_backward(float *dinp, const float *dout, const float *inp, size_t n, est_activation act);
+
+/* Scalar reference tanh-GELU and its derivative in double precision, for tests of the
+ * vectorised kernels. */
+float est_gelu_tanh_ref(float x);
+float est_gelu_tanh_grad_ref(float x);
+
+/* ---------------------------------------------------------------------------------- */
+/* Dropout, inverted: kept elements are scaled by 1/(1-prob), dropped ones are 0.
+ * The mask is a pure function of (seed, step, tensor_id, element index) through Philox:
+ * reproducible, and independent of the thread count and of how the work is split. */
+
+/* mask[i] = 1 when element `start + i` of tensor `tensor_id` is kept at `step`. */
+void est_dropout_mask(uint8_t *mask, size_t start, size_t n, float prob, uint64_t seed, uint64_t step,
+                      uint32_t tensor_id);
+/* out[n] = inp * mask / (1-prob); mask[n] is written. prob == 0: out = inp, mask untouched
+ * (may be NULL). out may alias inp. */
+void est_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float prob, uint64_t seed,
+                         uint64_t step, uint32_t tensor_id);
+/* dinp[n] = dout * mask / (1-prob) written (=); may alias. prob == 0: copy. */
+void est_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float prob);
+
+/* ---------------------------------------------------------------------------------- */
+/* Multi-head self-attention core (modeling.attention_layer after the Q/K/V dense layers).
+ * q, k, v, ctx: [B, S, N*Dh] (the dense outputs; head h = columns h*Dh..(h+1)*Dh-1).
+ * scores[b,h,i,j] = (q_i . k_j) / sqrt(Dh) + (1 - input_mask[b,j]) * -10000
+ * probs = softmax_j(scores) (saved pre-dropout, [B,N,S,S]); ctx = dropout(probs) . v.
+ * input_mask [B,S] may be NULL (all ones). Only keys are masked; a fully masked row
+ * gives a uniform row, never NaN.
+ * Dropout (prob > 0) needs dropout_mask [B,N,S,S] and scratch; otherwise both may be NULL.
+ * scratch: est_attention_scratch_floats(B, N, S) floats, reused by backward. */
+size_t est_attention_scratch_floats(int B, int N, int S);
+void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
+                           const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
+                           int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id);
+/* dq, dk, dv [B,S,N*Dh] written (=). */
+void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,
+                            const float *k, const float *v, const float *probs, const uint8_t *dropout_mask,
+                            int B, int S, int N, int Dh, float dropout_prob);
+
+/* ---------------------------------------------------------------------------------- */
+/* BERT embeddings before layer norm:
+ * out[b,s,:] = word[input_ids[b,s]] + onehot(token_type_ids[b,s], T) . type + pos[s].
+ * A token type outside [0,T) contributes zero (TF computes it as a one-hot product);
+ * a word id outside [0,V) is an error (EST_ERR_INVALID_ARGUMENT naming [b][s] and the id).
+ * token_type_ids may be NULL (all zeros). word [V,H], type [T,H], pos [>=S,H]. */
+est_status est_embeddings_forward(float *out, const int32_t *input_ids, const int32_t *token_type_ids,
+                                  const float *word, const float *type, const float *pos, int B, int S,
+                                  int H, int V, int T);
+/* dword, dtype, dpos += (scatter-add: repeated ids add up). Ids must have passed forward. */
+void est_embeddings_backward(float *dword, float *dtype, float *dpos, const float *dout,
+                             const int32_t *input_ids, const int32_t *token_type_ids, int B, int S, int H,
+                             int V, int T);
+
+/* ---------------------------------------------------------------------------------- */
+/* Softmax and cross-entropy over classes (run_classifier create_model). */
+
+/* out[B,C] = softmax(inp) per row; out may alias inp. */
+void est_softmax_forward(float *out, const float *inp, int B, int C);
+
+/* losses[b] = -log_softmax(logits[b])[labels[b]]; probs[B,C] = softmax(logits) saved for
+ * backward (may be NULL when no backward follows). A label outside [0,C) is an error. */
+est_status est_crossentropy_forward(float *losses, float *probs, const float *logits, const int32_t *labels,
+                                    int B, int C);
+/* dlogits[B,C] = dloss * (probs - onehot(labels)) written (=); dloss is d(total)/d(losses[b]),
+ * e.g. 1/B for a batch mean. */
+void est_crossentropy_backward(float *dlogits, const float *probs, const int32_t *labels, float dloss, int B,
+                               int C);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,109 @@
+/* Activations for the FFN (modeling.get_activation) and the pooler's tanh.
+ * GELU (tanh form) is the hot one: BERT-Base evaluates it on 4096 x 3072 elements per
+ * layer per step, so it runs the vectorised form from fastmath.h; the libm form below is
+ * its reference. */
+#include <math.h>
+#include <strings.h>
+
+#include "est/nn.h"
+#include "nn/fastmath.h"
+
+est_status est_activation_from_name(const char *name, est_activation *out) {
+  /* get_activation: None/"" means no activation; the match is case-insensitive. */
+  if (!name || !*name || !strcasecmp(name, "linear")) *out = EST_ACT_LINEAR;
+  else if (!strcasecmp(name, "relu")) *out = EST_ACT_RELU;
+  else if (!strcasecmp(name, "gelu")) *out = EST_ACT_GELU;
+  else if (!strcasecmp(name, "gelu_exact")) *out = EST_ACT_GELU_EXACT;
+  else if (!strcasecmp(name, "tanh")) *out = EST_ACT_TANH;
+  else return est_error(EST_ERR_INVALID_ARGUMENT, "Unsupported activation: %s", name);
+  return EST_OK;
+}
+
+const char *est_activation_name(est_activation act) {
+  switch (act) {
+  case EST_ACT_LINEAR: return "linear";
+  case EST_ACT_RELU: return "relu";
+  case EST_ACT_GELU: return "gelu";
+  case EST_ACT_GELU_EXACT: return "gelu_exact";
+  case EST_ACT_TANH: return "tanh";
+  }
+  return "?";
+}
+
+/* References in double precision. 0.5 (1 + tanh u) is evaluated as 1 / (1 + exp(-2u)):
+ * in double the tanh form itself cancels for u < -18 and would be the less exact one. */
+float est_gelu_tanh_ref(float x) {
+  double xd = x, u = 0.7978845608028654 * (xd + 0.044715 * xd * xd * xd);
+  return (float)(xd / (1.0 + exp(-2.0 * u)));
+}
+
+float est_gelu_tanh_grad_ref(float x) {
+  double xd = x, u = 0.7978845608028654 * (xd + 0.044715 * xd * xd * xd);
+  double e = exp(-2.0 * u), s = 1.0 / (1.0 + e);
+  double du = 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * xd * xd);
+  return (float)(s + xd * s * (e / (1.0 + e)) * 2.0 * du);
+}
+
+static const float INV_SQRT2 = 0.70710678118654752f;
+static const float INV_SQRT_2PI = 0.39894228040143268f;
+
+void est_activation_forward(float *out, const float *inp, size_t n, est_activation act) {
+  ptrdiff_t len = (ptrdiff_t)n;
+  switch (act) {
+  case EST_ACT_LINEAR:
+    if (out != inp)
+#pragma omp parallel for simd schedule(static)
+      for (ptrdiff_t i = 0; i < len; i++) out[i] = inp[i];
+    break;
+  case EST_ACT_RELU:
+#pragma omp parallel for simd schedule(static)
+    for (ptrdiff_t i = 0; i < len; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+    break;
+  case EST_ACT_GELU:
+#pragma omp parallel for simd schedule(static)
+    for (ptrdiff_t i = 0; i < len; i++) out[i] = est_fast_gelu(inp[i]);
+    break;
+  case EST_ACT_GELU_EXACT:
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t i = 0; i < len; i++) out[i] = 0.5f * inp[i] * (1.0f + erff(inp[i] * INV_SQRT2));
+    break;
+  case EST_ACT_TANH:
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t i = 0; i < len; i++) out[i] = tanhf(inp[i]);
+    break;
+  }
+}
+
+void est_activation_backward(float *dinp, const float *dout, const float *inp, size_t n, est_activation act) {
+  ptrdiff_t len = (ptrdiff_t)n;
+  switch (act) {
+  case EST_ACT_LINEAR:
+    if (dinp != dout)
+#pragma omp parallel for simd schedule(static)
+      for (ptrdiff_t i = 0; i < len; i++) dinp[i] = dout[i];
+    break;
+  case EST_ACT_RELU:
+#pragma omp parallel for simd schedule(static)
+    for (ptrdiff_t i = 0; i < len; i++) dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
+    break;
+  case EST_ACT_GELU:
+#pragma omp parallel for simd schedule(static)
+    for (ptrdiff_t i = 0; i < len; i++) dinp[i] = dout[i] * est_fast_gelu_grad(inp[i]);
+    break;
+  case EST_ACT_GELU_EXACT:
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t i = 0; i < len; i++) {
+      float x = inp[i];
+      float cdf = 0.5f * (1.0f + erff(x * INV_SQRT2));
+      dinp[i] = dout[i] * (cdf + x * INV_SQRT_2PI * expf(-0.5f * x * x));
+    }
+    break;
+  case EST_ACT_TANH:
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t i = 0; i < len; i++) {
+      float t = tanhf(inp[i]);
+      dinp[i] = dout[i] * (1.0f - t * t);
+    }
+    break;
+  }
+}

@@ -1,0 +1,88 @@
+/* Inverted dropout with a counter-based mask.
+ *
+ * Element e of tensor `tensor_id` at `step` is kept when the top 24 bits of word e%4 of
+ * Philox4x32-10(key = seed, counter = {e/4, tensor_id, step lo, step hi}) are >= prob * 2^24.
+ * That is TF's rule (keep when uniform >= 1 - keep_prob) on a 24-bit uniform. The mask is
+ * a pure function of its coordinates, so any thread may compute any slice of it. */
+#include <math.h>
+#include <string.h>
+
+#include "est/nn.h"
+#include "est/rng.h"
+
+/* Philox4x32-10 again (est/rng.h has the reference), inlined so the per-block loop has
+ * no call in it; a test checks both agree. */
+static inline void philox_block(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+                                uint32_t out[4]) {
+  for (int round = 0; round < 10; round++) {
+    uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n1 = (uint32_t)p1;
+    uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1, n3 = (uint32_t)p0;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+static uint32_t keep_threshold(float prob) {
+  double t = ceil((double)prob * 16777216.0);
+  return t > 16777216.0 ? 16777216u : (uint32_t)t;
+}
+
+static void fill_mask(uint8_t *mask, size_t start, size_t n, uint32_t threshold, uint64_t seed, uint64_t step,
+                      uint32_t tensor_id) {
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  uint32_t s0 = (uint32_t)step, s1 = (uint32_t)(step >> 32);
+  size_t end = start + n;
+  for (size_t blk = start >> 2; blk <= (end - 1) >> 2; blk++) {
+    uint32_t w[4];
+    philox_block(k0, k1, (uint32_t)blk, tensor_id, s0, s1, w);
+    for (int lane = 0; lane < 4; lane++) {
+      size_t e = blk * 4 + (size_t)lane;
+      if (e >= start && e < end) mask[e - start] = (uint8_t)((w[lane] >> 8) >= threshold);
+    }
+  }
+}
+
+enum { CHUNK = 1 << 14 };  /* elements per parallel work item; a multiple of 4 */
+
+void est_dropout_mask(uint8_t *mask, size_t start, size_t n, float prob, uint64_t seed, uint64_t step,
+                      uint32_t tensor_id) {
+  if (n == 0) return;
+  uint32_t threshold = keep_threshold(prob);
+  ptrdiff_t nchunks = (ptrdiff_t)((n + CHUNK - 1) / CHUNK);
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t c = 0; c < nchunks; c++) {
+    size_t off = (size_t)c * CHUNK, len = n - off < CHUNK ? n - off : CHUNK;
+    fill_mask(mask + off, start + off, len, threshold, seed, step, tensor_id);
+  }
+}
+
+void est_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float prob, uint64_t seed,
+                         uint64_t step, uint32_t tensor_id) {
+  if (prob <= 0.0f) {
+    if (out != inp) memmove(out, inp, n * sizeof(float));
+    return;
+  }
+  uint32_t threshold = keep_threshold(prob);
+  float scale = 1.0f / (1.0f - prob);
+  ptrdiff_t nchunks = (ptrdiff_t)((n + CHUNK - 1) / CHUNK);
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t c = 0; c < nchunks; c++) {
+    size_t off = (size_t)c * CHUNK, len = n - off < CHUNK ? n - off : CHUNK;
+    fill_mask(mask + off, off, len, threshold, seed, step, tensor_id);
+    for (size_t i = off; i < off + len; i++) out[i] = mask[i] ? inp[i] * scale : 0.0f;
+  }
+}
+
+void est_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float prob) {
+  if (prob <= 0.0f) {
+    if (dinp != dout) memmove(dinp, dout, n * sizeof(float));
+    return;
+  }
+  float scale = 1.0f / (1.0f - prob);
+  ptrdiff_t len = (ptrdiff_t)n;
+#pragma omp parallel for simd schedule(static)
+  for (ptrdiff_t i = 0; i < len; i++) dinp[i] = mask[i] ? dout[i] * scale : 0.0f;
+}

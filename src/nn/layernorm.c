@@ -1,0 +1,83 @@
+/* Layer norm over the last axis, as TF contrib layer_norm in BERT (eps 1e-12).
+ *
+ * forward:  xhat = (x - mean) * rstd,  rstd = 1/sqrt(var + eps) with the biased variance,
+ *           y = xhat * gamma + beta.
+ * backward: with g = dy * gamma,
+ *           dx = rstd * (g - mean_c(g) - xhat * mean_c(g * xhat))
+ *           dgamma += sum_n dy * xhat,  dbeta += sum_n dy.
+ * Rows are independent (parallel over n); the parameter gradients are column sums done
+ * in a second, column-parallel pass so no two threads add into the same element. */
+#include <math.h>
+
+#include "est/nn.h"
+
+void est_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                           const float *beta, int N, int C) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n++) {
+    const float *x = inp + (size_t)n * C;
+    float *y = out + (size_t)n * C;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int c = 0; c < C; c++) sum += x[c];
+    float m = sum / (float)C;
+    /* Two-pass variance: exact enough where one-pass E[x^2]-m^2 would cancel. */
+    float sq = 0.0f;
+#pragma omp simd reduction(+ : sq)
+    for (int c = 0; c < C; c++) {
+      float d = x[c] - m;
+      sq += d * d;
+    }
+    float s = 1.0f / sqrtf(sq / (float)C + EST_LAYERNORM_EPS);
+#pragma omp simd
+    for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * gamma[c] + beta[c];
+    if (mean) mean[n] = m;
+    if (rstd) rstd[n] = s;
+  }
+}
+
+void est_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                            const float *gamma, const float *mean, const float *rstd, int N, int C) {
+  if (dinp) {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+      const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+      float *dx = dinp + (size_t)n * C;
+      float m = mean[n], s = rstd[n];
+      float sum_g = 0.0f, sum_gx = 0.0f;
+#pragma omp simd reduction(+ : sum_g, sum_gx)
+      for (int c = 0; c < C; c++) {
+        float g = dy[c] * gamma[c];
+        sum_g += g;
+        sum_gx += g * (x[c] - m) * s;
+      }
+      float mg = sum_g / (float)C, mgx = sum_gx / (float)C;
+#pragma omp simd
+      for (int c = 0; c < C; c++) {
+        float xhat = (x[c] - m) * s;
+        dx[c] = s * (dy[c] * gamma[c] - mg - xhat * mgx);
+      }
+    }
+  }
+  if (!dgamma && !dbeta) return;
+  enum { BLOCK = 64 };
+  int nblocks = (C + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(static)
+  for (int blk = 0; blk < nblocks; blk++) {
+    int c0 = blk * BLOCK, c1 = c0 + BLOCK < C ? c0 + BLOCK : C;
+    float ag[BLOCK] = {0}, ab[BLOCK] = {0};
+    for (int n = 0; n < N; n++) {
+      const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+      float m = mean[n], s = rstd[n];
+#pragma omp simd
+      for (int c = c0; c < c1; c++) {
+        ag[c - c0] += dy[c] * (x[c] - m) * s;
+        ab[c - c0] += dy[c];
+      }
+    }
+    for (int c = c0; c < c1; c++) {
+      if (dgamma) dgamma[c] += ag[c - c0];
+      if (dbeta) dbeta[c] += ab[c - c0];
+    }
+  }
+}

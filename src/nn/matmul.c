@@ -1,0 +1,104 @@
+/* Dense layers: out = inp . W + b through OpenBLAS sgemm, plus a plain reference.
+ *
+ * Row-major throughout. With W [IC,OC] (TF kernel layout) the three products are
+ *   forward   out[N,OC]  = inp[N,IC] . W[IC,OC]          sgemm NN
+ *   dinp      dinp[N,IC] += dout[N,OC] . W^T             sgemm NT, beta 1
+ *   dweight   dW[IC,OC]  += inp^T . dout                 sgemm TN, beta 1
+ * and with W [OC,IC] (weight_transposed) the roles of N/T on W swap. */
+#include <cblas.h>
+#include <string.h>
+
+#include "est/nn.h"
+
+/* Fills every row of out[N,OC] with bias (or zeros), so the GEMM can use beta = 1 and the
+ * bias costs no extra pass over the output. */
+static void fill_rows(float *out, const float *bias, int N, int OC) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n++) {
+    float *row = out + (size_t)n * OC;
+    if (bias) memcpy(row, bias, (size_t)OC * sizeof(float));
+    else memset(row, 0, (size_t)OC * sizeof(float));
+  }
+}
+
+void est_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                        int N, int IC, int OC, int weight_transposed) {
+  fill_rows(out, bias, N, OC);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f,
+              inp, IC, weight, weight_transposed ? IC : OC, 1.0f, out, OC);
+}
+
+/* dbias[o] += sum_n dout[n,o]. Split by column blocks, each summed over n in order, so
+ * the result does not depend on the thread count. */
+static void bias_grad(float *dbias, const float *dout, int N, int OC) {
+  enum { BLOCK = 64 };
+  int nblocks = (OC + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(static)
+  for (int blk = 0; blk < nblocks; blk++) {
+    int c0 = blk * BLOCK, c1 = c0 + BLOCK < OC ? c0 + BLOCK : OC;
+    float acc[BLOCK] = {0};
+    for (int n = 0; n < N; n++) {
+      const float *row = dout + (size_t)n * OC;
+#pragma omp simd
+      for (int c = c0; c < c1; c++) acc[c - c0] += row[c];
+    }
+    for (int c = c0; c < c1; c++) dbias[c] += acc[c - c0];
+  }
+}
+
+void est_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                         const float *weight, int N, int IC, int OC, int weight_transposed) {
+  if (dinp) {
+    /* dinp[N,IC] += dout[N,OC] . W^T (W [IC,OC]) or dout . W (W [OC,IC]) */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, weight_transposed ? CblasNoTrans : CblasTrans, N, IC, OC, 1.0f,
+                dout, OC, weight, weight_transposed ? IC : OC, 1.0f, dinp, IC);
+  }
+  if (dweight) {
+    if (weight_transposed) /* dW[OC,IC] += dout^T . inp */
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
+    else /* dW[IC,OC] += inp^T . dout */
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC);
+  }
+  if (dbias) bias_grad(dbias, dout, N, OC);
+}
+
+/* Weight element (i = input index, o = output index) in either layout. */
+static inline float w_at(const float *w, int i, int o, int IC, int OC, int transposed) {
+  return transposed ? w[(size_t)o * IC + i] : w[(size_t)i * OC + o];
+}
+
+void est_matmul_forward_ref(float *out, const float *inp, const float *weight, const float *bias,
+                            int N, int IC, int OC, int weight_transposed) {
+  for (int n = 0; n < N; n++)
+    for (int o = 0; o < OC; o++) {
+      double acc = bias ? bias[o] : 0.0;
+      for (int i = 0; i < IC; i++) acc += (double)inp[(size_t)n * IC + i] * w_at(weight, i, o, IC, OC, weight_transposed);
+      out[(size_t)n * OC + o] = (float)acc;
+    }
+}
+
+void est_matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                             const float *weight, int N, int IC, int OC, int weight_transposed) {
+  if (dinp)
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < IC; i++) {
+        double acc = 0.0;
+        for (int o = 0; o < OC; o++)
+          acc += (double)dout[(size_t)n * OC + o] * w_at(weight, i, o, IC, OC, weight_transposed);
+        dinp[(size_t)n * IC + i] += (float)acc;
+      }
+  if (dweight)
+    for (int i = 0; i < IC; i++)
+      for (int o = 0; o < OC; o++) {
+        double acc = 0.0;
+        for (int n = 0; n < N; n++) acc += (double)inp[(size_t)n * IC + i] * dout[(size_t)n * OC + o];
+        if (weight_transposed) dweight[(size_t)o * IC + i] += (float)acc;
+        else dweight[(size_t)i * OC + o] += (float)acc;
+      }
+  if (dbias)
+    for (int o = 0; o < OC; o++) {
+      double acc = 0.0;
+      for (int n = 0; n < N; n++) acc += dout[(size_t)n * OC + o];
+      dbias[o] += (float)acc;
+    }
+}

@@ -1,0 +1,570 @@
+/* nn ops: finite-difference gradient checks, fast-vs-reference kernels, accumulation
+ * semantics, dropout determinism and thread-count independence. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/nn.h"
+#include "est/rng.h"
+#include "est/threads.h"
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static est_rng g_rng;
+
+static float *rand_buf(size_t n, float scale) {
+  float *p = malloc(n * sizeof(float) + 64);
+  for (size_t i = 0; i < n; i++) p[i] = (2.0f * est_rng_uniform(&g_rng) - 1.0f) * scale;
+  return p;
+}
+
+static float *zeros(size_t n) { return calloc(n + 16, sizeof(float)); }
+
+static double dot(const float *a, const float *w, size_t n) {
+  double s = 0.0;
+  for (size_t i = 0; i < n; i++) s += (double)a[i] * w[i];
+  return s;
+}
+
+/* A scalar loss L(x) = sum(out(x) * w) recomputed by `loss` for the current inputs. */
+typedef double (*loss_fn)(void *ctx);
+
+/* Compares analytic[i] with the central difference of `loss` wrt x[i], for every i (or a
+ * stride of them when n is large). Passes when |num - an| <= atol + rtol * max(|num|,|an|). */
+static void gradcheck(const char *what, float *x, size_t n, const float *analytic, loss_fn loss, void *ctx,
+                      float eps, double rtol, double atol) {
+  size_t stride = n > 400 ? n / 200 : 1;
+  int checked = 0;
+  for (size_t i = 0; i < n; i += stride) {
+    float saved = x[i];
+    x[i] = saved + eps;
+    double lp = loss(ctx);
+    x[i] = saved - eps;
+    double lm = loss(ctx);
+    x[i] = saved;
+    /* the step actually taken in float */
+    double h = (double)(saved + eps) - (double)(saved - eps);
+    double num = (lp - lm) / h, an = analytic[i];
+    double tol = atol + rtol * fmax(fabs(num), fabs(an));
+    if (fabs(num - an) > tol) {
+      fail_msg("%s: element %zu analytic %.7g numeric %.7g (tol %.3g)", what, i, an, num, tol);
+    }
+    checked++;
+  }
+  assert_true(checked > 0);
+}
+
+static void assert_close(const char *what, const float *a, const float *b, size_t n, double rtol, double atol) {
+  for (size_t i = 0; i < n; i++) {
+    double tol = atol + rtol * fmax(fabs(a[i]), fabs(b[i]));
+    if (!(fabs((double)a[i] - b[i]) <= tol)) fail_msg("%s[%zu]: %.9g vs %.9g", what, i, a[i], b[i]);
+  }
+}
+
+static int setup(void **state) {
+  (void)state;
+  est_rng_init(&g_rng, 1234);
+  est_set_num_threads(2);
+  return 0;
+}
+
+/* ---- dense -------------------------------------------------------------------------- */
+
+typedef struct {
+  float *x, *w, *b, *out, *dw;
+  int N, IC, OC, tr;
+} dense_ctx;
+
+static double dense_loss(void *p) {
+  dense_ctx *c = p;
+  est_matmul_forward(c->out, c->x, c->w, c->b, c->N, c->IC, c->OC, c->tr);
+  return dot(c->out, c->dw, (size_t)c->N * c->OC);
+}
+
+static void test_dense_fast_matches_reference_and_gradcheck(void **state) {
+  (void)state;
+  for (int tr = 0; tr <= 1; tr++) {
+    int N = 7, IC = 13, OC = 5;
+    float *x = rand_buf((size_t)N * IC, 1.0f), *w = rand_buf((size_t)IC * OC, 0.5f), *b = rand_buf(OC, 0.5f);
+    float *dy = rand_buf((size_t)N * OC, 1.0f);
+    float *y = zeros((size_t)N * OC), *yr = zeros((size_t)N * OC);
+    est_matmul_forward(y, x, w, b, N, IC, OC, tr);
+    est_matmul_forward_ref(yr, x, w, b, N, IC, OC, tr);
+    assert_close("dense forward", y, yr, (size_t)N * OC, 1e-5, 1e-6);
+
+    float *dx = zeros((size_t)N * IC), *dw = zeros((size_t)IC * OC), *db = zeros(OC);
+    float *dxr = zeros((size_t)N * IC), *dwr = zeros((size_t)IC * OC), *dbr = zeros(OC);
+    est_matmul_backward(dx, dw, db, dy, x, w, N, IC, OC, tr);
+    est_matmul_backward_ref(dxr, dwr, dbr, dy, x, w, N, IC, OC, tr);
+    assert_close("dense dinp", dx, dxr, (size_t)N * IC, 1e-5, 1e-6);
+    assert_close("dense dweight", dw, dwr, (size_t)IC * OC, 1e-5, 1e-6);
+    assert_close("dense dbias", db, dbr, OC, 1e-5, 1e-6);
+
+    dense_ctx c = {x, w, b, zeros((size_t)N * OC), dy, N, IC, OC, tr};
+    gradcheck("dense dx", x, (size_t)N * IC, dx, dense_loss, &c, 1e-2f, 1e-3, 1e-4);
+    gradcheck("dense dw", w, (size_t)IC * OC, dw, dense_loss, &c, 1e-2f, 1e-3, 1e-4);
+    gradcheck("dense db", b, OC, db, dense_loss, &c, 1e-2f, 1e-3, 1e-4);
+
+    /* Every gradient accumulates: a second backward doubles all three. */
+    float *dx2 = malloc((size_t)N * IC * sizeof(float));
+    memcpy(dx2, dx, (size_t)N * IC * sizeof(float));
+    est_matmul_backward(dx, dw, db, dy, x, w, N, IC, OC, tr);
+    for (int i = 0; i < N * IC; i++) assert_float_equal(dx[i], 2.0f * dx2[i], 1e-5f);
+    for (int i = 0; i < OC; i++) assert_float_equal(db[i], 2.0f * dbr[i], 1e-5f);
+    for (int i = 0; i < IC * OC; i++) assert_float_equal(dw[i], 2.0f * dwr[i], 1e-5f);
+    free(x); free(w); free(b); free(dy); free(y); free(yr); free(dx); free(dw); free(db);
+    free(dxr); free(dwr); free(dbr); free(c.out); free(dx2);
+  }
+}
+
+static void test_dense_bert_sized_blas_vs_reference(void **state) {
+  (void)state;
+  /* Large enough for OpenBLAS to take its blocked, threaded path. */
+  int N = 96, IC = 130, OC = 200;
+  float *x = rand_buf((size_t)N * IC, 1.0f), *w = rand_buf((size_t)IC * OC, 0.1f), *b = rand_buf(OC, 0.1f);
+  float *y = zeros((size_t)N * OC), *yr = zeros((size_t)N * OC);
+  est_matmul_forward(y, x, w, b, N, IC, OC, 0);
+  est_matmul_forward_ref(yr, x, w, b, N, IC, OC, 0);
+  assert_close("big dense forward", y, yr, (size_t)N * OC, 1e-4, 1e-5);
+  float *dy = rand_buf((size_t)N * OC, 1.0f);
+  float *dw = zeros((size_t)IC * OC), *dwr = zeros((size_t)IC * OC);
+  est_matmul_backward(NULL, dw, NULL, dy, x, w, N, IC, OC, 0);
+  est_matmul_backward_ref(NULL, dwr, NULL, dy, x, w, N, IC, OC, 0);
+  assert_close("big dense dweight", dw, dwr, (size_t)IC * OC, 1e-4, 1e-5);
+  free(x); free(w); free(b); free(y); free(yr); free(dy); free(dw); free(dwr);
+}
+
+/* ---- layer norm --------------------------------------------------------------------- */
+
+typedef struct {
+  float *x, *g, *b, *out, *mean, *rstd, *w;
+  int N, C;
+} ln_ctx;
+
+static double ln_loss(void *p) {
+  ln_ctx *c = p;
+  est_layernorm_forward(c->out, c->mean, c->rstd, c->x, c->g, c->b, c->N, c->C);
+  return dot(c->out, c->w, (size_t)c->N * c->C);
+}
+
+static void test_layernorm_gradcheck(void **state) {
+  (void)state;
+  int N = 5, C = 37;
+  ln_ctx c = {rand_buf((size_t)N * C, 2.0f), rand_buf(C, 1.0f), rand_buf(C, 1.0f), zeros((size_t)N * C),
+              zeros(N), zeros(N), rand_buf((size_t)N * C, 1.0f), N, C};
+  for (int i = 0; i < C; i++) c.x[i] += 3.0f;  /* a row with a large mean */
+  ln_loss(&c);
+  /* Forward against a double-precision recomputation. */
+  for (int n = 0; n < N; n++) {
+    double m = 0, v = 0;
+    for (int i = 0; i < C; i++) m += c.x[n * C + i];
+    m /= C;
+    for (int i = 0; i < C; i++) v += (c.x[n * C + i] - m) * (c.x[n * C + i] - m);
+    v /= C;
+    for (int i = 0; i < C; i++) {
+      double y = (c.x[n * C + i] - m) / sqrt(v + 1e-12) * c.g[i] + c.b[i];
+      assert_true(fabs(y - c.out[n * C + i]) <= 1e-5 * (1 + fabs(y)));
+    }
+  }
+  float *dx = zeros((size_t)N * C), *dg = zeros(C), *db = zeros(C);
+  est_layernorm_backward(dx, dg, db, c.w, c.x, c.g, c.mean, c.rstd, N, C);
+  gradcheck("layernorm dx", c.x, (size_t)N * C, dx, ln_loss, &c, 1e-2f, 2e-3, 2e-4);
+  gradcheck("layernorm dgamma", c.g, C, dg, ln_loss, &c, 1e-2f, 1e-3, 1e-4);
+  gradcheck("layernorm dbeta", c.b, C, db, ln_loss, &c, 1e-2f, 1e-3, 1e-4);
+  /* dgamma/dbeta accumulate, dinp is overwritten. */
+  float *dg1 = malloc(C * sizeof(float)), *dx1 = malloc((size_t)N * C * sizeof(float));
+  memcpy(dg1, dg, C * sizeof(float));
+  memcpy(dx1, dx, (size_t)N * C * sizeof(float));
+  est_layernorm_backward(dx, dg, db, c.w, c.x, c.g, c.mean, c.rstd, N, C);
+  for (int i = 0; i < C; i++) assert_float_equal(dg[i], 2.0f * dg1[i], 1e-5f);
+  assert_memory_equal(dx, dx1, (size_t)N * C * sizeof(float));
+  free(c.x); free(c.g); free(c.b); free(c.out); free(c.mean); free(c.rstd); free(c.w);
+  free(dx); free(dg); free(db); free(dg1); free(dx1);
+}
+
+/* ---- activations -------------------------------------------------------------------- */
+
+static void test_gelu_values_and_fast_vs_libm(void **state) {
+  (void)state;
+  /* The spec's reference table (tanh form and erf form). */
+  const float xs[] = {-3, -1, -0.5f, 0, 0.5f, 1, 2, 3};
+  const float tanh_form[] = {-0.0036374f, -0.1588080f, -0.1542860f, 0, 0.3457140f, 0.8411920f, 1.9545977f, 2.9963626f};
+  const float erf_form[] = {-0.0040497f, -0.1586553f, -0.1542688f, 0, 0.3457312f, 0.8413447f, 1.9544997f, 2.9959503f};
+  float y[8], ye[8];
+  est_activation_forward(y, xs, 8, EST_ACT_GELU);
+  est_activation_forward(ye, xs, 8, EST_ACT_GELU_EXACT);
+  for (int i = 0; i < 8; i++) {
+    assert_float_equal(y[i], tanh_form[i], 2e-7f + 1e-6f * fabsf(tanh_form[i]));
+    assert_float_equal(ye[i], erf_form[i], 2e-7f + 1e-6f * fabsf(erf_form[i]));
+  }
+  /* Vectorised tanh-GELU against libm over a dense grid: ~1e-7 relative. */
+  enum { M = 20001 };
+  float *x = malloc(M * sizeof(float)), *f = malloc(M * sizeof(float)), *g = malloc(M * sizeof(float));
+  float *ones = malloc(M * sizeof(float));
+  for (int i = 0; i < M; i++) {
+    x[i] = -12.0f + 24.0f * (float)i / (M - 1);
+    ones[i] = 1.0f;
+  }
+  est_activation_forward(f, x, M, EST_ACT_GELU);
+  est_activation_backward(g, ones, x, M, EST_ACT_GELU);
+  double worst = 0, worst_g = 0, worst_x = 0;
+  for (int i = 0; i < M; i++) {
+    double r = est_gelu_tanh_ref(x[i]), rg = est_gelu_tanh_grad_ref(x[i]);
+    /* relative error; the derivative crosses zero near x = -0.75, so it gets an absolute floor */
+    double e = fabs(f[i] - r) / fmax(fabs(r), 1e-30), eg = fabs(g[i] - rg) / fmax(fabs(rg), 1e-2);
+    /* Past |x| = 5 the value is below 1e-6 |x| and float's own rounding of the argument
+     * -2u (condition number |2u|) dominates: only the absolute error matters there. */
+    if (fabsf(x[i]) > 5.0f) {
+      assert_true(fabs(f[i] - r) < 1e-9);
+      e = 0;
+    }
+    /* float rounds the argument -2u to 2^-24 |2u|, which exp turns into that much
+     * relative error: measure in units of that inherent error (1 + |2u|) ulp. */
+    double xd = x[i], u2 = 2 * 0.7978845608028654 * (xd + 0.044715 * xd * xd * xd);
+    e /= 1.0 + fabs(u2);
+    eg /= 1.0 + fabs(u2);
+    if (fabs(r) > 1e-30 && e > worst) {
+      worst = e;
+      worst_x = x[i];
+    }
+    if (eg > worst_g) worst_g = eg;
+  }
+  printf("fast tanh-gelu: max rel error / (1+|2u|) %.3g (value, at x = %g), %.3g (derivative)\n", worst,
+         worst_x, worst_g);
+  assert_true(worst < 2.5e-7);
+  assert_true(worst_g < 5e-6);  /* s + x s (1-s) 2u' cancels near x = -2 */
+  free(x); free(f); free(g); free(ones);
+}
+
+typedef struct {
+  float *x, *out, *w;
+  size_t n;
+  est_activation act;
+} act_ctx;
+
+static double act_loss(void *p) {
+  act_ctx *c = p;
+  est_activation_forward(c->out, c->x, c->n, c->act);
+  return dot(c->out, c->w, c->n);
+}
+
+static void test_activation_gradcheck(void **state) {
+  (void)state;
+  const est_activation acts[] = {EST_ACT_GELU, EST_ACT_GELU_EXACT, EST_ACT_TANH, EST_ACT_RELU, EST_ACT_LINEAR};
+  for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+    size_t n = 64;
+    act_ctx c = {rand_buf(n, 4.0f), zeros(n), rand_buf(n, 1.0f), n, acts[a]};
+    /* keep relu's kink away from the difference step */
+    for (size_t i = 0; i < n; i++)
+      if (fabsf(c.x[i]) < 0.05f) c.x[i] = 0.3f;
+    float *dx = zeros(n);
+    est_activation_backward(dx, c.w, c.x, n, c.act);
+    gradcheck(est_activation_name(c.act), c.x, n, dx, act_loss, &c, 1e-2f, 2e-3, 1e-4);
+    /* in place: dinp aliases dout */
+    float *buf = malloc(n * sizeof(float));
+    memcpy(buf, c.w, n * sizeof(float));
+    est_activation_backward(buf, buf, c.x, n, c.act);
+    assert_memory_equal(buf, dx, n * sizeof(float));
+    free(c.x); free(c.out); free(c.w); free(dx); free(buf);
+  }
+}
+
+static void test_activation_names(void **state) {
+  (void)state;
+  est_activation a;
+  assert_int_equal(est_activation_from_name("GeLU", &a), EST_OK);
+  assert_int_equal(a, EST_ACT_GELU);
+  assert_int_equal(est_activation_from_name("gelu_exact", &a), EST_OK);
+  assert_int_equal(a, EST_ACT_GELU_EXACT);
+  assert_int_equal(est_activation_from_name("", &a), EST_OK);
+  assert_int_equal(a, EST_ACT_LINEAR);
+  assert_int_equal(est_activation_from_name("swish", &a), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "Unsupported activation"));
+}
+
+/* ---- attention ---------------------------------------------------------------------- */
+
+typedef struct {
+  float *q, *k, *v, *ctx, *probs, *scratch, *w;
+  uint8_t *mask;
+  const int32_t *input_mask;
+  int B, S, N, Dh;
+  float prob;
+} att_ctx;
+
+static double att_loss(void *p) {
+  att_ctx *c = p;
+  est_attention_forward(c->ctx, c->probs, c->mask, c->scratch, c->q, c->k, c->v, c->input_mask, c->B, c->S,
+                        c->N, c->Dh, c->prob, 77, 5, 3);
+  return dot(c->ctx, c->w, (size_t)c->B * c->S * c->N * c->Dh);
+}
+
+static void attention_case(float prob) {
+  enum { B = 2, S = 5, N = 2, Dh = 3 };
+  size_t n = (size_t)B * S * N * Dh;
+  /* example 0: last two keys padded; example 1: padding in the middle. (A fully masked
+   * example is not differentiable in float32 by finite differences: its scores sit near
+   * -10000 where one ulp is 1e-3. test_attention_fully_masked_row covers it.) */
+  static const int32_t input_mask[B * S] = {1, 1, 1, 0, 0, 0, 1, 0, 1, 1};
+  att_ctx c = {rand_buf(n, 1.0f), rand_buf(n, 1.0f), rand_buf(n, 1.0f), zeros(n),
+               zeros((size_t)B * N * S * S), zeros(est_attention_scratch_floats(B, N, S)), rand_buf(n, 1.0f),
+               calloc((size_t)B * N * S * S, 1), input_mask, B, S, N, Dh, prob};
+  att_loss(&c);
+  /* probabilities: rows sum to 1, masked keys get ~e^-10000 = 0, a fully masked row is uniform */
+  for (int h = 0; h < N; h++)
+    for (int i = 0; i < S; i++) {
+      const float *row0 = c.probs + ((size_t)(0 * N + h) * S + i) * S;
+      const float *row1 = c.probs + ((size_t)(1 * N + h) * S + i) * S;
+      double s0 = 0;
+      for (int j = 0; j < S; j++) s0 += row0[j];
+      assert_float_equal(s0, 1.0, 1e-6);
+      assert_true(row0[3] == 0.0f && row0[4] == 0.0f);
+      assert_true(row1[0] == 0.0f && row1[2] == 0.0f && row1[1] > 0.0f);
+    }
+  float *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
+  est_attention_backward(dq, dk, dv, c.scratch, c.w, c.q, c.k, c.v, c.probs, c.mask, B, S, N, Dh, prob);
+  gradcheck("attention dq", c.q, n, dq, att_loss, &c, 1e-2f, 2e-3, 2e-4);
+  gradcheck("attention dk", c.k, n, dk, att_loss, &c, 1e-2f, 2e-3, 2e-4);
+  gradcheck("attention dv", c.v, n, dv, att_loss, &c, 1e-2f, 2e-3, 2e-4);
+  /* dk of the padded keys of example 0 is exactly zero (their probabilities underflow). */
+  for (int s = 3; s < S; s++)
+    for (int j = 0; j < N * Dh; j++) assert_true(fabsf(dk[(size_t)s * N * Dh + j]) < 1e-30f);
+  free(c.q); free(c.k); free(c.v); free(c.ctx); free(c.probs); free(c.scratch); free(c.w); free(c.mask);
+  free(dq); free(dk); free(dv);
+}
+
+static void test_attention_gradcheck_masked_keys(void **state) {
+  (void)state;
+  attention_case(0.0f);
+}
+
+static void test_attention_fully_masked_row(void **state) {
+  (void)state;
+  /* input_mask all zero: every score is q.k/sqrt(Dh) - 10000, finite, so each row is a
+   * proper softmax (near uniform), never NaN; gradients stay finite too. */
+  enum { B = 1, S = 6, N = 1, Dh = 4 };
+  size_t n = (size_t)B * S * N * Dh;
+  const int32_t input_mask[B * S] = {0};
+  float *q = rand_buf(n, 1.0f), *k = rand_buf(n, 1.0f), *v = rand_buf(n, 1.0f), *ctx = zeros(n);
+  float probs[S * S], *scratch = zeros(est_attention_scratch_floats(B, N, S));
+  est_attention_forward(ctx, probs, NULL, scratch, q, k, v, input_mask, B, S, N, Dh, 0.0f, 0, 0, 0);
+  for (int i = 0; i < S; i++) {
+    double sum = 0;
+    for (int j = 0; j < S; j++) {
+      assert_true(isfinite(probs[i * S + j]) && probs[i * S + j] > 0.0f);
+      sum += probs[i * S + j];
+    }
+    assert_float_equal(sum, 1.0, 1e-5);
+  }
+  float *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
+  est_attention_backward(dq, dk, dv, scratch, ctx, q, k, v, probs, NULL, B, S, N, Dh, 0.0f);
+  for (size_t i = 0; i < n; i++) assert_true(isfinite(ctx[i]) && isfinite(dq[i]) && isfinite(dk[i]) && isfinite(dv[i]));
+  free(q); free(k); free(v); free(ctx); free(scratch); free(dq); free(dk); free(dv);
+}
+
+static void test_attention_gradcheck_with_dropout(void **state) {
+  (void)state;
+  /* The mask is a function of (seed, step, tensor, index), so every re-evaluation of the
+   * loss uses the same mask and finite differences apply. */
+  attention_case(0.3f);
+}
+
+/* ---- embeddings --------------------------------------------------------------------- */
+
+static void test_embeddings_scatter_add_and_errors(void **state) {
+  (void)state;
+  enum { B = 2, S = 4, H = 70, V = 6, T = 3 };
+  float *word = rand_buf(V * H, 1.0f), *type = rand_buf(T * H, 1.0f), *pos = rand_buf(8 * H, 1.0f);
+  /* id 2 repeated four times; token types 0..2 plus 5 and -1 (outside [0,T): zero row) */
+  const int32_t ids[B * S] = {2, 2, 5, 0, 2, 1, 2, 3};
+  const int32_t types[B * S] = {0, 1, 2, 5, -1, 0, 1, 1};
+  float *out = zeros(B * S * H);
+  assert_int_equal(est_embeddings_forward(out, ids, types, word, type, pos, B, S, H, V, T), EST_OK);
+  for (int bs = 0; bs < B * S; bs++)
+    for (int c = 0; c < H; c++) {
+      float want = word[ids[bs] * H + c] + pos[(bs % S) * H + c];
+      if (types[bs] >= 0 && types[bs] < T) want += type[types[bs] * H + c];
+      assert_float_equal(out[bs * H + c], want, 1e-6f);
+    }
+  float *dout = rand_buf(B * S * H, 1.0f);
+  float *dw = zeros(V * H), *dt = zeros(T * H), *dp = zeros(8 * H);
+  est_embeddings_backward(dw, dt, dp, dout, ids, types, B, S, H, V, T);
+  for (int c = 0; c < H; c++) {
+    /* row 2 collects the four tokens with id 2 */
+    float want = dout[0 * H + c] + dout[1 * H + c] + dout[4 * H + c] + dout[6 * H + c];
+    assert_float_equal(dw[2 * H + c], want, 1e-5f);
+    assert_float_equal(dw[4 * H + c], 0.0f, 0.0f);
+    assert_float_equal(dt[1 * H + c], dout[1 * H + c] + dout[6 * H + c] + dout[7 * H + c], 1e-5f);
+    assert_float_equal(dp[0 * H + c], dout[0 * H + c] + dout[4 * H + c], 1e-5f);
+    assert_float_equal(dp[5 * H + c], 0.0f, 0.0f);
+  }
+  /* accumulation: a second call doubles */
+  float before = dw[2 * H];
+  est_embeddings_backward(dw, dt, dp, dout, ids, types, B, S, H, V, T);
+  assert_float_equal(dw[2 * H], 2 * before, 1e-5f);
+
+  /* An out-of-range word id is an error naming the position, and out is untouched. */
+  const int32_t bad[B * S] = {2, 2, 5, 0, 2, 6, 2, 3};
+  memset(out, 0, B * S * H * sizeof(float));
+  assert_int_equal(est_embeddings_forward(out, bad, types, word, type, pos, B, S, H, V, T),
+                   EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "input_ids[1][1] = 6"));
+  for (int i = 0; i < B * S * H; i++) assert_true(out[i] == 0.0f);
+  const int32_t neg[B * S] = {-3, 2, 5, 0, 2, 1, 2, 3};
+  assert_int_equal(est_embeddings_forward(out, neg, NULL, word, type, pos, B, S, H, V, T),
+                   EST_ERR_INVALID_ARGUMENT);
+  free(word); free(type); free(pos); free(out); free(dout); free(dw); free(dt); free(dp);
+}
+
+/* ---- cross-entropy ------------------------------------------------------------------ */
+
+typedef struct {
+  float *logits, *losses, *w;
+  const int32_t *labels;
+  int B, C;
+} ce_ctx;
+
+static double ce_loss(void *p) {
+  ce_ctx *c = p;
+  assert_int_equal(est_crossentropy_forward(c->losses, NULL, c->logits, c->labels, c->B, c->C), EST_OK);
+  return dot(c->losses, c->w, c->B);
+}
+
+static void test_crossentropy_gradcheck(void **state) {
+  (void)state;
+  enum { B = 4, C = 3 };
+  const int32_t labels[B] = {0, 2, 1, 2};
+  ce_ctx c = {rand_buf(B * C, 3.0f), zeros(B), NULL, labels, B, C};
+  float w[B] = {0.25f, 0.25f, 0.25f, 0.25f};  /* a batch mean */
+  c.w = w;
+  float probs[B * C], dlogits[B * C];
+  assert_int_equal(est_crossentropy_forward(c.losses, probs, c.logits, labels, B, C), EST_OK);
+  for (int b = 0; b < B; b++) {
+    double lse = 0;
+    for (int k = 0; k < C; k++) lse += exp(c.logits[b * C + k]);
+    assert_float_equal(c.losses[b], log(lse) - c.logits[b * C + labels[b]], 1e-5);
+  }
+  est_crossentropy_backward(dlogits, probs, labels, 0.25f, B, C);
+  gradcheck("cross-entropy dlogits", c.logits, B * C, dlogits, ce_loss, &c, 1e-2f, 1e-3, 1e-5);
+  const int32_t bad[B] = {0, 3, 1, 2};
+  assert_int_equal(est_crossentropy_forward(c.losses, probs, c.logits, bad, B, C), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "label_ids[1] = 3"));
+  /* softmax helper agrees with the saved probabilities */
+  float sm[B * C];
+  est_softmax_forward(sm, c.logits, B, C);
+  assert_memory_equal(sm, probs, sizeof sm);
+  free(c.logits); free(c.losses);
+}
+
+/* ---- dropout ------------------------------------------------------------------------ */
+
+static void test_dropout_mask_is_counter_based(void **state) {
+  (void)state;
+  enum { M = 100003 };
+  uint8_t *m = malloc(M), *m2 = malloc(M);
+  est_dropout_mask(m, 0, M, 0.1f, 42, 7, 9);
+  size_t kept = 0;
+  for (int i = 0; i < M; i++) kept += m[i];
+  double frac = (double)kept / M;
+  assert_true(frac > 0.895 && frac < 0.905);
+  /* Any slice computed on its own equals the same slice of the whole mask. */
+  est_dropout_mask(m2, 5, 1001, 0.1f, 42, 7, 9);
+  assert_memory_equal(m2, m + 5, 1001);
+  /* Element e uses word e%4 of Philox(seed, {e/4, tensor, step lo, step hi}). */
+  for (uint32_t e = 0; e < 40; e++) {
+    uint32_t w[4];
+    est_philox4x32(42, (est_philox_counter){{e / 4, 9, 7, 0}}, w);
+    assert_int_equal(m[e], (w[e % 4] >> 8) >= (uint32_t)ceil(0.1 * 16777216.0));
+  }
+  /* Another step or tensor id gives another mask. */
+  est_dropout_mask(m2, 0, 1000, 0.1f, 42, 8, 9);
+  assert_true(memcmp(m, m2, 1000) != 0);
+  est_dropout_mask(m2, 0, 1000, 0.1f, 42, 7, 10);
+  assert_true(memcmp(m, m2, 1000) != 0);
+
+  float *x = rand_buf(M, 1.0f), *y = zeros(M), *dx = zeros(M);
+  est_dropout_forward(y, m2, x, M, 0.1f, 42, 7, 9);
+  assert_memory_equal(m2, m, M);
+  for (int i = 0; i < M; i++) assert_true(y[i] == (m[i] ? x[i] * (1.0f / 0.9f) : 0.0f));
+  est_dropout_backward(dx, x, m, M, 0.1f);
+  assert_memory_equal(dx, y, M * sizeof(float));
+  est_dropout_forward(y, NULL, x, M, 0.0f, 42, 7, 9);
+  assert_memory_equal(y, x, M * sizeof(float));
+  free(m); free(m2); free(x); free(y); free(dx);
+}
+
+/* ---- thread-count independence ------------------------------------------------------ */
+
+static void run_non_gemm_ops(int threads, float **outs) {
+  est_set_num_threads(threads);
+  est_rng_init(&g_rng, 99);
+  enum { B = 3, S = 16, N = 2, Dh = 8, H = N * Dh, I = 40, V = 11 };
+  size_t n = (size_t)B * S * H;
+  float *x = rand_buf(n, 1.0f), *g = rand_buf(H, 1.0f), *b = rand_buf(H, 1.0f), *dy = rand_buf(n, 1.0f);
+  float *k = rand_buf(n, 1.0f), *v = rand_buf(n, 1.0f), *h = rand_buf((size_t)B * S * I, 3.0f);
+  int32_t ids[B * S], mask[B * S];
+  for (int i = 0; i < B * S; i++) {
+    ids[i] = i % 5;
+    mask[i] = i % 7 != 0;
+  }
+  float *o = outs[0], *mean = zeros(B * S), *rstd = zeros(B * S);
+  est_layernorm_forward(o, mean, rstd, x, g, b, B * S, H);
+  est_layernorm_backward(outs[1], outs[2], outs[2] + H, dy, x, g, mean, rstd, B * S, H);
+  est_activation_forward(outs[3], h, (size_t)B * S * I, EST_ACT_GELU);
+  est_activation_backward(outs[4], h, h, (size_t)B * S * I, EST_ACT_GELU);
+  uint8_t *pm = calloc((size_t)B * N * S * S, 1);
+  float *probs = zeros((size_t)B * N * S * S), *scratch = zeros(est_attention_scratch_floats(B, N, S));
+  est_attention_forward(outs[5], probs, pm, scratch, x, k, v, mask, B, S, N, Dh, 0.1f, 1, 2, 3);
+  est_attention_backward(outs[6], outs[6] + n, outs[6] + 2 * n, scratch, dy, x, k, v, probs, pm, B, S, N, Dh, 0.1f);
+  est_embeddings_backward(outs[7], NULL, NULL, dy, ids, NULL, B, S, H, V, 2);
+  uint8_t *hm = calloc((size_t)B * S * I, 1);
+  est_dropout_forward(outs[8], hm, h, (size_t)B * S * I, 0.1f, 3, 4, 5);
+  free(hm);
+  est_matmul_backward(NULL, NULL, outs[9], dy, x, NULL, B * S, H, H, 0);
+  free(x); free(g); free(b); free(dy); free(k); free(v); free(h); free(mean); free(rstd); free(pm);
+  free(probs); free(scratch);
+}
+
+static void test_results_independent_of_thread_count(void **state) {
+  (void)state;
+  enum { NOUT = 10, CAP = 3 * 16 * 16 * 40 };
+  float *a[NOUT], *b[NOUT];
+  for (int i = 0; i < NOUT; i++) {
+    a[i] = zeros(CAP);
+    b[i] = zeros(CAP);
+  }
+  run_non_gemm_ops(1, a);
+  run_non_gemm_ops(2, b);
+  est_set_num_threads(2);
+  for (int i = 0; i < NOUT; i++) {
+    if (memcmp(a[i], b[i], CAP * sizeof(float)) != 0) fail_msg("output %d differs between 1 and 2 threads", i);
+    free(a[i]);
+    free(b[i]);
+  }
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_dense_fast_matches_reference_and_gradcheck, setup),
+      cmocka_unit_test_setup(test_dense_bert_sized_blas_vs_reference, setup),
+      cmocka_unit_test_setup(test_layernorm_gradcheck, setup),
+      cmocka_unit_test_setup(test_gelu_values_and_fast_vs_libm, setup),
+      cmocka_unit_test_setup(test_activation_gradcheck, setup),
+      cmocka_unit_test_setup(test_activation_names, setup),
+      cmocka_unit_test_setup(test_attention_gradcheck_masked_keys, setup),
+      cmocka_unit_test_setup(test_attention_fully_masked_row, setup),
+      cmocka_unit_test_setup(test_attention_gradcheck_with_dropout, setup),
+      cmocka_unit_test_setup(test_embeddings_scatter_add_and_errors, setup),
+      cmocka_unit_test_setup(test_crossentropy_gradcheck, setup),
+      cmocka_unit_test_setup(test_dropout_mask_is_counter_based, setup),
+      cmocka_unit_test_setup(test_results_independent_of_thread_count, setup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
