@@ -30,7 +30,7 @@
  *     static const est_model_fn logreg_fn = {
  *       .name = "logreg", .build = lr_build, .call = lr_call, .destroy = lr_destroy,
  *       .create_optimizer = lr_optimizer,   // e.g. est_optimizer_create_adam_weight_decay
- *       .metrics = lr_metrics,              // EVAL: name + est_metric* pairs
+ *       .metrics = lr_metrics,              // EVAL: its est_metric*s
  *     };
  *
  *     est_run_config rc = est_run_config_default();
@@ -155,13 +155,6 @@ typedef struct est_estimator_spec {
   const est_tensor *predictions;
 } est_estimator_spec;
 
-/* A named streaming metric (EVAL): the estimator reports its value under `name`
- * ("eval_accuracy"), plus "loss" (mean of the batch losses) and "global_step". */
-typedef struct est_named_metric {
-  const char *name;
-  est_metric *metric;
-} est_named_metric;
-
 typedef struct est_model_fn {
   const char *name;            /* for logs */
   void *params;                /* passed to build as ctx->params (BERT: the bert config etc.) */
@@ -185,8 +178,10 @@ typedef struct est_model_fn {
   est_status (*call)(void *model, est_var_store *vars, const est_features *features, est_mode mode,
                      int64_t global_step, est_estimator_spec *spec);
 
-  /* EVAL: the metrics `call` updates (pointers owned by the model). */
-  est_status (*metrics)(void *model, const est_named_metric **metrics, size_t *n);
+  /* EVAL: the streaming metrics `call` updates (est/metrics.h; owned by the model). Each
+   * is reported under its est_metric_name ("eval_accuracy"), next to the estimator's
+   * "loss" (mean of the batch losses) and "global_step". */
+  est_status (*metrics)(void *model, est_metric *const **metrics, size_t *n);
 
   void (*destroy)(void *model);
 } est_model_fn;
@@ -291,7 +286,7 @@ est_status est_init_from_checkpoint(est_var_store *vars, const char *checkpoint,
  * all) and exists in the checkpoint; others keep their initial values. */
 est_status est_warm_start(est_var_store *vars, const char *checkpoint, const char *vars_regex, size_t *loaded);
 
-/* "**** Trainable Variables ****" then "  name = X, shape = (768, 768)[, *INIT_FROM_CKPT*]". */
+/* "**** Trainable Variables ****" then "  name = X:0, shape = (768, 768)[, *INIT_FROM_CKPT*]". */
 void est_log_variables(const est_var_store *vars);
 
 #ifdef __cplusplus

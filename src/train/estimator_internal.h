@@ -1,0 +1,98 @@
+/* Shared internals of the Estimator (estimator.c, estimator_train.c, estimator_eval.c).
+ *
+ * A "session" is what tf.estimator builds per call of train/evaluate/predict: the model
+ * built for one mode and batch size, its var store, and in TRAIN the optimizer. */
+#ifndef EST_TRAIN_ESTIMATOR_INTERNAL_H
+#define EST_TRAIN_ESTIMATOR_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/estimator.h"
+#include "train/checkpoint_manager.h"
+#include "train/summaries.h"
+
+enum { EST_MAX_EVAL_WRITERS = 8, EST_INPUT_STATE_MAX = 256 };
+
+struct est_estimator {
+  est_model_fn fn;
+  est_run_config config;     /* strings point at the copies below */
+  char *model_dir;
+  char *warm_start_from;
+  char *warm_start_vars;
+  est_summaries train_summaries;
+  /* One event file per eval directory for the estimator's life (TF's FileWriterCache). */
+  size_t num_eval_summaries;
+  est_summaries eval_summaries[EST_MAX_EVAL_WRITERS];
+};
+
+typedef struct est_session {
+  est_mode mode;
+  est_model_context ctx;
+  est_var_store *vars;
+  void *model;
+  est_optimizer *opt;        /* TRAIN only */
+  int64_t global_step;
+} est_session;
+
+/* Checkpoint tensor names for est's own resume state. */
+#define EST_CKPT_GLOBAL_STEP "global_step"
+#define EST_CKPT_SEED "est/seed"
+#define EST_CKPT_INPUT_STATE "est/input_state"
+
+double est_now_seconds(void);
+int est_is_chief(const est_estimator *e);
+int est_world_size(const est_estimator *e);
+int est_rank(const est_estimator *e);
+
+/* Builds the model for `mode` and finalizes its variables with `seed`. */
+est_status est_session_create(est_estimator *e, est_mode mode, uint64_t seed, est_session *s);
+void est_session_free(est_estimator *e, est_session *s);
+
+/* What a checkpoint holds besides the variables. */
+typedef struct est_restored {
+  int64_t global_step;
+  int has_seed;
+  uint64_t seed;
+  int64_t *input_state;      /* [world, n] as saved, malloc'ed; NULL when absent */
+  int64_t input_world;
+  size_t input_n;
+} est_restored;
+
+/* Reads global_step, est/seed and est/input_state from `prefix`, not the variables. */
+est_status est_read_train_state(const char *prefix, est_restored *out);
+void est_restored_clear(est_restored *r);
+
+/* Restores every variable of the session from `prefix` (a missing or mismatched
+ * variable is an error naming it); with_optimizer also restores the optimizer's slots
+ * and scalars. Sets s->global_step (0 with a warning when the checkpoint has none). */
+est_status est_session_restore(est_estimator *e, est_session *s, const char *prefix, int with_optimizer);
+
+/* Fresh start: warm start from the config, then the model's init (Scaffold). */
+est_status est_session_initialize(est_estimator *e, est_session *s);
+
+/* Writes model.ckpt-<global_step> through the manager: variables, optimizer slots and
+ * scalars, global_step, est/seed, and (when n > 0) est/input_state [world, n]. */
+est_status est_session_save(est_estimator *e, est_session *s, est_ckpt_manager *m, const int64_t *input_state,
+                            int64_t world, size_t n, char *prefix, size_t size);
+
+/* Opens the input for a mode with the run config's batch size and sharding. */
+est_status est_open_input(est_estimator *e, const est_input_fn *fn, est_mode mode, uint64_t seed, est_input *in);
+void est_close_input(est_input *in);
+
+/* The shortest decimal that reads back as the same float32 (Python's repr of a
+ * numpy.float32: 0.6931472, 1e-05). */
+char *est_format_f32(float v, char *buf, size_t size);
+
+est_summaries *est_eval_summaries(est_estimator *e, const char *name);
+
+/* Resolves the checkpoint for evaluate/predict (given, or model_dir's latest, or none:
+ * prefix[0] = 0 when model_dir has no checkpoint). */
+est_status est_find_checkpoint(est_estimator *e, const char *given, char *prefix, size_t size);
+
+/* Train with a callback after every checkpoint written (train_and_evaluate's listener). */
+typedef est_status (*est_after_save_fn)(void *ctx, const char *prefix, int64_t global_step);
+est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps,
+                          est_after_save_fn after_save, void *ctx, int64_t *final_step, char *last_saved, size_t size);
+
+#endif

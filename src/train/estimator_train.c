@@ -1,0 +1,339 @@
+/* Estimator.train: restore or initialise, then the step loop with tf.estimator's hooks
+ * (logging, step counter, summaries, checkpoint saver, NaN guard) folded in. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "est/log.h"
+#include "est/optimizer.h"
+#include "train/estimator_internal.h"
+
+static void format_duration(double secs, char *buf, size_t size) {
+  if (!(secs >= 0) || secs > 1e9) {
+    snprintf(buf, size, "?");
+    return;
+  }
+  long s = (long)(secs + 0.5);
+  if (s >= 3600) snprintf(buf, size, "%ldh%02ldm%02lds", s / 3600, (s / 60) % 60, s % 60);
+  else if (s >= 60) snprintf(buf, size, "%ldm%02lds", s / 60, s % 60);
+  else snprintf(buf, size, "%lds", s);
+}
+
+/* Every rank's input position as one [world, n] block (n = 0: the input cannot say). */
+static est_status gather_input_state(est_estimator *e, est_input *in, int64_t **out, size_t *n_out) {
+  *out = NULL;
+  *n_out = 0;
+  int64_t local[EST_INPUT_STATE_MAX];
+  size_t n = 0;
+  if (in->get_state) {
+    est_status st = in->get_state(in->self, local, EST_INPUT_STATE_MAX, &n);
+    if (st != EST_OK) return est_error_prefix("input_fn: saving the input position: ");
+    if (n > EST_INPUT_STATE_MAX)
+      return est_error(EST_ERR_INTERNAL, "input_fn: input state of %zu values (at most %d)", n, EST_INPUT_STATE_MAX);
+  }
+  int world = est_world_size(e);
+  if (world > 1) {
+    const est_distribution *d = e->config.distribution;
+    int64_t mine = (int64_t)n, *all_n = calloc((size_t)world, sizeof *all_n);
+    if (!all_n) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+    est_status st = d->allgather_i64(d->ctx, &mine, 1, all_n);
+    for (int r = 0; st == EST_OK && r < world; r++)
+      if (all_n[r] != mine) st = est_error(EST_ERR_FAILED_PRECONDITION, "input state sizes differ across ranks");
+    free(all_n);
+    if (st != EST_OK) return st;
+  }
+  if (n == 0) return EST_OK;
+  int64_t *all = calloc((size_t)world * n, sizeof *all);
+  if (!all) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+  if (world > 1) {
+    const est_distribution *d = e->config.distribution;
+    est_status st = d->allgather_i64(d->ctx, local, n, all);
+    if (st != EST_OK) {
+      free(all);
+      return st;
+    }
+  } else {
+    memcpy(all, local, n * sizeof *all);
+  }
+  *out = all;
+  *n_out = n;
+  return EST_OK;
+}
+
+typedef struct trainer {
+  est_estimator *e;
+  est_session s;
+  est_input in;
+  est_ckpt_manager mgr;
+  int have_mgr;
+  int64_t saved_step;        /* global_step of the last checkpoint written or restored */
+  char last_saved[4096];
+  est_after_save_fn after_save;
+  void *after_save_ctx;
+} trainer;
+
+/* Collective: every rank gathers the input state; the chief writes. */
+static est_status save(trainer *t, int notify) {
+  int64_t *state = NULL;
+  size_t n = 0;
+  est_status st = gather_input_state(t->e, &t->in, &state, &n);
+  if (st == EST_OK && t->have_mgr)
+    st = est_session_save(t->e, &t->s, &t->mgr, state, est_world_size(t->e), n, t->last_saved, sizeof t->last_saved);
+  free(state);
+  if (st != EST_OK) return st;
+  t->saved_step = t->s.global_step;
+  est_summaries_flush(&t->e->train_summaries);
+  if (notify && t->after_save) {
+    char prefix[4096];
+    snprintf(prefix, sizeof prefix, "%s/model.ckpt-%lld", t->e->model_dir, (long long)t->s.global_step);
+    st = t->after_save(t->after_save_ctx, prefix, t->s.global_step);
+  }
+  return st;
+}
+
+static uint64_t pick_seed(est_estimator *e, const est_restored *rs) {
+  if (e->config.seed) {
+    if (rs->has_seed && rs->seed != e->config.seed)
+      EST_LOG_WARN("the checkpoint was trained with seed %llu, continuing with seed %llu",
+                   (unsigned long long)rs->seed, (unsigned long long)e->config.seed);
+    return e->config.seed;
+  }
+  if (rs->has_seed) return rs->seed;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t seed = ((uint64_t)ts.tv_sec * 1000000007ull) ^ (uint64_t)ts.tv_nsec;
+  return seed ? seed : 1;
+}
+
+static est_status agree_on_seed(est_estimator *e, uint64_t *seed) {
+  int world = est_world_size(e);
+  if (world <= 1) return EST_OK;
+  const est_distribution *d = e->config.distribution;
+  int64_t *all = calloc((size_t)world, sizeof *all), mine = (int64_t)*seed;
+  if (!all) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+  est_status st = d->allgather_i64(d->ctx, &mine, 1, all);
+  if (st == EST_OK) *seed = (uint64_t)all[0];   /* the chief's */
+  free(all);
+  return st;
+}
+
+static est_status start(trainer *t, const est_input_fn *input_fn, const char *latest, const est_restored *rs,
+                        uint64_t seed) {
+  est_estimator *e = t->e;
+  est_status st = est_session_create(e, EST_MODE_TRAIN, seed, &t->s);
+  if (st != EST_OK) return st;
+  if (!e->fn.create_optimizer)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "model_fn %s has no create_optimizer: cannot train",
+                     e->fn.name ? e->fn.name : "");
+  if (!latest[0]) {
+    st = est_session_initialize(e, &t->s);
+    if (st != EST_OK) return st;
+  }
+  st = e->fn.create_optimizer(t->s.model, t->s.vars, &t->s.opt);
+  if (st != EST_OK) return est_error_prefix("model_fn %s create_optimizer: ", e->fn.name ? e->fn.name : "");
+  if (!t->s.opt) return est_error(EST_ERR_INVALID_ARGUMENT, "create_optimizer returned no optimizer");
+  if (latest[0]) {
+    st = est_session_restore(e, &t->s, latest, 1);
+    if (st != EST_OK) return st;
+  }
+  if (est_world_size(e) > 1) {
+    const est_distribution *d = e->config.distribution;
+    st = d->broadcast(d->ctx, est_vars_params(t->s.vars), est_vars_size(t->s.vars));
+    if (st != EST_OK) return est_error_prefix("broadcasting the initial parameters: ");
+  }
+  est_log_variables(t->s.vars);
+
+  st = est_open_input(e, input_fn, EST_MODE_TRAIN, seed, &t->in);
+  if (st != EST_OK) return st;
+  if (rs->input_state) {
+    if (!t->in.set_state) {
+      EST_LOG_WARN("the checkpoint records the input position but this input_fn cannot restore it: the input "
+                   "restarts from its beginning");
+    } else if (rs->input_world != est_world_size(e)) {
+      EST_LOG_WARN("the input position was saved by %lld ranks, this run has %d: the input restarts from its "
+                   "beginning", (long long)rs->input_world, est_world_size(e));
+    } else {
+      st = t->in.set_state(t->in.self, rs->input_state + (size_t)est_rank(e) * rs->input_n, rs->input_n);
+      if (st != EST_OK) return est_error_prefix("input_fn: restoring the input position from %s: ", latest);
+    }
+  } else if (latest[0]) {
+    EST_LOG_WARN("%s holds no input position (" EST_CKPT_INPUT_STATE "): the input restarts from its beginning",
+                 latest);
+  }
+
+  if (est_is_chief(e)) {
+    st = est_ckpt_manager_open(&t->mgr, e->model_dir, e->config.keep_checkpoint_max);
+    if (st != EST_OK) return st;
+    t->have_mgr = 1;
+  }
+  EST_LOG_INFO("Create CheckpointSaverHook.");
+  if (latest[0]) {
+    t->saved_step = t->s.global_step;
+    snprintf(t->last_saved, sizeof t->last_saved, "%s", latest);
+    return EST_OK;
+  }
+  /* As CheckpointSaverHook.after_create_session: the starting point is saved at once. */
+  return save(t, 0);
+}
+
+est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps,
+                          est_after_save_fn after_save, void *ctx, int64_t *final_step, char *last_saved,
+                          size_t size) {
+  if (steps < 0 || max_steps < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "train: steps (%lld) and max_steps (%lld) must be >= 0",
+                     (long long)steps, (long long)max_steps);
+  if (steps > 0 && max_steps > 0) return est_error(EST_ERR_INVALID_ARGUMENT, "Can not provide both steps and max_steps.");
+  const est_run_config *rc = &e->config;
+
+  char latest[4096];
+  est_status st = est_find_checkpoint(e, NULL, latest, sizeof latest);
+  if (st != EST_OK) return st;
+  est_restored rs = {0};
+  if (latest[0] && est_read_train_state(latest, &rs) != EST_OK) return est_error_prefix("restoring %s: ", latest);
+  if (final_step) *final_step = rs.global_step;
+  if (last_saved && size) snprintf(last_saved, size, "%s", latest);
+  if (max_steps > 0 && latest[0] && rs.global_step >= max_steps) {
+    EST_LOG_INFO("Skipping training since max_steps has already saved.");
+    est_restored_clear(&rs);
+    return EST_OK;
+  }
+  uint64_t seed = pick_seed(e, &rs);
+  st = agree_on_seed(e, &seed);
+  if (st != EST_OK) {
+    est_restored_clear(&rs);
+    return st;
+  }
+
+  trainer t = {.e = e, .after_save = after_save, .after_save_ctx = ctx, .saved_step = -1};
+  st = start(&t, input_fn, latest, &rs, seed);
+  est_restored_clear(&rs);
+
+  const int64_t start_step = t.s.global_step;
+  const int64_t target = max_steps > 0 ? max_steps : steps > 0 ? start_step + steps : -1;
+  const int64_t log_every = rc->log_step_count_steps;
+  const int64_t summary_every = rc->save_summary_steps;
+  const int64_t save_steps = rc->save_checkpoints_steps;
+  const double save_secs = save_steps > 0 ? 0.0 : rc->save_checkpoints_secs > 0 ? rc->save_checkpoints_secs : 600.0;
+  const int world = est_world_size(e);
+  const int batch = rc->train_batch_size;
+  double t_log = est_now_seconds(), t_save = t_log, t_begin = t_log;
+  int64_t step_log = start_step;
+  float loss = NAN;
+  int64_t steps_done = 0;
+
+  while (st == EST_OK && (target < 0 || t.s.global_step < target)) {
+    est_var_store *vs = t.s.vars;
+    const int64_t gs = t.s.global_step;
+    est_features features = {0};
+    st = t.in.next(t.in.self, &features);
+    if (st == EST_ERR_OUT_OF_RANGE) {
+      est_error_clear();
+      st = EST_OK;
+      EST_LOG_INFO("Input ended at global step %lld.", (long long)gs);
+      break;
+    }
+    if (st != EST_OK) {
+      est_error_prefix("input_fn (train) at global step %lld: ", (long long)gs);
+      break;
+    }
+    est_vars_zero_grads(vs);
+    est_estimator_spec spec = {0};
+    st = e->fn.call(t.s.model, vs, &features, EST_MODE_TRAIN, gs, &spec);
+    if (st != EST_OK) {
+      est_error_prefix("model_fn %s (train) at global step %lld: ", e->fn.name ? e->fn.name : "", (long long)gs);
+      break;
+    }
+    float step_loss = spec.loss;
+    if (world > 1) {
+      /* One all-reduce for the loss keeps every rank's NaN decision the same. */
+      const est_distribution *d = rc->distribution;
+      st = d->allreduce_mean(d->ctx, &step_loss, 1);
+      if (st == EST_OK) st = d->allreduce_mean(d->ctx, est_vars_grads(vs), est_vars_size(vs));
+      if (st != EST_OK) {
+        est_error_prefix("all-reduce at global step %lld: ", (long long)gs);
+        break;
+      }
+    }
+    if (!isfinite(step_loss)) {
+      /* NanTensorHook: stop before the update; the last checkpoint stays the last good one. */
+      char lb[32];
+      st = est_error(EST_ERR_ABORTED, "NaN loss during training: loss = %s at global step %lld; last good checkpoint: %s",
+                     est_format_f32(step_loss, lb, sizeof lb), (long long)gs, t.last_saved[0] ? t.last_saved : "none");
+      break;
+    }
+    st = est_optimizer_apply(t.s.opt, gs);
+    if (st != EST_OK) {
+      est_error_prefix("optimizer at global step %lld: ", (long long)gs);
+      break;
+    }
+    float lr = est_optimizer_learning_rate(t.s.opt, gs);
+    t.s.global_step = gs + 1;
+    loss = step_loss;
+    steps_done++;
+
+    char lb[32];
+    if (summary_every > 0 && gs % summary_every == 0) {
+      const char *tags[2] = {"loss", "learning_rate"};
+      float values[2] = {loss, lr};
+      est_summaries_scalars(&e->train_summaries, gs, 2, tags, values);
+    }
+    if (log_every > 0 && (gs - start_step) % log_every == 0) {
+      double now = est_now_seconds();
+      if (gs == start_step) {
+        EST_LOG_INFO("loss = %s, step = %lld", est_format_f32(loss, lb, sizeof lb), (long long)gs);
+      } else {
+        double dt = now - t_log;
+        double rate = dt > 0 ? (double)(t.s.global_step - step_log) / dt : 0.0;
+        EST_LOG_INFO("global_step/sec: %.4g", rate);
+        est_summaries_scalar(&e->train_summaries, gs, "global_step/sec", (float)rate);
+        EST_LOG_INFO("loss = %s, step = %lld (%.3f sec)", est_format_f32(loss, lb, sizeof lb), (long long)gs, dt);
+        if (rc->log_progress && target > 0) {
+          char eta[32];
+          format_duration(rate > 0 ? (double)(target - t.s.global_step) / rate : -1, eta, sizeof eta);
+          EST_LOG_INFO("step %lld/%lld (%.1f%%), %.1f examples/sec, ETA %s", (long long)t.s.global_step,
+                       (long long)target, 100.0 * (double)t.s.global_step / (double)target,
+                       rate * batch * world, eta);
+        }
+      }
+      t_log = now;
+      step_log = t.s.global_step;
+    }
+
+    int due = save_steps > 0 ? t.s.global_step - t.saved_step >= save_steps
+                             : est_now_seconds() - t_save >= save_secs;
+    if (save_steps <= 0 && world > 1) {
+      /* Time-based saves follow the chief's clock so every rank joins the same save. */
+      const est_distribution *d = rc->distribution;
+      float flag = (float)due;
+      st = d->broadcast(d->ctx, &flag, 1);
+      if (st != EST_OK) break;
+      due = flag != 0.0f;
+    }
+    if (due && !(target > 0 && t.s.global_step >= target)) {
+      st = save(&t, 1);
+      t_save = est_now_seconds();
+    }
+  }
+
+  if (st == EST_OK && t.s.global_step != t.saved_step) st = save(&t, 1);
+  if (st == EST_OK) {
+    char lb[32];
+    if (steps_done) EST_LOG_INFO("Loss for final step: %s.", est_format_f32(loss, lb, sizeof lb));
+    double dt = est_now_seconds() - t_begin;
+    EST_LOG_INFO("Trained %lld steps in %.3f sec (%.1f examples/sec).", (long long)steps_done, dt,
+                 dt > 0 ? (double)steps_done * batch * world / dt : 0.0);
+  }
+  if (final_step) *final_step = t.s.global_step;
+  if (last_saved && size && t.last_saved[0]) snprintf(last_saved, size, "%s", t.last_saved);
+  est_summaries_flush(&e->train_summaries);
+  est_close_input(&t.in);
+  if (t.have_mgr) est_ckpt_manager_close(&t.mgr);
+  est_session_free(e, &t.s);
+  return st;
+}
+
+est_status est_estimator_train(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps) {
+  return est_train_impl(e, input_fn, steps, max_steps, NULL, NULL, NULL, NULL, 0);
+}
