@@ -97,11 +97,11 @@ static inline int est_pw_read_fixed32(est_pw_reader *r, uint32_t *v) {
 }
 
 static inline int est_pw_read_fixed64(est_pw_reader *r, uint64_t *v) {
-  uint32_t lo, hi;
   if (est_pw_left(r) < 8) return 0;
-  est_pw_read_fixed32(r, &lo);
-  est_pw_read_fixed32(r, &hi);
-  *v = (uint64_t)hi << 32 | lo;
+  uint64_t x = 0;
+  for (int i = 7; i >= 0; i--) x = x << 8 | r->pos[i];
+  *v = x;
+  r->pos += 8;
   return 1;
 }
 

@@ -173,6 +173,9 @@ est_status est_tfrecord_reader_open(est_tfrecord_reader **out, const char *path,
 est_status est_tfrecord_reader_next(est_tfrecord_reader *r, const uint8_t **data, size_t *size) {
   const uint64_t off = r->offset;
   size_t avail;
+  /* A plain file may have grown since we saw its end (an event file being written,
+   * a record being appended): look again rather than remember the EOF. */
+  if (r->comp == EST_COMPRESSION_NONE) r->eof = 0;
   est_status st = ensure(r, EST_TFRECORD_HEADER_SIZE, &avail);
   if (st != EST_OK) return st;
   if (avail == 0) return est_error(EST_ERR_OUT_OF_RANGE, "%s: end of file at %llu", r->path, (unsigned long long)off);
