@@ -1,0 +1,120 @@
+/* est/bert_model.h — BertConfig and the BERT sequence classifier (modeling.py BertModel +
+ * run_classifier.py create_model), trained on a variable store.
+ *
+ *     est_bert_config cfg;
+ *     est_bert_config_from_json_file(&cfg, "bert_config.json");
+ *     est_var_store *vs;  est_vars_create(&vs);
+ *     est_bert_classifier *m;
+ *     est_bert_classifier_create(&m, &cfg, num_labels, vs);   // declares TF-named variables
+ *     est_vars_finalize(vs, seed);                            // or restore a checkpoint
+ *     est_bert_classifier_reserve(m, 32, 128);                // all activations, once
+ *     for (step...) {
+ *       est_vars_zero_grads(vs);
+ *       est_bert_classifier_forward(m, ids, mask, segs, labels, B, S, 1, seed, step,
+ *                                   logits, per_example_loss, &loss);
+ *       est_bert_classifier_backward(m);                      // grads += d loss / d theta
+ *       est_optimizer_apply(opt, step);
+ *     }
+ *
+ * Variables carry exactly TF's names and shapes (bert/embeddings/word_embeddings [V,H], ...,
+ * bert/encoder/layer_N/attention/self/query/kernel [H,H], ..., bert/pooler/dense/kernel,
+ * output_weights [C,H], output_bias [C]), so BERT checkpoints load by name.
+ * The step loop allocates nothing: reserve() sizes one activation buffer for the largest
+ * batch; smaller batches (the last partial eval batch) use a prefix of it.
+ */
+#ifndef EST_BERT_MODEL_H
+#define EST_BERT_MODEL_H
+
+#include <stdint.h>
+
+#include "est/nn.h"
+#include "est/status.h"
+#include "est/variables.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- BertConfig ------------------------------------------------------------------- */
+
+typedef struct est_bert_config {
+  int vocab_size;                    /* required; 0 = unset */
+  int hidden_size;                   /* 768 */
+  int num_hidden_layers;             /* 12 */
+  int num_attention_heads;           /* 12 */
+  int intermediate_size;             /* 3072 */
+  est_activation hidden_act;         /* "gelu" (tanh form); see est/nn.h for the spellings */
+  double hidden_dropout_prob;        /* 0.1 */
+  double attention_probs_dropout_prob; /* 0.1 */
+  int max_position_embeddings;       /* 512 */
+  int type_vocab_size;               /* 16 (the constructor default; released models use 2) */
+  double initializer_range;          /* 0.02 */
+} est_bert_config;
+
+/* modeling.BertConfig's constructor defaults, with vocab_size unset (0). */
+est_bert_config est_bert_config_default(void);
+
+/* Reads bert_config.json: every known key overrides its default; unknown keys (e.g.
+ * "directionality", "pooler_fc_size") are ignored. Errors name the file and the field:
+ * a missing vocab_size, a value of the wrong type or range, an "Unsupported activation",
+ * "The hidden size (%d) is not a multiple of the number of attention heads (%d)". */
+est_status est_bert_config_from_json_file(est_bert_config *cfg, const char *path);
+/* The same from a JSON text; `source` names it in messages. */
+est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *json, const char *source);
+/* Checks ranges and the head divisibility; `source` prefixes messages (may be NULL). */
+est_status est_bert_config_validate(const est_bert_config *cfg, const char *source);
+/* to_json_string: all fields, keys sorted, indent 2, trailing newline. Free with free(). */
+char *est_bert_config_to_json_string(const est_bert_config *cfg);
+
+/* ---- the classifier ----------------------------------------------------------------- */
+
+typedef struct est_bert_classifier est_bert_classifier;
+
+/* Declares the model's variables in `vs` (not yet finalized) with BERT's initialisers:
+ * truncated normal(initializer_range) for tables and kernels, output_weights truncated
+ * normal(0.02) (hard-coded in run_classifier), zeros for biases and beta, ones for gamma. */
+est_status est_bert_classifier_create(est_bert_classifier **out, const est_bert_config *cfg, int num_labels,
+                                      est_var_store *vs);
+void est_bert_classifier_free(est_bert_classifier *m);
+
+/* Allocates every activation and activation gradient for batches of up to max_batch
+ * examples of up to seq_len tokens, in one buffer (huge pages). Call again to grow. */
+est_status est_bert_classifier_reserve(est_bert_classifier *m, int max_batch, int seq_len);
+/* Bytes held by the activation buffer. */
+size_t est_bert_classifier_activation_bytes(const est_bert_classifier *m);
+
+/* One forward pass. input_ids, input_mask, segment_ids: [batch, seq_len] int32
+ * (input_mask/segment_ids may be NULL: all ones / all zeros). label_ids [batch] may be
+ * NULL (predict); then no loss is computed and backward is not possible.
+ * training = 1 turns on dropout (hidden, attention and the classifier's hard-coded 0.1)
+ * with masks drawn from (dropout_seed, step). Outputs (each may be NULL):
+ * logits_out [batch, C], per_example_loss_out [batch], loss_out = mean over the batch
+ * (padding examples included, as the reference). The vars store must be finalized.
+ * Errors: batch/seq_len beyond the reservation, an id outside the vocabulary, a label
+ * outside [0, C). */
+est_status est_bert_classifier_forward(est_bert_classifier *m, const int32_t *input_ids,
+                                       const int32_t *input_mask, const int32_t *segment_ids,
+                                       const int32_t *label_ids, int batch, int seq_len, int training,
+                                       uint64_t dropout_seed, uint64_t step, float *logits_out,
+                                       float *per_example_loss_out, float *loss_out);
+
+/* Backward of the last forward (which needs labels) with d loss = 1: ADDS every
+ * parameter gradient into the store's gradient buffer (zero it first for a fresh step). */
+est_status est_bert_classifier_backward(est_bert_classifier *m);
+
+/* probabilities[batch, C] = softmax(logits), the predict output. */
+void est_bert_classifier_probabilities(float *probabilities, const float *logits, int batch, int num_labels);
+
+/* Views of the last forward's activations, [batch*seq_len, H] or [batch, H] row-major;
+ * valid until the next forward. */
+const float *est_bert_classifier_embedding_output(const est_bert_classifier *m);
+const float *est_bert_classifier_sequence_output(const est_bert_classifier *m);
+const float *est_bert_classifier_pooled_output(const est_bert_classifier *m);
+
+int est_bert_classifier_num_labels(const est_bert_classifier *m);
+const est_bert_config *est_bert_classifier_config(const est_bert_classifier *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
