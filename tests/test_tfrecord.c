@@ -495,6 +495,71 @@ static void test_compression_parse(void **state) {
   assert_non_null(strstr(est_error_message(), "SNAPPY"));
 }
 
+/* `est tfrecord dump|count` through the real binary. */
+static void test_cli(void **state) {
+  (void)state;
+  const char *p = tmp_path("cli.tfrecord");
+  est_tfrecord_writer *w;
+  assert_int_equal(est_tfrecord_writer_open(&w, p, EST_COMPRESSION_GZIP), EST_OK);
+  for (int i = 0; i < 2; i++) {
+    est_example ex;
+    est_example_init(&ex);
+    int64_t ids[2] = {101, 2023 + i};
+    float f = 0.1f;
+    est_bytes b = {2, (uint8_t *)"ab"};
+    est_example_set_int64(&ex, "input_ids", ids, 2);
+    est_example_set_float(&ex, "w", &f, 1);
+    est_example_set_bytes(&ex, "s", &b, 1);
+    uint8_t *ser;
+    size_t n;
+    assert_int_equal(est_example_serialize(&ex, &ser, &n), EST_OK);
+    assert_int_equal(est_tfrecord_writer_write(w, ser, n), EST_OK);
+    free(ser);
+    est_example_clear(&ex);
+  }
+  assert_int_equal(est_tfrecord_writer_close(w), EST_OK);
+  char *out;
+  assert_int_equal(test_run(&out, 0, "%s tfrecord dump --compression=GZIP %s", EST_BIN, p), 0);
+  assert_string_equal(out,
+                      "{\"input_ids\": {\"int64\": [101, 2023]}, \"s\": {\"bytes\": [\"YWI=\"]}, \"w\": {\"float\": [0.100000001]}}\n"
+                      "{\"input_ids\": {\"int64\": [101, 2024]}, \"s\": {\"bytes\": [\"YWI=\"]}, \"w\": {\"float\": [0.100000001]}}\n");
+  free(out);
+  assert_int_equal(test_run(&out, 0, "%s tfrecord count %s --compression GZIP", EST_BIN, p), 0);
+  assert_string_equal(out, "2\n");
+  free(out);
+  assert_int_equal(test_run(&out, 0, "%s tfrecord count %s", EST_BIN, EST_TEST_DATA "/mrpc_eval.tf_record"), 0);
+  assert_string_equal(out, "408\n");
+  free(out);
+  /* a corrupt file: exit 1 and the byte offset */
+  uint8_t buf[64];
+  size_t n = unhex(THREE_HEX, buf);
+  buf[46] ^= 1; /* in the payload of the third record (record at 33, payload at 45) */
+  write_bytes(tmp_path("bad.tfrecord"), buf, n);
+  assert_int_equal(test_run(&out, 1, "%s tfrecord count %s", EST_BIN, tmp_path("bad.tfrecord")), 1);
+  assert_non_null(strstr(out, "corrupted record at 45"));
+  free(out);
+  /* records that are not Examples: the record index is named */
+  char recs[2][64] = {"", "hello"};
+  write_records(tmp_path("notex.tfrecord"), EST_COMPRESSION_NONE, 2, recs);
+  assert_int_equal(test_run(&out, 1, "%s tfrecord dump %s", EST_BIN, tmp_path("notex.tfrecord")), 1);
+  assert_non_null(strstr(out, "{}\n")); /* the empty record is an empty Example */
+  assert_non_null(strstr(out, "record 1 is not a tf.train.Example"));
+  free(out);
+  /* usage errors exit 2; --help exits 0 */
+  assert_int_equal(test_run(&out, 1, "%s tfrecord", EST_BIN), 2);
+  free(out);
+  assert_int_equal(test_run(&out, 1, "%s tfrecord dump", EST_BIN), 2);
+  assert_non_null(strstr(out, "missing FILE"));
+  free(out);
+  assert_int_equal(test_run(&out, 1, "%s tfrecord dump %s --nope", EST_BIN, p), 2);
+  free(out);
+  assert_int_equal(test_run(&out, 1, "%s tfrecord count %s --compression=LZ4", EST_BIN, p), 2);
+  free(out);
+  assert_int_equal(test_run(&out, 1, "%s tfrecord --help", EST_BIN), 0);
+  assert_non_null(strstr(out, "usage: est tfrecord dump"));
+  free(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_frame_vectors),
@@ -510,6 +575,7 @@ int main(void) {
       cmocka_unit_test(test_gzip_members_and_trailers),
       cmocka_unit_test(test_real_tf_file),
       cmocka_unit_test(test_compression_parse),
+      cmocka_unit_test(test_cli),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

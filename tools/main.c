@@ -6,6 +6,7 @@
 
 static const est_command commands[] = {
   /* Each subcommand adds its line here. */
+  {"tfrecord", "dump or count the records of a TFRecord file", est_cmd_tfrecord},
   {NULL, NULL, NULL},
 };
 
