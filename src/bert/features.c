@@ -1,0 +1,228 @@
+/* convert_single_example and file_based_convert_examples_to_features (run_classifier.py).
+ *
+ * Layout of one row (S = max_seq_length):
+ *   input_ids    [CLS] a_0 .. a_{na-1} [SEP] b_0 .. b_{nb-1} [SEP] 0 ... 0
+ *   segment_ids    0    0  ..   0        0    1  ..   1       1   0 ... 0
+ *   input_mask     1    1  ..   1        1    1  ..   1       1   0 ... 0
+ * without the b part for single sentences. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/example.h"
+#include "est/features.h"
+#include "est/log.h"
+#include "est/tfrecord.h"
+
+#define EST_MAX_SEQ_LIMIT (1 << 20)
+
+void est_truncate_seq_pair(size_t *len_a, size_t *len_b, size_t max_length) {
+  while (*len_a + *len_b > max_length) {
+    if (*len_a > *len_b) (*len_a)--;
+    else (*len_b)--;
+  }
+}
+
+est_status est_feature_converter_init(est_feature_converter *c, est_tokenizer *tok, const char *const *labels,
+                                      size_t nlabels, int max_seq_length) {
+  memset(c, 0, sizeof *c);
+  const est_vocab *v = est_tokenizer_vocab(tok);
+  if (max_seq_length < 3 || max_seq_length > EST_MAX_SEQ_LIMIT)
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "max_seq_length %d: must be at least 3 ([CLS] a [SEP] b [SEP] needs room) and at most %d",
+                     max_seq_length, EST_MAX_SEQ_LIMIT);
+  if (nlabels == 0) return est_error(EST_ERR_INVALID_ARGUMENT, "empty label list");
+  c->cls_id = est_vocab_find(v, "[CLS]", 5);
+  c->sep_id = est_vocab_find(v, "[SEP]", 5);
+  if (c->cls_id < 0 || c->sep_id < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "vocab %s has no %s token (a BERT vocab needs [CLS] and [SEP])",
+                     est_vocab_path(v), c->cls_id < 0 ? "[CLS]" : "[SEP]");
+  c->tok = tok;
+  c->labels = labels;
+  c->nlabels = nlabels;
+  c->max_seq_length = max_seq_length;
+  return EST_OK;
+}
+
+/* "guid (file:line)" for messages. */
+static const char *where(const est_input_example *ex, char *buf, size_t size) {
+  if (ex->source) snprintf(buf, size, "example %s (%s:%" PRId64 ")", ex->guid ? ex->guid : "?", ex->source, ex->line);
+  else snprintf(buf, size, "example %s", ex->guid ? ex->guid : "?");
+  return buf;
+}
+
+/* Appends "v0 v1 ..." of n ints to a log line. */
+static void join_ints(char *buf, size_t size, const int32_t *v, int n) {
+  size_t w = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && w + 12 < size; i++) w += (size_t)snprintf(buf + w, size - w, i ? " %d" : "%d", v[i]);
+}
+
+static void log_example(const est_feature_converter *c, const est_input_example *ex, const int32_t *ids,
+                        const int32_t *mask, const int32_t *seg, int ntok, int32_t label_id) {
+  int S = c->max_seq_length;
+  size_t size = (size_t)S * 12 + 64;
+  for (int i = 0; i < ntok; i++) size += strlen(est_vocab_token(est_tokenizer_vocab(c->tok), ids[i])) + 1;
+  char *buf = malloc(size);
+  if (!buf) return;                    /* logging is best effort */
+  EST_LOG_INFO("*** Example ***");
+  EST_LOG_INFO("guid: %s", ex->guid);
+  size_t w = 0;
+  buf[0] = 0;
+  for (int i = 0; i < ntok; i++)
+    w += (size_t)snprintf(buf + w, size - w, i ? " %s" : "%s", est_vocab_token(est_tokenizer_vocab(c->tok), ids[i]));
+  EST_LOG_INFO("tokens: %s", buf);
+  join_ints(buf, size, ids, S);
+  EST_LOG_INFO("input_ids: %s", buf);
+  join_ints(buf, size, mask, S);
+  EST_LOG_INFO("input_mask: %s", buf);
+  join_ints(buf, size, seg, S);
+  EST_LOG_INFO("segment_ids: %s", buf);
+  EST_LOG_INFO("label: %s (id = %d)", ex->label, label_id);
+  free(buf);
+}
+
+est_status est_convert_single_example(const est_feature_converter *c, int64_t ex_index, const est_input_example *ex,
+                                      int32_t *input_ids, int32_t *input_mask, int32_t *segment_ids,
+                                      int32_t *label_id, int32_t *is_real_example) {
+  int S = c->max_seq_length;
+  size_t row = (size_t)S * sizeof(int32_t);
+  memset(input_ids, 0, row);
+  memset(input_mask, 0, row);
+  memset(segment_ids, 0, row);
+  *label_id = 0;
+  *is_real_example = 0;
+  if (ex->is_padding) return EST_OK;
+
+  char at[600];
+  int32_t lid = -1;
+  for (size_t i = 0; ex->label && i < c->nlabels; i++)
+    if (!strcmp(ex->label, c->labels[i])) lid = (int32_t)i;
+  if (lid < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: label '%s' is not in the label list",
+                     where(ex, at, sizeof at), ex->label ? ex->label : "(none)");
+
+  /* tokens_a go straight to their final place (after [CLS]); only S-2 can ever be kept. */
+  const int32_t *ids;
+  size_t na, nb = 0;
+  est_status st = est_tokenizer_encode(c->tok, ex->text_a ? ex->text_a : "", SIZE_MAX, &ids, &na);
+  if (st != EST_OK) return est_error_prefix("%s: ", where(ex, at, sizeof at));
+  size_t keep_a = na < (size_t)S - 2 ? na : (size_t)S - 2;
+  memcpy(input_ids + 1, ids, keep_a * sizeof *ids);
+  if (ex->text_b && ex->text_b[0]) {
+    st = est_tokenizer_encode(c->tok, ex->text_b, SIZE_MAX, &ids, &nb);
+    if (st != EST_OK) return est_error_prefix("%s: ", where(ex, at, sizeof at));
+  }
+  int n;
+  if (nb > 0) {                         /* a pair: [CLS] a [SEP] b [SEP] */
+    est_truncate_seq_pair(&na, &nb, (size_t)S - 3);
+    input_ids[1 + na] = c->sep_id;
+    memcpy(input_ids + 2 + na, ids, nb * sizeof *ids);
+    n = (int)(na + nb + 3);
+    input_ids[n - 1] = c->sep_id;
+    for (int i = (int)na + 2; i < n; i++) segment_ids[i] = 1;
+  } else {                              /* single (text_b None, "" or all-deleted chars) */
+    na = keep_a;
+    input_ids[1 + na] = c->sep_id;
+    n = (int)(na + 2);
+  }
+  input_ids[0] = c->cls_id;
+  for (int i = 0; i < n; i++) {
+    input_mask[i] = 1;
+    if (input_ids[i] == EST_TOKEN_UNK_MISSING)  /* convert_tokens_to_ids' KeyError */
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: token [UNK] is not in vocab %s",
+                       where(ex, at, sizeof at), est_vocab_path(est_tokenizer_vocab(c->tok)));
+  }
+  *label_id = lid;
+  *is_real_example = 1;
+  if (ex_index < 5) log_example(c, ex, input_ids, input_mask, segment_ids, n, lid);
+  return EST_OK;
+}
+
+void est_features_free(est_features *f) {
+  free(f->input_ids);
+  free(f->input_mask);
+  free(f->segment_ids);
+  free(f->label_ids);
+  free(f->is_real_example);
+  memset(f, 0, sizeof *f);
+}
+
+est_status est_convert_examples_to_features(const est_examples *examples, const char *const *labels, size_t nlabels,
+                                            int max_seq_length, est_tokenizer *tok, est_features *out) {
+  memset(out, 0, sizeof *out);
+  est_feature_converter c;
+  est_status st = est_feature_converter_init(&c, tok, labels, nlabels, max_seq_length);
+  if (st != EST_OK) return st;
+  size_t n = examples->count, S = (size_t)max_seq_length;
+  out->count = n;
+  out->max_seq_length = max_seq_length;
+  out->input_ids = malloc((n * S + 1) * sizeof(int32_t));
+  out->input_mask = malloc((n * S + 1) * sizeof(int32_t));
+  out->segment_ids = malloc((n * S + 1) * sizeof(int32_t));
+  out->label_ids = malloc((n + 1) * sizeof(int32_t));
+  out->is_real_example = malloc((n + 1) * sizeof(int32_t));
+  if (!out->input_ids || !out->input_mask || !out->segment_ids || !out->label_ids || !out->is_real_example) {
+    est_features_free(out);
+    return est_error(EST_ERR_NO_MEMORY, "features for %zu examples", n);
+  }
+  for (size_t i = 0; i < n; i++) {
+    st = est_convert_single_example(&c, (int64_t)i, &examples->items[i], out->input_ids + i * S,
+                                    out->input_mask + i * S, out->segment_ids + i * S, out->label_ids + i,
+                                    out->is_real_example + i);
+    if (st != EST_OK) {
+      est_features_free(out);
+      return st;
+    }
+  }
+  return EST_OK;
+}
+
+est_status est_file_based_convert_examples_to_features(const est_examples *examples, const char *const *labels,
+                                                       size_t nlabels, int max_seq_length, est_tokenizer *tok,
+                                                       const char *output_file) {
+  est_feature_converter c;
+  est_status st = est_feature_converter_init(&c, tok, labels, nlabels, max_seq_length);
+  if (st != EST_OK) return st;
+  size_t S = (size_t)max_seq_length;
+  int32_t *row = malloc(3 * S * sizeof *row);
+  int64_t *wide = malloc(S * sizeof *wide);
+  if (!row || !wide) {
+    free(row);
+    free(wide);
+    return est_error(EST_ERR_NO_MEMORY, "converting to %s", output_file);
+  }
+  est_tfrecord_writer *w = NULL;
+  st = est_tfrecord_writer_open(&w, output_file, EST_COMPRESSION_NONE);
+  est_example rec;
+  est_example_init(&rec);
+  for (size_t i = 0; st == EST_OK && i < examples->count; i++) {
+    if (i % 10000 == 0) EST_LOG_INFO("Writing example %zu of %zu", i, examples->count);
+    int32_t label_id, is_real;
+    st = est_convert_single_example(&c, (int64_t)i, &examples->items[i], row, row + S, row + 2 * S, &label_id,
+                                    &is_real);
+    /* The reference's create_int_feature: five int64 lists. */
+    static const char *const keys[3] = {"input_ids", "input_mask", "segment_ids"};
+    for (int k = 0; st == EST_OK && k < 3; k++) {
+      for (size_t t = 0; t < S; t++) wide[t] = row[k * S + t];
+      st = est_example_set_int64(&rec, keys[k], wide, S);
+    }
+    int64_t lab = label_id, real = is_real;
+    if (st == EST_OK) st = est_example_set_int64(&rec, "label_ids", &lab, 1);
+    if (st == EST_OK) st = est_example_set_int64(&rec, "is_real_example", &real, 1);
+    uint8_t *bytes = NULL;
+    size_t nbytes = 0;
+    if (st == EST_OK) st = est_example_serialize(&rec, &bytes, &nbytes);
+    if (st == EST_OK) st = est_tfrecord_writer_write(w, bytes, nbytes);
+    free(bytes);
+  }
+  est_example_clear(&rec);
+  free(row);
+  free(wide);
+  if (st != EST_OK) {
+    est_tfrecord_writer_abort(w);
+    return est_error_prefix("writing %s: ", output_file);
+  }
+  return est_tfrecord_writer_close(w);
+}
