@@ -73,6 +73,16 @@ int est_dist_is_chief(void);
 void est_dist_set_timeout(double seconds);
 double est_dist_timeout(void);
 
+/* What this rank's collectives cost so far (all kinds, gradient buckets included):
+ * est_dist_finalize logs it once on each rank of a multi-rank job. */
+typedef struct est_dist_comm_stats {
+  int64_t calls;
+  double bytes;     /* payload bytes this rank contributed */
+  double seconds;   /* wall time inside the collectives (start to completion) */
+} est_dist_comm_stats;
+est_dist_comm_stats est_dist_get_comm_stats(void);
+void est_dist_reset_comm_stats(void);
+
 /* Collectives. Every rank must call them in the same order with the same counts. */
 est_status est_dist_barrier(void);
 est_status est_dist_allreduce_f32(float *buf, size_t n, est_dist_reduce op);

@@ -6,6 +6,9 @@
 
 /* Reads EST_DIST_TIMEOUT (seconds) once, if set and valid. Always compiled. */
 void est_dist_load_timeout_from_env(void);
+/* Adds one collective to est_dist_get_comm_stats. */
+void est_dist_stats_record(double bytes, double seconds);
+double est_dist_now(void);
 
 #ifdef EST_HAVE_MPI
 #include <mpi.h>

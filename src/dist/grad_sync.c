@@ -32,16 +32,12 @@ struct est_dist_grad_sync {
   bucket *b;
   int next;             /* next bucket to start (counts down); -1 when all started */
   double weight;
+  double step_seconds;  /* MPI time of the current step, for est_dist_get_comm_stats */
   int in_step;
   est_dist_grad_sync_stats stats;
   MPI_Request *reqs;    /* scratch for Testall */
 };
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 est_status est_dist_grad_sync_create(est_dist_grad_sync **out, float *grads, size_t n,
                                      const est_dist_grad_sync_config *config) {
@@ -111,6 +107,7 @@ est_status est_dist_grad_sync_begin(est_dist_grad_sync *s, double weight) {
   }
   s->next = s->nbuckets - 1;
   s->weight = weight;
+  s->step_seconds = 0;
   s->in_step = 1;
   return EST_OK;
 }
@@ -169,7 +166,7 @@ est_status est_dist_grad_sync_ready(est_dist_grad_sync *s, size_t offset, size_t
   if (offset > s->n || count > s->n - offset)
     return est_error(EST_ERR_INVALID_ARGUMENT, "grad_sync: ready range [%zu, +%zu) outside the %zu-float buffer",
                      offset, count, s->n);
-  double t0 = now_seconds();
+  double t0 = est_dist_now();
   for (int i = 0; i < s->nbuckets && count; i++) {
     bucket *b = &s->b[i];
     size_t lo = offset > b->begin ? offset : b->begin;
@@ -191,13 +188,15 @@ est_status est_dist_grad_sync_ready(est_dist_grad_sync *s, size_t offset, size_t
     store_back(s);
     if (st != EST_OK) return st;
   }
-  s->stats.reduce_seconds += now_seconds() - t0;
+  double dt = est_dist_now() - t0;
+  s->stats.reduce_seconds += dt;
+  s->step_seconds += dt;
   return EST_OK;
 }
 
 est_status est_dist_grad_sync_finish(est_dist_grad_sync *s) {
   if (!s->in_step) return est_error(EST_ERR_FAILED_PRECONDITION, "grad_sync: finish() without begin()");
-  double t0 = now_seconds();
+  double t0 = est_dist_now();
   s->in_step = 0;
   int started = 0;
   est_status st = start_ready(s, 1, &started);
@@ -205,10 +204,11 @@ est_status est_dist_grad_sync_finish(est_dist_grad_sync *s) {
   int k = in_flight(s);
   st = est_dist_wait(s->reqs, k, "gradient all-reduce");
   for (int i = 0; i < s->nbuckets; i++) s->b[i].req = MPI_REQUEST_NULL;
-  double dt = now_seconds() - t0;
+  double dt = est_dist_now() - t0;
   s->stats.wait_seconds += dt;
   s->stats.reduce_seconds += dt;
   s->stats.steps++;
+  if (est_dist_world_size() > 1) est_dist_stats_record((double)s->n * sizeof(float), s->step_seconds + dt);
   return st;
 }
 

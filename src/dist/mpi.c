@@ -94,6 +94,11 @@ est_status est_dist_init(int *argc, char ***argv) {
 
 void est_dist_finalize(void) {
   if (!g.active) return;
+  if (g.world > 1) {
+    est_dist_comm_stats cs = est_dist_get_comm_stats();
+    EST_LOG_INFO("communication: %lld collectives, %.1f MB, %.3f s", (long long)cs.calls, cs.bytes / 1e6,
+                 cs.seconds);
+  }
   if (g.broken && g.world > 1) {
     /* Peers may be inside a collective we will never join; MPI_Finalize could wait for
      * them forever. Take the whole job down instead. */
@@ -120,26 +125,23 @@ void est_dist_abort(int exit_code) {
   MPI_Abort(MPI_COMM_WORLD, exit_code);
 }
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Completes `n` requests or fails at the deadline. Spins ~2 ms (latency of small messages),
- * then yields the core (oversubscribed ranks, and OpenMPI only progresses inside MPI calls,
- * so we must keep calling Testall), and after 1 s sleeps 1 ms per poll: by then we are
- * waiting for a slow peer, not for bytes. */
+ * then yields the core between polls (oversubscribed ranks; and OpenMPI's TCP transport
+ * only moves bytes inside MPI calls, so polling must go on at full rate while data flows:
+ * sleeping 1 ms per 64 polls halved loopback throughput). After 10 s no bucket-sized
+ * transfer is still in flight, so we are waiting for a slow or stuck peer: poll ~5000
+ * times a second from then on. */
 est_status est_dist_wait(MPI_Request *reqs, int n, const char *what) {
   if (n == 0) return EST_OK;
-  double start = now_seconds(), timeout = est_dist_timeout();
+  double start = est_dist_now(), timeout = est_dist_timeout();
   for (long polls = 0;; polls++) {
     int done = 0;
     int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
     if (rc != MPI_SUCCESS) return mpi_fail(rc, what);
     if (done) return EST_OK;
     if ((polls & 63) != 63) continue;
-    double waited = now_seconds() - start;
+    double waited = est_dist_now() - start;
     if (waited > timeout) {
       g.broken = 1;
       return est_error(EST_ERR_ABORTED,
@@ -147,7 +149,7 @@ est_status est_dist_wait(MPI_Request *reqs, int n, const char *what) {
                        "left the collective sequence (timeout: EST_DIST_TIMEOUT)",
                        what, timeout, g.rank, g.world);
     }
-    if (waited > 1.0) nanosleep(&(struct timespec){0, 1000000}, NULL);
+    if (waited > 10.0) nanosleep(&(struct timespec){0, 200000}, NULL);
     else if (waited > 0.002) sched_yield();
   }
 }
@@ -168,6 +170,7 @@ static est_status allreduce(void *buf, size_t n, MPI_Datatype type, size_t elem,
   if (!g.active || g.world == 1 || n == 0) return EST_OK;
   if (g.broken) return est_error(EST_ERR_ABORTED, "%s: an earlier collective failed on rank %d", what, g.rank);
   MPI_Request reqs[MAX_CHUNKS];
+  double t0 = est_dist_now();
   size_t done = 0;
   while (done < n) {
     int k = 0;
@@ -180,6 +183,7 @@ static est_status allreduce(void *buf, size_t n, MPI_Datatype type, size_t elem,
     est_status st = est_dist_wait(reqs, k, what);
     if (st != EST_OK) return st;
   }
+  est_dist_stats_record((double)(n * elem), est_dist_now() - t0);
   return EST_OK;
 }
 
@@ -218,6 +222,7 @@ est_status est_dist_broadcast(void *buf, size_t bytes, int root) {
   if (!g.active || g.world == 1 || bytes == 0) return EST_OK;
   if (g.broken) return est_error(EST_ERR_ABORTED, "broadcast: an earlier collective failed on rank %d", g.rank);
   MPI_Request reqs[MAX_CHUNKS];
+  double t0 = est_dist_now();
   size_t done = 0;
   while (done < bytes) {
     int k = 0;
@@ -230,6 +235,7 @@ est_status est_dist_broadcast(void *buf, size_t bytes, int root) {
     est_status st = est_dist_wait(reqs, k, "broadcast");
     if (st != EST_OK) return st;
   }
+  est_dist_stats_record((double)bytes, est_dist_now() - t0);
   return EST_OK;
 }
 

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dist/dist_internal.h"
 #include "est/dist.h"
@@ -32,6 +33,23 @@ void est_dist_load_timeout_from_env(void) {
   double v = strtod(t, &end);
   if (end && *end == 0 && v > 0 && isfinite(v)) g_timeout = v;
   else EST_LOG_WARN("ignoring EST_DIST_TIMEOUT=%s (want seconds > 0)", t);
+}
+
+static est_dist_comm_stats g_stats;
+
+void est_dist_stats_record(double bytes, double seconds) {
+  g_stats.calls++;
+  g_stats.bytes += bytes;
+  g_stats.seconds += seconds;
+}
+
+est_dist_comm_stats est_dist_get_comm_stats(void) { return g_stats; }
+void est_dist_reset_comm_stats(void) { memset(&g_stats, 0, sizeof g_stats); }
+
+double est_dist_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 size_t est_dist_shard_rows(size_t total, int rank, int world) {
