@@ -1,0 +1,285 @@
+/* BertConfig loading and the classifier's contract: modeling_test.py's shapes with dropout
+ * on, variable names and counts, dropout determinism, error paths. (Numerical agreement
+ * with PyTorch is test_bert_golden.c.) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/bert_model.h"
+#include "est/rng.h"
+#include "est/threads.h"
+#include "test_util.h"
+
+/* ---- config ----------------------------------------------------------------------------- */
+
+static void test_config_defaults_and_unknown_keys(void **state) {
+  (void)state;
+  est_bert_config c;
+  assert_int_equal(est_bert_config_from_json_string(
+                       &c, "{\"vocab_size\": 99, \"hidden_size\": 36, \"num_attention_heads\": 6, "
+                           "\"directionality\": \"bidi\", \"pooler_fc_size\": 768}", "t.json"),
+                   EST_OK);
+  assert_int_equal(c.vocab_size, 99);
+  assert_int_equal(c.hidden_size, 36);
+  assert_int_equal(c.num_attention_heads, 6);
+  /* the rest are modeling.BertConfig's constructor defaults (type_vocab_size 16) */
+  assert_int_equal(c.num_hidden_layers, 12);
+  assert_int_equal(c.intermediate_size, 3072);
+  assert_int_equal(c.hidden_act, EST_ACT_GELU);
+  assert_int_equal(c.max_position_embeddings, 512);
+  assert_int_equal(c.type_vocab_size, 16);
+  assert_true(c.hidden_dropout_prob == 0.1 && c.attention_probs_dropout_prob == 0.1 && c.initializer_range == 0.02);
+
+  /* to_json_string: sorted keys, indent 2, trailing newline; it reads back the same */
+  char *text = est_bert_config_to_json_string(&c);
+  assert_non_null(text);
+  assert_non_null(strstr(text, "\"vocab_size\": 99"));
+  assert_non_null(strstr(text, "\"hidden_size\": 36"));
+  assert_non_null(strstr(text, "\"hidden_dropout_prob\": 0.1,"));
+  assert_true(strstr(text, "attention_probs_dropout_prob") < strstr(text, "vocab_size"));
+  assert_int_equal(text[strlen(text) - 1], '\n');
+  est_bert_config back;
+  assert_int_equal(est_bert_config_from_json_string(&back, text, "roundtrip"), EST_OK);
+  assert_memory_equal(&back, &c, sizeof c);
+  free(text);
+}
+
+static void expect_config_error(const char *json, const char *needle) {
+  est_bert_config c;
+  assert_int_equal(est_bert_config_from_json_string(&c, json, "my/bert_config.json"), EST_ERR_INVALID_ARGUMENT);
+  if (!strstr(est_error_message(), needle) || !strstr(est_error_message(), "my/bert_config.json"))
+    fail_msg("message '%s' lacks '%s' or the file name", est_error_message(), needle);
+}
+
+static void test_config_errors_name_file_and_field(void **state) {
+  (void)state;
+  expect_config_error("{\"hidden_size\": 768}", "vocab_size");
+  expect_config_error("{\"vocab_size\": 10, \"hidden_size\": 100, \"num_attention_heads\": 12}",
+                      "The hidden size (100) is not a multiple of the number of attention heads (12)");
+  expect_config_error("{\"vocab_size\": 10, \"hidden_act\": \"swish\"}", "Unsupported activation: swish");
+  expect_config_error("{\"vocab_size\": 10, \"hidden_act\": \"swish\"}", "hidden_act");
+  expect_config_error("{\"vocab_size\": \"ten\"}", "\"vocab_size\" must be an integer");
+  expect_config_error("{\"vocab_size\": 10, \"hidden_dropout_prob\": 1.5}", "hidden_dropout_prob");
+  expect_config_error("{\"vocab_size\": 10, \"num_hidden_layers\": 0}", "num_hidden_layers");
+  expect_config_error("[1, 2]", "expected a JSON object");
+  expect_config_error("{\"vocab_size\": 10,", "my/bert_config.json:1");
+  est_bert_config c;
+  assert_int_equal(est_bert_config_from_json_string(&c, "{\"vocab_size\": 10, \"hidden_act\": \"GELU_EXACT\"}", "x"),
+                   EST_OK);
+  assert_int_equal(c.hidden_act, EST_ACT_GELU_EXACT);
+}
+
+static void test_config_from_file(void **state) {
+  (void)state;
+  char dir[512], path[600];
+  test_make_tmpdir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/bert_config.json", dir);
+  FILE *f = fopen(path, "w");
+  fputs("{\n  \"attention_probs_dropout_prob\": 0.1,\n  \"hidden_act\": \"gelu\",\n  \"hidden_dropout_prob\": 0.1,\n"
+        "  \"hidden_size\": 128,\n  \"initializer_range\": 0.02,\n  \"intermediate_size\": 512,\n"
+        "  \"max_position_embeddings\": 512,\n  \"num_attention_heads\": 2,\n  \"num_hidden_layers\": 2,\n"
+        "  \"type_vocab_size\": 2,\n  \"vocab_size\": 30522\n}\n", f);
+  fclose(f);
+  est_bert_config c;
+  assert_int_equal(est_bert_config_from_json_file(&c, path), EST_OK);
+  assert_int_equal(c.hidden_size, 128);
+  assert_int_equal(c.type_vocab_size, 2);
+  snprintf(path, sizeof path, "%s/missing.json", dir);
+  assert_int_equal(est_bert_config_from_json_file(&c, path), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "missing.json"));
+  test_remove_tree(dir);
+}
+
+/* ---- variables ------------------------------------------------------------------------- */
+
+static void test_variable_names_and_counts(void **state) {
+  (void)state;
+  /* Declaring only (no finalize) allocates nothing, so BERT-Base's table is cheap. */
+  est_bert_config c = est_bert_config_default();
+  c.vocab_size = 30522;
+  c.type_vocab_size = 2;
+  est_var_store *vs;
+  est_bert_classifier *m;
+  assert_int_equal(est_vars_create(&vs), EST_OK);
+  assert_int_equal(est_bert_classifier_create(&m, &c, 2, vs), EST_OK);
+  /* spec 3.4: BERT-Base uncased has 109,482,240 parameters; the head adds 2*768 + 2 */
+  assert_int_equal(est_vars_num_parameters(vs), 109482240 + 2 * 768 + 2);
+  assert_int_equal(est_vars_count(vs), 5 + 12 * 16 + 2 + 2);
+  int i = est_vars_find(vs, "bert/encoder/layer_11/intermediate/dense/kernel");
+  assert_true(i >= 0);
+  assert_int_equal(est_vars_at(vs, (size_t)i)->dims[0], 768);
+  assert_int_equal(est_vars_at(vs, (size_t)i)->dims[1], 3072);
+  i = est_vars_find(vs, "output_weights");
+  assert_true(i >= 0);
+  assert_int_equal(est_vars_at(vs, (size_t)i)->dims[0], 2);  /* [C, H], transposed vs kernels */
+  assert_true(est_vars_at(vs, (size_t)i)->init.kind == EST_INIT_TRUNCATED_NORMAL &&
+              est_vars_at(vs, (size_t)i)->init.value == 0.02f);
+  assert_true(est_vars_find(vs, "bert/encoder/layer_0/attention/output/LayerNorm/gamma") >= 0);
+  assert_true(est_vars_find(vs, "bert/embeddings/token_type_embeddings") >= 0);
+  assert_true(est_vars_find(vs, "bert/pooler/dense/bias") >= 0);
+  est_bert_classifier_free(m);
+  est_vars_free(vs);
+
+  /* BERT-Tiny: 4,385,920 */
+  c.hidden_size = 128;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 2;
+  c.intermediate_size = 512;
+  assert_int_equal(est_vars_create(&vs), EST_OK);
+  assert_int_equal(est_bert_classifier_create(&m, &c, 3, vs), EST_OK);
+  assert_int_equal(est_vars_num_parameters(vs), 4385920 + 3 * 128 + 3);
+  est_bert_classifier_free(m);
+  est_vars_free(vs);
+}
+
+/* ---- modeling_test.py test_default ------------------------------------------------------ */
+
+typedef struct tiny {
+  est_bert_config cfg;
+  est_var_store *vs;
+  est_bert_classifier *m;
+  int32_t ids[13 * 7], mask[13 * 7], types[13 * 7], labels[13];
+} tiny;
+
+static void tiny_open(tiny *t) {
+  /* BertModelTester defaults: batch 13, seq 7, vocab 99, hidden 32, 5 layers, 4 heads,
+   * intermediate 37, gelu, dropouts 0.1, type_vocab 16, init 0.02. */
+  t->cfg = est_bert_config_default();
+  t->cfg.vocab_size = 99;
+  t->cfg.hidden_size = 32;
+  t->cfg.num_hidden_layers = 5;
+  t->cfg.num_attention_heads = 4;
+  t->cfg.intermediate_size = 37;
+  assert_int_equal(est_vars_create(&t->vs), EST_OK);
+  assert_int_equal(est_bert_classifier_create(&t->m, &t->cfg, 2, t->vs), EST_OK);
+  assert_int_equal(est_vars_finalize(t->vs, 12345), EST_OK);
+  assert_int_equal(est_bert_classifier_reserve(t->m, 13, 7), EST_OK);
+  est_rng r;
+  est_rng_init(&r, 7);
+  for (int i = 0; i < 13 * 7; i++) {
+    t->ids[i] = (int32_t)est_rng_below(&r, 99);
+    t->mask[i] = (int32_t)est_rng_below(&r, 2);
+    t->types[i] = (int32_t)est_rng_below(&r, 16);  /* ids up to 15 with type_vocab 16 */
+  }
+  for (int s = 0; s < 7; s++) t->mask[4 * 7 + s] = 0;  /* an all-zero mask row */
+  for (int b = 0; b < 13; b++) t->labels[b] = b % 2;
+}
+
+static void tiny_close(tiny *t) {
+  est_bert_classifier_free(t->m);
+  est_vars_free(t->vs);
+}
+
+static void test_modeling_default_shapes_finite_and_all_params_used(void **state) {
+  (void)state;
+  tiny t;
+  tiny_open(&t);
+  float logits[13 * 2], losses[13], loss;
+  est_vars_zero_grads(t.vs);
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, t.labels, 13, 7, 1, 99, 0, logits,
+                                               losses, &loss),
+                   EST_OK);
+  const float *emb = est_bert_classifier_embedding_output(t.m), *seq = est_bert_classifier_sequence_output(t.m);
+  const float *pooled = est_bert_classifier_pooled_output(t.m);
+  for (int i = 0; i < 13 * 7 * 32; i++) assert_true(isfinite(emb[i]) && isfinite(seq[i]));
+  for (int i = 0; i < 13 * 32; i++) assert_true(isfinite(pooled[i]) && fabsf(pooled[i]) <= 1.0f);
+  double sum = 0;
+  for (int b = 0; b < 13; b++) {
+    assert_true(isfinite(losses[b]) && losses[b] > 0);
+    sum += losses[b];
+  }
+  assert_float_equal(loss, sum / 13, 1e-6);
+  /* Dropout is on (training): some embedding outputs are exactly zero, about 10%. */
+  int zeros = 0;
+  for (int i = 0; i < 13 * 7 * 32; i++) zeros += emb[i] == 0.0f;
+  assert_true(zeros > 13 * 7 * 32 / 20 && zeros < 13 * 7 * 32 / 5);
+
+  /* "every op is reachable from the outputs": every variable gets a gradient. */
+  assert_int_equal(est_bert_classifier_backward(t.m), EST_OK);
+  for (size_t i = 0; i < est_vars_count(t.vs); i++) {
+    const est_variable *v = est_vars_at(t.vs, i);
+    const float *g = est_vars_grad(t.vs, i);
+    int nonzero = 0;
+    for (size_t j = 0; j < v->count; j++) {
+      assert_true(isfinite(g[j]));
+      nonzero += g[j] != 0.0f;
+    }
+    if (!nonzero) fail_msg("%s has an all-zero gradient", v->name);
+  }
+  tiny_close(&t);
+}
+
+static void test_dropout_reproducible_and_eval_deterministic(void **state) {
+  (void)state;
+  tiny t;
+  tiny_open(&t);
+  float a[26], b[26], c[26], e1[26], e2[26];
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 3, a, NULL, NULL), EST_OK);
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 3, b, NULL, NULL), EST_OK);
+  assert_memory_equal(a, b, sizeof a);
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 4, c, NULL, NULL), EST_OK);
+  assert_true(memcmp(a, c, sizeof a) != 0);
+  /* eval: no dropout, seed and step do not matter */
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 0, 5, 3, e1, NULL, NULL), EST_OK);
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 0, 9, 8, e2, NULL, NULL), EST_OK);
+  assert_memory_equal(e1, e2, sizeof e1);
+  assert_true(memcmp(a, e1, sizeof a) != 0);
+  /* probabilities helper */
+  float p[26];
+  est_bert_classifier_probabilities(p, e1, 13, 2);
+  for (int i = 0; i < 13; i++) {
+    assert_float_equal(p[2 * i] + p[2 * i + 1], 1.0f, 1e-6f);
+    assert_float_equal(logf(p[2 * i + 1] / p[2 * i]), e1[2 * i + 1] - e1[2 * i], 1e-4f);
+  }
+  /* NULL mask = all ones, NULL segments = all zeros */
+  int32_t ones[13 * 7], zeros[13 * 7] = {0};
+  for (int i = 0; i < 13 * 7; i++) ones[i] = 1;
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, ones, zeros, NULL, 13, 7, 0, 0, 0, e1, NULL, NULL), EST_OK);
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, NULL, NULL, NULL, 13, 7, 0, 0, 0, e2, NULL, NULL), EST_OK);
+  assert_memory_equal(e1, e2, sizeof e1);
+  tiny_close(&t);
+}
+
+static void test_bad_inputs_are_errors(void **state) {
+  (void)state;
+  tiny t;
+  tiny_open(&t);
+  float logits[26];
+  t.ids[3 * 7 + 2] = 99;
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 0, 0, 0, logits, NULL, NULL),
+                   EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "input_ids[3][2] = 99"));
+  t.ids[3 * 7 + 2] = 1;
+  t.labels[5] = 2;
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, t.labels, 13, 7, 0, 0, 0, logits, NULL, NULL),
+                   EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "label_ids[5] = 2"));
+  assert_int_equal(est_bert_classifier_backward(t.m), EST_ERR_FAILED_PRECONDITION);
+  /* beyond the reservation, beyond the position table */
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 14, 7, 0, 0, 0, logits, NULL, NULL),
+                   EST_ERR_INVALID_ARGUMENT);
+  assert_int_equal(est_bert_classifier_reserve(t.m, 1, 513), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "Cannot use sequence length 513"));
+  tiny_close(&t);
+}
+
+int main(void) {
+  est_set_num_threads(2);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_config_defaults_and_unknown_keys),
+      cmocka_unit_test(test_config_errors_name_file_and_field),
+      cmocka_unit_test(test_config_from_file),
+      cmocka_unit_test(test_variable_names_and_counts),
+      cmocka_unit_test(test_modeling_default_shapes_finite_and_all_params_used),
+      cmocka_unit_test(test_dropout_reproducible_and_eval_deterministic),
+      cmocka_unit_test(test_bad_inputs_are_errors),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
