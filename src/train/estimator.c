@@ -161,13 +161,15 @@ est_status est_find_checkpoint(est_estimator *e, const char *given, char *prefix
   est_status s = est_ckpt_latest(e->model_dir, prefix, size);
   if (s == EST_OK) return EST_OK;
   if (s != EST_ERR_NOT_FOUND) return s;
+  char why[1024];
+  snprintf(why, sizeof why, "%s", est_error_message());
   /* A state file that names a checkpoint whose files are gone is not "no checkpoint":
    * starting over would silently discard training. */
   est_ckpt_state st;
   est_status rs = est_ckpt_state_read(e->model_dir, &st);
   if (rs == EST_OK) {
     est_ckpt_state_clear(&st);
-    return est_error(EST_ERR_NOT_FOUND, "%s", est_error_message());
+    return est_error(EST_ERR_NOT_FOUND, "%s; refusing to start over (remove the checkpoint file to do so)", why);
   }
   est_error_clear();
   prefix[0] = 0;
