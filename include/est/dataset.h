@@ -1,0 +1,157 @@
+/* est/dataset.h — the input pipeline (tf.data as BERT's input_fn uses it), resumable.
+ *
+ *     // BERT's training input: file -> repeat forever -> shuffle(100) -> parse -> batch
+ *     est_feature_spec specs[] = {
+ *       {.key = "input_ids",   .dtype = EST_DT_INT64, .rank = 1, .shape = {128}},
+ *       {.key = "input_mask",  .dtype = EST_DT_INT64, .rank = 1, .shape = {128}},
+ *       {.key = "segment_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {128}},
+ *       {.key = "label_ids",   .dtype = EST_DT_INT64, .rank = 0},
+ *       {.key = "is_real_example", .dtype = EST_DT_INT64, .rank = 0},
+ *     };
+ *     const char *files[] = {"train.tf_record"};
+ *     est_dataset *ds;
+ *     est_dataset_from_tfrecords(&ds, files, 1, EST_COMPRESSION_NONE);  // NOT_FOUND: names the file
+ *     est_dataset_parse(ds, specs, 5, EST_DATASET_CAST_INT32);            // every int64 -> int32
+ *     est_dataset_shard(ds, world_size, rank);                            // data parallel
+ *     est_dataset_repeat(ds, -1);
+ *     est_dataset_shuffle(ds, 100, seed);
+ *     est_dataset_batch(ds, 32, 1);                                       // drop_remainder
+ *     est_dataset_prefetch(ds, 2);                                        // background thread
+ *     const est_batch *b; est_status st;
+ *     while ((st = est_dataset_next(ds, &b)) == EST_OK) {
+ *       const est_tensor *ids = est_batch_feature(b, "input_ids");      // int32 [b->size, 128]
+ *       ...
+ *       if (checkpointing) est_dataset_get_state(ds, state, cap, &n);   // position after b
+ *     }
+ *     if (st != EST_ERR_OUT_OF_RANGE) fail(est_error_message());
+ *     est_dataset_free(ds);
+ *
+ * The stages always run in this order, whatever order they are configured in:
+ *   source (files in order, or in-memory records) -> shard -> repeat -> shuffle -> parse
+ *   -> batch -> prefetch.
+ * That is BERT's training order (repeat before shuffle, so epochs blur) and TF's usual
+ * record-level sharding (every rank reads all files and keeps elements i with
+ * i % num_shards == index, counted within each epoch, so ranks see disjoint data).
+ *
+ * Shuffle is tf.data's: a buffer of N elements; each output is a uniformly random buffer
+ * element (Philox stream keyed by the seed), whose place is taken by the last one; the
+ * buffer is refilled from upstream before every pick. Deterministic for a given seed.
+ *
+ * Exact resume: est_dataset_get_state writes the position after the last batch returned
+ * as a fixed-length int64 array (est_dataset_state_size(ds) values: counters, file index,
+ * byte offset, epoch, RNG position, and the (file, offset, record) of every element in the
+ * shuffle buffer). est_dataset_set_state on a dataset configured the same way re-reads
+ * those buffered records by offset and continues with exactly the batches the original
+ * run would have produced. A state from a differently configured dataset is refused
+ * (FAILED_PRECONDITION naming the setting). Store it as an int64 tensor in a checkpoint.
+ *
+ * Batches are buffers owned by the dataset, reused: a batch stays valid until the next
+ * est_dataset_next / set_state / free. Nothing is allocated per batch in steady state.
+ * Errors name the file and record ("eval.tf_record record 17: Feature: label_ids (data
+ * type: int64) is required but could not be found."); after an error the dataset keeps
+ * returning it (until set_state). Strings (EST_DT_STRING features) are not supported.
+ */
+#ifndef EST_DATASET_H
+#define EST_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/example.h"
+#include "est/status.h"
+#include "est/tensor.h"
+#include "est/tfrecord.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct est_dataset est_dataset;
+
+/* One batch. The first four fields match est_features (estimator.h) field for field. */
+typedef struct est_batch {
+  int size;                       /* rows; < batch_size only for a final partial batch */
+  size_t count;                   /* features, in spec order */
+  const char *const *names;
+  const est_tensor *tensors;      /* FixedLen: [size, shape...]; VarLen: [size, max_len] zero-padded */
+  const int64_t *const *lengths;  /* per feature: NULL for FixedLen; VarLen: [size] values per row */
+} est_batch;
+
+/* ---- sources ---------------------------------------------------------------------- */
+
+/* TFRecord files, read in the given order. Every path must exist now (NOT_FOUND names
+ * the first that does not); paths are copied. */
+est_status est_dataset_from_tfrecords(est_dataset **out, const char *const *paths, size_t n, est_compression c);
+
+/* n serialized tf.train.Example records held in memory (copied): prediction on a user's
+ * own inputs. Error messages call them "<memory> record <i>". */
+est_status est_dataset_from_memory(est_dataset **out, const est_bytes *records, size_t n);
+
+/* Same, from Examples (serialized here). */
+est_status est_dataset_from_examples(est_dataset **out, const est_example *examples, size_t n);
+
+void est_dataset_free(est_dataset *ds); /* NULL is fine; stops the prefetch thread */
+
+/* ---- stages (configure before the first est_dataset_next) -------------------------- */
+
+enum {
+  EST_DATASET_CAST_NONE = 0,
+  EST_DATASET_CAST_INT32 = 1, /* every int64 feature is delivered as int32 (tf.to_int32);
+                               * a value outside int32 is an error, never wrapped */
+};
+
+/* Feature specs (copied; validated with est_feature_specs_validate). FixedLen and VarLen
+ * of int64 / float. cast: EST_DATASET_CAST_*. Without parse, next() fails. */
+est_status est_dataset_parse(est_dataset *ds, const est_feature_spec *specs, size_t n, int cast);
+
+/* Keep elements i with i % num_shards == index. */
+est_status est_dataset_shard(est_dataset *ds, int num_shards, int index);
+
+/* count epochs; -1 forever (an empty input still ends). Default 1; 0 gives no data. */
+est_status est_dataset_repeat(est_dataset *ds, int64_t count);
+
+/* buffer_size >= 1 (1 = no shuffling); not called = no shuffle. */
+est_status est_dataset_shuffle(est_dataset *ds, int64_t buffer_size, uint64_t seed);
+
+/* batch_size >= 1. drop_remainder: a final short batch is dropped rather than returned. */
+est_status est_dataset_batch(est_dataset *ds, int batch_size, int drop_remainder);
+
+/* Produce up to `depth` batches ahead on a background thread (0: synchronous, default). */
+est_status est_dataset_prefetch(est_dataset *ds, int depth);
+
+/* ---- iteration -------------------------------------------------------------------- */
+
+/* EST_OK and *batch; EST_ERR_OUT_OF_RANGE at the end (again on every later call); any
+ * other code is an input error with its message. */
+est_status est_dataset_next(est_dataset *ds, const est_batch **batch);
+
+/* The feature called `name` in a batch, or NULL. */
+const est_tensor *est_batch_feature(const est_batch *b, const char *name);
+/* The row lengths of VarLen feature `name`, or NULL (FixedLen or absent). */
+const int64_t *est_batch_lengths(const est_batch *b, const char *name);
+
+/* ---- exact resume ----------------------------------------------------------------- */
+
+enum { EST_DATASET_STATE_HEADER = 24 };
+
+/* Length of the state array: EST_DATASET_STATE_HEADER + 3 * shuffle buffer size. Fixed
+ * once configured. */
+size_t est_dataset_state_size(const est_dataset *ds);
+
+/* Position after the last batch returned (the start, before any). capacity must be at
+ * least est_dataset_state_size (INVALID_ARGUMENT otherwise); *n receives that size.
+ * Signature as est_input.get_state. */
+est_status est_dataset_get_state(est_dataset *ds, int64_t *state, size_t capacity, size_t *n);
+
+/* Continue from a saved position. Any batches produced ahead are discarded. Errors: a
+ * malformed array (INVALID_ARGUMENT), another configuration (FAILED_PRECONDITION), a
+ * buffered record that cannot be read back (the reader's error: file + offset). */
+est_status est_dataset_set_state(est_dataset *ds, const int64_t *state, size_t n);
+
+/* Batches returned so far (after set_state: as recorded in the state). */
+int64_t est_dataset_batches_produced(const est_dataset *ds);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

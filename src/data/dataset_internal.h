@@ -1,0 +1,122 @@
+/* Internals of the input pipeline (est/dataset.h), shared by its stage files:
+ * source.c (records from files or memory, shard, repeat), shuffle.c (the buffer),
+ * batch.c (parse into reusable batch buffers) and dataset.c (API, state, prefetch). */
+#ifndef EST_DATA_DATASET_INTERNAL_H
+#define EST_DATA_DATASET_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/dataset.h"
+#include "est/rng.h"
+
+/* One element on its way from the source to the batch: a serialized Example plus where it
+ * came from (for error messages and for the resume state). `data` is valid until the next
+ * call on the stage that returned it. */
+typedef struct ds_element {
+  const uint8_t *data;
+  size_t size;
+  int64_t file;     /* index into the file list (0 for memory) */
+  int64_t offset;   /* byte offset of the record in the file (memory: record index) */
+  int64_t record;   /* record index within the file */
+} ds_element;
+
+/* ---- source + shard + repeat ---------------------------------------------------- */
+
+typedef struct ds_position {
+  int64_t epoch;    /* completed passes over all files */
+  int64_t file;     /* file being read */
+  int64_t offset;   /* offset of its next record */
+  int64_t record;   /* index of its next record */
+  int64_t ordinal;  /* elements read in this epoch, before sharding */
+  int64_t emitted;  /* elements kept in this epoch, after sharding */
+  int64_t done;     /* 1 once the last epoch ended */
+} ds_position;
+
+typedef struct ds_source {
+  /* files, or memory records (mem != NULL) */
+  char **paths;
+  size_t nfiles;
+  est_compression compression;
+  uint8_t *mem;
+  size_t *mem_offset, *mem_size;
+  size_t nmem;
+  int num_shards, shard_index;
+  int64_t repeat;   /* -1 forever */
+  ds_position pos;
+  est_tfrecord_reader *reader;  /* NULL, or open on reader_file */
+  int64_t reader_file;
+} ds_source;
+
+size_t source_num_files(const ds_source *s);      /* memory counts as one file */
+int64_t source_fingerprint(const ds_source *s);   /* files, or memory records */
+const char *source_name(const ds_source *s, int64_t file);
+est_status source_next(ds_source *s, ds_element *e);  /* OUT_OF_RANGE at the end */
+/* Reads the one record at (file, offset): restoring the shuffle buffer. */
+est_status source_read_at(ds_source *s, int64_t file, int64_t offset, ds_element *e);
+void source_close_reader(ds_source *s);
+void source_free(ds_source *s);
+
+/* ---- shuffle -------------------------------------------------------------------- */
+
+typedef struct ds_slot {
+  uint8_t *data;
+  size_t size, cap;
+  int64_t file, offset, record;
+} ds_slot;
+
+typedef struct ds_shuffle {
+  int64_t buffer_size;   /* 0: no shuffle stage */
+  uint64_t seed;
+  est_rng rng;
+  ds_slot *slots;        /* buffer_size + 1: the extra one holds the element just output */
+  int64_t count;
+} ds_shuffle;
+
+est_status shuffle_init(ds_shuffle *sh);
+est_status shuffle_next(ds_shuffle *sh, ds_source *src, ds_element *e);
+/* Copies an element into slot k (restore). */
+est_status shuffle_store(ds_shuffle *sh, int64_t k, const ds_element *e);
+void shuffle_free(ds_shuffle *sh);
+
+/* ---- parse + batch -------------------------------------------------------------- */
+
+typedef struct ds_features {
+  est_feature_spec *specs;   /* keys owned */
+  size_t n;
+  int cast_int32;
+  size_t *elems;             /* FixedLen: values per row */
+  est_dtype *out_dtype;      /* what the batch holds */
+  int64_t **scratch_i64;     /* FixedLen int64 cast to int32: one row */
+  est_varlen_value *var;     /* VarLen: this record's values */
+  void **out;                /* parse targets for est_example_parse_specs */
+} ds_features;
+
+typedef struct ds_batchbuf {
+  est_batch batch;           /* the public view */
+  est_tensor *tensors;
+  const char **names;
+  const int64_t **lengths_view;
+  void **fixed;              /* FixedLen: [batch_size, elems] */
+  int64_t **lengths;         /* VarLen: [batch_size] */
+  void **values;             /* VarLen: values of all rows, concatenated */
+  size_t *nvalues, *values_cap;
+  void **dense;              /* VarLen: [size, max_len] padded */
+  size_t *dense_cap;
+  /* filled by the producer with the batch */
+  est_status status;
+  char message[1024];
+  int64_t *state;
+} ds_batchbuf;
+
+est_status features_init(ds_features *f, const est_feature_spec *specs, size_t n, int cast);
+void features_free(ds_features *f);
+est_status batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size, size_t state_len);
+void batchbuf_free(ds_batchbuf *b, const ds_features *f);
+void batchbuf_begin(ds_batchbuf *b, const ds_features *f);
+/* Parses one element into row b->batch.size (not yet counted). `name` names its source. */
+est_status batchbuf_parse(ds_batchbuf *b, ds_features *f, const ds_element *e, const char *name);
+/* Sets every tensor's leading dimension (and pads VarLen rows) for b->batch.size rows. */
+est_status batchbuf_finish(ds_batchbuf *b, const ds_features *f);
+
+#endif
