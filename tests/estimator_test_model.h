@@ -136,6 +136,11 @@ static inline est_status tm_get_state(void *self, int64_t *state, size_t cap, si
   return EST_OK;
 }
 
+static inline size_t tm_state_size(void *self) {
+  (void)self;
+  return 1;
+}
+
 static inline est_status tm_set_state(void *self, const int64_t *state, size_t n) {
   tm_input *in = self;
   if (n != 1 || state[0] < 0) return est_error(EST_ERR_INVALID_ARGUMENT, "bad input state");
@@ -167,7 +172,7 @@ static inline est_status tm_open(void *ctx, const est_input_params *p, est_input
   in->bx = calloc((size_t)p->batch_size * d->f, sizeof(float));
   in->by = calloc((size_t)p->batch_size, sizeof(int64_t));
   in->bw = calloc((size_t)p->batch_size, sizeof(float));
-  *out = (est_input){.self = in, .next = tm_next, .get_state = tm_get_state, .set_state = tm_set_state,
+  *out = (est_input){.self = in, .next = tm_next, .state_size = tm_state_size, .get_state = tm_get_state, .set_state = tm_set_state,
                      .close = tm_close};
   return EST_OK;
 }

@@ -119,12 +119,14 @@ typedef struct est_input_params {
 } est_input_params;
 
 /* An open input: a stream of batches. `next` returns EST_ERR_OUT_OF_RANGE at the end of
- * the data; the batch's memory stays valid until the next call. get_state/set_state
- * (both optional) capture and restore the position after the last batch returned, as a
- * few int64 values: without them a resumed run restarts its input from the beginning. */
+ * the data; the batch's memory stays valid until the next call. state_size, get_state
+ * and set_state (optional, all three or none) capture and restore the position after the
+ * last batch returned as state_size() int64 values; without them a resumed run restarts
+ * its input from the beginning. est_input_from_dataset wires them to est_dataset. */
 typedef struct est_input {
   void *self;
   est_status (*next)(void *self, est_features *batch);
+  size_t (*state_size)(void *self);
   est_status (*get_state)(void *self, int64_t *state, size_t capacity, size_t *n);
   est_status (*set_state)(void *self, const int64_t *state, size_t n);
   void (*close)(void *self);
@@ -135,6 +137,35 @@ typedef struct est_input_fn {
   est_status (*open)(void *ctx, const est_input_params *params, est_input *out);
   void *ctx;
 } est_input_fn;
+
+/* Wraps a configured dataset (est/dataset.h) as an input; the input owns it from then
+ * on (close frees it, also when this fails). Batches map to est_features one to one and
+ * the dataset's exact-resume state becomes the input's state. */
+typedef struct est_dataset est_dataset;
+est_status est_input_from_dataset(est_dataset *ds, est_input *out);
+
+/* A ready-made input_fn over TFRecord files of tf.train.Example, shaped like BERT's
+ * file_based_input_fn_builder: TRAIN reads the files -> shard -> repeat forever ->
+ * shuffle(shuffle_buffer, seed) -> parse -> batch(drop_remainder = 1); EVAL and PREDICT
+ * read them once in order -> parse -> batch(drop_remainder as configured). Batch size,
+ * seed and sharding come from the estimator.
+ *
+ *     est_tfrecord_input cfg = {.paths = files, .num_paths = 1, .specs = specs,
+ *                               .num_specs = 3, .shuffle_buffer = 100, .prefetch = 2};
+ *     est_input_fn train_input = est_tfrecord_input_fn(&cfg);   // cfg must outlive it */
+typedef struct est_tfrecord_input {
+  const char *const *paths;
+  size_t num_paths;
+  int compression;                   /* an est_compression */
+  const struct est_feature_spec *specs;
+  size_t num_specs;
+  int cast;                          /* EST_DATASET_CAST_NONE or _INT32 */
+  int64_t shuffle_buffer;            /* TRAIN; <= 1: no shuffling */
+  int drop_remainder;                /* EVAL / PREDICT (TRAIN always drops) */
+  int prefetch;                      /* batches produced ahead on a thread; 0: none */
+} est_tfrecord_input;
+
+est_input_fn est_tfrecord_input_fn(const est_tfrecord_input *config);
 
 /* ---- model_fn ---------------------------------------------------------------------- */
 

@@ -12,7 +12,9 @@
 #include "train/checkpoint_manager.h"
 #include "train/summaries.h"
 
-enum { EST_MAX_EVAL_WRITERS = 8, EST_INPUT_STATE_MAX = 256 };
+/* An input's state: at most this many int64 (a dataset with a shuffle buffer of 100 needs
+ * 324). */
+enum { EST_MAX_EVAL_WRITERS = 8, EST_INPUT_STATE_MAX = 1 << 20 };
 
 struct est_estimator {
   est_model_fn fn;

@@ -21,18 +21,32 @@ static void format_duration(double secs, char *buf, size_t size) {
   else snprintf(buf, size, "%lds", s);
 }
 
+static est_status gather_rows(est_estimator *e, const int64_t *local, size_t n, int64_t **out, size_t *n_out);
+
 /* Every rank's input position as one [world, n] block (n = 0: the input cannot say). */
 static est_status gather_input_state(est_estimator *e, est_input *in, int64_t **out, size_t *n_out) {
   *out = NULL;
   *n_out = 0;
-  int64_t local[EST_INPUT_STATE_MAX];
   size_t n = 0;
-  if (in->get_state) {
-    est_status st = in->get_state(in->self, local, EST_INPUT_STATE_MAX, &n);
-    if (st != EST_OK) return est_error_prefix("input_fn: saving the input position: ");
+  int64_t *local = NULL;
+  if (in->get_state && in->state_size) {
+    n = in->state_size(in->self);
     if (n > EST_INPUT_STATE_MAX)
       return est_error(EST_ERR_INTERNAL, "input_fn: input state of %zu values (at most %d)", n, EST_INPUT_STATE_MAX);
+    local = malloc((n ? n : 1) * sizeof *local);
+    if (!local) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+    est_status st = in->get_state(in->self, local, n, &n);
+    if (st != EST_OK) {
+      free(local);
+      return est_error_prefix("input_fn: saving the input position: ");
+    }
   }
+  est_status result = gather_rows(e, local, n, out, n_out);
+  free(local);
+  return result;
+}
+
+static est_status gather_rows(est_estimator *e, const int64_t *local, size_t n, int64_t **out, size_t *n_out) {
   int world = est_world_size(e);
   if (world > 1) {
     const est_distribution *d = e->config.distribution;
