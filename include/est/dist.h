@@ -124,6 +124,16 @@ est_status est_dist_interleave_rows(const void *const *blocks, const size_t *cou
  * allgather of input positions. Call after est_dist_init; valid until est_dist_finalize. */
 void est_dist_make_distribution(est_distribution *out);
 
+/* Makes an Estimator run config data-parallel when world_size > 1: fills `hook` (which
+ * must outlive the estimator) and points rc->distribution at it, and turns the GLOBAL
+ * batch sizes into the per-rank ones the Estimator feeds each rank (it opens each rank's
+ * input with rc's batch size): train_batch_size must divide by world_size
+ * (INVALID_ARGUMENT otherwise, as TPUEstimator demands of num_shards); eval and predict
+ * sizes are divided when they divide (so the union of the ranks' k-th batches is the
+ * single process's k-th batch under record sharding) and kept per rank otherwise. A
+ * single process leaves rc untouched. */
+est_status est_dist_configure_run_config(est_run_config *rc, est_distribution *hook);
+
 /* ---- Bucketed gradient all-reduce, overlapped with backward ----
  *
  * The gradient buffer is cut into buckets of about bucket_bytes. Backward runs from the

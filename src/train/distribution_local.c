@@ -149,6 +149,28 @@ void est_dist_make_distribution(est_distribution *out) {
   out->allgather_i64 = hook_allgather_i64;
 }
 
+est_status est_dist_configure_run_config(est_run_config *rc, est_distribution *hook) {
+  int world = est_dist_world_size();
+  if (world <= 1) return EST_OK;
+  if (rc->train_batch_size % world != 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "train_batch_size=%d is the global batch and must divide evenly over the %d ranks", rc->train_batch_size,
+                     world);
+  est_dist_make_distribution(hook);
+  rc->distribution = hook;
+  rc->train_batch_size /= world;
+  if (rc->eval_batch_size % world == 0) rc->eval_batch_size /= world;
+  else if (est_dist_is_chief())
+    EST_LOG_WARN("eval_batch_size=%d does not divide over %d ranks: each rank evaluates batches of %d (metrics are "
+                 "exact sums; the mean-of-batch-means \"loss\" can differ slightly from one process)",
+                 rc->eval_batch_size, world, rc->eval_batch_size);
+  if (rc->predict_batch_size % world == 0) rc->predict_batch_size /= world;
+  if (est_dist_is_chief())
+    EST_LOG_INFO("data parallel: %d ranks x train batch %d (global %d)", world, rc->train_batch_size,
+                 rc->train_batch_size * world);
+  return EST_OK;
+}
+
 #ifndef EST_HAVE_MPI
 /* ---- one process: every collective over one rank ---- */
 
