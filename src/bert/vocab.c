@@ -6,8 +6,10 @@
 #include "est/file.h"
 #include "tokenizer_internal.h"
 
+/* 8 bytes per slot so the whole table of a 30k vocab (64k slots) is 512 KiB; the tag (high
+ * hash bits) rejects nearly every wrong slot without touching the token pool. */
 typedef struct vocab_slot {
-  uint64_t hash;
+  uint32_t tag;
   int32_t id;                           /* -1: empty */
 } vocab_slot;
 
@@ -34,12 +36,20 @@ static inline uint64_t hash_bytes(uint64_t h, const char *s, size_t n) {
 /* hash_bytes(HASH_SEED, "##", 2), folded at compile time. */
 #define HASH_HASHHASH ((((HASH_SEED ^ 0x23ULL) * HASH_PRIME) ^ 0x23ULL) * HASH_PRIME)
 
+/* FNV's low bits are weak for short keys; a splitmix64 finalizer spreads them over the slots. */
+static inline size_t slot_of(uint64_t h) {
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  return (size_t)h;
+}
+
 static int32_t lookup(const est_vocab *v, uint64_t h, bool cont, const char *s, size_t n) {
   size_t full = n + (cont ? 2 : 0);
-  for (size_t i = h & v->mask;; i = (i + 1) & v->mask) {
+  for (size_t i = slot_of(h) & v->mask;; i = (i + 1) & v->mask) {
     const vocab_slot *sl = &v->slots[i];
     if (sl->id < 0) return -1;
-    if (sl->hash != h || v->length[sl->id] != full) continue;
+    if (sl->tag != (uint32_t)(h >> 32) || v->length[sl->id] != full) continue;
     const char *t = v->pool + v->offset[sl->id];
     if (cont) {
       if (t[0] != '#' || t[1] != '#') continue;
@@ -163,14 +173,14 @@ est_status est_vocab_load_buffer(est_vocab **out, const char *data, size_t size,
     /* Insert or, for a duplicate, move the token to this later id (dict assignment). */
     int32_t id = (int32_t)line;
     uint64_t h = hash_bytes(HASH_SEED, v->pool + v->offset[line], v->length[line]);
-    for (size_t i = h & v->mask;; i = (i + 1) & v->mask) {
+    for (size_t i = slot_of(h) & v->mask;; i = (i + 1) & v->mask) {
       vocab_slot *sl = &v->slots[i];
       if (sl->id < 0) {
         sl->id = id;
-        sl->hash = h;
+        sl->tag = (uint32_t)(h >> 32);
         break;
       }
-      if (sl->hash == h && v->length[sl->id] == v->length[line] &&
+      if (sl->tag == (uint32_t)(h >> 32) && v->length[sl->id] == v->length[line] &&
           !memcmp(v->pool + v->offset[sl->id], v->pool + v->offset[line], v->length[line])) {
         v->shadowed[sl->id] = 1;
         sl->id = id;
