@@ -107,7 +107,7 @@ static void test_convert_generic_tsv(void **state) {
   char *out;
   assert_int_equal(test_run(&out, 1,
                             "%s convert --task_name=tsv --data_dir=%s --vocab_file=%s --max_seq_length=8 "
-                            "--output_dir=%s/o --splits=train,dev --text_a_column=0 --label_column=1",
+                            "--output_dir=%s/o --splits=train,dev --tsv_text_a_column=0 --tsv_label_column=1",
                             EST_BIN, dir, VOCAB, dir), 0);
   free(out);
   assert_int_equal(test_run(&out, 0, "%s tfrecord dump %s/o/train.tf_record", EST_BIN, dir), 0);
