@@ -9,6 +9,7 @@ static const est_command commands[] = {
   {"tfrecord", "dump or count the records of a TFRecord file", est_cmd_tfrecord},
   {"tokenize", "BERT FullTokenizer: stdin lines to WordPiece tokens or ids", est_cmd_tokenize},
   {"convert", "GLUE/TSV task files to run_classifier's train/eval/predict.tf_record", est_cmd_convert},
+  {"run_classifier", "fine-tune / evaluate / predict with BERT, as run_classifier.py", est_cmd_run_classifier},
   {NULL, NULL, NULL},
 };
 

@@ -62,11 +62,13 @@ typedef struct est_run_classifier_config {
   int64_t seed;                  /* initialisation, dropout and shuffling */
   int64_t keep_checkpoint_max;   /* 5, as tf.estimator.RunConfig */
   int64_t log_step_count_steps;  /* 100, as tf.estimator.RunConfig */
-  /* The generic TSV task (task_name "tsv"): 0-based columns, -1 for none. */
+  /* The generic TSV task (task_name "tsv"; est/processors.h): 0-based columns, -1 none. */
   int64_t tsv_text_a_column;     /* 0 */
   int64_t tsv_text_b_column;     /* -1: single-sentence */
-  int64_t tsv_label_column;      /* 1 */
-  const char *tsv_labels;        /* comma-separated label list, e.g. "0,1" (required for tsv) */
+  int64_t tsv_label_column;      /* 1; -1: every example gets the first label */
+  /* test.tsv's columns; -2: the same as train/dev. */
+  int64_t tsv_test_text_a_column, tsv_test_text_b_column, tsv_test_label_column;
+  const char *tsv_labels;        /* "neg,pos": label order; NULL: train.tsv's labels, sorted */
   bool tsv_skip_header;          /* true */
 } est_run_classifier_config;
 

@@ -22,6 +22,7 @@ est_run_classifier_config est_run_classifier_config_default(void) {
   c.tsv_text_a_column = 0;
   c.tsv_text_b_column = -1;
   c.tsv_label_column = 1;
+  c.tsv_test_text_a_column = c.tsv_test_text_b_column = c.tsv_test_label_column = -2;
   c.tsv_skip_header = true;
   return c;
 }

@@ -1,0 +1,376 @@
+/* run_classifier.py's main(): flag checks, then train / eval / predict through the
+ * Estimator with the BERT classifier model_fn (bert_reference.md 2.6, 2.9). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "est/bert_model.h"
+#include "est/dataset.h"
+#include "est/estimator.h"
+#include "est/file.h"
+#include "est/log.h"
+#include "est/processors.h"
+#include "est/tokenizer.h"
+#include "run_classifier_internal.h"
+
+/* ---- flag checks ---------------------------------------------------------------------- */
+
+static est_status need_file(const char *flag, const char *path) {
+  struct stat sb;
+  if (stat(path, &sb) != 0)
+    return est_error(EST_ERR_NOT_FOUND, "--%s=%s: %s", flag, path, strerror(errno));
+  if (S_ISDIR(sb.st_mode)) return est_error(EST_ERR_INVALID_ARGUMENT, "--%s=%s is a directory, not a file", flag, path);
+  return EST_OK;
+}
+
+est_status est_run_classifier_validate(const est_run_classifier_config *c) {
+  /* Required string flags may also be missing when the config comes from a program. */
+  const struct {
+    const char *name, *value;
+  } required[] = {{"data_dir", c->data_dir}, {"bert_config_file", c->bert_config_file},
+                  {"task_name", c->task_name}, {"vocab_file", c->vocab_file}, {"output_dir", c->output_dir}};
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+    if (!required[i].value || !*required[i].value)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "flag --%s must be specified", required[i].name);
+
+  /* main() step 1: the released checkpoints' case. */
+  est_status st = est_validate_case_matches_checkpoint(c->do_lower_case, c->init_checkpoint);
+  if (st != EST_OK) return st;
+  /* step 2 (the reference's text, quotes and all). */
+  if (!c->do_train && !c->do_eval && !c->do_predict)
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "At least one of `do_train`, `do_eval` or `do_predict' must be True.");
+
+  /* Values the reference would only trip over later, or never. */
+  if (c->max_seq_length < 3)
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "--max_seq_length=%lld: must be at least 3 ([CLS] a [SEP] b [SEP] needs 3 special tokens)",
+                     (long long)c->max_seq_length);
+  const struct {
+    const char *name;
+    int64_t value;
+    bool used;
+  } positive[] = {{"train_batch_size", c->train_batch_size, c->do_train},
+                  {"eval_batch_size", c->eval_batch_size, c->do_eval},
+                  {"predict_batch_size", c->predict_batch_size, c->do_predict},
+                  {"save_checkpoints_steps", c->save_checkpoints_steps, c->do_train},
+                  {"log_step_count_steps", c->log_step_count_steps, true}};
+  for (size_t i = 0; i < sizeof positive / sizeof positive[0]; i++)
+    if (positive[i].used && positive[i].value < 1)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "--%s=%lld: must be at least 1", positive[i].name,
+                       (long long)positive[i].value);
+  if (c->train_batch_size > (1 << 20) || c->eval_batch_size > (1 << 20) || c->predict_batch_size > (1 << 20))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "batch sizes above %d are not supported", 1 << 20);
+  if (c->do_train) {
+    if (!(c->learning_rate > 0))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "--learning_rate=%g: must be > 0", c->learning_rate);
+    if (!(c->num_train_epochs > 0))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "--num_train_epochs=%g: must be > 0 to train",
+                       c->num_train_epochs);
+    if (!(c->warmup_proportion >= 0 && c->warmup_proportion <= 1))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "--warmup_proportion=%g: must be in [0, 1]", c->warmup_proportion);
+  }
+  if (c->num_threads < 0 || c->num_threads > 4096)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--num_threads=%lld: must be in [0, 4096] (0 = default)",
+                     (long long)c->num_threads);
+  if (c->keep_checkpoint_max < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--keep_checkpoint_max=%lld: must be >= 0 (0 keeps all)",
+                     (long long)c->keep_checkpoint_max);
+  if (c->seed < 0) return est_error(EST_ERR_INVALID_ARGUMENT, "--seed=%lld: must be >= 0", (long long)c->seed);
+
+  /* The task (the reference looks it up after creating output_dir; est before any work). */
+  est_tsv_task_config tc = est_tsv_task_config_default();
+  tc.text_a_column = (int)c->tsv_text_a_column;
+  tc.text_b_column = (int)c->tsv_text_b_column;
+  tc.label_column = (int)c->tsv_label_column;
+  tc.test_text_a_column = (int)c->tsv_test_text_a_column;
+  tc.test_text_b_column = (int)c->tsv_test_text_b_column;
+  tc.test_label_column = (int)c->tsv_test_label_column;
+  tc.labels = c->tsv_labels;
+  est_processor *proc;
+  st = est_processor_create(&proc, c->task_name, &tc);
+  if (st != EST_OK) return est_error_prefix("--task_name: ");
+  bool is_xnli = !strcmp(est_processor_name(proc), "xnli");
+  if (is_xnli && c->do_predict) {
+    est_processor_free(proc);
+    return est_error(EST_ERR_UNIMPLEMENTED, "--do_predict: task xnli has no test set (the reference raises "
+                                            "NotImplementedError)");
+  }
+
+  /* Input files, so a typo fails now and not after an hour of training. */
+  if (!est_is_directory(c->data_dir)) {
+    est_processor_free(proc);
+    return est_error(EST_ERR_NOT_FOUND, "--data_dir=%s: no such directory", c->data_dir);
+  }
+  const bool splits[3] = {c->do_train, c->do_eval, c->do_predict};
+  for (int s = 0; s < 3 && st == EST_OK; s++) {
+    char path[4096];
+    if (splits[s]) st = need_file("data_dir", est_processor_split_path(proc, c->data_dir, (est_split)s, path, sizeof path));
+  }
+  est_processor_free(proc);
+  if (st != EST_OK) return st;
+  if ((st = need_file("vocab_file", c->vocab_file)) != EST_OK) return st;
+  if ((st = need_file("bert_config_file", c->bert_config_file)) != EST_OK) return st;
+  if (c->init_checkpoint && *c->init_checkpoint) {
+    char index[4096];
+    snprintf(index, sizeof index, "%s.index", c->init_checkpoint);
+    if (!est_file_exists(index))
+      return est_error(EST_ERR_NOT_FOUND,
+                       "--init_checkpoint=%s: %s does not exist (give the checkpoint prefix, e.g. "
+                       ".../bert_model.ckpt)", c->init_checkpoint, index);
+  }
+  if (est_file_exists(c->output_dir) && !est_is_directory(c->output_dir))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--output_dir=%s exists and is not a directory", c->output_dir);
+
+  /* step 3: the model config and the sequence length it supports. */
+  int64_t max_pos, vocab_size;
+  st = est_rc_read_bert_config(c->bert_config_file, &max_pos, &vocab_size);
+  if (st != EST_OK) return est_error_prefix("--bert_config_file: ");
+  if (c->max_seq_length > max_pos)
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "Cannot use sequence length %lld because the BERT model was only trained up to sequence "
+                     "length %lld (--max_seq_length > max_position_embeddings of --bert_config_file=%s)",
+                     (long long)c->max_seq_length, (long long)max_pos, c->bert_config_file);
+  (void)vocab_size; /* compared with the vocab once it is loaded (est_run_classifier_main) */
+  return EST_OK;
+}
+
+/* ---- input_fn: file_based_input_fn_builder ------------------------------------------ */
+
+typedef struct rc_input {
+  const char *path;
+  int seq_len;
+  int is_training;
+} rc_input;
+
+static est_status rc_next(void *self, est_features *out) {
+  const est_batch *b;
+  est_status st = est_dataset_next(self, &b);
+  if (st != EST_OK) return st;
+  out->batch_size = b->size;
+  out->count = b->count;
+  out->names = b->names;
+  out->tensors = b->tensors;
+  return EST_OK;
+}
+
+/* The training input's exact position (24 + 3 * 100 values with shuffle(100)). When the
+ * estimator offers less room than that, report "cannot say" (n = 0): a resumed run then
+ * restarts its input from the beginning, as TensorFlow's does, instead of failing. */
+static est_status rc_get_state(void *self, int64_t *state, size_t capacity, size_t *n) {
+  if (est_dataset_state_size(self) > capacity) {
+    static int warned;
+    if (!warned++)
+      EST_LOG_WARN("the input position (%zu values) does not fit the checkpoint's %zu; a resumed run restarts "
+                   "its input from the beginning", est_dataset_state_size(self), capacity);
+    *n = 0;
+    return EST_OK;
+  }
+  return est_dataset_get_state(self, state, capacity, n);
+}
+static est_status rc_set_state(void *self, const int64_t *state, size_t n) {
+  return est_dataset_set_state(self, state, n);
+}
+static void rc_close(void *self) { est_dataset_free(self); }
+
+/* Training: records -> repeat forever -> shuffle(100) -> parse -> batch(drop_remainder).
+ * Eval/predict: records in file order, the final short batch kept (drop_remainder =
+ * use_tpu, false here). Every int64 feature arrives as int32, as the reference casts. */
+static est_status rc_open(void *ctx, const est_input_params *p, est_input *out) {
+  const rc_input *in = ctx;
+  est_feature_spec specs[5] = {
+    {.key = "input_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {in->seq_len}},
+    {.key = "input_mask", .dtype = EST_DT_INT64, .rank = 1, .shape = {in->seq_len}},
+    {.key = "segment_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {in->seq_len}},
+    {.key = "label_ids", .dtype = EST_DT_INT64, .rank = 0},
+    {.key = "is_real_example", .dtype = EST_DT_INT64, .rank = 0},
+  };
+  est_dataset *ds;
+  est_status st = est_dataset_from_tfrecords(&ds, &in->path, 1, EST_COMPRESSION_NONE);
+  if (st != EST_OK) return st;
+  st = est_dataset_parse(ds, specs, 5, EST_DATASET_CAST_INT32);
+  if (st == EST_OK && p->num_shards > 1) st = est_dataset_shard(ds, p->num_shards, p->shard_index);
+  if (st == EST_OK && in->is_training) st = est_dataset_repeat(ds, -1);
+  if (st == EST_OK && in->is_training) st = est_dataset_shuffle(ds, 100, p->seed);
+  if (st == EST_OK) st = est_dataset_batch(ds, p->batch_size, in->is_training);
+  if (st != EST_OK) {
+    est_dataset_free(ds);
+    return st;
+  }
+  *out = (est_input){.self = ds, .next = rc_next, .get_state = rc_get_state, .set_state = rc_set_state,
+                     .close = rc_close};
+  return EST_OK;
+}
+
+/* ---- predictions -> test_results.tsv ---------------------------------------------- */
+
+typedef struct rc_predictions {
+  float *probs;
+  int64_t count, cap;
+  int num_labels;
+} rc_predictions;
+
+static est_status collect_prediction(void *ctx, const est_prediction *p) {
+  rc_predictions *r = ctx;
+  const est_tensor *t = NULL;
+  for (size_t i = 0; i < p->count; i++)
+    if (!strcmp(p->names[i], "probabilities")) t = &p->values[i];
+  if (!t || t->dtype != EST_DT_FLOAT || est_tensor_num_elements(t) != r->num_labels)
+    return est_error(EST_ERR_INTERNAL, "prediction %lld: no float 'probabilities' of %d classes",
+                     (long long)p->index, r->num_labels);
+  if (r->count == r->cap) {
+    int64_t cap = r->cap ? 2 * r->cap : 1024;
+    float *grown = realloc(r->probs, (size_t)cap * (size_t)r->num_labels * sizeof(float));
+    if (!grown) return est_error(EST_ERR_NO_MEMORY, "out of memory collecting predictions");
+    r->probs = grown;
+    r->cap = cap;
+  }
+  memcpy(r->probs + (size_t)r->count * (size_t)r->num_labels, t->data, (size_t)r->num_labels * sizeof(float));
+  r->count++;
+  return EST_OK;
+}
+
+/* ---- main() --------------------------------------------------------------------------- */
+
+static void log_metric_lines(const est_eval_result *r) {
+  EST_LOG_INFO("***** Eval results *****");
+  for (size_t i = 0; i < r->count; i++) {
+    char num[48];
+    if (!strcmp(r->names[i], "global_step")) snprintf(num, sizeof num, "%lld", (long long)r->global_step);
+    else est_format_float32((float)r->values[i], num, sizeof num);
+    EST_LOG_INFO("  %s = %s", r->names[i], num);
+  }
+}
+
+est_status est_run_classifier_main(const est_run_classifier_config *c) {
+  est_status st = est_run_classifier_validate(c);
+  if (st != EST_OK) return st;
+
+  est_rc_model_params params = {0};
+  st = est_bert_config_from_json_file(&params.bert_config, c->bert_config_file);
+  if (st != EST_OK) return st;
+
+  est_rc_task *task = NULL;
+  est_estimator *e = NULL;
+  rc_predictions preds = {0};
+  est_eval_result result = {0};
+  char path[4096];
+
+  st = est_rc_task_open(&task, c);
+  if (st != EST_OK) goto done;
+  /* An id past the embedding table would be an out-of-range gather in the reference. */
+  if (est_rc_task_vocab_size(task) > params.bert_config.vocab_size) {
+    st = est_error(EST_ERR_INVALID_ARGUMENT,
+                   "--vocab_file=%s has %d tokens but --bert_config_file=%s has vocab_size %d: they do not belong "
+                   "to the same model", c->vocab_file, est_rc_task_vocab_size(task), c->bert_config_file,
+                   params.bert_config.vocab_size);
+    goto done;
+  }
+  /* Read every requested split now, so that a malformed TSV fails before any output. */
+  int64_t counts[3] = {0, 0, 0};
+  const bool wanted[3] = {c->do_train, c->do_eval, c->do_predict};
+  for (int s = 0; s < 3; s++)
+    if (wanted[s] && (st = est_rc_task_load(task, c->data_dir, s, &counts[s])) != EST_OK) goto done;
+
+  params.num_labels = (int)est_rc_task_num_labels(task);
+  params.max_seq_length = (int)c->max_seq_length;
+  params.init_checkpoint = c->init_checkpoint;
+  params.learning_rate = c->learning_rate;
+  const char *name = est_rc_task_name(task);
+  params.extra_metric = !strcmp(name, "mrpc") ? EST_RC_METRIC_F1 : !strcmp(name, "cola") ? EST_RC_METRIC_MCC : 0;
+  if (c->do_train) {
+    params.num_train_steps = est_run_classifier_num_train_steps(counts[0], c->train_batch_size, c->num_train_epochs);
+    params.num_warmup_steps = est_run_classifier_num_warmup_steps(params.num_train_steps, c->warmup_proportion);
+    if (params.num_train_steps < 1) {
+      st = est_error(EST_ERR_INVALID_ARGUMENT,
+                     "%lld training examples / --train_batch_size=%lld * --num_train_epochs=%g gives %lld "
+                     "training steps; need at least 1",
+                     (long long)counts[0], (long long)c->train_batch_size, c->num_train_epochs,
+                     (long long)params.num_train_steps);
+      goto done;
+    }
+  }
+
+  st = est_mkdirs(c->output_dir);
+  if (st != EST_OK) goto done;
+
+  est_run_config rc = est_run_config_default();
+  rc.model_dir = c->output_dir;
+  rc.save_checkpoints_steps = c->save_checkpoints_steps;
+  rc.keep_checkpoint_max = (int)c->keep_checkpoint_max;
+  rc.log_step_count_steps = c->log_step_count_steps;
+  rc.log_progress = 1;
+  rc.seed = (uint64_t)c->seed;
+  rc.num_threads = (int)c->num_threads;
+  rc.train_batch_size = (int)c->train_batch_size;
+  rc.eval_batch_size = (int)c->eval_batch_size;
+  rc.predict_batch_size = (int)c->predict_batch_size;
+  est_model_fn model_fn = est_rc_classifier_model_fn(&params);
+  st = est_estimator_create(&e, &model_fn, &rc);
+  if (st != EST_OK) goto done;
+
+  if (c->do_train) {
+    est_path_join(path, sizeof path, c->output_dir, "train.tf_record");
+    st = est_rc_task_write_records(task, 0, (int)c->max_seq_length, path);
+    if (st != EST_OK) goto done;
+    EST_LOG_INFO("***** Running training *****");
+    EST_LOG_INFO("  Num examples = %lld", (long long)counts[0]);
+    EST_LOG_INFO("  Batch size = %lld", (long long)c->train_batch_size);
+    EST_LOG_INFO("  Num steps = %lld", (long long)params.num_train_steps);
+    rc_input in = {path, (int)c->max_seq_length, 1};
+    est_input_fn input_fn = {rc_open, &in};
+    st = est_estimator_train(e, &input_fn, 0, params.num_train_steps);
+    if (st != EST_OK) goto done;
+  }
+
+  if (c->do_eval) {
+    est_path_join(path, sizeof path, c->output_dir, "eval.tf_record");
+    st = est_rc_task_write_records(task, 1, (int)c->max_seq_length, path);
+    if (st != EST_OK) goto done;
+    EST_LOG_INFO("***** Running evaluation *****");
+    EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", (long long)counts[1], (long long)counts[1], 0);
+    EST_LOG_INFO("  Batch size = %lld", (long long)c->eval_batch_size);
+    rc_input in = {path, (int)c->max_seq_length, 0};
+    est_input_fn input_fn = {rc_open, &in};
+    st = est_estimator_evaluate(e, &input_fn, 0, NULL, NULL, &result);
+    if (st != EST_OK) goto done;
+    char out_path[4096];
+    est_path_join(out_path, sizeof out_path, c->output_dir, "eval_results.txt");
+    log_metric_lines(&result);
+    st = est_eval_result_write(&result, out_path);
+    if (st != EST_OK) goto done;
+  }
+
+  if (c->do_predict) {
+    est_path_join(path, sizeof path, c->output_dir, "predict.tf_record");
+    st = est_rc_task_write_records(task, 2, (int)c->max_seq_length, path);
+    if (st != EST_OK) goto done;
+    EST_LOG_INFO("***** Running prediction*****");
+    EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", (long long)counts[2], (long long)counts[2], 0);
+    EST_LOG_INFO("  Batch size = %lld", (long long)c->predict_batch_size);
+    rc_input in = {path, (int)c->max_seq_length, 0};
+    est_input_fn input_fn = {rc_open, &in};
+    preds.num_labels = params.num_labels;
+    st = est_estimator_predict(e, &input_fn, NULL, collect_prediction, &preds);
+    if (st != EST_OK) goto done;
+    EST_LOG_INFO("***** Predict results *****");
+    if (preds.count != counts[2]) {
+      st = est_error(EST_ERR_INTERNAL, "%lld predictions for %lld test examples", (long long)preds.count,
+                     (long long)counts[2]);
+      goto done;
+    }
+    char out_path[4096];
+    est_path_join(out_path, sizeof out_path, c->output_dir, "test_results.tsv");
+    st = est_run_classifier_write_test_results(out_path, preds.probs, (size_t)preds.count, params.num_labels);
+    if (st != EST_OK) goto done;
+  }
+
+done:
+  est_eval_result_clear(&result);
+  free(preds.probs);
+  est_estimator_free(e);
+  est_rc_task_free(task);
+  return st;
+}
