@@ -280,6 +280,10 @@ static void test_specs_dense(void **state) {
   n = one_feature(buf, "label_ids", "12060a040000803f");
   expect_spec_error(&l, 1, buf, n, lo, "Key: label_ids.  Data types don't match. Data type: float but expected type: int64");
   expect_spec_error(&l, 1, (const uint8_t *)"", 0, lo, "Feature: label_ids (data type: int64) is required but could not be found.");
+  /* a key that starts like the spec's key but holds a NUL (found by fuzzing) */
+  n = one_feature(buf, "label_idsX", "1a030a0101");
+  buf[6 + 9] = 0; /* the entry's key is "label_ids\0": 10 bytes, not the spec's 9 */
+  expect_spec_error(&l, 1, buf, n, lo, "Feature: label_ids (data type: int64) is required but could not be found.");
   /* a Feature whose kind tag is none of 0a/12/1a */
   n = one_feature(buf, "label_ids", "2200");
   expect_spec_error(&l, 1, buf, n, lo, "Unsupported datatype.");

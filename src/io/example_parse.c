@@ -189,6 +189,7 @@ static int decode_list(est_dtype t, const uint8_t *p, size_t n, sink *out) {
 typedef struct found_feature {
   const uint8_t *value; /* serialized Feature, NULL when missing */
   size_t size;
+  size_t key_size;      /* strlen of the spec's key */
 } found_feature;
 
 enum { STACK_SPECS = 32 };
@@ -199,6 +200,7 @@ est_status est_example_parse_specs(const est_feature_spec *specs, size_t n, cons
   found_feature *found = n <= STACK_SPECS ? stack_found : calloc(n, sizeof *found);
   if (!found) return est_error(EST_ERR_NO_MEMORY, "parse example: out of memory");
   memset(found, 0, (n <= STACK_SPECS ? STACK_SPECS : n) * sizeof *found);
+  for (size_t i = 0; i < n; i++) found[i].key_size = strlen(specs[i].key);
   est_status st = EST_OK;
 
   /* Pass 1: the Example's structure, remembering the Features we were asked for. */
@@ -218,8 +220,8 @@ est_status est_example_parse_specs(const est_feature_spec *specs, size_t n, cons
       size_t key_size, value_size;
       if (!est_example_next_entry(&features, &key, &key_size, &value, &value_size)) goto malformed;
       for (size_t i = 0; i < n; i++) {
-        const char *k = specs[i].key;
-        if (strncmp(k, (const char *)key, key_size) || k[key_size] != 0) continue;
+        /* keys may hold any bytes (even NUL): compare lengths, then bytes */
+        if (found[i].key_size != key_size || memcmp(specs[i].key, key, key_size)) continue;
         if (value_size == 0) break; /* no kind set: counts as missing */
         if (value[0] != 0x0a && value[0] != 0x12 && value[0] != 0x1a) {
           st = spec_error(desc, "Unsupported datatype.");

@@ -145,19 +145,25 @@ est_status est_tfrecord_reader_open(est_tfrecord_reader **out, const char *path,
   r->fd = -1;
   r->comp = c;
   r->path = strdup(path);
-  r->cap = WINDOW_INITIAL;
-  r->buf = malloc(r->cap);
-  if (c != EST_COMPRESSION_NONE) r->zin = malloc(ZIN_SIZE);
-  if (!r->path || !r->buf || (c != EST_COMPRESSION_NONE && !r->zin)) {
-    est_tfrecord_reader_close(r);
-    return est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);
-  }
   r->fd = open(path, O_RDONLY | O_CLOEXEC);
   if (r->fd < 0) {
     est_status code = errno == ENOENT ? EST_ERR_NOT_FOUND : EST_ERR_IO;
     est_error(code, "%s: cannot open: %s", path, strerror(errno));
     est_tfrecord_reader_close(r);
     return code;
+  }
+  /* Small files get small buffers (a dataset may open thousands of shards); the window
+   * still grows for big records. */
+  struct stat sb;
+  size_t file_size = fstat(r->fd, &sb) == 0 && S_ISREG(sb.st_mode) ? (size_t)sb.st_size : WINDOW_INITIAL;
+  if (file_size > WINDOW_INITIAL) file_size = WINDOW_INITIAL;
+  size_t want = c == EST_COMPRESSION_NONE ? file_size + 1 : 4 * file_size + 64;
+  r->cap = want < 4096 ? 4096 : want > WINDOW_INITIAL ? WINDOW_INITIAL : want;
+  r->buf = malloc(r->cap);
+  if (c != EST_COMPRESSION_NONE) r->zin = malloc(ZIN_SIZE);
+  if (!r->path || !r->buf || (c != EST_COMPRESSION_NONE && !r->zin)) {
+    est_tfrecord_reader_close(r);
+    return est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);
   }
   if (c != EST_COMPRESSION_NONE) {
     est_status st = zlib_start(r);
