@@ -197,20 +197,26 @@ static void test_clip_by_global_norm(void **state) {
   assert_int_equal(est_optimizer_apply(opt, 0), EST_OK);
   assert_float_equal(est_optimizer_last_global_norm(opt), 13.0f, 0);
   const float scale = 1.0f * (1.0f / 13.0f);        /* clip * min(1/norm, 1/clip) */
-  assert_true(ga[0] == 3.0f * scale && ga[1] == 4.0f * scale && gb[0] == 12.0f * scale);
-  float *m = est_optimizer_slot(opt, 0);
-  assert_true(m[est_vars_at(vs, 2)->offset] == (float)(1.0 - 0.9) * (12.0f * scale));
-  assert_float_equal(est_optimizer_global_norm(vs), 1.0f, 1e-6);
+  float *m = est_optimizer_slot(opt, 0), *v = est_optimizer_slot(opt, 1);
+  const float c1 = (float)(1.0 - 0.9), c2 = (float)(1.0 - 0.999);
+  for (int i = 0; i < 2; i++) {
+    float g = (i ? 4.0f : 3.0f) * scale;
+    assert_true(m[est_vars_at(vs, 0)->offset + (size_t)i] == c1 * g);
+    assert_true(v[est_vars_at(vs, 0)->offset + (size_t)i] == c2 * (g * g));
+  }
+  assert_true(m[est_vars_at(vs, 2)->offset] == c1 * (12.0f * scale));
+  assert_true(ga[0] == 3.0f && gb[0] == 12.0f);     /* the gradient buffer is not modified */
   assert_true(est_vars_value(vs, 1)[0] == 7.0f);
-  /* below the threshold the gradients are untouched */
+  /* below the threshold the gradients are used as they are */
   ga[0] = 0.3f; ga[1] = 0.4f; gb[0] = 0.0f;
+  float m_before = m[est_vars_at(vs, 0)->offset];
   assert_int_equal(est_optimizer_apply(opt, 1), EST_OK);
-  assert_true(ga[0] == 0.3f && ga[1] == 0.4f);
+  assert_true(m[est_vars_at(vs, 0)->offset] == 0.9f * m_before + c1 * 0.3f);
   assert_float_equal(est_optimizer_last_global_norm(opt), 0.5f, 1e-7);
   /* a non-finite norm poisons everything, as tf.clip_by_global_norm */
   ga[0] = INFINITY;
   assert_int_equal(est_optimizer_apply(opt, 2), EST_OK);
-  assert_true(isnan(gb[0]) && isnan(est_vars_value(vs, 2)[0]));
+  assert_true(isnan(est_optimizer_slot(opt, 0)[est_vars_at(vs, 2)->offset]) && isnan(est_vars_value(vs, 2)[0]));
   assert_true(est_vars_value(vs, 1)[0] == 7.0f);
   est_optimizer_free(opt);
   est_vars_free(vs);

@@ -111,10 +111,11 @@ est_status est_optimizer_create_momentum(est_optimizer **out, est_var_store *vs,
 void est_optimizer_free(est_optimizer *opt); /* NULL is fine */
 
 /* One step at global step `global_step` (the value before the caller increments it):
- * reads the store's gradients, clips them in place by the global norm when clip_norm > 0,
- * then updates parameters and slots. Gradients are left clipped (not zeroed). A
- * non-finite global norm makes every clipped gradient NaN, as tf.clip_by_global_norm;
- * the caller's NaN-loss check is what stops training. */
+ * reads the store's gradients, scales them by the global-norm clip factor when
+ * clip_norm > 0 (on the fly: the gradient buffer is left as it was, saving a write of
+ * every gradient in this memory-bound loop), then updates parameters and slots. A
+ * non-finite global norm makes every clipped gradient NaN, as tf.clip_by_global_norm,
+ * so the parameters become NaN; the caller's NaN-loss check is what stops training. */
 est_status est_optimizer_apply(est_optimizer *opt, int64_t global_step);
 
 /* The learning rate the update at `global_step` uses. */

@@ -291,13 +291,12 @@ float est_optimizer_learning_rate(const est_optimizer *opt, int64_t global_step)
 }
 
 /* AdamWeightDecayOptimizer.apply_gradients, per element, in optimization.py's op order. */
-__attribute__((noinline)) static void awd_update(float *restrict p, float *restrict g, float *restrict m, float *restrict v, size_t n,
+__attribute__((noinline)) static void awd_update(float *restrict p, const float *restrict g, float *restrict m, float *restrict v, size_t n,
                        float scale, float lr, float b1, float c1, float b2, float c2, float eps, float wd,
                        int decay) {
   if (decay) {
     for (size_t i = 0; i < n; i++) {
       float gi = g[i] * scale;
-      g[i] = gi;
       float mi = b1 * m[i] + c1 * gi;
       float vi = b2 * v[i] + c2 * (gi * gi);
       float u = mi / (sqrtf(vi) + eps);
@@ -309,7 +308,6 @@ __attribute__((noinline)) static void awd_update(float *restrict p, float *restr
   } else {
     for (size_t i = 0; i < n; i++) {
       float gi = g[i] * scale;
-      g[i] = gi;
       float mi = b1 * m[i] + c1 * gi;
       float vi = b2 * v[i] + c2 * (gi * gi);
       float u = mi / (sqrtf(vi) + eps);
@@ -321,11 +319,10 @@ __attribute__((noinline)) static void awd_update(float *restrict p, float *restr
 }
 
 /* TF1 ApplyAdam (training_ops.cc), non-Nesterov. */
-__attribute__((noinline)) static void adam_update(float *restrict p, float *restrict g, float *restrict m, float *restrict v, size_t n,
+__attribute__((noinline)) static void adam_update(float *restrict p, const float *restrict g, float *restrict m, float *restrict v, size_t n,
                         float scale, float alpha, float c1, float c2, float eps) {
   for (size_t i = 0; i < n; i++) {
     float gi = g[i] * scale;
-    g[i] = gi;
     float mi = m[i] + (gi - m[i]) * c1;
     float vi = v[i] + (gi * gi - v[i]) * c2;
     m[i] = mi;
@@ -335,12 +332,11 @@ __attribute__((noinline)) static void adam_update(float *restrict p, float *rest
 }
 
 /* TF1 ApplyMomentum (training_ops.cc). */
-__attribute__((noinline)) static void momentum_update(float *restrict p, float *restrict g, float *restrict a, size_t n, float scale,
+__attribute__((noinline)) static void momentum_update(float *restrict p, const float *restrict g, float *restrict a, size_t n, float scale,
                             float lr, float mu, int nesterov) {
   if (nesterov) {
     for (size_t i = 0; i < n; i++) {
       float gi = g[i] * scale;
-      g[i] = gi;
       float ai = a[i] * mu + gi;
       a[i] = ai;
       p[i] = p[i] - (gi * lr + ai * mu * lr);
@@ -348,7 +344,6 @@ __attribute__((noinline)) static void momentum_update(float *restrict p, float *
   } else {
     for (size_t i = 0; i < n; i++) {
       float gi = g[i] * scale;
-      g[i] = gi;
       float ai = a[i] * mu + gi;
       a[i] = ai;
       p[i] = p[i] - ai * lr;
