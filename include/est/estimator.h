@@ -191,7 +191,8 @@ typedef struct est_model_fn {
   void *params;                /* passed to build as ctx->params (BERT: the bert config etc.) */
 
   /* Declares variables in `vars` (not yet finalized), allocates activations for
-   * ctx->batch_size and, in EVAL, creates the metrics. */
+   * ctx->batch_size and, in EVAL, creates the metrics. When *model was set, destroy is
+   * called on it whether build succeeds or not. */
   est_status (*build)(const est_model_context *ctx, est_var_store *vars, void **model);
 
   /* Optional Scaffold: runs after the random initialisers on a fresh start only (when

@@ -1,6 +1,7 @@
 /* Checkpoint saving with a bounded history (see checkpoint_manager.h). */
 #include "train/checkpoint_manager.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,18 @@
 #include "est/ckpt.h"
 #include "est/file.h"
 #include "est/log.h"
+
+/* Fault injection for the exact-resume test: EST_FAULT_KILL_SAVE="<step>:<phase>" makes
+ * the process SIGKILL itself while saving that global step, at phase "bundle" (the
+ * checkpoint's files are complete, the state file does not name them yet) or "state"
+ * (the state file names them, older checkpoints are not deleted yet). Unset: no effect. */
+static void maybe_die(int64_t step, const char *phase) {
+  const char *spec = getenv("EST_FAULT_KILL_SAVE");
+  if (!spec || !*spec) return;
+  char *end;
+  long long at = strtoll(spec, &end, 10);
+  if (*end == ':' && at == step && !strcmp(end + 1, phase)) raise(SIGKILL);
+}
 
 static void free_paths(est_ckpt_manager *m) {
   for (size_t i = 0; i < m->count; i++) free(m->paths[i]);
@@ -77,6 +90,8 @@ est_status est_ckpt_manager_save(est_ckpt_manager *m, int64_t step, size_t n, co
   est_status s = est_ckpt_save(prefix, n, names, tensors);
   if (s != EST_OK) return est_error_prefix("saving checkpoint %s: ", prefix);
 
+  maybe_die(step, "bundle");
+
   /* Saver._RecordLastCheckpoint: a re-saved path moves to the end of the list. */
   char *copy = strdup(rel);
   char **grown = copy ? realloc(m->paths, (m->count + 1) * sizeof *grown) : NULL;
@@ -101,6 +116,7 @@ est_status est_ckpt_manager_save(est_ckpt_manager *m, int64_t step, size_t n, co
                        .all_model_checkpoint_paths = m->paths + drop};
   s = est_ckpt_state_write(m->dir, &st);
   if (s != EST_OK) return est_error_prefix("updating %s/checkpoint: ", m->dir);
+  maybe_die(step, "state");
   for (size_t i = 0; i < drop; i++) {
     char full[4096];
     est_ckpt_manager_full_path(m, m->paths[i], full, sizeof full);
