@@ -11,7 +11,7 @@ extern int openblas_get_num_threads(void);
 void est_set_num_threads(int n) {
   if (n <= 0) n = omp_get_num_procs();
   omp_set_num_threads(n);
-  openblas_set_num_threads(n);
+  openblas_set_num_threads(1);
 }
 
 int est_get_num_threads(void) { return omp_get_max_threads(); }

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "est/nn.h"
-#include "est/threads.h"
 #include "nn/fastmath.h"
+#include "nn/gemm.h"
 
 size_t est_attention_scratch_floats(int B, int N, int S) { return 2 * (size_t)B * N * S * S; }
 
@@ -50,8 +50,7 @@ void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, floa
   const size_t SS = (size_t)S * S;
   const int dropout = dropout_prob > 0.0f;
   const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
-  int blas_threads = est_blas_get_num_threads();
-  est_blas_set_num_threads(1);
+  est_blas_use_one_thread();
 #pragma omp parallel
   {
     float madd[S];  /* VLA: S <= max_position_embeddings, a few KiB at most */
@@ -80,7 +79,6 @@ void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, floa
                   ctx + (size_t)b * S * HD + (size_t)h * Dh, HD);
     }
   }
-  est_blas_set_num_threads(blas_threads);
 }
 
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,
@@ -91,8 +89,7 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
   const size_t SS = (size_t)S * S;
   const int dropout = dropout_prob > 0.0f;
   const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
-  int blas_threads = est_blas_get_num_threads();
-  est_blas_set_num_threads(1);
+  est_blas_use_one_thread();
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * N; bh++) {
     int b = bh / N, h = bh % N;
@@ -130,5 +127,4 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
     if (dq) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, k + off, HD, 0.0f, dq + off, HD);
     if (dk) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, q + off, HD, 0.0f, dk + off, HD);
   }
-  est_blas_set_num_threads(blas_threads);
 }

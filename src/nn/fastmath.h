@@ -16,7 +16,9 @@ static inline float est_fast_expf(float x) {
   float underflow = x < -87.0f ? 0.0f : 1.0f;
   x = x < -87.0f ? -87.0f : x;
   x = x > 88.0f ? 88.0f : x;
-  float n = floorf(x * 1.44269504088896341f + 0.5f);
+  /* n = round(x / ln2) by the 1.5 * 2^23 trick: branch-free and vectorisable, where
+   * floorf is a libm call without -ffast-math. Exact for |x / ln2| < 2^22. */
+  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;

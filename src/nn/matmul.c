@@ -5,10 +5,10 @@
  *   dinp      dinp[N,IC] += dout[N,OC] . W^T             sgemm NT, beta 1
  *   dweight   dW[IC,OC]  += inp^T . dout                 sgemm TN, beta 1
  * and with W [OC,IC] (weight_transposed) the roles of N/T on W swap. */
-#include <cblas.h>
 #include <string.h>
 
 #include "est/nn.h"
+#include "nn/gemm.h"
 
 /* Fills every row of out[N,OC] with bias (or zeros), so the GEMM can use beta = 1 and the
  * bias costs no extra pass over the output. */
@@ -24,7 +24,7 @@ static void fill_rows(float *out, const float *bias, int N, int OC) {
 void est_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                         int N, int IC, int OC, int weight_transposed) {
   fill_rows(out, bias, N, OC);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f,
+  est_sgemm_parallel(CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f,
               inp, IC, weight, weight_transposed ? IC : OC, 1.0f, out, OC);
 }
 
@@ -50,14 +50,14 @@ void est_matmul_backward(float *dinp, float *dweight, float *dbias, const float 
                          const float *weight, int N, int IC, int OC, int weight_transposed) {
   if (dinp) {
     /* dinp[N,IC] += dout[N,OC] . W^T (W [IC,OC]) or dout . W (W [OC,IC]) */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, weight_transposed ? CblasNoTrans : CblasTrans, N, IC, OC, 1.0f,
+    est_sgemm_parallel(CblasNoTrans, weight_transposed ? CblasNoTrans : CblasTrans, N, IC, OC, 1.0f,
                 dout, OC, weight, weight_transposed ? IC : OC, 1.0f, dinp, IC);
   }
   if (dweight) {
     if (weight_transposed) /* dW[OC,IC] += dout^T . inp */
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
+      est_sgemm_parallel(CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
     else /* dW[IC,OC] += inp^T . dout */
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC);
+      est_sgemm_parallel(CblasTrans, CblasNoTrans, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC);
   }
   if (dbias) bias_grad(dbias, dout, N, OC);
 }
