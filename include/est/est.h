@@ -13,5 +13,8 @@
 #include "est/example.h"
 #include "est/tfevents.h"
 #include "est/variables.h"
+#include "est/threads.h"
+#include "est/nn.h"
+#include "est/bert_model.h"
 
 #endif
