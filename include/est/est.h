@@ -13,6 +13,8 @@
 #include "est/example.h"
 #include "est/tfevents.h"
 #include "est/variables.h"
+#include "est/run_config.h"
+#include "est/estimator.h"
 #include "est/threads.h"
 #include "est/nn.h"
 #include "est/bert_model.h"
