@@ -57,7 +57,7 @@ static void test_convert_mrpc_matches_tensorflow(void **state) {
   test_make_tmpdir(dir, sizeof dir);
   char *out;
   assert_int_equal(test_run(&out, 1,
-                            "%s convert --task_name=MRPC --data_dir=%s/glue_mini/MRPC --vocab_file=%s "
+                            "EST_LOG_LEVEL=info %s convert --task_name=MRPC --data_dir=%s/glue_mini/MRPC --vocab_file=%s "
                             "--max_seq_length=128 --do_lower_case=true --output_dir=%s/o --splits=dev",
                             EST_BIN, EST_TEST_DATA, VOCAB, dir), 0);
   /* The first 5 examples are logged like run_classifier's. */
@@ -80,8 +80,8 @@ static void test_convert_mrpc_matches_tensorflow(void **state) {
 
   /* Padding for eval/predict: 408 -> 416 with 8 padding records; train is never padded. */
   assert_int_equal(test_run(&out, 1,
-                            "%s convert --task_name=mrpc --data_dir=%s/glue_mini/MRPC --vocab_file=%s "
-                            "--output_dir=%s/p --pad_to_batch_size=32",
+                            "EST_LOG_LEVEL=info %s convert --task_name=mrpc --data_dir=%s/glue_mini/MRPC "
+                            "--vocab_file=%s --output_dir=%s/p --pad_to_batch_size=32",
                             EST_BIN, EST_TEST_DATA, VOCAB, dir), 0);
   assert_non_null(strstr(out, "Num examples = 416 (408 actual, 8 padding)"));
   assert_non_null(strstr(out, "Num examples = 10 (10 actual, 0 padding)"));   /* train */

@@ -326,6 +326,47 @@ static void test_bad_input(void **state) {
   test_remove_tree(dir);
 }
 
+/* Random files (tabs, newlines, CRs, NULs, bad UTF-8) give examples or a clean error that
+ * names the file and a line; never a crash. */
+static void test_random_files(void **state) {
+  (void)state;
+  char dir[256], path[512];
+  test_make_tmpdir(dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/train.tsv", dir);
+  static const char pool[] = {'a', 'b', '1', '0', '\t', '\t', '\n', '\r', '"', ' ', (char)0xC3, (char)0xA9,
+                              (char)0xFF, 0};
+  uint64_t x = 42;
+  char text[600];
+  int ok = 0, failed = 0;
+  for (int iter = 0; iter < 300; iter++) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    size_t len = (size_t)(x >> 33) % sizeof text;
+    for (size_t i = 0; i < len; i++) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      text[i] = pool[(x >> 33) % sizeof pool];
+    }
+    assert_int_equal(est_write_file_atomic(path, text, len), EST_OK);
+    const char *tasks[] = {"mrpc", "cola", "sst-2", "mnli"};
+    est_processor *p;
+    assert_int_equal(est_processor_create(&p, tasks[iter % 4], NULL), EST_OK);
+    est_examples ex;
+    est_examples_init(&ex);
+    est_status st = est_processor_get_examples(p, dir, EST_SPLIT_TRAIN, &ex);
+    if (st == EST_OK) {
+      ok++;
+      for (size_t i = 0; i < ex.count; i++) assert_non_null(ex.items[i].text_a);
+    } else {
+      failed++;
+      assert_int_equal(st, EST_ERR_INVALID_ARGUMENT);
+      assert_non_null(strstr(est_error_message(), "train.tsv:"));
+    }
+    est_examples_free(&ex);
+    est_processor_free(p);
+  }
+  assert_true(ok > 0 && failed > 0);
+  test_remove_tree(dir);
+}
+
 static void test_padding(void **state) {
   (void)state;
   est_examples ex;
@@ -346,7 +387,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mrpc),        cmocka_unit_test(test_cola),      cmocka_unit_test(test_sst2),
     cmocka_unit_test(test_mnli),        cmocka_unit_test(test_xnli),      cmocka_unit_test(test_generic_tsv),
-    cmocka_unit_test(test_bad_input),   cmocka_unit_test(test_padding),
+    cmocka_unit_test(test_bad_input),   cmocka_unit_test(test_padding),       cmocka_unit_test(test_random_files),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -358,6 +358,50 @@ static void test_golden_file(void **state) {
   free(data);
 }
 
+/* Random bytes (biased towards UTF-8 lead/continuation bytes, controls and separators) must
+ * never crash, give only valid ids, and agree with WordPiece run on BasicTokenizer's output. */
+static void test_random_bytes(void **state) {
+  (void)state;
+  est_tokenizer *tok[2];
+  assert_int_equal(est_tokenizer_open(&tok[0], EST_TEST_DATA "/vocab_uncased.txt", true), EST_OK);
+  assert_int_equal(est_tokenizer_create(&tok[1], est_tokenizer_vocab(tok[0]), false), EST_OK);
+  int32_t vsize = est_vocab_size(est_tokenizer_vocab(tok[0]));
+  static const uint8_t pool[] = {'a', 'Z', ' ', '\t', '\n', '\r', 0, 0x05, '.', '#', 0x80, 0xBF, 0xC3, 0xA9, 0xCC,
+                                 0x81, 0xE2, 0x80, 0xA8, 0xE4, 0xB8, 0xAD, 0xED, 0xA0, 0xF0, 0x9F, 0x92, 0xA9,
+                                 0xCE, 0xA3, 0xC4, 0xB0, 0xFF, 0xEF, 0xBB, 0xBF};
+  uint64_t x = 0x9E3779B97F4A7C15ULL;
+  char text[400];
+  int32_t *copy = malloc(4096 * sizeof *copy);
+  for (int iter = 0; iter < 3000; iter++) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    size_t len = (size_t)(x >> 33) % sizeof text;
+    for (size_t i = 0; i < len; i++) {
+      x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+      text[i] = (x >> 60) < 4 ? (char)(x >> 40) : (char)pool[(x >> 33) % sizeof pool];
+    }
+    est_tokenizer *t = tok[iter & 1];
+    const int32_t *ids;
+    size_t n;
+    assert_int_equal(est_tokenizer_encode(t, text, len, &ids, &n), EST_OK);
+    assert_true(n <= 4096);
+    for (size_t i = 0; i < n; i++) assert_true(ids[i] >= 0 && ids[i] < vsize);
+    memcpy(copy, ids, n * sizeof *ids);
+    size_t nb;
+    const char *b = est_tokenizer_basic(t, text, len, &nb);
+    assert_non_null(b);
+    char *joined = strdup(b);
+    const int32_t *ids2;
+    size_t n2;
+    assert_int_equal(est_tokenizer_wordpiece(t, joined, SIZE_MAX, &ids2, &n2), EST_OK);
+    assert_int_equal(n2, n);
+    assert_memory_equal(ids2, copy, n * sizeof *ids);
+    free(joined);
+  }
+  free(copy);
+  est_tokenizer_free(tok[1]);
+  est_tokenizer_free(tok[0]);
+}
+
 static void test_case_check(void **state) {
   (void)state;
   assert_int_equal(est_validate_case_matches_checkpoint(false, NULL), EST_OK);
@@ -391,6 +435,7 @@ int main(void) {
     cmocka_unit_test(test_invalid_utf8),
     cmocka_unit_test(test_real_vocabs),
     cmocka_unit_test(test_golden_file),
+    cmocka_unit_test(test_random_bytes),
     cmocka_unit_test(test_case_check),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
