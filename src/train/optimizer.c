@@ -79,15 +79,15 @@ static est_status build_chunks(est_optimizer *opt) {
   size_t nv = est_vars_count(vs), cap = 16;
   opt->chunks = malloc(cap * sizeof *opt->chunks);
   if (!opt->chunks) return est_error(EST_ERR_NO_MEMORY, "out of memory creating the optimizer");
-  size_t end_of_last = (size_t)-1; /* padded end of the previous trainable variable */
+  size_t end_of_last = (size_t)-1; /* end of the previous trainable variable */
   for (size_t i = 0; i < nv; i++) {
     const est_variable *v = est_vars_at(vs, i);
     if (!v->trainable) continue;
     int decay = opt->decays ? opt->decays[i] : 0;
-    size_t padded = (v->count + 15) / 16 * 16; /* the store's 64-byte padding, kept at zero */
-    size_t off = v->offset, left = padded;
-    /* Padding is zero in params, grads and slots and every update maps zeros to zeros,
-     * so merging a neighbour's padding into a chunk changes nothing. */
+    /* Exactly the variable's elements: the store's padding is never touched, so it stays
+     * zero even after a NaN step (it would otherwise poison every later global norm).
+     * Neighbours merge when they touch, i.e. when a count is a multiple of 16. */
+    size_t off = v->offset, left = v->count;
     chunk *last = opt->nchunks ? &opt->chunks[opt->nchunks - 1] : NULL;
     if (last && end_of_last == off && last->decay == decay && last->count < CHUNK_FLOATS) {
       size_t take = CHUNK_FLOATS - last->count < left ? CHUNK_FLOATS - last->count : left;
@@ -107,7 +107,7 @@ static est_status build_chunks(est_optimizer *opt) {
       off += take;
       left -= take;
     }
-    end_of_last = v->offset + padded;
+    end_of_last = v->offset + v->count;
   }
   opt->partials = calloc(opt->nchunks ? opt->nchunks : 1, sizeof *opt->partials);
   if (!opt->partials) return est_error(EST_ERR_NO_MEMORY, "out of memory creating the optimizer");
