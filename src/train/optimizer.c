@@ -10,7 +10,11 @@
  * TF evaluates each op separately in float32, so contraction into FMAs is turned off here
  * (gnu11 would otherwise fuse b1*m + c1*g); CMakeLists.txt adds -fno-math-errno for this
  * file so sqrtf vectorises. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
 #pragma GCC optimize("fp-contract=off")
+#endif
 
 #include "est/optimizer.h"
 
