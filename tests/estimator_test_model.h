@@ -29,6 +29,7 @@ typedef struct tm_data {
   int64_t *y;        /* [n] */
   float *w;          /* [n] is_real_example */
   int drop_label;    /* batches lack "label" (a feature missing from records) */
+  int64_t train_limit; /* > 0: TRAIN input ends after this many examples (no partial batch) */
   const char *path;  /* when set and not an existing file: open fails like a missing input */
 } tm_data;
 
@@ -98,7 +99,8 @@ static inline est_status tm_next(void *self, est_features *out) {
   int rows;
   if (in->mode == EST_MODE_TRAIN) {
     rows = in->batch;
-    if (d->n < rows) return est_error(EST_ERR_OUT_OF_RANGE, "end");
+    if (d->n < rows || (d->train_limit > 0 && in->pos + rows > d->train_limit))
+      return est_error(EST_ERR_OUT_OF_RANGE, "end of input");
   } else {
     if (in->pos >= d->n) return est_error(EST_ERR_OUT_OF_RANGE, "end of input");
     rows = (int)(d->n - in->pos < in->batch ? d->n - in->pos : in->batch);

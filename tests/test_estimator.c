@@ -837,6 +837,73 @@ static void test_adam_weight_decay_trajectory(void **state) {
   test_remove_tree(dir);
 }
 
+/* ---- end of input, inference without a checkpoint, predict callback errors --------------- */
+
+static est_status stop_at_five(void *ctx, const est_prediction *p) {
+  int *seen = ctx;
+  (*seen)++;
+  if (p->index == 5) return est_error(EST_ERR_ABORTED, "enough");
+  return EST_OK;
+}
+
+static void test_input_end_and_inference_without_checkpoint(void **state) {
+  (void)state;
+  char dir[256], fresh[256];
+  test_make_tmpdir(dir, sizeof dir);
+  test_make_tmpdir(fresh, sizeof fresh);
+  capture_log();
+  tm_data train;
+  tm_data_make(&train, 64, F, 12);
+  train.train_limit = 100;   /* 6 batches of 16, then the input ends */
+  tm_params p = tm_params_default(F);
+  est_model_fn fn = tm_model_fn(&p);
+  est_run_config rc = config_for(dir);
+  est_estimator *e;
+  assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
+  est_input_fn tin = {tm_open, &train};
+  /* Neither steps nor max_steps: until the input ends; the end is saved. */
+  assert_int_equal(est_estimator_train(e, &tin, 0, 0), EST_OK);
+  assert_true(log_contains("Input ended at global step 6."));
+  assert_true(file_exists_in(dir, "model.ckpt-6.index"));
+  /* max_steps beyond the input's end stops early too. */
+  assert_int_equal(est_estimator_train(e, &tin, 0, 1000), EST_OK);
+  char latest[4096];
+  assert_int_equal(est_estimator_latest_checkpoint(e, latest, sizeof latest), EST_OK);
+  assert_non_null(strstr(latest, "model.ckpt-6"));   /* the input stays at its end */
+  est_eval_result ref;
+  assert_int_equal(est_estimator_evaluate(e, &tin, 3, NULL, NULL, &ref), EST_OK);
+  assert_true(log_contains("Evaluation [3/3]"));
+  /* A predict callback's error stops prediction and comes back. */
+  int seen = 0;
+  assert_int_equal(est_estimator_predict(e, &tin, NULL, stop_at_five, &seen), EST_ERR_ABORTED);
+  assert_int_equal(seen, 6);
+  est_estimator_free(e);
+
+  /* An empty model_dir: evaluation runs the initialisers and the model's init
+   * (BERT's init_checkpoint), so it sees the same weights as the checkpoint itself. */
+  capture_log();
+  p.init_checkpoint = latest;
+  rc.model_dir = fresh;
+  assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
+  est_eval_result r;
+  assert_int_equal(est_estimator_evaluate(e, &tin, 3, NULL, NULL, &r), EST_OK);
+  assert_true(log_contains("Could not find trained model in model_dir"));
+  double a, b;
+  est_eval_result_get(&ref, "eval_accuracy", &a);
+  est_eval_result_get(&r, "eval_accuracy", &b);
+  assert_true(a == b);
+  est_eval_result_get(&ref, "eval_loss", &a);
+  est_eval_result_get(&r, "eval_loss", &b);
+  assert_true(a == b);
+  assert_int_equal(r.global_step, 0);
+  est_eval_result_clear(&r);
+  est_eval_result_clear(&ref);
+  est_estimator_free(e);
+  tm_data_free(&train);
+  test_remove_tree(dir);
+  test_remove_tree(fresh);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_train_evaluate_predict),
@@ -850,6 +917,7 @@ int main(void) {
       cmocka_unit_test(test_eval_metrics_ignore_padding),
       cmocka_unit_test(test_summaries_and_bert_schedule),
       cmocka_unit_test(test_adam_weight_decay_trajectory),
+      cmocka_unit_test(test_input_end_and_inference_without_checkpoint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
