@@ -482,7 +482,12 @@ est_status est_dataset_set_state(est_dataset *ds, const int64_t *s, size_t n) {
   int64_t *order = NULL;
   if (count) {
     order = malloc((size_t)count * sizeof *order);
-    if (!order) return est_error(EST_ERR_NO_MEMORY, "out of memory restoring a dataset");
+    if (!order) {
+      /* Batches produced ahead were dropped: continuing would skip them, so fail for good. */
+      ds->sticky = est_error(EST_ERR_NO_MEMORY, "out of memory restoring a dataset");
+      snprintf(ds->sticky_msg, sizeof ds->sticky_msg, "%s", est_error_message());
+      return ds->sticky;
+    }
     for (int64_t k = 0; k < count; k++) order[k] = k;
     /* insertion sort by (file, offset): buffers are small and mostly in order already */
     for (int64_t i = 1; i < count; i++) {
