@@ -15,7 +15,8 @@ static const char *USAGE =
     "usage: est tokenize --vocab_file=vocab.txt [--do_lower_case=true|false] [--output=tokens|ids] < text\n\n"
     "Tokenizes each line of standard input with BERT's FullTokenizer (tokenization.py) and prints\n"
     "one line per input line: the WordPiece tokens, or their vocab ids, separated by spaces.\n"
-    "Invalid UTF-8 bytes are dropped, as the reference's decode(errors=\"ignore\").\n";
+    "Lines end at '\\n' only; a '\\r' before it is whitespace to the tokenizer, so CRLF input gives\n"
+    "the same tokens. Invalid UTF-8 bytes are dropped, as the reference's decode(errors=\"ignore\").\n";
 
 int est_cmd_tokenize(int argc, char **argv) {
   const char *vocab_file = NULL, *output = "tokens";
