@@ -18,5 +18,8 @@
 #include "est/threads.h"
 #include "est/nn.h"
 #include "est/bert_model.h"
+#include "est/tokenizer.h"
+#include "est/processors.h"
+#include "est/features.h"
 
 #endif
