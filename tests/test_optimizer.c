@@ -12,8 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "est/est.h"
+#include "est/status.h"
+#include "est/variables.h"
 #include "est/optimizer.h"
+#include "reference/optimizer_golden.h"
 
 static est_var_store *store_with(int n, const char *const *names, const int64_t *sizes) {
   est_var_store *vs;
@@ -344,6 +346,68 @@ static void test_thread_count_independence(void **state) {
     for (int b = 0; b < 3; b++) free(result[run][b]);
 }
 
+/* Bit-exact against tests/reference/optimizer_golden.py, a numpy float32 statement of
+ * each update in TF's op order (schedule, clipping, decay exclusions included). */
+static float init_value(int v, int k) { return (float)(((k * 5 + v * 11) % 17 - 8) / 16.0); }
+static float grad_value(int v, int k, int step) { return (float)(((k * 7 + step * 13 + v * 3) % 29 - 14) / 8.0); }
+
+static void check_golden(est_optimizer *(*make)(est_var_store *), const float (*golden)[20], const char *what) {
+  const char *names[] = {"dense/kernel", "dense/bias", "LayerNorm/gamma"};
+  const int64_t sizes[] = {12, 3, 5};
+  est_var_store *vs = store_with(3, names, sizes);
+  for (int v = 0; v < 3; v++)
+    for (int k = 0; k < sizes[v]; k++) est_vars_value(vs, (size_t)v)[k] = init_value(v, k);
+  est_optimizer *opt = make(vs);
+  for (int step = 0; step < 6; step++) {
+    for (int v = 0; v < 3; v++)
+      for (int k = 0; k < sizes[v]; k++) est_vars_grad(vs, (size_t)v)[k] = grad_value(v, k, step);
+    assert_int_equal(est_optimizer_apply(opt, step), EST_OK);
+    int at = 0;
+    for (int v = 0; v < 3; v++)
+      for (int k = 0; k < sizes[v]; k++, at++) {
+        float got = est_vars_value(vs, (size_t)v)[k];
+        if (memcmp(&got, &golden[step][at], sizeof got) != 0)
+          fail_msg("%s step %d %s[%d]: %a, golden %a", what, step, names[v], k, (double)got, (double)golden[step][at]);
+      }
+  }
+  est_optimizer_free(opt);
+  est_vars_free(vs);
+}
+
+static est_optimizer *make_awd(est_var_store *vs) {
+  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  c.init_lr = 0.1; c.num_train_steps = 10; c.num_warmup_steps = 2;
+  est_optimizer *opt;
+  assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &c), EST_OK);
+  return opt;
+}
+
+static est_optimizer *make_adam(est_var_store *vs) {
+  est_adam_config c = est_adam_config_default();
+  c.learning_rate = 0.05;
+  est_optimizer *opt;
+  assert_int_equal(est_optimizer_create_adam(&opt, vs, &c), EST_OK);
+  return opt;
+}
+
+static est_optimizer *make_momentum(est_var_store *vs, int nesterov) {
+  est_momentum_config c = est_momentum_config_default();
+  c.learning_rate = 0.01; c.clip_norm = 2.5; c.use_nesterov = nesterov;
+  est_optimizer *opt;
+  assert_int_equal(est_optimizer_create_momentum(&opt, vs, &c), EST_OK);
+  return opt;
+}
+static est_optimizer *make_plain_momentum(est_var_store *vs) { return make_momentum(vs, 0); }
+static est_optimizer *make_nesterov(est_var_store *vs) { return make_momentum(vs, 1); }
+
+static void test_bit_exact_against_numpy_float32(void **state) {
+  (void)state;
+  check_golden(make_awd, golden_adam_weight_decay, "AdamWeightDecay");
+  check_golden(make_adam, golden_adam, "Adam");
+  check_golden(make_plain_momentum, golden_momentum, "Momentum");
+  check_golden(make_nesterov, golden_nesterov, "Momentum(nesterov)");
+}
+
 static void test_bad_arguments(void **state) {
   (void)state;
   est_var_store *vs;
@@ -372,6 +436,7 @@ int main(void) {
     cmocka_unit_test(test_tf_adam),
     cmocka_unit_test(test_momentum),
     cmocka_unit_test(test_thread_count_independence),
+    cmocka_unit_test(test_bit_exact_against_numpy_float32),
     cmocka_unit_test(test_bad_arguments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""Bit-exact golden values for est's optimizers (tests/test_optimizer.c).
+
+An independent numpy float32 re-statement of each update in TensorFlow's op order, one
+rounding per op, no fused multiply-adds:
+  * BERT's AdamWeightDecayOptimizer + create_optimizer (optimization.py): warmup + linear
+    decay schedule in float32, clip_by_global_norm(1.0), weight decay 0.01 on names
+    without "LayerNorm"/"layer_norm"/"bias";
+  * tf.train.AdamOptimizer (ApplyAdam kernel: beta powers kept as float32 products);
+  * tf.train.MomentumOptimizer (ApplyMomentum kernel), plain and Nesterov.
+The global norm is taken as est documents it: sqrt of a float64 sum of squares, rounded
+to float32 (TF sums float32 l2_loss halves; the two can differ in the last bit).
+
+Parameters and gradients are small dyadic fractions, exact in float32, so the C test can
+build the same inputs without any libm call. Output: tests/reference/optimizer_golden.h
+with every parameter after each step as C99 hex floats.
+
+Run from the repository root:  /usr/bin/python3 tests/reference/optimizer_golden.py
+"""
+import numpy as np
+
+f32 = np.float32
+VARS = [("dense/kernel", 12), ("dense/bias", 3), ("LayerNorm/gamma", 5)]
+STEPS = 6
+
+
+def init(v, k):
+    # mirrors init_value() in test_optimizer.c
+    return f32(((k * 5 + v * 11) % 17 - 8) / 16.0)
+
+
+def grad(v, k, step):
+    # mirrors grad_value() in test_optimizer.c: large enough that clipping is active
+    return f32(((k * 7 + step * 13 + v * 3) % 29 - 14) / 8.0)
+
+
+def params0():
+    return [np.array([init(v, k) for k in range(n)], dtype=f32) for v, (_, n) in enumerate(VARS)]
+
+
+def grads(step):
+    return [np.array([grad(v, k, step) for k in range(n)], dtype=f32) for v, (_, n) in enumerate(VARS)]
+
+
+def global_norm(gs):
+    total = 0.0
+    for g in gs:
+        total += float(np.sum(g.astype(np.float64) ** 2))
+    return f32(np.sqrt(total))
+
+
+def clip(gs, clip_norm):
+    norm = global_norm(gs)
+    c = f32(clip_norm)
+    scale = f32(c * min(f32(f32(1) / norm), f32(f32(1) / c))) + (norm - norm)
+    return [g * f32(scale) for g in gs]
+
+
+def bert_lr(step, init_lr, total, warmup):
+    lr0 = f32(init_lr)
+    t = min(f32(step), f32(total))
+    p = f32(t / f32(total))
+    lr = f32(f32(lr0 - f32(0)) * f32(f32(1) - p)) + f32(0)
+    if warmup > 0:
+        pct = f32(f32(step) / f32(warmup))
+        warm = f32(lr0 * pct)
+        is_warm = f32(1.0 if step < warmup else 0.0)
+        lr = f32(f32(f32(1) - is_warm) * lr) + f32(is_warm * warm)
+    return f32(lr)
+
+
+def adam_weight_decay():
+    ps = params0()
+    m = [np.zeros_like(p) for p in ps]
+    v = [np.zeros_like(p) for p in ps]
+    b1, b2, eps, wd = f32(0.9), f32(0.999), f32(1e-6), f32(0.01)
+    c1, c2 = f32(1.0 - 0.9), f32(1.0 - 0.999)  # Python-double subtraction, then float32
+    out = []
+    for step in range(STEPS):
+        lr = bert_lr(step, 0.1, 10, 2)
+        gs = clip(grads(step), 1.0)
+        for i, (name, _) in enumerate(VARS):
+            g = gs[i]
+            m[i] = b1 * m[i] + c1 * g
+            v[i] = b2 * v[i] + c2 * (g * g)
+            u = m[i] / (np.sqrt(v[i]) + eps)
+            if not any(s in name for s in ("LayerNorm", "layer_norm", "bias")):
+                u = u + wd * ps[i]
+            ps[i] = ps[i] - lr * u
+        out.append([p.copy() for p in ps])
+    return out
+
+
+def adam():
+    ps = params0()
+    m = [np.zeros_like(p) for p in ps]
+    v = [np.zeros_like(p) for p in ps]
+    b1, b2, eps, lr = f32(0.9), f32(0.999), f32(1e-8), f32(0.05)
+    b1p, b2p = b1, b2
+    out = []
+    for step in range(STEPS):
+        alpha = f32(f32(lr * np.sqrt(f32(f32(1) - b2p))) / f32(f32(1) - b1p))
+        gs = grads(step)  # no clipping
+        for i in range(len(VARS)):
+            g = gs[i]
+            m[i] = m[i] + (g - m[i]) * f32(f32(1) - b1)
+            v[i] = v[i] + (g * g - v[i]) * f32(f32(1) - b2)
+            ps[i] = ps[i] - (m[i] * alpha) / (np.sqrt(v[i]) + eps)
+        b1p, b2p = f32(b1p * b1), f32(b2p * b2)
+        out.append([p.copy() for p in ps])
+    return out
+
+
+def momentum(nesterov):
+    ps = params0()
+    a = [np.zeros_like(p) for p in ps]
+    lr, mu = f32(0.01), f32(0.9)
+    out = []
+    for step in range(STEPS):
+        gs = clip(grads(step), 2.5)
+        for i in range(len(VARS)):
+            g = gs[i]
+            a[i] = a[i] * mu + g
+            if nesterov:
+                ps[i] = ps[i] - (g * lr + a[i] * mu * lr)
+            else:
+                ps[i] = ps[i] - a[i] * lr
+        out.append([p.copy() for p in ps])
+    return out
+
+
+def emit(f, name, traj):
+    total = sum(n for _, n in VARS)
+    f.write("static const float %s[%d][%d] = {\n" % (name, STEPS, total))
+    for ps in traj:
+        vals = np.concatenate(ps).astype(f32)
+        f.write("  {" + ", ".join(float(x).hex() + "f" for x in vals) + "},\n")
+    f.write("};\n")
+
+
+def main():
+    with open("tests/reference/optimizer_golden.h", "w") as f:
+        f.write("/* Generated by tests/reference/optimizer_golden.py: parameters after each step,\n"
+                " * variables in declaration order. Do not edit. */\n")
+        emit(f, "golden_adam_weight_decay", adam_weight_decay())
+        emit(f, "golden_adam", adam())
+        emit(f, "golden_momentum", momentum(False))
+        emit(f, "golden_nesterov", momentum(True))
+
+
+if __name__ == "__main__":
+    main()
