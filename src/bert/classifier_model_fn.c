@@ -154,10 +154,12 @@ static void log_features(const est_features *f) {
 static est_status classifier_call(void *model, est_var_store *vars, const est_features *f, est_mode mode,
                                   int64_t global_step, est_estimator_spec *spec) {
   classifier *m = model;
-  (void)vars; /* the classifier reads and accumulates into the store it was built on */
   const int B = f->batch_size, S = m->seq_len, C = m->num_labels;
   if (!m->logged) {
     log_features(f);
+    /* The reference's model_fn logs the variable table in every mode; the estimator does
+     * it for training only. */
+    if (mode != EST_MODE_TRAIN) est_log_variables(vars);
     m->logged = 1;
   }
   const est_tensor *ids, *mask, *segs, *labels = NULL, *real = NULL;
