@@ -474,6 +474,21 @@ static void test_gzip_members_and_trailers(void **state) {
   assert_int_equal(count, 1);
 }
 
+/* ReadError: an I/O error (reading a directory) is reported with the path, the reader
+ * stays at its offset and reports it again on retry. */
+static void test_read_error(void **state) {
+  (void)state;
+  est_tfrecord_reader *r;
+  const uint8_t *d;
+  size_t n;
+  assert_int_equal(est_tfrecord_reader_open(&r, tmpdir, EST_COMPRESSION_NONE), EST_OK);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_IO);
+  assert_non_null(strstr(est_error_message(), tmpdir));
+  assert_int_equal(est_tfrecord_reader_offset(r), 0);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_IO);
+  est_tfrecord_reader_close(r);
+}
+
 /* The real TF-written MRPC eval file: 408 records, every CRC valid. */
 static void test_real_tf_file(void **state) {
   (void)state;
@@ -573,6 +588,7 @@ int main(void) {
       cmocka_unit_test(test_every_byte_flip),
       cmocka_unit_test(test_every_truncation),
       cmocka_unit_test(test_gzip_members_and_trailers),
+      cmocka_unit_test(test_read_error),
       cmocka_unit_test(test_real_tf_file),
       cmocka_unit_test(test_compression_parse),
       cmocka_unit_test(test_cli),
