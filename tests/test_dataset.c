@@ -417,6 +417,85 @@ static void test_errors(void **state) {
   est_dataset_free(ds);
 }
 
+/* from_tensor_slices: rows of user tensors, batched (and shuffled, resumable) as records. */
+static void test_from_tensors(void **state) {
+  (void)state;
+  int32_t ids[5][4];
+  int64_t labels[5];
+  float x[5][2][3];
+  for (int r = 0; r < 5; r++) {
+    for (int k = 0; k < 4; k++) ids[r][k] = r * 10 + k;
+    labels[r] = r % 2;
+    for (int k = 0; k < 6; k++) x[r][k / 3][k % 3] = (float)r + 0.125f * (float)k;
+  }
+  const char *names[3] = {"input_ids", "label_ids", "x"};
+  est_tensor t[3] = {
+    {.dtype = EST_DT_INT32, .rank = 2, .dims = {5, 4}, .data = ids},
+    {.dtype = EST_DT_INT64, .rank = 1, .dims = {5}, .data = labels},
+    {.dtype = EST_DT_FLOAT, .rank = 3, .dims = {5, 2, 3}, .data = x},
+  };
+  est_dataset *ds;
+  assert_int_equal(est_dataset_from_tensors(&ds, names, t, 3), EST_OK);
+  assert_int_equal(est_dataset_parse(ds, specs, 3, 0), EST_ERR_FAILED_PRECONDITION);
+  assert_int_equal(est_dataset_batch(ds, 2, 0), EST_OK);
+  ids[0][0] = -1; /* copied at creation */
+  const est_batch *b;
+  for (int k = 0; k < 3; k++) {
+    assert_int_equal(est_dataset_next(ds, &b), EST_OK);
+    assert_int_equal(b->size, k < 2 ? 2 : 1);
+    const est_tensor *ti = est_batch_feature(b, "input_ids"), *tl = est_batch_feature(b, "label_ids"),
+                     *tx = est_batch_feature(b, "x");
+    assert_int_equal(ti->dtype, EST_DT_INT32);
+    assert_int_equal(ti->rank, 2);
+    assert_int_equal(ti->dims[1], 4);
+    assert_int_equal(tl->dtype, EST_DT_INT64);
+    assert_int_equal(tl->rank, 1);
+    assert_int_equal(tx->rank, 3);
+    assert_int_equal(tx->dims[2], 3);
+    for (int r = 0; r < b->size; r++) {
+      int row = 2 * k + r;
+      assert_int_equal(((const int32_t *)ti->data)[r * 4], row * 10);
+      assert_int_equal(((const int32_t *)ti->data)[r * 4 + 3], row * 10 + 3);
+      assert_int_equal(((const int64_t *)tl->data)[r], row % 2);
+      assert_true(((const float *)tx->data)[r * 6 + 5] == (float)row + 0.625f);
+    }
+  }
+  assert_int_equal(est_dataset_next(ds, &b), EST_ERR_OUT_OF_RANGE);
+  est_dataset_free(ds);
+
+  /* shuffled over repeats, then resumed from the middle */
+  int32_t seq[2][40];
+  int64_t st[EST_DATASET_STATE_HEADER + 3 * 3];
+  size_t n;
+  for (int pass = 0; pass < 2; pass++) {
+    assert_int_equal(est_dataset_from_tensors(&ds, names, t, 3), EST_OK);
+    assert_int_equal(est_dataset_repeat(ds, 4), EST_OK);
+    assert_int_equal(est_dataset_shuffle(ds, 3, 77), EST_OK);
+    assert_int_equal(est_dataset_batch(ds, 2, 0), EST_OK);
+    int got = 0;
+    if (pass == 1) {
+      assert_int_equal(est_dataset_set_state(ds, st, n), EST_OK);
+      got = 6;
+    }
+    while (est_dataset_next(ds, &b) == EST_OK) {
+      for (int r = 0; r < b->size; r++) seq[pass][got++] = ((const int32_t *)est_batch_feature(b, "input_ids")->data)[r * 4];
+      if (pass == 0 && got == 6) assert_int_equal(est_dataset_get_state(ds, st, sizeof st / sizeof *st, &n), EST_OK);
+    }
+    assert_int_equal(got, 20);
+    est_dataset_free(ds);
+  }
+  assert_memory_equal(seq[0] + 6, seq[1] + 6, 14 * sizeof(int32_t));
+
+  /* rows must agree; only numeric dtypes */
+  t[1].dims[0] = 4;
+  assert_int_equal(est_dataset_from_tensors(&ds, names, t, 3), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "label_ids has 4 rows but input_ids has 5"));
+  t[1].dims[0] = 5;
+  t[2].dtype = EST_DT_STRING;
+  assert_int_equal(est_dataset_from_tensors(&ds, names, t, 3), EST_ERR_INVALID_ARGUMENT);
+  assert_null(ds);
+}
+
 /* The real eval.tf_record of TF's run_classifier on MRPC dev, read with BERT's spec. */
 static void test_mrpc_eval_file(void **state) {
   (void)state;
@@ -490,6 +569,7 @@ int main(void) {
     cmocka_unit_test(test_shard),
     cmocka_unit_test(test_memory_source_and_defaults),
     cmocka_unit_test(test_errors),
+    cmocka_unit_test(test_from_tensors),
     cmocka_unit_test(test_mrpc_eval_file),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -90,6 +90,13 @@ est_status est_dataset_from_memory(est_dataset **out, const est_bytes *records, 
 /* Same, from Examples (serialized here). */
 est_status est_dataset_from_examples(est_dataset **out, const est_example *examples, size_t n);
 
+/* tf.data.Dataset.from_tensor_slices({name: tensor}): n named tensors (copied) of dtype
+ * INT32, INT64 or FLOAT that share their first dimension; element i is row i of each.
+ * Batches hold the tensors' dtypes and shapes. Needs (and allows) no est_dataset_parse;
+ * BERT's input_fn_builder for a user's own examples is this. */
+est_status est_dataset_from_tensors(est_dataset **out, const char *const *names, const est_tensor *tensors,
+                                    size_t n);
+
 void est_dataset_free(est_dataset *ds); /* NULL is fine; stops the prefetch thread */
 
 /* ---- stages (configure before the first est_dataset_next) -------------------------- */
@@ -101,7 +108,8 @@ enum {
 };
 
 /* Feature specs (copied; validated with est_feature_specs_validate). FixedLen and VarLen
- * of int64 / float. cast: EST_DATASET_CAST_*. Without parse, next() fails. */
+ * of int64 / float. cast: EST_DATASET_CAST_*. Record sources need it (next() fails
+ * without); a from_tensors dataset refuses it. */
 est_status est_dataset_parse(est_dataset *ds, const est_feature_spec *specs, size_t n, int cast);
 
 /* Keep elements i with i % num_shards == index. */

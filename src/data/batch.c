@@ -16,7 +16,9 @@ void features_free(ds_features *f) {
     free((void *)f->specs[i].default_value);
     if (f->scratch_i64) free(f->scratch_i64[i]);
     if (f->var) free(f->var[i].values);
+    if (f->tensor_data) est_free(f->tensor_data[i]);
   }
+  free(f->tensor_data);
   free(f->specs);
   free(f->elems);
   free(f->out_dtype);
@@ -72,6 +74,62 @@ est_status features_init(ds_features *f, const est_feature_spec *specs, size_t n
 oom:
   features_free(f);
   return est_error(EST_ERR_NO_MEMORY, "out of memory setting up dataset features");
+}
+
+est_status features_init_tensors(ds_features *f, const char *const *names, const est_tensor *tensors, size_t n) {
+  memset(f, 0, sizeof *f);
+  if (n == 0) return est_error(EST_ERR_INVALID_ARGUMENT, "dataset from_tensors: no tensors");
+  for (size_t i = 0; i < n; i++) {
+    const est_tensor *t = &tensors[i];
+    if (!names[i]) return est_error(EST_ERR_INVALID_ARGUMENT, "dataset from_tensors: tensor %zu has no name", i);
+    for (size_t j = 0; j < i; j++)
+      if (!strcmp(names[j], names[i]))
+        return est_error(EST_ERR_INVALID_ARGUMENT, "dataset from_tensors: name %s given twice", names[i]);
+    if (t->dtype != EST_DT_INT32 && t->dtype != EST_DT_INT64 && t->dtype != EST_DT_FLOAT)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "dataset from_tensors: %s has dtype %s (int32, int64 or float32 only)",
+                       names[i], est_dtype_name(t->dtype) ? est_dtype_name(t->dtype) : "invalid");
+    if (t->rank < 1 || t->rank > EST_MAX_RANK)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "dataset from_tensors: %s has rank %d; slicing needs rank >= 1",
+                       names[i], t->rank);
+    for (int d = 0; d < t->rank; d++)
+      if (t->dims[d] < 0)
+        return est_error(EST_ERR_INVALID_ARGUMENT, "dataset from_tensors: %s dimension %d is %lld", names[i], d,
+                         (long long)t->dims[d]);
+    if (t->dims[0] != tensors[0].dims[0])
+      return est_error(EST_ERR_INVALID_ARGUMENT,
+                       "dataset from_tensors: %s has %lld rows but %s has %lld (first dimensions must match)", names[i],
+                       (long long)t->dims[0], names[0], (long long)tensors[0].dims[0]);
+  }
+  f->n = n;
+  f->specs = calloc(n, sizeof *f->specs);
+  f->elems = calloc(n, sizeof *f->elems);
+  f->out_dtype = calloc(n, sizeof *f->out_dtype);
+  f->scratch_i64 = calloc(n, sizeof *f->scratch_i64);
+  f->var = calloc(n, sizeof *f->var);
+  f->out = calloc(n, sizeof *f->out);
+  f->tensor_data = calloc(n, sizeof *f->tensor_data);
+  if (!f->specs || !f->elems || !f->out_dtype || !f->scratch_i64 || !f->var || !f->out || !f->tensor_data) goto oom;
+  for (size_t i = 0; i < n; i++) {
+    const est_tensor *t = &tensors[i];
+    est_feature_spec *s = &f->specs[i];
+    if (!(s->key = strdup(names[i]))) goto oom;
+    s->dtype = t->dtype;
+    s->var_len = EST_FIXED_LEN;
+    s->rank = t->rank - 1;
+    f->elems[i] = 1;
+    for (int d = 1; d < t->rank; d++) {
+      s->shape[d - 1] = t->dims[d];
+      f->elems[i] *= (size_t)t->dims[d];
+    }
+    f->out_dtype[i] = t->dtype;
+    size_t bytes = (size_t)t->dims[0] * f->elems[i] * est_dtype_size(t->dtype);
+    if (!(f->tensor_data[i] = est_alloc(bytes ? bytes : 64))) goto oom;
+    if (bytes) memcpy(f->tensor_data[i], t->data, bytes);
+  }
+  return EST_OK;
+oom:
+  features_free(f);
+  return est_error(EST_ERR_NO_MEMORY, "out of memory copying tensors into a dataset");
 }
 
 void batchbuf_free(ds_batchbuf *b, const ds_features *f) {
@@ -168,6 +226,14 @@ static est_status narrow(int32_t *dst, const int64_t *src, size_t n, const char 
 est_status batchbuf_parse(ds_batchbuf *b, ds_features *f, const ds_element *e, const char *name) {
   const size_t row = (size_t)b->batch.size;
   est_status st;
+  if (f->tensor_data) {
+    /* from_tensors: the element is row e->offset of every tensor */
+    for (size_t i = 0; i < f->n; i++) {
+      size_t bytes = f->elems[i] * est_dtype_size(f->out_dtype[i]);
+      memcpy((uint8_t *)b->fixed[i] + row * bytes, (const uint8_t *)f->tensor_data[i] + (size_t)e->offset * bytes, bytes);
+    }
+    return EST_OK;
+  }
   for (size_t i = 0; i < f->n; i++) {
     if (!is_fixed(&f->specs[i])) f->out[i] = &f->var[i];
     else if (f->scratch_i64[i]) f->out[i] = f->scratch_i64[i];

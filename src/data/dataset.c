@@ -32,6 +32,7 @@ struct est_dataset {
   ds_shuffle sh;
   ds_features feat;
   int parsed;
+  int from_tensors;   /* features come from est_dataset_from_tensors, not from parsing */
   int batch_size, drop_remainder, prefetch;
   int started;
   est_status start_error; /* allocation failed in start(): repeated */
@@ -144,6 +145,33 @@ est_status est_dataset_from_examples(est_dataset **out, const est_example *examp
   return st;
 }
 
+est_status est_dataset_from_tensors(est_dataset **out, const char *const *names, const est_tensor *tensors,
+                                    size_t n) {
+  est_status st;
+  *out = NULL;
+  est_dataset *ds = NULL;
+  if ((st = new_dataset(&ds))) return st;
+  if ((st = features_init_tensors(&ds->feat, names, tensors, n))) {
+    est_dataset_free(ds);
+    return st;
+  }
+  ds->parsed = 1;
+  /* The element source is the memory one with empty records: an element is its row
+   * index (the offset), which is also all the resume state needs. */
+  size_t rows = (size_t)tensors[0].dims[0];
+  ds->src.mem = malloc(1);
+  ds->src.mem_offset = calloc(rows + 1, sizeof(size_t));
+  ds->src.mem_size = calloc(rows + 1, sizeof(size_t));
+  if (!ds->src.mem || !ds->src.mem_offset || !ds->src.mem_size) {
+    est_dataset_free(ds);
+    return est_error(EST_ERR_NO_MEMORY, "out of memory creating a dataset of %zu rows", rows);
+  }
+  ds->src.nmem = rows;
+  ds->from_tensors = 1;
+  *out = ds;
+  return EST_OK;
+}
+
 static est_status configurable(const est_dataset *ds, const char *what) {
   if (ds->started)
     return est_error(EST_ERR_FAILED_PRECONDITION, "dataset: %s must be configured before the first batch is read", what);
@@ -153,6 +181,8 @@ static est_status configurable(const est_dataset *ds, const char *what) {
 est_status est_dataset_parse(est_dataset *ds, const est_feature_spec *specs, size_t n, int cast) {
   est_status st;
   if ((st = configurable(ds, "parse"))) return st;
+  if (ds->from_tensors)
+    return est_error(EST_ERR_FAILED_PRECONDITION, "dataset parse: a from_tensors dataset holds parsed values already");
   if (cast != EST_DATASET_CAST_NONE && cast != EST_DATASET_CAST_INT32)
     return est_error(EST_ERR_INVALID_ARGUMENT, "dataset parse: unknown cast %d", cast);
   if (ds->parsed) features_free(&ds->feat);

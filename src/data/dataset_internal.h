@@ -90,6 +90,7 @@ typedef struct ds_features {
   int64_t **scratch_i64;     /* FixedLen int64 cast to int32: one row */
   est_varlen_value *var;     /* VarLen: this record's values */
   void **out;                /* parse targets for est_example_parse_specs */
+  void **tensor_data;        /* from_tensors: owned copies, [rows, elems]; element i = row i */
 } ds_features;
 
 typedef struct ds_batchbuf {
@@ -110,6 +111,8 @@ typedef struct ds_batchbuf {
 } ds_batchbuf;
 
 est_status features_init(ds_features *f, const est_feature_spec *specs, size_t n, int cast);
+/* from_tensors: FixedLen specs from the tensors' shapes, their data copied. */
+est_status features_init_tensors(ds_features *f, const char *const *names, const est_tensor *tensors, size_t n);
 void features_free(ds_features *f);
 est_status batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size, size_t state_len);
 void batchbuf_free(ds_batchbuf *b, const ds_features *f);
