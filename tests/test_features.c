@@ -174,7 +174,7 @@ static void test_mrpc_parity_with_tensorflow(void **state) {
   assert_int_equal(mismatches, 0);
 
   /* The in-memory variant gives the same numbers. */
-  est_features f;
+  est_input_features f;
   assert_int_equal(est_convert_examples_to_features(&ex, labels, nl, S, tok, &f), EST_OK);
   assert_int_equal(f.count, 408);
   for (size_t i = 0; i < 408 * S; i++) {
@@ -183,7 +183,7 @@ static void test_mrpc_parity_with_tensorflow(void **state) {
     assert_int_equal(f.segment_ids[i], b_seg[i]);
   }
   for (size_t i = 0; i < 408; i++) assert_int_equal(f.label_ids[i], b_lab[i]);
-  est_features_free(&f);
+  est_input_features_free(&f);
 
   /* TPU-style padding: 408 % 7 = 2, so 5 padding records with is_real_example 0. */
   size_t added;

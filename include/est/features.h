@@ -2,10 +2,10 @@
  * file_based_convert_examples_to_features: InputExamples -> [CLS] a [SEP] (b [SEP]) ids,
  * mask, segment ids, zero padding, label id, is_real_example.
  *
- *     est_features f;
+ *     est_input_features f;
  *     est_convert_examples_to_features(&examples, labels, nlabels, 128, tok, &f);
  *     // f.input_ids[i * 128 + t], f.label_ids[i], ...   (in-memory, for prediction)
- *     est_features_free(&f);
+ *     est_input_features_free(&f);
  *
  *     est_file_based_convert_examples_to_features(&examples, labels, nlabels, 128, tok,
  *                                                 "out/train.tf_record");
@@ -59,7 +59,7 @@ est_status est_convert_single_example(const est_feature_converter *c, int64_t ex
 
 /* Features of n examples, row-major [count, max_seq_length] (int32, the dtype the model
  * consumes after the input pipeline's cast). */
-typedef struct est_features {
+typedef struct est_input_features {
   size_t count;
   int max_seq_length;
   int32_t *input_ids;         /* [count, S] */
@@ -67,13 +67,13 @@ typedef struct est_features {
   int32_t *segment_ids;       /* [count, S] */
   int32_t *label_ids;         /* [count] */
   int32_t *is_real_example;   /* [count] */
-} est_features;
+} est_input_features;
 
 /* The in-memory variant (convert_examples_to_features, plus is_real_example). */
 est_status est_convert_examples_to_features(const est_examples *examples, const char *const *labels,
                                             size_t nlabels, int max_seq_length, est_tokenizer *tok,
-                                            est_features *out);
-void est_features_free(est_features *f);
+                                            est_input_features *out);
+void est_input_features_free(est_input_features *f);
 
 /* file_based_convert_examples_to_features: one TFRecord of tf.train.Examples, replaced
  * atomically (a failure leaves any previous file untouched). */

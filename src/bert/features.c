@@ -140,7 +140,7 @@ est_status est_convert_single_example(const est_feature_converter *c, int64_t ex
   return EST_OK;
 }
 
-void est_features_free(est_features *f) {
+void est_input_features_free(est_input_features *f) {
   free(f->input_ids);
   free(f->input_mask);
   free(f->segment_ids);
@@ -150,7 +150,7 @@ void est_features_free(est_features *f) {
 }
 
 est_status est_convert_examples_to_features(const est_examples *examples, const char *const *labels, size_t nlabels,
-                                            int max_seq_length, est_tokenizer *tok, est_features *out) {
+                                            int max_seq_length, est_tokenizer *tok, est_input_features *out) {
   memset(out, 0, sizeof *out);
   est_feature_converter c;
   est_status st = est_feature_converter_init(&c, tok, labels, nlabels, max_seq_length);
@@ -164,7 +164,7 @@ est_status est_convert_examples_to_features(const est_examples *examples, const 
   out->label_ids = malloc((n + 1) * sizeof(int32_t));
   out->is_real_example = malloc((n + 1) * sizeof(int32_t));
   if (!out->input_ids || !out->input_mask || !out->segment_ids || !out->label_ids || !out->is_real_example) {
-    est_features_free(out);
+    est_input_features_free(out);
     return est_error(EST_ERR_NO_MEMORY, "features for %zu examples", n);
   }
   for (size_t i = 0; i < n; i++) {
@@ -172,7 +172,7 @@ est_status est_convert_examples_to_features(const est_examples *examples, const 
                                     out->input_mask + i * S, out->segment_ids + i * S, out->label_ids + i,
                                     out->is_real_example + i);
     if (st != EST_OK) {
-      est_features_free(out);
+      est_input_features_free(out);
       return st;
     }
   }
