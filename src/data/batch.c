@@ -10,7 +10,7 @@
 
 static int is_fixed(const est_feature_spec *s) { return s->var_len == EST_FIXED_LEN; }
 
-void features_free(ds_features *f) {
+void ds_features_free(ds_features *f) {
   for (size_t i = 0; i < f->n; i++) {
     free((void *)f->specs[i].key);
     free((void *)f->specs[i].default_value);
@@ -28,7 +28,7 @@ void features_free(ds_features *f) {
   memset(f, 0, sizeof *f);
 }
 
-est_status features_init(ds_features *f, const est_feature_spec *specs, size_t n, int cast) {
+est_status ds_features_init(ds_features *f, const est_feature_spec *specs, size_t n, int cast) {
   est_status st;
   memset(f, 0, sizeof *f);
   if (n == 0) return est_error(EST_ERR_INVALID_ARGUMENT, "dataset parse: no feature specs");
@@ -72,11 +72,11 @@ est_status features_init(ds_features *f, const est_feature_spec *specs, size_t n
   }
   return EST_OK;
 oom:
-  features_free(f);
+  ds_features_free(f);
   return est_error(EST_ERR_NO_MEMORY, "out of memory setting up dataset features");
 }
 
-est_status features_init_tensors(ds_features *f, const char *const *names, const est_tensor *tensors, size_t n) {
+est_status ds_features_init_tensors(ds_features *f, const char *const *names, const est_tensor *tensors, size_t n) {
   memset(f, 0, sizeof *f);
   if (n == 0) return est_error(EST_ERR_INVALID_ARGUMENT, "dataset from_tensors: no tensors");
   for (size_t i = 0; i < n; i++) {
@@ -128,11 +128,11 @@ est_status features_init_tensors(ds_features *f, const char *const *names, const
   }
   return EST_OK;
 oom:
-  features_free(f);
+  ds_features_free(f);
   return est_error(EST_ERR_NO_MEMORY, "out of memory copying tensors into a dataset");
 }
 
-void batchbuf_free(ds_batchbuf *b, const ds_features *f) {
+void ds_batchbuf_free(ds_batchbuf *b, const ds_features *f) {
   for (size_t i = 0; i < f->n; i++) {
     if (b->fixed) est_free(b->fixed[i]);
     if (b->lengths) free(b->lengths[i]);
@@ -153,7 +153,7 @@ void batchbuf_free(ds_batchbuf *b, const ds_features *f) {
   memset(b, 0, sizeof *b);
 }
 
-est_status batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size, size_t state_len) {
+est_status ds_batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size, size_t state_len) {
   size_t n = f->n;
   memset(b, 0, sizeof *b);
   b->tensors = calloc(n, sizeof *b->tensors);
@@ -191,11 +191,11 @@ est_status batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size, s
   b->batch = (est_batch){0, n, b->names, b->tensors, b->lengths_view};
   return EST_OK;
 oom:
-  batchbuf_free(b, f);
+  ds_batchbuf_free(b, f);
   return est_error(EST_ERR_NO_MEMORY, "out of memory allocating dataset batch buffers");
 }
 
-void batchbuf_begin(ds_batchbuf *b, const ds_features *f) {
+void ds_batchbuf_begin(ds_batchbuf *b, const ds_features *f) {
   b->batch.size = 0;
   for (size_t i = 0; i < f->n; i++) b->nvalues[i] = 0;
 }
@@ -223,7 +223,7 @@ static est_status narrow(int32_t *dst, const int64_t *src, size_t n, const char 
   return EST_OK;
 }
 
-est_status batchbuf_parse(ds_batchbuf *b, ds_features *f, const ds_element *e, const char *name) {
+est_status ds_batchbuf_parse(ds_batchbuf *b, ds_features *f, const ds_element *e, const char *name) {
   const size_t row = (size_t)b->batch.size;
   est_status st;
   if (f->tensor_data) {
@@ -263,7 +263,7 @@ est_status batchbuf_parse(ds_batchbuf *b, ds_features *f, const ds_element *e, c
   return EST_OK;
 }
 
-est_status batchbuf_finish(ds_batchbuf *b, const ds_features *f) {
+est_status ds_batchbuf_finish(ds_batchbuf *b, const ds_features *f) {
   const size_t rows = (size_t)b->batch.size;
   for (size_t i = 0; i < f->n; i++) {
     est_tensor *t = &b->tensors[i];

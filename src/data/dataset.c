@@ -151,7 +151,7 @@ est_status est_dataset_from_tensors(est_dataset **out, const char *const *names,
   *out = NULL;
   est_dataset *ds = NULL;
   if ((st = new_dataset(&ds))) return st;
-  if ((st = features_init_tensors(&ds->feat, names, tensors, n))) {
+  if ((st = ds_features_init_tensors(&ds->feat, names, tensors, n))) {
     est_dataset_free(ds);
     return st;
   }
@@ -185,9 +185,9 @@ est_status est_dataset_parse(est_dataset *ds, const est_feature_spec *specs, siz
     return est_error(EST_ERR_FAILED_PRECONDITION, "dataset parse: a from_tensors dataset holds parsed values already");
   if (cast != EST_DATASET_CAST_NONE && cast != EST_DATASET_CAST_INT32)
     return est_error(EST_ERR_INVALID_ARGUMENT, "dataset parse: unknown cast %d", cast);
-  if (ds->parsed) features_free(&ds->feat);
+  if (ds->parsed) ds_features_free(&ds->feat);
   ds->parsed = 0;
-  if ((st = features_init(&ds->feat, specs, n, cast))) return st;
+  if ((st = ds_features_init(&ds->feat, specs, n, cast))) return st;
   ds->parsed = 1;
   return EST_OK;
 }
@@ -250,7 +250,7 @@ static void capture_state(const est_dataset *ds, int64_t *s) {
   const ds_position *p = &ds->src.pos;
   s[S_MAGIC] = STATE_MAGIC;
   s[S_LENGTH] = (int64_t)ds->state_len;
-  s[S_SOURCES] = source_fingerprint(&ds->src);
+  s[S_SOURCES] = ds_source_fingerprint(&ds->src);
   s[S_BATCH_SIZE] = ds->batch_size;
   s[S_DROP_REMAINDER] = ds->drop_remainder;
   s[S_BUFFER_SIZE] = ds->sh.buffer_size;
@@ -285,15 +285,15 @@ static void capture_state(const est_dataset *ds, int64_t *s) {
 /* Fills b with the next batch (or the end / an error) and the state after it. */
 static void produce(est_dataset *ds, ds_batchbuf *b) {
   est_status st = EST_OK;
-  batchbuf_begin(b, &ds->feat);
+  ds_batchbuf_begin(b, &ds->feat);
   if (ds->finished) {
     st = est_error(EST_ERR_OUT_OF_RANGE, "End of sequence");
   } else {
     while (b->batch.size < ds->batch_size) {
       ds_element e;
-      st = ds->sh.buffer_size ? shuffle_next(&ds->sh, &ds->src, &e) : source_next(&ds->src, &e);
+      st = ds->sh.buffer_size ? ds_shuffle_next(&ds->sh, &ds->src, &e) : ds_source_next(&ds->src, &e);
       if (st) break;
-      if ((st = batchbuf_parse(b, &ds->feat, &e, source_name(&ds->src, e.file)))) break;
+      if ((st = ds_batchbuf_parse(b, &ds->feat, &e, ds_source_name(&ds->src, e.file)))) break;
       b->batch.size++;
       ds->elements++;
     }
@@ -301,7 +301,7 @@ static void produce(est_dataset *ds, ds_batchbuf *b) {
       if (b->batch.size > 0 && !ds->drop_remainder) st = EST_OK; /* final short batch */
       else ds->finished = 1;
     }
-    if (st == EST_OK) st = batchbuf_finish(b, &ds->feat);
+    if (st == EST_OK) st = ds_batchbuf_finish(b, &ds->feat);
     if (st == EST_OK) ds->batches++;
   }
   b->status = st;
@@ -355,7 +355,7 @@ static est_status start(est_dataset *ds) {
   if (ds->start_error) return est_error(ds->start_error, "dataset: could not allocate its buffers");
   if (!ds->parsed) return est_error(EST_ERR_FAILED_PRECONDITION, "dataset: est_dataset_parse was not called");
   ds->start_error = EST_ERR_NO_MEMORY; /* until everything below succeeded */
-  if (ds->sh.buffer_size && (st = shuffle_init(&ds->sh))) return st;
+  if (ds->sh.buffer_size && (st = ds_shuffle_init(&ds->sh))) return st;
   ds->state_len = est_dataset_state_size(ds);
   ds->nbufs = ds->prefetch + 1;
   ds->bufs = calloc((size_t)ds->nbufs, sizeof *ds->bufs);
@@ -365,7 +365,7 @@ static est_status start(est_dataset *ds) {
   if (!ds->bufs || !ds->ready || !ds->free_list || !ds->cstate)
     return est_error(EST_ERR_NO_MEMORY, "out of memory starting a dataset");
   for (int i = 0; i < ds->nbufs; i++)
-    if ((st = batchbuf_init(&ds->bufs[i], &ds->feat, ds->batch_size, ds->state_len))) return st;
+    if ((st = ds_batchbuf_init(&ds->bufs[i], &ds->feat, ds->batch_size, ds->state_len))) return st;
   reset_queues(ds);
   capture_state(ds, ds->cstate);
   ds->started = 1;
@@ -377,14 +377,14 @@ void est_dataset_free(est_dataset *ds) {
   if (!ds) return;
   stop_thread(ds);
   if (ds->bufs)
-    for (int i = 0; i < ds->nbufs; i++) batchbuf_free(&ds->bufs[i], &ds->feat);
+    for (int i = 0; i < ds->nbufs; i++) ds_batchbuf_free(&ds->bufs[i], &ds->feat);
   free(ds->bufs);
   free(ds->ready);
   free(ds->free_list);
   free(ds->cstate);
-  if (ds->parsed) features_free(&ds->feat);
-  shuffle_free(&ds->sh);
-  source_free(&ds->src);
+  if (ds->parsed) ds_features_free(&ds->feat);
+  ds_shuffle_free(&ds->sh);
+  ds_source_free(&ds->src);
   pthread_mutex_destroy(&ds->mu);
   pthread_cond_destroy(&ds->cv_ready);
   pthread_cond_destroy(&ds->cv_free);
@@ -483,7 +483,7 @@ est_status est_dataset_set_state(est_dataset *ds, const int64_t *s, size_t n) {
     return est_error(EST_ERR_INVALID_ARGUMENT,
                      "dataset state: %zu values not recognised (expected %zu starting with the est dataset magic)", n,
                      ds->state_len);
-  if ((st = check_config(s, S_SOURCES, source_fingerprint(&ds->src), ds->src.mem ? "memory records" : "input files")) ||
+  if ((st = check_config(s, S_SOURCES, ds_source_fingerprint(&ds->src), ds->src.mem ? "memory records" : "input files")) ||
       (st = check_config(s, S_BATCH_SIZE, ds->batch_size, "batch_size")) ||
       (st = check_config(s, S_DROP_REMAINDER, ds->drop_remainder, "drop_remainder")) ||
       (st = check_config(s, S_BUFFER_SIZE, ds->sh.buffer_size, "shuffle buffer_size")) ||
@@ -492,7 +492,7 @@ est_status est_dataset_set_state(est_dataset *ds, const int64_t *s, size_t n) {
       (st = check_config(s, S_SHARD_INDEX, ds->src.shard_index, "shard index")) ||
       (st = check_config(s, S_REPEAT, ds->src.repeat, "repeat count")))
     return st;
-  const int64_t nfiles = (int64_t)source_num_files(&ds->src);
+  const int64_t nfiles = (int64_t)ds_source_num_files(&ds->src);
   if (s[S_BATCHES] < 0) return bad_state("batch count", s[S_BATCHES]);
   if (s[S_ELEMENTS] < 0) return bad_state("element count", s[S_ELEMENTS]);
   if (s[S_EPOCH] < 0) return bad_state("epoch", s[S_EPOCH]);
@@ -537,12 +537,12 @@ est_status est_dataset_set_state(est_dataset *ds, const int64_t *s, size_t n) {
     int64_t k = order[i];
     const int64_t *slot = &s[S_SLOTS + 3 * k];
     ds_element e;
-    if ((st = source_read_at(&ds->src, slot[0], slot[1], &e))) break;
+    if ((st = ds_source_read_at(&ds->src, slot[0], slot[1], &e))) break;
     e.record = slot[2];
-    if ((st = shuffle_store(&ds->sh, k, &e))) break;
+    if ((st = ds_shuffle_store(&ds->sh, k, &e))) break;
   }
   free(order);
-  source_close_reader(&ds->src);
+  ds_source_close_reader(&ds->src);
   if (st) {
     /* Leave the dataset failed rather than half-restored. */
     ds->sticky = st;

@@ -48,14 +48,14 @@ typedef struct ds_source {
   int64_t reader_file;
 } ds_source;
 
-size_t source_num_files(const ds_source *s);      /* memory counts as one file */
-int64_t source_fingerprint(const ds_source *s);   /* files, or memory records */
-const char *source_name(const ds_source *s, int64_t file);
-est_status source_next(ds_source *s, ds_element *e);  /* OUT_OF_RANGE at the end */
+size_t ds_source_num_files(const ds_source *s);      /* memory counts as one file */
+int64_t ds_source_fingerprint(const ds_source *s);   /* files, or memory records */
+const char *ds_source_name(const ds_source *s, int64_t file);
+est_status ds_source_next(ds_source *s, ds_element *e);  /* OUT_OF_RANGE at the end */
 /* Reads the one record at (file, offset): restoring the shuffle buffer. */
-est_status source_read_at(ds_source *s, int64_t file, int64_t offset, ds_element *e);
-void source_close_reader(ds_source *s);
-void source_free(ds_source *s);
+est_status ds_source_read_at(ds_source *s, int64_t file, int64_t offset, ds_element *e);
+void ds_source_close_reader(ds_source *s);
+void ds_source_free(ds_source *s);
 
 /* ---- shuffle -------------------------------------------------------------------- */
 
@@ -73,11 +73,11 @@ typedef struct ds_shuffle {
   int64_t count;
 } ds_shuffle;
 
-est_status shuffle_init(ds_shuffle *sh);
-est_status shuffle_next(ds_shuffle *sh, ds_source *src, ds_element *e);
+est_status ds_shuffle_init(ds_shuffle *sh);
+est_status ds_shuffle_next(ds_shuffle *sh, ds_source *src, ds_element *e);
 /* Copies an element into slot k (restore). */
-est_status shuffle_store(ds_shuffle *sh, int64_t k, const ds_element *e);
-void shuffle_free(ds_shuffle *sh);
+est_status ds_shuffle_store(ds_shuffle *sh, int64_t k, const ds_element *e);
+void ds_shuffle_free(ds_shuffle *sh);
 
 /* ---- parse + batch -------------------------------------------------------------- */
 
@@ -110,16 +110,16 @@ typedef struct ds_batchbuf {
   int64_t *state;
 } ds_batchbuf;
 
-est_status features_init(ds_features *f, const est_feature_spec *specs, size_t n, int cast);
+est_status ds_features_init(ds_features *f, const est_feature_spec *specs, size_t n, int cast);
 /* from_tensors: FixedLen specs from the tensors' shapes, their data copied. */
-est_status features_init_tensors(ds_features *f, const char *const *names, const est_tensor *tensors, size_t n);
-void features_free(ds_features *f);
-est_status batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size, size_t state_len);
-void batchbuf_free(ds_batchbuf *b, const ds_features *f);
-void batchbuf_begin(ds_batchbuf *b, const ds_features *f);
+est_status ds_features_init_tensors(ds_features *f, const char *const *names, const est_tensor *tensors, size_t n);
+void ds_features_free(ds_features *f);
+est_status ds_batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size, size_t state_len);
+void ds_batchbuf_free(ds_batchbuf *b, const ds_features *f);
+void ds_batchbuf_begin(ds_batchbuf *b, const ds_features *f);
 /* Parses one element into row b->batch.size (not yet counted). `name` names its source. */
-est_status batchbuf_parse(ds_batchbuf *b, ds_features *f, const ds_element *e, const char *name);
+est_status ds_batchbuf_parse(ds_batchbuf *b, ds_features *f, const ds_element *e, const char *name);
 /* Sets every tensor's leading dimension (and pads VarLen rows) for b->batch.size rows. */
-est_status batchbuf_finish(ds_batchbuf *b, const ds_features *f);
+est_status ds_batchbuf_finish(ds_batchbuf *b, const ds_features *f);
 
 #endif

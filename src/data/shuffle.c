@@ -7,7 +7,7 @@
 
 #include "data/dataset_internal.h"
 
-est_status shuffle_init(ds_shuffle *sh) {
+est_status ds_shuffle_init(ds_shuffle *sh) {
   sh->slots = calloc((size_t)sh->buffer_size + 1, sizeof *sh->slots);
   if (!sh->slots)
     return est_error(EST_ERR_NO_MEMORY, "out of memory for a shuffle buffer of %lld elements", (long long)sh->buffer_size);
@@ -16,14 +16,14 @@ est_status shuffle_init(ds_shuffle *sh) {
   return EST_OK;
 }
 
-void shuffle_free(ds_shuffle *sh) {
+void ds_shuffle_free(ds_shuffle *sh) {
   if (sh->slots)
     for (int64_t i = 0; i <= sh->buffer_size; i++) free(sh->slots[i].data);
   free(sh->slots);
   sh->slots = NULL;
 }
 
-est_status shuffle_store(ds_shuffle *sh, int64_t k, const ds_element *e) {
+est_status ds_shuffle_store(ds_shuffle *sh, int64_t k, const ds_element *e) {
   ds_slot *s = &sh->slots[k];
   if (e->size > s->cap) {
     size_t cap = e->size + e->size / 2 + 64;
@@ -46,14 +46,14 @@ static void swap_slots(ds_slot *a, ds_slot *b) {
   *b = t;
 }
 
-est_status shuffle_next(ds_shuffle *sh, ds_source *src, ds_element *e) {
+est_status ds_shuffle_next(ds_shuffle *sh, ds_source *src, ds_element *e) {
   est_status st;
   while (sh->count < sh->buffer_size && !src->pos.done) {
     ds_element in;
-    st = source_next(src, &in);
+    st = ds_source_next(src, &in);
     if (st == EST_ERR_OUT_OF_RANGE) break;
     if (st) return st;
-    if ((st = shuffle_store(sh, sh->count, &in))) return st;
+    if ((st = ds_shuffle_store(sh, sh->count, &in))) return st;
     sh->count++;
   }
   if (sh->count == 0) return est_error(EST_ERR_OUT_OF_RANGE, "End of sequence");

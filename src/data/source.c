@@ -5,22 +5,22 @@
 
 #include "data/dataset_internal.h"
 
-size_t source_num_files(const ds_source *s) { return s->mem ? 1 : s->nfiles; }
-int64_t source_fingerprint(const ds_source *s) { return (int64_t)(s->mem ? s->nmem : s->nfiles); }
+size_t ds_source_num_files(const ds_source *s) { return s->mem ? 1 : s->nfiles; }
+int64_t ds_source_fingerprint(const ds_source *s) { return (int64_t)(s->mem ? s->nmem : s->nfiles); }
 
-const char *source_name(const ds_source *s, int64_t file) {
+const char *ds_source_name(const ds_source *s, int64_t file) {
   if (s->mem) return "<memory>";
   return file >= 0 && (size_t)file < s->nfiles ? s->paths[file] : "<no file>";
 }
 
-void source_close_reader(ds_source *s) {
+void ds_source_close_reader(ds_source *s) {
   est_tfrecord_reader_close(s->reader);
   s->reader = NULL;
   s->reader_file = -1;
 }
 
-void source_free(ds_source *s) {
-  source_close_reader(s);
+void ds_source_free(ds_source *s) {
+  ds_source_close_reader(s);
   for (size_t i = 0; i < s->nfiles; i++) free(s->paths[i]);
   free(s->paths);
   free(s->mem);
@@ -35,7 +35,7 @@ static est_status reader_at(ds_source *s, int64_t file, int64_t offset) {
   est_status st;
   if (s->reader && s->reader_file == file && (int64_t)est_tfrecord_reader_offset(s->reader) == offset) return EST_OK;
   if (!s->reader || s->reader_file != file) {
-    source_close_reader(s);
+    ds_source_close_reader(s);
     if ((st = est_tfrecord_reader_open(&s->reader, s->paths[file], s->compression))) return st;
     s->reader_file = file;
   }
@@ -45,9 +45,9 @@ static est_status reader_at(ds_source *s, int64_t file, int64_t offset) {
   return EST_OK;
 }
 
-est_status source_next(ds_source *s, ds_element *e) {
+est_status ds_source_next(ds_source *s, ds_element *e) {
   ds_position *p = &s->pos;
-  const int64_t nfiles = (int64_t)source_num_files(s);
+  const int64_t nfiles = (int64_t)ds_source_num_files(s);
   est_status st;
   for (;;) {
     if (p->done) return est_error(EST_ERR_OUT_OF_RANGE, "End of sequence");
@@ -78,7 +78,7 @@ est_status source_next(ds_source *s, ds_element *e) {
       if ((st = reader_at(s, p->file, offset))) return st;
       st = est_tfrecord_reader_next(s->reader, &data, &size);
       if (st == EST_ERR_OUT_OF_RANGE) {
-        source_close_reader(s);
+        ds_source_close_reader(s);
         p->file++, p->offset = 0, p->record = 0;
         continue;
       }
@@ -93,7 +93,7 @@ est_status source_next(ds_source *s, ds_element *e) {
   }
 }
 
-est_status source_read_at(ds_source *s, int64_t file, int64_t offset, ds_element *e) {
+est_status ds_source_read_at(ds_source *s, int64_t file, int64_t offset, ds_element *e) {
   if (s->mem) {
     if (file != 0 || offset < 0 || (size_t)offset >= s->nmem)
       return est_error(EST_ERR_INVALID_ARGUMENT, "dataset state: memory record %lld of file %lld does not exist (%zu records)",
