@@ -7,6 +7,7 @@
 static const est_command commands[] = {
   /* Each subcommand adds its line here. */
   {"tfrecord", "dump or count the records of a TFRecord file", est_cmd_tfrecord},
+  {"ckpt", "list, print or convert TF checkpoints and safetensors files", est_cmd_ckpt},
   {"tokenize", "BERT FullTokenizer: stdin lines to WordPiece tokens or ids", est_cmd_tokenize},
   {"convert", "GLUE/TSV task files to run_classifier's train/eval/predict.tf_record", est_cmd_convert},
   {"run_classifier", "fine-tune / evaluate / predict with BERT, as run_classifier.py", est_cmd_run_classifier},

@@ -551,6 +551,11 @@ est_status est_safetensors_writer_set_metadata(est_safetensors_writer *w, const 
 static void put_json_string(est_pw_buf *b, const char *s) {
   est_pw_put_raw(b, "\"", 1);
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    /* Copy a run of bytes that need no escape in one go. */
+    const unsigned char *run = p;
+    while (*p >= 0x20 && *p != '"' && *p != '\\') p++;
+    if (p > run) est_pw_put_raw(b, run, (size_t)(p - run));
+    if (!*p) break;
     char esc[8];
     const char *e = NULL;
     switch (*p) {
