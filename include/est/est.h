@@ -12,6 +12,8 @@
 #include "est/tfrecord.h"
 #include "est/example.h"
 #include "est/tfevents.h"
+#include "est/ckpt.h"
+#include "est/safetensors.h"
 #include "est/variables.h"
 #include "est/dataset.h"
 #include "est/metrics.h"
