@@ -126,19 +126,26 @@ static void test_dense_fast_matches_reference_and_gradcheck(void **state) {
 
 static void test_dense_bert_sized_blas_vs_reference(void **state) {
   (void)state;
-  /* Large enough for OpenBLAS to take its blocked, threaded path. */
-  int N = 96, IC = 130, OC = 200;
-  float *x = rand_buf((size_t)N * IC, 1.0f), *w = rand_buf((size_t)IC * OC, 0.1f), *b = rand_buf(OC, 0.1f);
-  float *y = zeros((size_t)N * OC), *yr = zeros((size_t)N * OC);
-  est_matmul_forward(y, x, w, b, N, IC, OC, 0);
-  est_matmul_forward_ref(yr, x, w, b, N, IC, OC, 0);
-  assert_close("big dense forward", y, yr, (size_t)N * OC, 1e-4, 1e-5);
-  float *dy = rand_buf((size_t)N * OC, 1.0f);
-  float *dw = zeros((size_t)IC * OC), *dwr = zeros((size_t)IC * OC);
-  est_matmul_backward(NULL, dw, NULL, dy, x, w, N, IC, OC, 0);
-  est_matmul_backward_ref(NULL, dwr, NULL, dy, x, w, N, IC, OC, 0);
-  assert_close("big dense dweight", dw, dwr, (size_t)IC * OC, 1e-4, 1e-5);
-  free(x); free(w); free(b); free(y); free(yr); free(dy); free(dw); free(dwr);
+  /* Large enough for est_sgemm_parallel to split C across threads: by columns (more
+   * outputs than rows) and by rows (many tokens, few outputs), both weight layouts. */
+  static const int shapes[][3] = {{96, 130, 200}, {600, 64, 40}};
+  for (int sh = 0; sh < 2; sh++)
+    for (int tr = 0; tr <= 1; tr++) {
+      int N = shapes[sh][0], IC = shapes[sh][1], OC = shapes[sh][2];
+      float *x = rand_buf((size_t)N * IC, 1.0f), *w = rand_buf((size_t)IC * OC, 0.1f), *b = rand_buf(OC, 0.1f);
+      float *y = zeros((size_t)N * OC), *yr = zeros((size_t)N * OC);
+      est_matmul_forward(y, x, w, b, N, IC, OC, tr);
+      est_matmul_forward_ref(yr, x, w, b, N, IC, OC, tr);
+      assert_close("big dense forward", y, yr, (size_t)N * OC, 1e-4, 1e-5);
+      float *dy = rand_buf((size_t)N * OC, 1.0f);
+      float *dx = zeros((size_t)N * IC), *dxr = zeros((size_t)N * IC);
+      float *dw = zeros((size_t)IC * OC), *dwr = zeros((size_t)IC * OC);
+      est_matmul_backward(dx, dw, NULL, dy, x, w, N, IC, OC, tr);
+      est_matmul_backward_ref(dxr, dwr, NULL, dy, x, w, N, IC, OC, tr);
+      assert_close("big dense dinp", dx, dxr, (size_t)N * IC, 1e-4, 1e-5);
+      assert_close("big dense dweight", dw, dwr, (size_t)IC * OC, 1e-4, 1e-5);
+      free(x); free(w); free(b); free(y); free(yr); free(dy); free(dx); free(dxr); free(dw); free(dwr);
+    }
 }
 
 /* ---- layer norm --------------------------------------------------------------------- */

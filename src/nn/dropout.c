@@ -5,6 +5,7 @@
  * That is TF's rule (keep when uniform >= 1 - keep_prob) on a 24-bit uniform. The mask is
  * a pure function of its coordinates, so any thread may compute any slice of it. */
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "est/nn.h"
@@ -118,6 +119,10 @@ void est_dropout_mask(uint8_t *mask, size_t start, size_t n, float prob, uint64_
                       uint32_t tensor_id) {
   if (n == 0) return;
   uint32_t threshold = keep_threshold(prob);
+  if (omp_in_parallel()) {  /* e.g. per (example, head) inside attention: no nested team */
+    fill_mask(mask, start, n, threshold, seed, step, tensor_id);
+    return;
+  }
   ptrdiff_t nchunks = (ptrdiff_t)((n + CHUNK - 1) / CHUNK);
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t c = 0; c < nchunks; c++) {
