@@ -273,6 +273,15 @@ static void test_specs_dense(void **state) {
   n = one_feature(buf, "label_ids", "1a030a0101");
   assert_int_equal(est_example_parse_specs(&l, 1, buf, n, lo, NULL), EST_OK);
   assert_int_equal(label, 1);
+  n = one_feature(buf, "label_ids", "1a0c0a0affffffffffffffffff01"); /* -1: a 10-byte varint */
+  assert_int_equal(est_example_parse_specs(&l, 1, buf, n, lo, NULL), EST_OK);
+  assert_int_equal(label, -1);
+  n = one_feature(buf, "label_ids", "1a050a03ffff03"); /* 65535: a 3-byte varint */
+  assert_int_equal(est_example_parse_specs(&l, 1, buf, n, lo, NULL), EST_OK);
+  assert_int_equal(label, 65535);
+  n = one_feature(buf, "label_ids", "1a040a02e70f"); /* 2023: 2 bytes */
+  assert_int_equal(est_example_parse_specs(&l, 1, buf, n, lo, NULL), EST_OK);
+  assert_int_equal(label, 2023);
   n = one_feature(buf, "label_ids", "1a00");
   expect_spec_error(&l, 1, buf, n, lo, "Key: label_ids.  Can't parse serialized Example: Some int64_list slice was not parsed.");
   n = one_feature(buf, "label_ids", "1a040a020102");

@@ -153,6 +153,29 @@ static int decode_list(est_dtype t, const uint8_t *p, size_t n, sink *out) {
         if (f) *f = est_pw_float_from_bits(u);
         else if (out->oom) return 0;
       }
+    } else if (!out->var) {
+      /* The hot path (input_ids & co.): straight into the caller's buffer, with one- and
+       * two-byte varints (token ids < 16384) decoded inline. */
+      int64_t *dst = (int64_t *)out->fixed;
+      size_t cnt = out->count, lim = out->limit;
+      const uint8_t *q = packed.pos, *end = packed.end;
+      while (q < end) {
+        uint64_t v;
+        if (q[0] < 0x80) {
+          v = q[0];
+          q += 1;
+        } else if (q + 1 < end && q[1] < 0x80) {
+          v = (uint64_t)(q[0] & 0x7f) | (uint64_t)q[1] << 7;
+          q += 2;
+        } else {
+          est_pw_reader t = {q, end};
+          if (!est_pw_read_varint(&t, &v)) return 0;
+          q = t.pos;
+        }
+        if (cnt < lim) dst[cnt] = (int64_t)v;
+        cnt++;
+      }
+      out->count = cnt;
     } else {
       while (!est_pw_eof(&packed)) {
         uint64_t v;
