@@ -2,7 +2,9 @@
  * The first input byte picks the compression; the rest is the file. Invariants beyond
  * "no crash, no leak": every record returned re-frames to CRCs that match, and seeking
  * back to a saved offset returns the same record again. */
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create */
+#endif
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
