@@ -322,6 +322,22 @@ static void test_memory_source_and_defaults(void **state) {
   assert_null(est_batch_feature(b, "nope"));
   est_dataset_free(ds);
 
+  /* casting only the named int64 features */
+  assert_int_equal(est_dataset_from_examples(&ds, ex, 3), EST_OK);
+  assert_int_equal(est_dataset_parse(ds, specs, 3, EST_DATASET_CAST_NONE), EST_OK);
+  assert_int_equal(est_dataset_cast_int32(ds, (const char *[]){"x"}, 1), EST_ERR_INVALID_ARGUMENT);
+  assert_int_equal(est_dataset_cast_int32(ds, (const char *[]){"nope"}, 1), EST_ERR_NOT_FOUND);
+  assert_int_equal(est_dataset_cast_int32(ds, (const char *[]){"vals"}, 1), EST_OK);
+  assert_int_equal(est_dataset_batch(ds, 3, 0), EST_OK);
+  assert_int_equal(est_dataset_next(ds, &b), EST_OK);
+  assert_int_equal(est_batch_feature(b, "id")->dtype, EST_DT_INT64);
+  const est_tensor *vals = est_batch_feature(b, "vals");
+  assert_int_equal(vals->dtype, EST_DT_INT32);
+  assert_int_equal(vals->dims[1], 3); /* ids 10, 11, 12: lengths 2, 3, 0 */
+  assert_int_equal(((const int32_t *)vals->data)[3 + 2], 11);
+  assert_int_equal(est_dataset_cast_int32(ds, (const char *[]){"id"}, 1), EST_ERR_FAILED_PRECONDITION);
+  est_dataset_free(ds);
+
   /* errors name the in-memory record */
   est_feature_spec missing[1] = {{.key = "label_ids", .dtype = EST_DT_INT64, .rank = 0}};
   assert_int_equal(est_dataset_from_examples(&ds, ex, 3), EST_OK);

@@ -112,6 +112,11 @@ enum {
  * without); a from_tensors dataset refuses it. */
 est_status est_dataset_parse(est_dataset *ds, const est_feature_spec *specs, size_t n, int cast);
 
+/* Casts just the named int64 features to int32 (after est_dataset_parse, which then
+ * normally has EST_DATASET_CAST_NONE). NOT_FOUND for a key not in the specs,
+ * INVALID_ARGUMENT for one that is not int64. */
+est_status est_dataset_cast_int32(est_dataset *ds, const char *const *keys, size_t n);
+
 /* Keep elements i with i % num_shards == index. */
 est_status est_dataset_shard(est_dataset *ds, int num_shards, int index);
 

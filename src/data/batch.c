@@ -132,6 +132,21 @@ oom:
   return est_error(EST_ERR_NO_MEMORY, "out of memory copying tensors into a dataset");
 }
 
+est_status ds_features_cast_int32(ds_features *f, const char *key) {
+  for (size_t i = 0; i < f->n; i++) {
+    est_feature_spec *s = &f->specs[i];
+    if (strcmp(s->key, key) != 0) continue;
+    if (s->dtype != EST_DT_INT64 || f->tensor_data)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "dataset cast: feature %s is not a parsed int64 feature", key);
+    if (f->out_dtype[i] == EST_DT_INT32) return EST_OK;
+    if (s->var_len == EST_FIXED_LEN && !(f->scratch_i64[i] = malloc(f->elems[i] * sizeof(int64_t) + 1)))
+      return est_error(EST_ERR_NO_MEMORY, "out of memory setting up dataset features");
+    f->out_dtype[i] = EST_DT_INT32;
+    return EST_OK;
+  }
+  return est_error(EST_ERR_NOT_FOUND, "dataset cast: no feature %s in the parse specs", key);
+}
+
 void ds_batchbuf_free(ds_batchbuf *b, const ds_features *f) {
   for (size_t i = 0; i < f->n; i++) {
     if (b->fixed) est_free(b->fixed[i]);

@@ -192,6 +192,16 @@ est_status est_dataset_parse(est_dataset *ds, const est_feature_spec *specs, siz
   return EST_OK;
 }
 
+est_status est_dataset_cast_int32(est_dataset *ds, const char *const *keys, size_t n) {
+  est_status st;
+  if ((st = configurable(ds, "cast"))) return st;
+  if (!ds->parsed || ds->from_tensors)
+    return est_error(EST_ERR_FAILED_PRECONDITION, "dataset cast: call est_dataset_parse first");
+  for (size_t i = 0; i < n; i++)
+    if ((st = ds_features_cast_int32(&ds->feat, keys[i]))) return st;
+  return EST_OK;
+}
+
 est_status est_dataset_shard(est_dataset *ds, int num_shards, int index) {
   est_status st;
   if ((st = configurable(ds, "shard"))) return st;

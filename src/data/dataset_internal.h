@@ -113,6 +113,8 @@ typedef struct ds_batchbuf {
 est_status ds_features_init(ds_features *f, const est_feature_spec *specs, size_t n, int cast);
 /* from_tensors: FixedLen specs from the tensors' shapes, their data copied. */
 est_status ds_features_init_tensors(ds_features *f, const char *const *names, const est_tensor *tensors, size_t n);
+/* Delivers int64 feature `key` as int32 from now on. */
+est_status ds_features_cast_int32(ds_features *f, const char *key);
 void ds_features_free(ds_features *f);
 est_status ds_batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size, size_t state_len);
 void ds_batchbuf_free(ds_batchbuf *b, const ds_features *f);
