@@ -367,6 +367,33 @@ static void test_random_files(void **state) {
   test_remove_tree(dir);
 }
 
+/* QNLI / RTE / WNLI (GLUE layout, not in the reference): index, text, text, label. */
+static void test_qnli_rte_wnli(void **state) {
+  (void)state;
+  char dir[256];
+  test_make_tmpdir(dir, sizeof dir);
+  write_text(dir, "train.tsv", "index\tquestion\tsentence\tlabel\n"
+                               "0\tWhat came into force?\tThe law came into force.\tentailment\n"
+                               "1\tWho?\tNobody knows.\tnot_entailment\n");
+  write_text(dir, "test.tsv", "index\tquestion\tsentence\n5\tWhy?\tBecause.\n");
+  est_examples ex = load("QNLI", NULL, dir, EST_SPLIT_TRAIN);
+  assert_int_equal(ex.count, 2);
+  assert_string_equal(ex.items[1].guid, "train-1");
+  assert_string_equal(ex.items[1].text_a, "Who?");
+  assert_string_equal(ex.items[1].text_b, "Nobody knows.");
+  assert_string_equal(ex.items[1].label, "not_entailment");
+  est_examples_free(&ex);
+  ex = load("rte", NULL, dir, EST_SPLIT_TEST);
+  assert_int_equal(ex.count, 1);
+  assert_string_equal(ex.items[0].guid, "test-5");
+  assert_string_equal(ex.items[0].label, "entailment");
+  est_examples_free(&ex);
+  /* WNLI's labels are 0/1: the QNLI file is refused with file and line. */
+  expect_error("wnli", dir, EST_SPLIT_TRAIN, EST_ERR_INVALID_ARGUMENT,
+               "train.tsv:2: label 'entailment' is not one of the task's labels (0, 1)");
+  test_remove_tree(dir);
+}
+
 static void test_padding(void **state) {
   (void)state;
   est_examples ex;
@@ -387,7 +414,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_mrpc),        cmocka_unit_test(test_cola),      cmocka_unit_test(test_sst2),
     cmocka_unit_test(test_mnli),        cmocka_unit_test(test_xnli),      cmocka_unit_test(test_generic_tsv),
-    cmocka_unit_test(test_bad_input),   cmocka_unit_test(test_padding),       cmocka_unit_test(test_random_files),
+    cmocka_unit_test(test_bad_input),   cmocka_unit_test(test_padding),   cmocka_unit_test(test_qnli_rte_wnli),
+    cmocka_unit_test(test_random_files),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,9 +18,9 @@ static const char *USAGE =
     "                   [--max_seq_length=128] [--do_lower_case=true] [--splits=train,dev,test]\n"
     "                   [--pad_to_batch_size=N] [generic TSV flags]\n\n"
     "Writes O/train.tf_record (train split), O/eval.tf_record (dev) and O/predict.tf_record (test)\n"
-    "as run_classifier.py does. Tasks: cola, mnli, mnli-mm, mrpc, sst-2, xnli, and tsv (your own\n"
-    "files: choose the columns with --tsv_text_a_column, --tsv_text_b_column, --tsv_label_column;\n"
-    "the same --tsv_* flags as est run_classifier).\n";
+    "as run_classifier.py does. Tasks: cola, mnli, mnli-mm, mrpc, qnli, rte, sst-2, wnli, xnli,\n"
+    "and tsv (your own files: choose the columns with --tsv_text_a_column, --tsv_text_b_column,\n"
+    "--tsv_label_column; the same --tsv_* flags as est run_classifier).\n";
 
 typedef struct split_out {
   est_split split;
@@ -44,7 +44,7 @@ int est_cmd_convert(int argc, char **argv) {
   int64_t seq = 128, pad = 0, col_a = 0, col_b = -1, col_label = 1, tcol_a = -2, tcol_b = -2, tcol_label = -2;
   bool lower = true, skip_header = true;
   est_flag flags[] = {
-    EST_FLAG_STRING("task_name", &task, "The task: cola, mnli, mnli-mm, mrpc, sst-2, xnli or tsv.", 1),
+    EST_FLAG_STRING("task_name", &task, "The task: cola, mnli, mnli-mm, mrpc, qnli, rte, sst-2, wnli, xnli or tsv.", 1),
     EST_FLAG_STRING("data_dir", &data_dir, "Directory with the task's .tsv files.", 1),
     EST_FLAG_STRING("vocab_file", &vocab, "The vocabulary file the BERT model was trained on.", 1),
     EST_FLAG_STRING("output_dir", &out_dir, "Where the .tf_record files go (created if needed).", 1),

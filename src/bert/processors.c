@@ -9,7 +9,7 @@
 #include "est/file.h"
 #include "processors_internal.h"
 
-typedef enum task_kind { T_COLA, T_MRPC, T_MNLI, T_MNLI_MM, T_XNLI, T_SST2, T_TSV } task_kind;
+typedef enum task_kind { T_COLA, T_MRPC, T_MNLI, T_MNLI_MM, T_XNLI, T_SST2, T_QNLI, T_RTE, T_WNLI, T_TSV } task_kind;
 
 enum { COL_NONE = -1, COL_LAST = -3 };
 
@@ -40,6 +40,7 @@ struct est_processor {
 
 static const char *const BINARY[] = {"0", "1"};
 static const char *const NLI[] = {"contradiction", "entailment", "neutral"};
+static const char *const ENTAIL[] = {"entailment", "not_entailment"};
 
 const char *est_split_name(est_split s) {
   return s == EST_SPLIT_TRAIN ? "train" : s == EST_SPLIT_DEV ? "dev" : "test";
@@ -111,7 +112,7 @@ est_status est_processor_create(est_processor **out, const char *task_name, cons
   static const struct { const char *name; task_kind kind; } tasks[] = {
     {"cola", T_COLA}, {"mrpc", T_MRPC}, {"mnli", T_MNLI}, {"mnli-mm", T_MNLI_MM},
     {"mnli_mismatched", T_MNLI_MM}, {"xnli", T_XNLI}, {"sst-2", T_SST2}, {"sst2", T_SST2},
-    {"tsv", T_TSV},
+    {"qnli", T_QNLI}, {"rte", T_RTE}, {"wnli", T_WNLI}, {"tsv", T_TSV},
   };
   if (!task_name) return est_error(EST_ERR_INVALID_ARGUMENT, "no task name given");
   int found = -1;
@@ -119,7 +120,8 @@ est_status est_processor_create(est_processor **out, const char *task_name, cons
     if (!strcasecmp(task_name, tasks[i].name)) found = (int)i;
   if (found < 0)
     return est_error(EST_ERR_NOT_FOUND,
-                     "Task not found: %s (known: cola, mnli, mnli-mm, mrpc, sst-2, xnli, tsv)", task_name);
+                     "Task not found: %s (known: cola, mnli, mnli-mm, mrpc, qnli, rte, sst-2, wnli, xnli, tsv)",
+                     task_name);
   est_processor *p = calloc(1, sizeof *p);
   if (!p) return est_error(EST_ERR_NO_MEMORY, "creating processor");
   p->kind = tasks[found].kind;
@@ -136,7 +138,7 @@ est_status est_processor_create(est_processor **out, const char *task_name, cons
   }
   est_status st = EST_OK;
   switch (p->kind) {
-    case T_COLA: case T_MRPC: case T_SST2:
+    case T_COLA: case T_MRPC: case T_SST2: case T_WNLI:
       p->labels = malloc(2 * sizeof *p->labels);
       if (p->labels) memcpy(p->labels, BINARY, sizeof BINARY);
       p->nlabels = 2;
@@ -145,6 +147,11 @@ est_status est_processor_create(est_processor **out, const char *task_name, cons
       p->labels = malloc(3 * sizeof *p->labels);
       if (p->labels) memcpy(p->labels, NLI, sizeof NLI);
       p->nlabels = 3;
+      break;
+    case T_QNLI: case T_RTE:
+      p->labels = malloc(2 * sizeof *p->labels);
+      if (p->labels) memcpy(p->labels, ENTAIL, sizeof ENTAIL);
+      p->nlabels = 2;
       break;
     case T_TSV:
       if (p->cfg.text_a_column < 0)
@@ -208,6 +215,17 @@ static est_status get_layout(const est_processor *p, est_split split, layout *L)
       L->guid_col = 0;
       break;
     }
+    case T_QNLI: case T_RTE: case T_WNLI:
+      /* Not in the reference; GLUE's layout `index, text, text, label` (test: no label) as the
+       * community ports read it: guid from the index column, label from the last column, and
+       * the first label as the test dummy (like MRPC's "0"). */
+      L->file = test ? "test.tsv" : split == EST_SPLIT_DEV ? "dev.tsv" : "train.tsv";
+      L->a = 1;
+      L->b = 2;
+      L->label = test ? COL_NONE : COL_LAST;
+      L->fixed_label = p->kind == T_WNLI ? "0" : "entailment";
+      L->guid_col = 0;
+      break;
     case T_XNLI:
       if (test)
         return est_error(EST_ERR_UNIMPLEMENTED, "xnli: the reference has no test set (do_predict "
