@@ -352,8 +352,11 @@ static est_status add_row(void *vctx, const layout *L, const est_tsv *t, size_t 
   e->guid = g;
   e->text_a = row[L->a];              /* these point into the adopted file buffer */
   e->text_b = L->b >= 0 ? row[L->b] : NULL;
-  e->label = label;                   /* a static string, a label-list entry or a field */
-  if (label == c->p->labels[0] && L->label == COL_NONE) e->label = est_examples_strdup(c->out, label, SIZE_MAX);
+  /* A field or a static string; a label-list entry is copied, as the processor may go first. */
+  e->label = label;
+  if (label == c->p->labels[0] && L->label == COL_NONE &&
+      !(e->label = est_examples_strdup(c->out, label, SIZE_MAX)))
+    return est_error(EST_ERR_NO_MEMORY, "reading %s", path);
   e->source = c->source;
   e->line = (int64_t)i + 1;
   return EST_OK;
