@@ -171,7 +171,7 @@ static est_status write_index(est_ckpt_writer *w, const char *path) {
 }
 
 est_status est_ckpt_writer_finish(est_ckpt_writer *w) {
-  qsort(w->items, w->count, sizeof *w->items, by_name);
+  if (w->count) qsort(w->items, w->count, sizeof *w->items, by_name);
   size_t n = strlen(w->prefix) + 32;
   char *data_path = malloc(n), *index_path = malloc(n);
   est_status st = EST_OK;

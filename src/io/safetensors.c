@@ -595,8 +595,8 @@ static int by_dtype_then_name(const void *a, const void *b) {
 
 /* Sorts the tensors and builds the 8-byte length + padded JSON header. */
 static est_status build_header(est_safetensors_writer *w, est_pw_buf *b) {
-  qsort(w->items, w->count, sizeof *w->items, by_dtype_then_name);
-  qsort(w->meta, w->meta_count, sizeof *w->meta, by_string);
+  if (w->count) qsort(w->items, w->count, sizeof *w->items, by_dtype_then_name);
+  if (w->meta_count) qsort(w->meta, w->meta_count, sizeof *w->meta, by_string);
   est_pw_buf_init(b);
   est_pw_put_fixed64(b, 0); /* N, filled in below */
   put_text(b, "{");

@@ -116,7 +116,8 @@ static est_status walk_block(parse_ctx *c, const uint8_t *b, size_t n, uint64_t 
 }
 
 static int bytes_compare(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
-  int r = memcmp(a, b, an < bn ? an : bn);
+  size_t m = an < bn ? an : bn;
+  int r = m ? memcmp(a, b, m) : 0; /* an empty key may have a NULL pointer */
   if (r) return r;
   return an < bn ? -1 : an > bn;
 }
