@@ -37,6 +37,8 @@ extern "C" {
 
 /* ---- reader ------------------------------------------------------------------------ */
 
+/* A reader is used by one thread at a time (data files are opened on first use); open
+ * one reader per thread to read in parallel. */
 typedef struct est_ckpt_reader est_ckpt_reader;
 
 /* Reads and validates <prefix>.index (header version checks, every entry's dtype, shape
@@ -59,7 +61,8 @@ est_status est_ckpt_reader_read(est_ckpt_reader *r, const char *name, est_tensor
 /* Reads a numeric tensor into caller memory without allocating a tensor. `dtype` must be
  * the stored dtype, except that FLOAT may be asked of a HALF or BFLOAT16 tensor (widened).
  * `dst_bytes` must equal elements x size(dtype): a shape mismatch is
- * FAILED_PRECONDITION, as when restoring into a model of another shape. */
+ * FAILED_PRECONDITION, as when restoring into a model of another shape (dst untouched).
+ * On a read or CRC error dst may hold partial data. */
 est_status est_ckpt_reader_read_into(est_ckpt_reader *r, const char *name, est_dtype dtype,
                                      void *dst, size_t dst_bytes);
 
@@ -108,13 +111,17 @@ typedef struct est_ckpt_state {
 est_status est_ckpt_state_read(const char *dir, est_ckpt_state *out);
 
 /* Writes <dir>/checkpoint atomically with fields 1 and 2 only, as TF's text_format does.
- * Paths that lie inside dir are written relative to it, like Estimator. */
+ * Paths that lie inside dir are written relative to it, like Estimator; as in TF's
+ * generate_checkpoint_state_proto, model_checkpoint_path is appended to the list when the
+ * list does not already end with it. */
 est_status est_ckpt_state_write(const char *dir, const est_ckpt_state *st);
 
 void est_ckpt_state_clear(est_ckpt_state *st);
 
 /* tf.train.latest_checkpoint(dir): the full prefix (dir joined with a relative path) of
- * model_checkpoint_path when its .index exists; EST_ERR_NOT_FOUND when there is none. */
+ * model_checkpoint_path when its .index exists; EST_ERR_NOT_FOUND when there is no state
+ * file or no such .index; INVALID_ARGUMENT when the state file does not parse or the
+ * path does not fit `size`. */
 est_status est_ckpt_latest(const char *dir, char *prefix, size_t size);
 
 /* Deletes <prefix>.index, every <prefix>.data-*-of-* and <prefix>.meta that exist.
