@@ -267,7 +267,9 @@ typedef struct est_prediction {
 typedef est_status (*est_prediction_fn)(void *ctx, const est_prediction *p);
 
 /* Restores (as evaluate), then calls on_prediction once per example in input order. A
- * status other than OK from the callback stops prediction and is returned. */
+ * status other than OK from the callback stops prediction and is returned. With a
+ * distribution, each rank predicts its own shard (index counts within the shard; use
+ * est_dist_gather_rows to put the rows back in input order on the chief). */
 est_status est_estimator_predict(est_estimator *e, const est_input_fn *input_fn, const char *checkpoint_path,
                                  est_prediction_fn on_prediction, void *ctx);
 
