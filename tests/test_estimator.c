@@ -905,6 +905,57 @@ static void test_input_end_and_inference_without_checkpoint(void **state) {
   test_remove_tree(fresh);
 }
 
+/* train_and_evaluate: an evaluation after every saved checkpoint (not the initial one),
+ * or fewer with throttle_secs, and always one at the end. */
+static void test_train_and_evaluate(void **state) {
+  (void)state;
+  char dir[256];
+  test_make_tmpdir(dir, sizeof dir);
+  capture_log();
+  tm_data train, eval;
+  tm_data_make(&train, 64, F, 13);
+  tm_data_make(&eval, 30, F, 14);
+  tm_params p = tm_params_default(F);
+  est_model_fn fn = tm_model_fn(&p);
+  est_run_config rc = config_for(dir);
+  rc.save_checkpoints_steps = 20;
+  est_estimator *e;
+  assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
+  est_train_spec ts = {.input_fn = {tm_open, &train}, .max_steps = 60};
+  est_eval_spec es = {.input_fn = {tm_open, &eval}, .name = "every"};
+  est_eval_result r;
+  assert_int_equal(est_train_and_evaluate(e, &ts, &es, &r), EST_OK);
+  assert_int_equal(r.global_step, 60);
+  est_eval_result_clear(&r);
+  /* Then 40 more steps, throttled: 80 (the first save) is evaluated, the save at 100
+   * falls inside the throttle window and is skipped, but the end is always evaluated. */
+  ts.max_steps = 100;
+  es.name = "throttled";
+  es.throttle_secs = 3600;
+  assert_int_equal(est_train_and_evaluate(e, &ts, &es, &r), EST_OK);
+  assert_true(log_contains("Skip the current checkpoint eval due to throttle secs (3600 secs)."));
+  est_eval_result_clear(&r);
+  est_estimator_free(e);
+  scalar_log *l = calloc(1, sizeof *l);
+  char sub[4096];
+  float v;
+  snprintf(sub, sizeof sub, "%s/eval_every", dir);
+  read_events_dir(sub, l);
+  assert_false(find_scalar(l, "eval_accuracy", 0, &v));
+  assert_true(find_scalar(l, "eval_accuracy", 20, &v));
+  assert_true(find_scalar(l, "eval_accuracy", 40, &v));
+  assert_true(find_scalar(l, "eval_accuracy", 60, &v));
+  snprintf(sub, sizeof sub, "%s/eval_throttled", dir);
+  read_events_dir(sub, l);
+  assert_int_equal(l->n / 8, 2);   /* 7 metrics + loss per evaluation */
+  assert_true(find_scalar(l, "eval_accuracy", 80, &v));
+  assert_true(find_scalar(l, "eval_accuracy", 100, &v));
+  free(l);
+  tm_data_free(&train);
+  tm_data_free(&eval);
+  test_remove_tree(dir);
+}
+
 /* eval_results.txt and the logs print float32 values as Python prints numpy.float32
  * (expected strings from numpy 1.24: str(np.float32(v))). */
 static void test_float_format(void **state) {
@@ -936,6 +987,7 @@ int main(void) {
       cmocka_unit_test(test_adam_weight_decay_trajectory),
       cmocka_unit_test(test_input_end_and_inference_without_checkpoint),
       cmocka_unit_test(test_float_format),
+      cmocka_unit_test(test_train_and_evaluate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

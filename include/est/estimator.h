@@ -274,7 +274,8 @@ est_status est_estimator_predict(est_estimator *e, const est_input_fn *input_fn,
                                  est_prediction_fn on_prediction, void *ctx);
 
 /* tf.estimator.train_and_evaluate: trains to max_steps, evaluating after each checkpoint
- * saved (and once at the end). `last` (may be NULL) receives the final results. */
+ * saved (throttled by throttle_secs) and once at the end. `last` (may be NULL) receives
+ * the final results. */
 typedef struct est_train_spec {
   est_input_fn input_fn;
   int64_t max_steps;
@@ -284,6 +285,8 @@ typedef struct est_eval_spec {
   est_input_fn input_fn;
   int64_t steps;               /* 0: the whole input */
   const char *name;            /* NULL: model_dir/eval */
+  double throttle_secs;        /* skip checkpoints saved sooner than this after the last
+                                * evaluation (the final one is always evaluated); 0: none */
 } est_eval_spec;
 
 est_status est_train_and_evaluate(est_estimator *e, const est_train_spec *train, const est_eval_spec *eval,

@@ -323,10 +323,17 @@ typedef struct tae_ctx {
   const est_eval_spec *eval;
   est_eval_result result;
   int64_t evaluated_step;
+  double last_eval_time;       /* < 0: none yet */
 } tae_ctx;
 
 static est_status evaluate_after_save(void *p, const char *prefix, int64_t global_step) {
   tae_ctx *c = p;
+  double now = est_now_seconds();
+  if (c->eval->throttle_secs > 0 && c->last_eval_time >= 0 && now - c->last_eval_time < c->eval->throttle_secs) {
+    EST_LOG_INFO("Skip the current checkpoint eval due to throttle secs (%g secs).", c->eval->throttle_secs);
+    return EST_OK;
+  }
+  c->last_eval_time = now;
   est_eval_result_clear(&c->result);
   est_status st = est_estimator_evaluate(c->e, &c->eval->input_fn, c->eval->steps, prefix, c->eval->name, &c->result);
   if (st == EST_OK) c->evaluated_step = global_step;
@@ -336,7 +343,7 @@ static est_status evaluate_after_save(void *p, const char *prefix, int64_t globa
 est_status est_train_and_evaluate(est_estimator *e, const est_train_spec *train, const est_eval_spec *eval,
                                   est_eval_result *last) {
   if (last) memset(last, 0, sizeof *last);
-  tae_ctx c = {.e = e, .eval = eval, .evaluated_step = -1};
+  tae_ctx c = {.e = e, .eval = eval, .evaluated_step = -1, .last_eval_time = -1.0};
   int64_t final_step = 0;
   char saved[4096] = "";
   est_status st = est_train_impl(e, &train->input_fn, 0, train->max_steps, evaluate_after_save, &c, &final_step,
