@@ -102,6 +102,19 @@ static void test_single_process_grad_sync(void **state) {
   est_dist_grad_sync_free(s);
 }
 
+/* One process: the run config is left exactly as it was (no hook, batch sizes global). */
+static void test_configure_single_process(void **state) {
+  (void)state;
+  est_run_config rc = est_run_config_default();
+  rc.train_batch_size = 7;
+  rc.eval_batch_size = 5;
+  est_distribution hook;
+  assert_int_equal(est_dist_configure_run_config(&rc, &hook), EST_OK);
+  assert_null(rc.distribution);
+  assert_int_equal(rc.train_batch_size, 7);
+  assert_int_equal(rc.eval_batch_size, 5);
+}
+
 static void test_timeout_setting(void **state) {
   (void)state;
   double before = est_dist_timeout();
@@ -119,6 +132,7 @@ int main(void) {
       cmocka_unit_test(test_interleave_rows),
       cmocka_unit_test(test_single_process_collectives),
       cmocka_unit_test(test_single_process_grad_sync),
+      cmocka_unit_test(test_configure_single_process),
       cmocka_unit_test(test_timeout_setting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,9 +4,9 @@
  *   - equivalence: 2 ranks with global batch B end with the same parameters (and Adam
  *     slots) as one process with batch B, to float reassociation (1e-5 relative), and
  *     their sharded evaluation gives the same metrics;
- *   - faults + resume: rank 1 is SIGKILLed mid-run; the job stops (no hang); the same
- *     command restarted resumes from the last checkpoint and ends bit-identical to a run
- *     that was never interrupted.
+ *   - faults + resume: rank 1 is SIGKILLed mid-run, then (after a restart) the chief; the
+ *     job stops each time (no hang); the same command restarted resumes from the last
+ *     checkpoint and ends bit-identical to a run that was never interrupted.
  * Model: tests/estimator_test_model.h's logistic regression with dropout off, and an
  * input_fn here that shards the example stream as Dataset.shard(num_shards, index).
  */
@@ -298,8 +298,21 @@ static void test_dead_rank_then_exact_resume(void **state) {
   snprintf(pa, sizeof pa, "%s/model.ckpt-20.index", crash);
   assert_false(est_file_exists(pa));
 
-  /* the same command again: resumes from step 10 on both ranks and ends where the
-   * uninterrupted run ended, bit for bit */
+  /* the same command again, and this time the chief dies in step 16 (after the
+   * checkpoint at 15 that this resumed run wrote) */
+  t0 = time(NULL);
+  rc = run_ranks(2, crash, 20, 8, 0, 16, &out);
+  dt = time(NULL) - t0;
+  if (rc == 0 || rc == 124) fprintf(stderr, "%s\n", out);
+  assert_int_not_equal(rc, 0);
+  assert_int_not_equal(rc, 124);
+  assert_true(dt < 100);
+  free(out);
+  snprintf(pa, sizeof pa, "%s/model.ckpt-15.index", crash);
+  assert_true(est_file_exists(pa));
+
+  /* and once more: resumes from step 15 on both ranks and ends where the uninterrupted
+   * run ended, bit for bit */
   run_ok(2, crash, 20, 8);
   snprintf(pa, sizeof pa, "%s/model.ckpt-20", ref);
   snprintf(pb, sizeof pb, "%s/model.ckpt-20", crash);
