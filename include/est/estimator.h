@@ -8,9 +8,9 @@
  *
  *     typedef struct { int w, b; int batch; float *logits; est_metric *acc; } logreg;
  *
- *     static est_status lr_build(void *params, const est_model_context *ctx,
- *                                est_var_store *vs, void **out) {
+ *     static est_status lr_build(const est_model_context *ctx, est_var_store *vs, void **out) {
  *       logreg *m = calloc(1, sizeof *m);                 // (error checks left out)
+ *       const int NF = ((const lr_params *)ctx->params)->num_features;
  *       est_vars_declare(vs, "dense/kernel", 2, (int64_t[]){NF, 1}, est_init_zeros(), &m->w);
  *       est_vars_declare(vs, "dense/bias", 1, (int64_t[]){1}, est_init_zeros(), &m->b);
  *       m->logits = calloc(ctx->batch_size, sizeof(float));
@@ -28,7 +28,7 @@
  *       return EST_OK;
  *     }
  *     static const est_model_fn logreg_fn = {
- *       .name = "logreg", .build = lr_build, .call = lr_call, .destroy = lr_destroy,
+ *       .name = "logreg", .params = &params, .build = lr_build, .call = lr_call, .destroy = lr_destroy,
  *       .create_optimizer = lr_optimizer,   // e.g. est_optimizer_create_adam_weight_decay
  *       .metrics = lr_metrics,              // EVAL: its est_metric*s
  *     };
