@@ -27,7 +27,7 @@
  *       spec->loss = mean_loss;
  *       return EST_OK;
  *     }
- *     static const est_model_fn logreg_fn = {
+ *     const est_model_fn logreg_fn = {
  *       .name = "logreg", .params = &params, .build = lr_build, .call = lr_call, .destroy = lr_destroy,
  *       .create_optimizer = lr_optimizer,   // e.g. est_optimizer_create_adam_weight_decay
  *       .metrics = lr_metrics,              // EVAL: its est_metric*s
