@@ -454,6 +454,40 @@ static void test_round_trip_every_dtype(void **state) {
   test_remove_tree(dir);
 }
 
+/* tensor_bundle_test StringTensors: ["hello", "", "\x01", 32 MiB of 'c'] between floats. */
+static void test_big_string(void **state) {
+  (void)state;
+  char dir[256], prefix[300];
+  test_make_tmpdir(dir, sizeof dir);
+  path_of(prefix, sizeof prefix, dir, "strings");
+  size_t big = 32u << 20;
+  uint8_t *c = malloc(big);
+  memset(c, 'c', big);
+  est_bytes s[4] = {{5, (uint8_t *)"hello"}, {0, NULL}, {1, (uint8_t *)"\x01"}, {big, c}};
+  float f[2] = {1.5f, -1};
+  const char *names[3] = {"a_float", "b_strings", "c_float"};
+  est_tensor ts[3] = {{EST_DT_FLOAT, 1, {2}, f}, {EST_DT_STRING, 1, {4}, s}, {EST_DT_FLOAT, 1, {2}, f}};
+  assert_int_equal(est_ckpt_save(prefix, 3, names, ts), EST_OK);
+  est_ckpt_reader *r;
+  assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+  est_tensor t;
+  assert_int_equal(est_ckpt_reader_read(r, "b_strings", &t), EST_OK);
+  est_bytes *g = t.data;
+  assert_int_equal(g[0].size, 5);
+  assert_int_equal(g[1].size, 0);
+  assert_int_equal(g[2].size, 1);
+  assert_int_equal(g[2].data[0], 1);
+  assert_int_equal(g[3].size, big);
+  assert_memory_equal(g[3].data, c, big);
+  est_tensor_free(&t);
+  float got[2];
+  assert_int_equal(est_ckpt_reader_read_into(r, "c_float", EST_DT_FLOAT, got, sizeof got), EST_OK);
+  assert_memory_equal(got, f, sizeof f);
+  est_ckpt_reader_close(r);
+  free(c);
+  test_remove_tree(dir);
+}
+
 /* ---- hand-made bundles: endianness, shards, versions, bad entries ---------------------- */
 
 /* Writes <prefix>.index from a raw header and raw entries (already sorted). */
@@ -625,6 +659,57 @@ static void test_bad_entries(void **state) {
   expect_entry_error(0, 1, d3, 12, "invalid dtype");
 }
 
+/* Entries est lists but does not read: complex64 (TF dtype 8) and a partitioned variable
+ * (slices, field 7); plus a [16,0,18] empty tensor next to them. */
+static void test_unreadable_entries(void **state) {
+  (void)state;
+  char dir[256], prefix[300], p[400];
+  test_make_tmpdir(dir, sizeof dir);
+  path_of(prefix, sizeof prefix, dir, "odd");
+  static const uint8_t hdr[] = {0x08, 0x01, 0x1a, 0x02, 0x08, 0x01};
+  uint8_t c64[16] = {0};
+  int64_t d2 = 2, d510[2] = {5, 10}, d16018[3] = {16, 0, 18};
+  est_pw_buf e[3];
+  for (int i = 0; i < 3; i++) est_pw_buf_init(&e[i]);
+  est_bundle_encode_entry(&e[0], 8, 1, &d2, 0, 0, 16, est_crc32c_mask(est_crc32c(c64, 16)));
+  est_bundle_encode_entry(&e[1], EST_DT_FLOAT, 3, d16018, 0, 16, 0, est_crc32c_mask(0));
+  /* Full-tensor entry of a partitioned [5,10] variable: dtype, shape, one slice, no data. */
+  est_pw_put_varint_field(&e[2], 1, EST_DT_FLOAT);
+  size_t m = est_pw_begin_sub(&e[2], 2);
+  for (int i = 0; i < 2; i++) {
+    size_t dm = est_pw_begin_sub(&e[2], 2);
+    est_pw_put_varint_field(&e[2], 1, (uint64_t)d510[i]);
+    est_pw_end_sub(&e[2], dm);
+  }
+  est_pw_end_sub(&e[2], m);
+  size_t sm = est_pw_begin_sub(&e[2], 7);
+  est_pw_end_sub(&e[2], sm);
+  const char *names[3] = {"complex", "empty3", "part"};
+  write_index(prefix, hdr, sizeof hdr, 3, names, e);
+  snprintf(p, sizeof p, "%s.data-00000-of-00001", prefix);
+  assert_int_equal(est_write_file_atomic(p, c64, sizeof c64), EST_OK);
+  est_ckpt_reader *r;
+  assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+  assert_int_equal(est_ckpt_reader_count(r), 3);
+  est_dtype dt;
+  int rank;
+  int64_t dims[EST_MAX_RANK];
+  assert_int_equal(est_ckpt_reader_info(r, "complex", &dt, &rank, dims), EST_OK);
+  assert_int_equal((int)dt, 8);
+  est_tensor t;
+  assert_int_equal(est_ckpt_reader_read(r, "complex", &t), EST_ERR_UNIMPLEMENTED);
+  assert_int_equal(est_ckpt_reader_read(r, "part", &t), EST_ERR_UNIMPLEMENTED);
+  assert_non_null(strstr(est_error_message(), "partitioned"));
+  assert_int_equal(est_ckpt_reader_read(r, "empty3", &t), EST_OK);
+  assert_int_equal(t.rank, 3);
+  assert_int_equal(t.dims[2], 18);
+  assert_int_equal(est_tensor_num_elements(&t), 0);
+  est_tensor_free(&t);
+  est_ckpt_reader_close(r);
+  for (int i = 0; i < 3; i++) est_pw_buf_free(&e[i]);
+  test_remove_tree(dir);
+}
+
 /* ---- errors on reading and writing -------------------------------------------------- */
 
 static void test_errors(void **state) {
@@ -723,10 +808,12 @@ int main(void) {
     cmocka_unit_test(test_bert_tiny_index_only),
     cmocka_unit_test(test_mrpc_finetuned_index),
     cmocka_unit_test(test_round_trip_every_dtype),
+    cmocka_unit_test(test_big_string),
     cmocka_unit_test(test_big_endian_bundle),
     cmocka_unit_test(test_two_shards_any_order),
     cmocka_unit_test(test_header_versions),
     cmocka_unit_test(test_bad_entries),
+    cmocka_unit_test(test_unreadable_entries),
     cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
