@@ -38,6 +38,17 @@ static void test_read_real_file(void **state) {
   char prefix[512];
   assert_int_equal(est_ckpt_latest(EST_TEST_DATA "/mrpc_bert_tiny_run", prefix, sizeof prefix), EST_OK);
   assert_string_equal(prefix, EST_TEST_DATA "/mrpc_bert_tiny_run/model.ckpt-343");
+  /* Writing the same state reproduces TF 1.15's file byte for byte. */
+  char dir[256];
+  test_make_tmpdir(dir, sizeof dir);
+  char *all[2] = {"model.ckpt-0", "model.ckpt-343"};
+  est_ckpt_state same = {"model.ckpt-343", 2, all};
+  assert_int_equal(est_ckpt_state_write(dir, &same), EST_OK);
+  char *ours = read_text(dir, "checkpoint"), *tfs = read_text(EST_TEST_DATA "/mrpc_bert_tiny_run", "checkpoint");
+  assert_string_equal(ours, tfs);
+  free(ours);
+  free(tfs);
+  test_remove_tree(dir);
   /* Too small a buffer is an error, not a cut path. */
   assert_int_equal(est_ckpt_latest(EST_TEST_DATA "/mrpc_bert_tiny_run", prefix, 8), EST_ERR_INVALID_ARGUMENT);
 }
