@@ -17,11 +17,15 @@
 
 /* ---- flag checks ---------------------------------------------------------------------- */
 
-static est_status need_file(const char *flag, const char *path) {
+/* `path` must be a readable file; `flag`=`value` is what the user typed that led to it. */
+static est_status need_file(const char *flag, const char *value, const char *path) {
   struct stat sb;
+  const char *sep = strcmp(value, path) ? ": " : "";
+  const char *shown = strcmp(value, path) ? path : "";
   if (stat(path, &sb) != 0)
-    return est_error(EST_ERR_NOT_FOUND, "--%s=%s: %s", flag, path, strerror(errno));
-  if (S_ISDIR(sb.st_mode)) return est_error(EST_ERR_INVALID_ARGUMENT, "--%s=%s is a directory, not a file", flag, path);
+    return est_error(EST_ERR_NOT_FOUND, "--%s=%s%s%s: %s", flag, value, sep, shown, strerror(errno));
+  if (S_ISDIR(sb.st_mode))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--%s=%s%s%s is a directory, not a file", flag, value, sep, shown);
   return EST_OK;
 }
 
@@ -107,12 +111,13 @@ est_status est_run_classifier_validate(const est_run_classifier_config *c) {
   const bool splits[3] = {c->do_train, c->do_eval, c->do_predict};
   for (int s = 0; s < 3 && st == EST_OK; s++) {
     char path[4096];
-    if (splits[s]) st = need_file("data_dir", est_processor_split_path(proc, c->data_dir, (est_split)s, path, sizeof path));
+    if (splits[s])
+      st = need_file("data_dir", c->data_dir, est_processor_split_path(proc, c->data_dir, (est_split)s, path, sizeof path));
   }
   est_processor_free(proc);
   if (st != EST_OK) return st;
-  if ((st = need_file("vocab_file", c->vocab_file)) != EST_OK) return st;
-  if ((st = need_file("bert_config_file", c->bert_config_file)) != EST_OK) return st;
+  if ((st = need_file("vocab_file", c->vocab_file, c->vocab_file)) != EST_OK) return st;
+  if ((st = need_file("bert_config_file", c->bert_config_file, c->bert_config_file)) != EST_OK) return st;
   if (c->init_checkpoint && *c->init_checkpoint) {
     char index[4096];
     snprintf(index, sizeof index, "%s.index", c->init_checkpoint);
