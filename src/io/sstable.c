@@ -322,7 +322,7 @@ static void block_add(est_sstable_block *b, const uint8_t *key, size_t key_len, 
   est_pw_put_varint(&b->buf, shared);
   est_pw_put_varint(&b->buf, key_len - shared);
   est_pw_put_varint(&b->buf, value_len);
-  est_pw_put_raw(&b->buf, key + shared, key_len - shared);
+  if (key_len > shared) est_pw_put_raw(&b->buf, key + shared, key_len - shared); /* key may be NULL when empty */
   est_pw_put_raw(&b->buf, value, value_len);
   if (!set_bytes(&b->last_key, &b->last_key_len, &b->last_key_cap, key, key_len)) b->failed = 1;
   b->counter++;
