@@ -12,6 +12,10 @@
 # OPENBLAS_CORETYPE=Haswell, which halves sgemm speed; users' machines do not). Both get
 # OMP_NUM_THREADS=THREADS and OMP_WAIT_POLICY=PASSIVE (the peer's best setting; est keeps
 # one OpenMP pool, so passive waiting costs it little), and torch also set_num_threads.
+# The peer gets tcmalloc preloaded when libtcmalloc_minimal is installed (Debian package
+# libtcmalloc-minimal4), as in the performance notes: torch allocates its activations
+# every step, and glibc hands big blocks back to the kernel, so every step would pay for
+# page faults on fresh memory. est allocates once and needs neither.
 set -e
 BUILD=${1:-build}
 THREADS=${2:-2}
@@ -20,13 +24,23 @@ MODELS=${4:-"tiny mini base"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 EST="$BUILD/bench_bert"
 [ -x "$EST" ] || { echo "run_bert.sh: $EST not found (build the bench_bert target)" >&2; exit 1; }
+TCMALLOC=
+for lib in /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/lib/x86_64-linux-gnu/libtcmalloc.so.4; do
+  if [ -z "$TCMALLOC" ] && [ -e "$lib" ]; then TCMALLOC=$lib; fi
+done
 run() {  # run <est|torch> model mode -> prints ex/s
-  if [ "$1" = est ]; then cmd="$EST"; else cmd="/usr/bin/python3 $HERE/bert_torch.py"; fi
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
-    $cmd --model "$2" --mode "$3" --threads "$THREADS" | awk '{print $4}'
+  if [ "$1" = est ]; then
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
+      "$EST" --model "$2" --mode "$3" --threads "$THREADS" | awk '{print $4}'
+  else
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
+      ${TCMALLOC:+LD_PRELOAD=$TCMALLOC} /usr/bin/python3 "$HERE/bert_torch.py" --model "$2" --mode "$3" \
+      --threads "$THREADS" | awk '{print $4}'
+  fi
 }
 best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 > b + 0) ? a : b }'; }
-printf "%-6s %-6s %12s %12s %8s   (threads %s, best of %s rounds)\n" model mode "est ex/s" "torch ex/s" ratio "$THREADS" "$ROUNDS"
+printf "%-6s %-6s %12s %12s %8s   (threads %s, best of %s rounds, peer malloc: %s)\n" model mode "est ex/s" \
+  "torch ex/s" ratio "$THREADS" "$ROUNDS" "${TCMALLOC:-glibc}"
 for model in $MODELS; do
   for mode in train infer; do
     e=0; t=0; r=0
