@@ -38,7 +38,16 @@ static void test_ls(void **state) {
   int lines = 0;
   for (char *p = out; *p; p++) lines += *p == '\n';
   assert_int_equal(lines, 124);
+  /* A directory means its latest checkpoint; the .index path means its prefix. */
+  char *out2;
+  assert_int_equal(test_run(&out2, 0, EST_BIN " ckpt ls " DATA "/mrpc_bert_tiny_run"), 0);
+  assert_string_equal(out, out2);
+  free(out2);
+  assert_int_equal(test_run(&out2, 0, EST_BIN " ckpt ls " DATA "/mrpc_bert_tiny_run/model.ckpt-343.index"), 0);
+  assert_string_equal(out, out2);
+  free(out2);
   free(out);
+  expect(1, "", EST_BIN " ckpt ls " DATA " 2>/dev/null"); /* a directory without a checkpoint */
 }
 
 static void test_get(void **state) {

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "est/ckpt.h"
+#include "est/file.h"
 #include "est/flags.h"
 #include "est/safetensors.h"
 
@@ -15,6 +16,9 @@ static const char *USAGE =
     "usage: est ckpt ls PREFIX|FILE.safetensors\n"
     "       est ckpt get PREFIX|FILE.safetensors NAME\n"
     "       est ckpt convert IN OUT [--skip_strings]\n\n"
+    "PREFIX names a TF checkpoint (model.ckpt-343 for model.ckpt-343.index + .data-*); a\n"
+    "directory means its latest checkpoint (from its `checkpoint` file), and the .index\n"
+    "file's own path is accepted too.\n\n"
     "ls:      one line per tensor, sorted by name: name<TAB>dtype<TAB>[d0,d1,...]\n"
     "         (dtype as TF names it: float32, float16, bfloat16, int32, int64, string...;\n"
     "         [] for a scalar). ls reads only the index (or the safetensors header).\n"
@@ -44,9 +48,23 @@ typedef struct source {
   est_safetensors *st;
 } source;
 
+/* Like tf.train.load_checkpoint: a directory means its latest checkpoint, and a path to
+ * the .index file means its prefix. */
 static est_status source_open(source *s, const char *path) {
   memset(s, 0, sizeof *s);
-  return is_safetensors(path) ? est_safetensors_open(&s->st, path) : est_ckpt_reader_open(&s->ckpt, path);
+  if (is_safetensors(path)) return est_safetensors_open(&s->st, path);
+  char prefix[4096];
+  size_t n = strlen(path);
+  if (est_is_directory(path)) {
+    est_status st = est_ckpt_latest(path, prefix, sizeof prefix);
+    if (st != EST_OK) return st;
+  } else if (n > 6 && n < sizeof prefix && !strcmp(path + n - 6, ".index") && est_file_exists(path)) {
+    memcpy(prefix, path, n - 6);
+    prefix[n - 6] = 0;
+  } else {
+    snprintf(prefix, sizeof prefix, "%s", path);
+  }
+  return est_ckpt_reader_open(&s->ckpt, prefix);
 }
 
 static void source_close(source *s) {
