@@ -1,13 +1,13 @@
 /* MPI layer: init/finalize, rank/size, and collectives that wait with a deadline.
  *
- * Every collective is started non-blocking (MPI_I*) and completed by wait_requests, which
+ * Every collective is started non-blocking (MPI_I*) and completed by est_dist_wait, which
  * polls MPI_Testall until a deadline. Two reasons:
  *  - a dead or stuck peer must not hang the job. OpenMPI's mpirun normally kills the job
  *    when a rank exits abnormally (measured here: ~1.4 s after a SIGKILL), but a rank that
  *    is alive and stuck, or one that left the collective sequence, would block a plain
  *    MPI_Allreduce forever;
  *  - with more ranks than cores (mpirun --oversubscribe) a busy-waiting rank steals the
- *    core its peer needs; after a short spin we yield and then sleep.
+ *    core its peer needs; after a short spin we yield between polls.
  * The communicator is a duplicate of MPI_COMM_WORLD with MPI_ERRORS_RETURN, so a failure
  * becomes an est_status with MPI's own error text instead of an abort deep inside MPI.
  */
@@ -62,7 +62,15 @@ est_status est_dist_init(int *argc, char ***argv) {
   const char *mode = getenv("EST_DIST");
   int already = 0;
   MPI_Initialized(&already);
-  if (!already) {
+  if (already) {
+    int level = 0;
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_FUNNELED)
+      return est_error(EST_ERR_FAILED_PRECONDITION,
+                       "MPI was initialised with thread level %d; est needs MPI_THREAD_FUNNELED (%d) because "
+                       "OpenMP threads run beside MPI",
+                       level, MPI_THREAD_FUNNELED);
+  } else {
     if (mode && !strcmp(mode, "off")) return EST_OK;
     if (!launched_by_mpi() && !(mode && !strcmp(mode, "mpi"))) return EST_OK;
     int provided = 0;
@@ -88,7 +96,7 @@ est_status est_dist_init(int *argc, char ***argv) {
   g.broken = 0;
   est_log_set_rank(g.rank, g.world);
   if (g.rank == 0 && g.world > 1)
-    EST_LOG_INFO("data parallel over MPI: %d ranks, collective timeout %.0f s", g.world, est_dist_timeout());
+    EST_LOG_INFO("data parallel over MPI: %d ranks, collective timeout %g s", g.world, est_dist_timeout());
   return EST_OK;
 }
 
@@ -125,11 +133,10 @@ void est_dist_abort(int exit_code) {
   MPI_Abort(MPI_COMM_WORLD, exit_code);
 }
 
-
 /* Completes `n` requests or fails at the deadline. Spins ~2 ms (latency of small messages),
  * then yields the core between polls (oversubscribed ranks; and OpenMPI's TCP transport
  * only moves bytes inside MPI calls, so polling must go on at full rate while data flows:
- * sleeping 1 ms per 64 polls halved loopback throughput). After 10 s no bucket-sized
+ * a sleep between polls stalls the transfer itself). After 10 s no bucket-sized
  * transfer is still in flight, so we are waiting for a slow or stuck peer: poll ~5000
  * times a second from then on. */
 est_status est_dist_wait(MPI_Request *reqs, int n, const char *what) {
@@ -145,7 +152,7 @@ est_status est_dist_wait(MPI_Request *reqs, int n, const char *what) {
     if (waited > timeout) {
       g.broken = 1;
       return est_error(EST_ERR_ABORTED,
-                       "%s did not complete within %.0f s on rank %d of %d: another rank died, is stuck, or "
+                       "%s did not complete within %g s on rank %d of %d: another rank died, is stuck, or "
                        "left the collective sequence (timeout: EST_DIST_TIMEOUT)",
                        what, timeout, g.rank, g.world);
     }
