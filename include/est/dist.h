@@ -19,6 +19,10 @@
  *     }
  *     est_dist_finalize();
  *
+ * With the Estimator the loop above is its job: call est_dist_init, then
+ * est_dist_configure_run_config(&run_config, &hook) before est_estimator_create, and
+ * est_dist_abort(1) on a failed train/evaluate/predict before est_dist_finalize.
+ *
  * Every collective waits with a deadline (est_dist_set_timeout, default 600 s or
  * EST_DIST_TIMEOUT seconds): a dead or stuck peer gives EST_ERR_ABORTED with a message
  * instead of a hang, and est_dist_abort then stops the whole job. Without MPI (built

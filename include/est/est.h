@@ -20,6 +20,7 @@
 #include "est/optimizer.h"
 #include "est/run_config.h"
 #include "est/estimator.h"
+#include "est/dist.h"
 #include "est/threads.h"
 #include "est/nn.h"
 #include "est/bert_model.h"
