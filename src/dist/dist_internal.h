@@ -19,6 +19,9 @@ est_status est_dist_wait(MPI_Request *reqs, int n, const char *what);
 /* Tests without blocking: *done = 1 when all completed. */
 est_status est_dist_test(MPI_Request *reqs, int n, int *done, const char *what);
 int est_dist_is_broken(void);
+/* Marks the layer broken after a failure outside est_dist_wait (a collective that did not
+ * start): est_dist_finalize then aborts instead of finalizing. */
+void est_dist_set_broken(void);
 MPI_Comm est_dist_comm(void);
 #endif
 

@@ -127,6 +127,7 @@ static est_status start_bucket(est_dist_grad_sync *s, bucket *b) {
     char text[MPI_MAX_ERROR_STRING] = "";
     int tl = 0;
     MPI_Error_string(rc, text, &tl);
+    est_dist_set_broken();
     return est_error(EST_ERR_ABORTED, "gradient all-reduce of bucket [%zu, %zu) failed to start: %s", b->begin,
                      b->end, text);
   }
