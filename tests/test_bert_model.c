@@ -247,6 +247,22 @@ static void test_dropout_reproducible_and_eval_deterministic(void **state) {
   tiny_close(&t);
 }
 
+static void test_thread_count_changes_only_gemm_rounding(void **state) {
+  (void)state;
+  /* Non-GEMM ops are bitwise thread-independent (test_nn_gradcheck); the whole model may
+   * differ only by BLAS reassociation, far below the golden tolerances. Dropout masks do
+   * not depend on the thread count at all. */
+  tiny t;
+  tiny_open(&t);
+  float a[26], b[26];
+  est_set_num_threads(1);
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 3, a, NULL, NULL), EST_OK);
+  est_set_num_threads(2);
+  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 3, b, NULL, NULL), EST_OK);
+  for (int i = 0; i < 26; i++) assert_float_equal(a[i], b[i], 1e-6f * (1.0f + fabsf(a[i])));
+  tiny_close(&t);
+}
+
 static void test_bad_inputs_are_errors(void **state) {
   (void)state;
   tiny t;
@@ -279,6 +295,7 @@ int main(void) {
       cmocka_unit_test(test_variable_names_and_counts),
       cmocka_unit_test(test_modeling_default_shapes_finite_and_all_params_used),
       cmocka_unit_test(test_dropout_reproducible_and_eval_deterministic),
+      cmocka_unit_test(test_thread_count_changes_only_gemm_rounding),
       cmocka_unit_test(test_bad_inputs_are_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
