@@ -37,7 +37,8 @@ typedef struct layer_acts {
   float *ctx;                   /* [T,H] attention context (heads concatenated) */
   uint8_t *amask;               /* [T,H] dropout mask of the attention output dense */
   float *a_pre, *ln1_mean, *ln1_rstd, *a; /* [T,H] residual sum, [T] stats, [T,H] LayerNorm out */
-  float *h_pre, *h;             /* [T,I] intermediate dense out, after the activation */
+  float *h_pre;                 /* [T,I] intermediate dense out (the activation's output is
+                                   recomputed in backward: one [T,I] buffer for all layers) */
   uint8_t *omask;               /* [T,H] dropout mask of the output dense */
   float *y_pre, *ln2_mean, *ln2_rstd, *y; /* [T,H] residual sum, stats, layer output */
 } layer_acts;
@@ -61,6 +62,7 @@ struct est_bert_classifier {
   float *first, *pool_pre, *pooled, *pooled_d, *logits, *probs, *losses;
   uint8_t *pool_mask;
   float *att_scratch;
+  float *h;                               /* [T,I] act(h_pre) of the layer at hand */
   float *g[8], *gh, *g_first, *g_pooled, *g_logits; /* activation-gradient scratch */
 
   /* the last forward */
@@ -200,7 +202,6 @@ static void layout(est_bert_classifier *m, carver *c) {
     a->ln1_rstd = CARVE_F(c, T);
     a->a = CARVE_F(c, T * H);
     a->h_pre = CARVE_F(c, T * I);
-    a->h = CARVE_F(c, T * I);
     a->omask = CARVE_U8(c, T * H);
     a->y_pre = CARVE_F(c, T * H);
     a->ln2_mean = CARVE_F(c, T);
@@ -216,6 +217,7 @@ static void layout(est_bert_classifier *m, carver *c) {
   m->probs = CARVE_F(c, B * C);
   m->losses = CARVE_F(c, B);
   m->att_scratch = CARVE_F(c, est_attention_scratch_floats((int)B, (int)N, (int)S));
+  m->h = CARVE_F(c, T * I);
   for (int i = 0; i < 8; i++) m->g[i] = CARVE_F(c, T * H);
   m->gh = CARVE_F(c, T * I);
   m->g_first = CARVE_F(c, B * H);
@@ -315,8 +317,8 @@ est_status est_bert_classifier_forward(est_bert_classifier *m, const int32_t *in
     est_layernorm_forward(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, V(m, w->ln1_g), V(m, w->ln1_b), T, H);
     /* Y = LayerNorm(dropout(act(A Wi + bi) Wo + bo) + A) */
     est_matmul_forward(a->h_pre, a->a, V(m, w->i_w), V(m, w->i_b), T, H, I, 0);
-    est_activation_forward(a->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
-    est_matmul_forward(a->y_pre, a->h, V(m, w->o_w), V(m, w->o_b), T, I, H, 0);
+    est_activation_forward(m->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
+    est_matmul_forward(a->y_pre, m->h, V(m, w->o_w), V(m, w->o_b), T, I, H, 0);
     est_dropout_forward(a->y_pre, a->omask, a->y_pre, (size_t)T * H, p_h, dropout_seed, step, drop_id + 2);
     add_inplace(a->y_pre, a->a, (size_t)T * H);
     est_layernorm_forward(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, V(m, w->ln2_g), V(m, w->ln2_b), T, H);
@@ -387,9 +389,11 @@ est_status est_bert_classifier_backward(est_bert_classifier *m) {
                            a->ln2_rstd, T, H);
     memcpy(g[2], g[1], TH * sizeof(float));
     est_dropout_backward(g[1], g[1], a->omask, TH, m->p_hidden);
-    /* output dense -> d h [T,I]; activation -> d h_pre; intermediate dense adds into d A */
+    /* output dense -> d h [T,I]; activation -> d h_pre; intermediate dense adds into d A.
+     * act(h_pre) is recomputed (a vectorised pass) rather than kept for every layer. */
+    est_activation_forward(m->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
     memset(m->gh, 0, (size_t)T * I * sizeof(float));
-    est_matmul_backward(m->gh, G(m, w->o_w), G(m, w->o_b), g[1], a->h, V(m, w->o_w), T, I, H, 0);
+    est_matmul_backward(m->gh, G(m, w->o_w), G(m, w->o_b), g[1], m->h, V(m, w->o_w), T, I, H, 0);
     est_activation_backward(m->gh, m->gh, a->h_pre, (size_t)T * I, cfg->hidden_act);
     est_matmul_backward(g[2], G(m, w->i_w), G(m, w->i_b), m->gh, a->a, V(m, w->i_w), T, H, I, 0);
     /* attention LayerNorm -> d a_pre (g3); residual branch to x (g0) */
