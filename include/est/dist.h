@@ -135,7 +135,7 @@ void est_dist_make_distribution(est_distribution *out);
  * (INVALID_ARGUMENT otherwise, as TPUEstimator demands of num_shards); eval and predict
  * sizes are divided when they divide (so the union of the ranks' k-th batches is the
  * single process's k-th batch under record sharding) and kept per rank otherwise. A
- * single process leaves rc untouched. */
+ * single process leaves rc untouched. Call it once per config (it divides in place). */
 est_status est_dist_configure_run_config(est_run_config *rc, est_distribution *hook);
 
 /* ---- Bucketed gradient all-reduce, overlapped with backward ----
