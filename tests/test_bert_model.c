@@ -121,7 +121,18 @@ static void test_variable_names_and_counts(void **state) {
   assert_int_equal(est_vars_at(vs, (size_t)i)->dims[0], 2);  /* [C, H], transposed vs kernels */
   assert_true(est_vars_at(vs, (size_t)i)->init.kind == EST_INIT_TRUNCATED_NORMAL &&
               est_vars_at(vs, (size_t)i)->init.value == 0.02f);
-  assert_true(est_vars_find(vs, "bert/encoder/layer_0/attention/output/LayerNorm/gamma") >= 0);
+  /* initialisers: kernels/tables truncated normal(initializer_range), biases and beta 0,
+   * gamma 1 */
+  const est_variable *k = est_vars_at(vs, (size_t)est_vars_find(vs, "bert/encoder/layer_3/attention/self/key/kernel"));
+  assert_true(k->init.kind == EST_INIT_TRUNCATED_NORMAL && k->init.value == (float)c.initializer_range);
+  const est_variable *we = est_vars_at(vs, (size_t)est_vars_find(vs, "bert/embeddings/word_embeddings"));
+  assert_true(we->init.kind == EST_INIT_TRUNCATED_NORMAL && we->dims[0] == 30522 && we->dims[1] == 768);
+  assert_true(est_vars_at(vs, (size_t)est_vars_find(vs, "bert/encoder/layer_3/output/dense/bias"))->init.kind ==
+              EST_INIT_ZEROS);
+  assert_true(est_vars_at(vs, (size_t)est_vars_find(vs, "bert/embeddings/LayerNorm/beta"))->init.kind ==
+              EST_INIT_ZEROS);
+  assert_true(est_vars_at(vs, (size_t)est_vars_find(vs, "bert/encoder/layer_0/attention/output/LayerNorm/gamma"))
+                  ->init.kind == EST_INIT_ONES);
   assert_true(est_vars_find(vs, "bert/embeddings/token_type_embeddings") >= 0);
   assert_true(est_vars_find(vs, "bert/pooler/dense/bias") >= 0);
   est_bert_classifier_free(m);
