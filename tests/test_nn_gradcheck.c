@@ -352,6 +352,33 @@ static void test_attention_gradcheck_masked_keys(void **state) {
   attention_case(0.0f);
 }
 
+static void test_attention_fast_matches_reference(void **state) {
+  (void)state;
+  enum { B = 2, S = 33, N = 3, Dh = 8 };
+  size_t n = (size_t)B * S * N * Dh, pp = (size_t)B * N * S * S;
+  int32_t input_mask[B * S];
+  for (int i = 0; i < B * S; i++) input_mask[i] = (i % S) < (i < S ? 30 : 17);  /* padded tails */
+  for (int pass = 0; pass < 2; pass++) {
+    float prob = pass ? 0.2f : 0.0f;
+    float *q = rand_buf(n, 1.5f), *k = rand_buf(n, 1.5f), *v = rand_buf(n, 1.0f), *dctx = rand_buf(n, 1.0f);
+    float *ctx = zeros(n), *ctxr = zeros(n), *probs = zeros(pp), *probsr = zeros(pp);
+    float *scratch = zeros(est_attention_scratch_floats(B, N, S));
+    uint8_t *mask = calloc(pp, 1);
+    est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13);
+    est_attention_forward_ref(ctxr, probsr, mask, q, k, v, input_mask, B, S, N, Dh, prob);
+    assert_close("attention probs", probs, probsr, pp, 1e-5, 1e-7);
+    assert_close("attention ctx", ctx, ctxr, n, 1e-5, 1e-6);
+    float *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *dqr = zeros(n), *dkr = zeros(n), *dvr = zeros(n);
+    est_attention_backward(dq, dk, dv, scratch, dctx, q, k, v, probs, mask, B, S, N, Dh, prob);
+    est_attention_backward_ref(dqr, dkr, dvr, dctx, q, k, v, probs, mask, B, S, N, Dh, prob);
+    assert_close("attention dq", dq, dqr, n, 1e-4, 1e-6);
+    assert_close("attention dk", dk, dkr, n, 1e-4, 1e-6);
+    assert_close("attention dv", dv, dvr, n, 1e-4, 1e-6);
+    free(q); free(k); free(v); free(dctx); free(ctx); free(ctxr); free(probs); free(probsr); free(scratch);
+    free(mask); free(dq); free(dk); free(dv); free(dqr); free(dkr); free(dvr);
+  }
+}
+
 static void test_attention_fully_masked_row(void **state) {
   (void)state;
   /* input_mask all zero: every score is q.k/sqrt(Dh) - 10000, finite, so each row is a
@@ -566,6 +593,7 @@ int main(void) {
       cmocka_unit_test_setup(test_activation_gradcheck, setup),
       cmocka_unit_test_setup(test_activation_names, setup),
       cmocka_unit_test_setup(test_attention_gradcheck_masked_keys, setup),
+      cmocka_unit_test_setup(test_attention_fast_matches_reference, setup),
       cmocka_unit_test_setup(test_attention_fully_masked_row, setup),
       cmocka_unit_test_setup(test_attention_gradcheck_with_dropout, setup),
       cmocka_unit_test_setup(test_embeddings_scatter_add_and_errors, setup),

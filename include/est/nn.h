@@ -126,6 +126,14 @@ void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, floa
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,
                             const float *k, const float *v, const float *probs, const uint8_t *dropout_mask,
                             int B, int S, int N, int Dh, float dropout_prob);
+/* Plain-loop references (double accumulation, libm exp), same arguments minus scratch;
+ * the dropout mask is read, not drawn (pass the fast forward's mask). */
+void est_attention_forward_ref(float *ctx, float *probs, const uint8_t *dropout_mask, const float *q,
+                               const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
+                               int Dh, float dropout_prob);
+void est_attention_backward_ref(float *dq, float *dk, float *dv, const float *dctx, const float *q,
+                                const float *k, const float *v, const float *probs,
+                                const uint8_t *dropout_mask, int B, int S, int N, int Dh, float dropout_prob);
 
 /* ---------------------------------------------------------------------------------- */
 /* BERT embeddings before layer norm:
