@@ -277,6 +277,7 @@ est_status est_bert_classifier_forward(est_bert_classifier *m, const int32_t *in
   m->valid = 0;
   if (!est_vars_finalized(m->vs))
     return est_error(EST_ERR_FAILED_PRECONDITION, "BERT forward: the variable store is not finalized");
+  if (!input_ids) return est_error(EST_ERR_INVALID_ARGUMENT, "BERT forward: input_ids is NULL");
   if (!m->buf || batch <= 0 || seq_len <= 0 || batch > m->max_B || seq_len > m->max_S)
     return est_error(EST_ERR_INVALID_ARGUMENT,
                      "BERT forward: batch %d x sequence length %d exceeds the reservation %d x %d", batch, seq_len,
