@@ -239,14 +239,28 @@ static est_status collect_prediction(void *ctx, const est_prediction *p) {
 
 /* ---- main() --------------------------------------------------------------------------- */
 
-static void log_metric_lines(const est_eval_result *r) {
+/* "***** Eval results *****" and eval_results.txt: the metrics as the reference prints
+ * them (float32 values, global_step an integer), in sorted key order. */
+static est_status write_eval_results(const est_eval_result *r, const char *path) {
+  est_metric_value *m = calloc(r->count ? r->count : 1, sizeof *m);
+  if (!m) return est_error(EST_ERR_NO_MEMORY, "out of memory");
   EST_LOG_INFO("***** Eval results *****");
   for (size_t i = 0; i < r->count; i++) {
     char num[48];
-    if (!strcmp(r->names[i], "global_step")) snprintf(num, sizeof num, "%lld", (long long)r->global_step);
-    else est_format_float32((float)r->values[i], num, sizeof num);
+    m[i].name = r->names[i];
+    m[i].value = (float)r->values[i];
+    if (!strcmp(r->names[i], "global_step")) {
+      m[i].is_integer = 1;
+      m[i].int_value = r->global_step;
+      snprintf(num, sizeof num, "%lld", (long long)r->global_step);
+    } else {
+      est_format_float32(m[i].value, num, sizeof num);
+    }
     EST_LOG_INFO("  %s = %s", r->names[i], num);
   }
+  est_status st = est_run_classifier_write_eval_results(path, m, r->count);
+  free(m);
+  return st;
 }
 
 est_status est_run_classifier_main(const est_run_classifier_config *c) {
@@ -343,8 +357,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     if (st != EST_OK) goto done;
     char out_path[4096];
     est_path_join(out_path, sizeof out_path, c->output_dir, "eval_results.txt");
-    log_metric_lines(&result);
-    st = est_eval_result_write(&result, out_path);
+    st = write_eval_results(&result, out_path);
     if (st != EST_OK) goto done;
   }
 

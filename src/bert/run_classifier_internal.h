@@ -1,7 +1,7 @@
-/* Pieces of est_run_classifier_main split by what they include: est/features.h and
- * est/estimator.h both name a type `est_features` (an example table and a batch), so the
- * text side (run_classifier_records.c) and the model side (classifier_model_fn.c) live in
- * separate files and meet here through types of neither. */
+/* Pieces of est_run_classifier_main, one file per side: the text side
+ * (run_classifier_records.c: processors, tokenizer, records) and the model side
+ * (classifier_model_fn.c: the BERT classifier as an Estimator model_fn) meet in
+ * run_classifier.c through this header, which needs neither side's headers. */
 #ifndef EST_RUN_CLASSIFIER_INTERNAL_H
 #define EST_RUN_CLASSIFIER_INTERNAL_H
 
