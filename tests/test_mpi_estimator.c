@@ -8,6 +8,11 @@
  *   - faults + resume: rank 1 is SIGKILLed mid-run, then (after a restart) the chief; the
  *     job stops each time (no hang); the same command restarted resumes from the last
  *     checkpoint and ends bit-identical to a run that was never interrupted.
+ *   - a finite training input whose shards end at different steps: every rank stops at
+ *     the first shard's end (no mismatched collectives), as one process would;
+ *   - train_and_evaluate: every evaluation after a save sees that checkpoint on all ranks;
+ *   - the model reporting gradient ranges (est_grads_ready) overlaps the all-reduce with
+ *     backward and still equals one process; the TPU-style sum is twice the mean of 2.
  * Model: tests/estimator_test_model.h's logistic regression with dropout off, and an
  * input_fn here that shards the example stream as Dataset.shard(num_shards, index).
  */
@@ -32,6 +37,17 @@
 
 enum { NF = 8, NTRAIN = 64, NEVAL = 37 };
 
+/* Worker modes (a bit set). */
+enum {
+  MODE_FINITE = 1,     /* TRAIN reads its shard once, whole batches only; train until it ends */
+  MODE_TAE = 2,        /* train_and_evaluate instead of train + evaluate */
+  MODE_OVERLAP = 4,    /* the model reports each variable's gradient as final (est_grads_ready) */
+  MODE_SUM = 8,        /* grad_reduction = EST_GRAD_SUM */
+  MODE_PLAIN = 16,     /* a hook without grads_begin/ready/finish: allreduce_mean of the buffer */
+  MODE_NOCLIP = 32,    /* AdamWeightDecay without global-norm clipping (the sum would be clipped) */
+};
+static int g_mode;
+
 /* ---- a sharded input: global element g of the stream goes to rank g % num_shards ---- */
 
 typedef struct sh_input {
@@ -39,6 +55,7 @@ typedef struct sh_input {
   est_mode mode;
   int batch, shards, index;
   int64_t pos;      /* local elements consumed */
+  int finite;       /* TRAIN: one pass, whole batches only */
   float *bx, *bw;
   int64_t *by;
   const char *names[3];
@@ -49,6 +66,8 @@ static est_status sh_next(void *self, est_features *out) {
   sh_input *in = self;
   const tm_data *d = in->d;
   int rows = 0;
+  if (in->finite && (in->pos + in->batch - 1) * in->shards + in->index >= d->n)
+    return est_error(EST_ERR_OUT_OF_RANGE, "end of input");   /* drop_remainder */
   for (; rows < in->batch; rows++) {
     int64_t g = (in->pos + rows) * in->shards + in->index; /* this rank's k-th element */
     if (in->mode != EST_MODE_TRAIN && g >= d->n) break;   /* eval: one pass */
@@ -103,6 +122,7 @@ static est_status sh_open(void *ctx, const est_input_params *p, est_input *out) 
   in->batch = p->batch_size;
   in->shards = p->num_shards > 0 ? p->num_shards : 1;
   in->index = p->shard_index;
+  in->finite = p->mode == EST_MODE_TRAIN && (g_mode & MODE_FINITE);
   in->bx = calloc((size_t)p->batch_size * NF, sizeof(float));
   in->bw = calloc((size_t)p->batch_size, sizeof(float));
   in->by = calloc((size_t)p->batch_size, sizeof(int64_t));
@@ -121,6 +141,8 @@ typedef struct collected {
 
 static est_status collect(void *ctx, const est_prediction *pr) {
   collected *c = ctx;
+  if (pr->index != (int64_t)c->n)
+    return est_error(EST_ERR_INTERNAL, "prediction index %lld, expected %zu", (long long)pr->index, c->n);
   for (size_t k = 0; k < pr->count; k++) {
     if (strcmp(pr->names[k], "probabilities")) continue;
     if (c->n == c->cap) {
@@ -135,10 +157,37 @@ static est_status collect(void *ctx, const est_prediction *pr) {
   return EST_OK;
 }
 
+/* MODE_OVERLAP: the test model, plus a report of each variable's gradient as final,
+ * last variable first (backward's order), as a layered model would after each layer. */
+static est_grads_notifier *g_grads;
+
+static est_status ov_build(const est_model_context *ctx, est_var_store *vs, void **out) {
+  g_grads = ctx->grads;
+  return tm_build(ctx, vs, out);
+}
+
+static est_status ov_call(void *model, est_var_store *vs, const est_features *f, est_mode mode, int64_t gs,
+                          est_estimator_spec *spec) {
+  est_status st = tm_call(model, vs, f, mode, gs, spec);
+  for (size_t i = est_vars_count(vs); st == EST_OK && mode == EST_MODE_TRAIN && i-- > 0;)
+    st = est_grads_ready(g_grads, est_vars_at(vs, i)->offset, est_vars_at(vs, i)->count);
+  return st;
+}
+
+static est_status noclip_optimizer(void *model, est_var_store *vs, est_optimizer **out) {
+  tm_model *m = model;
+  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  c.init_lr = m->p->lr;
+  c.num_train_steps = m->p->num_train_steps;
+  c.num_warmup_steps = m->p->num_warmup_steps;
+  c.clip_norm = 0.0;
+  return est_optimizer_create_adam_weight_decay(out, vs, &c);
+}
+
 static int worker(const char *dir, int max_steps, int global_batch, int kill_rank, int kill_step) {
   if (est_dist_init(NULL, NULL) != EST_OK) return fprintf(stderr, "init: %s\n", est_error_message()), 1;
   tm_data train, eval;
-  tm_data_make(&train, NTRAIN, NF, 5);
+  tm_data_make(&train, (g_mode & MODE_FINITE) ? 39 : NTRAIN, NF, 5);
   tm_data_make(&eval, NEVAL, NF, 6);
   tm_params p = tm_params_default(NF);
   p.dropout_keep = 1.0f; /* dropout off: equivalence is exact up to reassociation */
@@ -147,6 +196,12 @@ static int worker(const char *dir, int max_steps, int global_batch, int kill_ran
   p.num_warmup_steps = 2;
   if (est_dist_rank() == kill_rank) p.kill_at_step = kill_step;
   est_model_fn fn = tm_model_fn(&p);
+  if (g_mode & MODE_OVERLAP) {
+    fn.build = ov_build;
+    fn.call = ov_call;
+    est_dist_set_grad_bucket_bytes(sizeof(float)); /* a bucket per float: many start inside call */
+  }
+  if (g_mode & MODE_NOCLIP) fn.create_optimizer = noclip_optimizer;
   est_run_config rc = est_run_config_default();
   rc.model_dir = dir;
   rc.seed = 7;
@@ -155,36 +210,43 @@ static int worker(const char *dir, int max_steps, int global_batch, int kill_ran
   rc.save_summary_steps = 0;
   rc.train_batch_size = global_batch;
   rc.eval_batch_size = 6;
+  if (g_mode & MODE_SUM) rc.grad_reduction = EST_GRAD_SUM;
   est_distribution hook;
   est_estimator *e = NULL;
   est_eval_result r = {0};
   est_status st = est_dist_configure_run_config(&rc, &hook);
+  if (g_mode & MODE_PLAIN) hook.grads_begin = NULL, hook.grads_ready = NULL, hook.grads_finish = NULL;
   if (st == EST_OK) st = est_estimator_create(&e, &fn, &rc);
   est_input_fn train_in = {.open = sh_open, .ctx = &train}, eval_in = {.open = sh_open, .ctx = &eval};
-  if (st == EST_OK) st = est_estimator_train(e, &train_in, 0, max_steps);
-  /* The chief writes the final checkpoint after the last collective of training; without
-   * this barrier another rank can look for the latest checkpoint before it exists (the
-   * Estimator does not synchronise there yet). */
-  if (st == EST_OK) st = est_dist_barrier();
-  if (st == EST_OK) st = est_estimator_evaluate(e, &eval_in, 0, NULL, NULL, &r);
+  /* No barrier between training and evaluation: the Estimator waits for the chief's
+   * checkpoint itself. */
+  if (g_mode & MODE_TAE) {
+    est_train_spec ts = {.input_fn = train_in, .max_steps = max_steps};
+    est_eval_spec es = {.input_fn = eval_in};
+    if (st == EST_OK) st = est_train_and_evaluate(e, &ts, &es, &r);
+  } else {
+    if (st == EST_OK) st = est_estimator_train(e, &train_in, 0, (g_mode & MODE_FINITE) ? 0 : max_steps);
+    if (st == EST_OK) st = est_estimator_evaluate(e, &eval_in, 0, NULL, NULL, &r);
+  }
+  if (st == EST_OK && (g_mode & MODE_OVERLAP) && est_dist_world_size() > 1 &&
+      est_dist_hook_grad_stats().buckets_overlapped == 0)
+    st = est_error(EST_ERR_INTERNAL, "no gradient bucket started inside the model call");
   if (st == EST_OK && est_dist_is_chief()) {
     char path[4200];
     snprintf(path, sizeof path, "%s/eval.txt", dir);
     st = est_eval_result_write(&r, path);
   }
-  /* Prediction is sharded like evaluation; each rank's rows go back to input order on
-   * the chief through est_dist_gather_rows. */
+  /* Prediction is sharded like evaluation; the Estimator gathers the rows back to the
+   * chief in input order and calls back there only. */
   collected c = {0};
-  void *all = NULL;
-  size_t total = 0;
   if (st == EST_OK) st = est_estimator_predict(e, &eval_in, NULL, collect, &c);
-  if (st == EST_OK) st = est_dist_gather_rows(c.p, c.n, sizeof(float), &all, &total);
+  if (st == EST_OK && !est_dist_is_chief() && c.n != 0)
+    st = est_error(EST_ERR_INTERNAL, "rank %d got %zu predictions; only the chief should", est_dist_rank(), c.n);
   if (st == EST_OK && est_dist_is_chief()) {
     char path[4200];
     snprintf(path, sizeof path, "%s/predictions.bin", dir);
-    st = est_write_file_atomic(path, all, total * sizeof(float));
+    st = est_write_file_atomic(path, c.p, c.n * sizeof(float));
   }
-  free(all);
   free(c.p);
   int rc_exit = 0;
   if (st != EST_OK) {
@@ -213,12 +275,13 @@ static char self_exe[4096];
   " --allow-run-as-root --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo"            \
   " --mca oob_tcp_if_include lo -x OMP_NUM_THREADS=1 -x ASAN_OPTIONS"
 
+/* EST_DIST_TIMEOUT=30: a collective mismatch fails within the test instead of after 600 s. */
 static int run_ranks(int np, const char *dir, int steps, int batch, int kill_rank, int kill_step, char **out) {
   if (np == 1)
-    return test_run(out, 1, "OMP_NUM_THREADS=1 timeout 120 '%s' --worker '%s' %d %d %d %d", self_exe, dir, steps,
-                    batch, kill_rank, kill_step);
-  return test_run(out, 1, "timeout 120 " MPIRUN " -np %d '%s' --worker '%s' %d %d %d %d", np, self_exe, dir, steps,
-                  batch, kill_rank, kill_step);
+    return test_run(out, 1, "OMP_NUM_THREADS=1 timeout 120 '%s' --worker '%s' %d %d %d %d %d", self_exe, dir, steps,
+                    batch, kill_rank, kill_step, g_mode);
+  return test_run(out, 1, "EST_DIST_TIMEOUT=30 timeout 120 " MPIRUN " -x EST_DIST_TIMEOUT -np %d '%s' --worker '%s' %d %d %d %d %d",
+                  np, self_exe, dir, steps, batch, kill_rank, kill_step, g_mode);
 }
 
 static void run_ok(int np, const char *dir, int steps, int batch) {
@@ -270,37 +333,48 @@ static double eval_value(const char *dir, const char *key) {
   assert_int_equal(est_read_file(path, &data, &size), EST_OK);
   text = realloc(data, size + 1);
   text[size] = 0;
+  /* "<key> = " at the start of a line ("loss" must not find "eval_loss") */
   char pat[128];
-  snprintf(pat, sizeof pat, "%s = ", key);
-  char *at = strstr(text, pat);
+  snprintf(pat, sizeof pat, "\n%s = ", key);
+  char *at = !strncmp(text, pat + 1, strlen(pat + 1)) ? text - 1 : strstr(text, pat);
   assert_non_null(at);
   double v = strtod(at + strlen(pat), NULL);
   free(text);
   return v;
 }
 
-static void test_two_ranks_equal_one_process(void **state) {
-  (void)state;
+/* Runs the worker in `mode` on 1 and on 2 ranks and checks that they agree: the
+ * checkpoint at `final_step` (and none after it), the evaluation (metrics and "loss"),
+ * and the predictions (all, in input order). */
+static void one_vs_two(int mode, int steps, int final_step) {
   char base[4096], one[4200], two[4200], pa[4300], pb[4300];
   test_make_tmpdir(base, sizeof base);
   snprintf(one, sizeof one, "%s/one", base);
   snprintf(two, sizeof two, "%s/two", base);
-  run_ok(1, one, 20, 8);
-  run_ok(2, two, 20, 8);
-  snprintf(pa, sizeof pa, "%s/model.ckpt-20", one);
-  snprintf(pb, sizeof pb, "%s/model.ckpt-20", two);
+  g_mode = mode;
+  run_ok(1, one, steps, 8);
+  run_ok(2, two, steps, 8);
+  g_mode = 0;
+  snprintf(pa, sizeof pa, "%s/model.ckpt-%d", one, final_step);
+  snprintf(pb, sizeof pb, "%s/model.ckpt-%d", two, final_step);
   size_t nt = 0;
   double worst = compare_checkpoints(pa, pb, &nt);
   assert_true(nt >= 6); /* kernel, bias and their adam_m / adam_v slots */
   assert_true(worst <= 1e-5);
+  snprintf(pb, sizeof pb, "%s/model.ckpt-%d.index", two, final_step + 1);
+  assert_false(est_file_exists(pb));
   /* the run trained: the kernel moved from its 0.02-stddev initialisation */
   assert_true(eval_value(one, "eval_accuracy") > 0.7);
   /* sharded evaluation (37 examples: 19 + 18, batches of 3 per rank) gives one process's
-   * metrics: the accuracy exactly, the losses to float rounding */
+   * metrics: the accuracy exactly, the losses to float rounding. "loss" (the mean of 7
+   * batch means of 6, 6, 6, 6, 6, 6 and 1 rows) needs the ranks' k-th batches combined:
+   * rank 0 runs 7 batches, rank 1 only 6, and a plain mean of their 13 batch means
+   * differs in the third digit. */
   assert_true(eval_value(one, "eval_accuracy") == eval_value(two, "eval_accuracy"));
   assert_true(fabs(eval_value(one, "eval_loss") - eval_value(two, "eval_loss")) <= 1e-5 * eval_value(one, "eval_loss"));
+  assert_true(fabs(eval_value(one, "loss") - eval_value(two, "loss")) <= 1e-6 * eval_value(one, "loss"));
   assert_true(fabs(eval_value(one, "auc") - eval_value(two, "auc")) <= 1e-6);
-  assert_true(eval_value(two, "global_step") == 20);
+  assert_true(eval_value(two, "global_step") == final_step);
   /* predictions: all 37, in input order, equal to one process's to float rounding */
   char p1[4300], p2[4300];
   snprintf(p1, sizeof p1, "%s/predictions.bin", one);
@@ -320,6 +394,72 @@ static void test_two_ranks_equal_one_process(void **state) {
   assert_true(distinct > NEVAL / 2);
   free(a);
   free(b);
+  test_remove_tree(base);
+}
+
+static void test_two_ranks_equal_one_process(void **state) {
+  (void)state;
+  one_vs_two(0, 20, 20);
+}
+
+/* 39 training examples, global batch 8: rank 0's shard (20) has 5 local batches of 4,
+ * rank 1's (19) only 4. Before, rank 1 left the loop for the final save's allgather
+ * while rank 0 was in step 5's gradient all-reduce. Now both stop after step 4, as one
+ * process does (its 5th batch would have 7 rows and is dropped). */
+static void test_uneven_finite_shards_stop_together(void **state) {
+  (void)state;
+  one_vs_two(MODE_FINITE, 0, 4);
+}
+
+/* Evaluation after each save (steps 5, 10, 15, 20) on both ranks: each must restore the
+ * checkpoint the chief has just written (the Estimator checks that all ranks restored
+ * the same step and fails otherwise). */
+static void test_train_and_evaluate(void **state) {
+  (void)state;
+  one_vs_two(MODE_TAE, 20, 20);
+}
+
+/* Gradient ranges reported during the model call start their all-reduce there (the
+ * worker fails when none did) and give the same training as one process. */
+static void test_overlapped_gradients(void **state) {
+  (void)state;
+  one_vs_two(MODE_OVERLAP, 20, 20);
+}
+
+/* One step on 2 ranks: with the TPU-style sum, Adam's first moment (0.1 x gradient after
+ * one step) is exactly twice the mean's, through both the bucketed hook and the plain
+ * allreduce_mean fallback. */
+static void read_first_moment(const char *dir, float *m) {
+  char prefix[4400];
+  assert_true(snprintf(prefix, sizeof prefix, "%s/model.ckpt-1", dir) < (int)sizeof prefix);
+  est_ckpt_reader *r;
+  assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+  assert_int_equal(est_ckpt_reader_read_into(r, "dense/kernel/adam_m", EST_DT_FLOAT, m, NF * sizeof(float)), EST_OK);
+  est_ckpt_reader_close(r);
+}
+
+static void test_gradient_sum(void **state) {
+  (void)state;
+  char base[4096], dirs[4][4300];
+  test_make_tmpdir(base, sizeof base);
+  const int modes[4] = {MODE_NOCLIP, MODE_NOCLIP | MODE_SUM, MODE_NOCLIP | MODE_PLAIN,
+                        MODE_NOCLIP | MODE_PLAIN | MODE_SUM};
+  float m[4][NF];
+  for (int k = 0; k < 4; k++) {
+    snprintf(dirs[k], sizeof dirs[k], "%s/m%d", base, modes[k]);
+    g_mode = modes[k];
+    run_ok(2, dirs[k], 1, 8);
+    read_first_moment(dirs[k], m[k]);
+  }
+  g_mode = 0;
+  int nonzero = 0;
+  for (int j = 0; j < NF; j++) {
+    nonzero += m[0][j] != 0.0f;
+    assert_true(fabsf(m[1][j] - 2.0f * m[0][j]) <= 1e-6f * fabsf(m[0][j]) + 1e-12f);
+    assert_true(fabsf(m[2][j] - m[0][j]) <= 1e-6f * fabsf(m[0][j]) + 1e-12f);
+    assert_true(fabsf(m[3][j] - 2.0f * m[0][j]) <= 1e-6f * fabsf(m[0][j]) + 1e-12f);
+  }
+  assert_true(nonzero == NF);
   test_remove_tree(base);
 }
 
@@ -384,16 +524,29 @@ static void test_dead_rank_then_exact_resume(void **state) {
   test_remove_tree(base);
 }
 
+/* Each test starts in mode 0 even when the previous one failed half-way. */
+static int reset_mode(void **state) {
+  (void)state;
+  g_mode = 0;
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc == 7 && !strcmp(argv[1], "--worker"))
+  if (argc == 8 && !strcmp(argv[1], "--worker")) {
+    g_mode = atoi(argv[7]);
     return worker(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+  }
   ssize_t len = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
   if (len <= 0) return 1;
   self_exe[len] = 0;
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_two_ranks_equal_one_process),
-      cmocka_unit_test(test_indivisible_batch_refused),
-      cmocka_unit_test(test_dead_rank_then_exact_resume),
+      cmocka_unit_test_setup(test_two_ranks_equal_one_process, reset_mode),
+      cmocka_unit_test_setup(test_uneven_finite_shards_stop_together, reset_mode),
+      cmocka_unit_test_setup(test_train_and_evaluate, reset_mode),
+      cmocka_unit_test_setup(test_overlapped_gradients, reset_mode),
+      cmocka_unit_test_setup(test_gradient_sum, reset_mode),
+      cmocka_unit_test_setup(test_indivisible_batch_refused, reset_mode),
+      cmocka_unit_test_setup(test_dead_rank_then_exact_resume, reset_mode),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -124,9 +124,13 @@ est_status est_dist_interleave_rows(const void *const *blocks, const size_t *cou
                                     size_t row_bytes, void *out);
 
 /* Fills the Estimator's distribution hook (est_run_config.distribution) with this layer:
- * mean all-reduce of the gradient buffer, double sums of metrics, broadcast from rank 0,
- * allgather of input positions. Call after est_dist_init; valid until est_dist_finalize. */
+ * the gradient reduction as a bucketed est_dist_grad_sync (grads_begin/ready/finish:
+ * buckets reported by the model through est_grads_ready start during backward), double
+ * sums of metrics, broadcast from rank 0, allgather of input positions, in-order gather
+ * of prediction rows, barrier and abort. Call after est_dist_init; valid until
+ * est_dist_finalize (which frees the hook's gradient sync). */
 void est_dist_make_distribution(est_distribution *out);
+
 
 /* Makes an Estimator run config data-parallel when world_size > 1: fills `hook` (which
  * must outlive the estimator) and points rc->distribution at it, and turns the GLOBAL
@@ -186,6 +190,12 @@ est_status est_dist_grad_sync_ready(est_dist_grad_sync *s, size_t offset, size_t
 /* Waits until the whole buffer holds the combined gradient. */
 est_status est_dist_grad_sync_finish(est_dist_grad_sync *s);
 est_dist_grad_sync_stats est_dist_grad_sync_get_stats(const est_dist_grad_sync *s);
+
+/* The Estimator hook's own sync (est_dist_make_distribution): its bucket size from the
+ * next train() on (0: est_dist_grad_sync_default's), and its statistics for the current
+ * (last) training (zeros if none). */
+void est_dist_set_grad_bucket_bytes(size_t bytes);
+est_dist_grad_sync_stats est_dist_hook_grad_stats(void);
 
 #ifdef __cplusplus
 }

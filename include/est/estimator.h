@@ -60,6 +60,21 @@
  * Training step: zero gradients -> call(TRAIN) -> loss finite? (else ABORTED, "NaN loss
  * during training", nothing saved) -> distribution->allreduce_mean(gradients) ->
  * est_optimizer_apply(opt, global_step) -> global_step += 1 -> log / summary / save.
+ *
+ * With a distribution (N ranks, est/dist.h) every rank runs the same loop on its shard:
+ *   - each step ends with one small all-reduce of (has a batch, failed, loss) after the
+ *     gradient reduction, so all ranks take the same decision: a rank whose input ended
+ *     ends training for all (as TF's input exhaustion: training stops when the FIRST
+ *     shard runs out; the other ranks' partial step is discarded), a rank whose model
+ *     or input failed makes all return an error, a NaN anywhere stops all;
+ *   - gradients combine as config.grad_reduction says: the mean (N ranks with equal
+ *     local batches = one process with the global batch) or the TPU-style sum;
+ *   - the chief writes each checkpoint and every rank waits for it (with its status)
+ *     before going on, so an evaluation right after train() or inside
+ *     train_and_evaluate restores the same checkpoint on every rank (checked);
+ *   - evaluate shards the input, and its "loss" and metrics equal one process's (see
+ *     est_estimator_evaluate for when exactly); predict gathers every rank's rows to
+ *     the chief in input order.
  */
 #ifndef EST_ESTIMATOR_H
 #define EST_ESTIMATOR_H
@@ -169,13 +184,27 @@ est_input_fn est_tfrecord_input_fn(const est_tfrecord_input *config);
 
 /* ---- model_fn ---------------------------------------------------------------------- */
 
+/* Owned by the estimator; lets a model's backward report gradients that are final. */
+typedef struct est_grads_notifier est_grads_notifier;
+
 typedef struct est_model_context {
   est_mode mode;
   int batch_size;              /* the largest batch `call` will see */
   uint64_t seed;               /* the run's seed (dropout etc. = f(seed, global_step)) */
   void *params;                /* the model_fn's params */
   const est_run_config *config;
+  /* TRAIN: valid for the model's lifetime. A model may keep it and call
+   * est_grads_ready(grads, offset, count) in `call` as soon as a range of the gradient
+   * buffer holds its final value for the batch (after each layer's backward, last layer
+   * first): with data parallelism that range's all-reduce then overlaps the rest of
+   * backward. Reporting nothing is correct too (the reduction then runs after `call`). */
+  est_grads_notifier *grads;
 } est_model_context;
+
+/* Floats [offset, offset + count) of the var store's gradient buffer (est_variable.offset,
+ * .count for one variable) are final for this step. Each float at most once per call,
+ * within the trainable variables. NULL `n`, or outside a TRAIN call: does nothing. */
+est_status est_grads_ready(est_grads_notifier *n, size_t offset, size_t count);
 
 /* What `call` returns for one batch (the EstimatorSpec). */
 typedef struct est_estimator_spec {
@@ -252,7 +281,19 @@ est_status est_eval_result_write(const est_eval_result *r, const char *path);
 
 /* Restores checkpoint_path (NULL: the latest in model_dir; NOT_FOUND when there is none),
  * runs the input to its end (or `steps` batches when > 0) and fills *out. Summaries go
- * to model_dir/eval (name NULL) or model_dir/eval_<name>. */
+ * to model_dir/eval (name NULL) or model_dir/eval_<name>.
+ *
+ * "loss" is tf.estimator's: the unweighted mean over batches of each batch's mean loss.
+ * With N ranks, each rank reads shard(N, rank) of the input in batches of
+ * eval_batch_size (per rank); the k-th batches of all ranks together are treated as the
+ * k-th global batch (its loss: the row-weighted mean of the ranks' k-th batch losses).
+ * When the global batch size B divides by N (est_dist_configure_run_config then gives
+ * each rank B / N), those rows are exactly the single process's k-th batch of B, so
+ * "loss" equals one process's (to float rounding), the short last batch included. When
+ * it does not, each rank keeps batches of B and a global batch holds N * B rows: "loss"
+ * then differs from one process unless every batch's loss is the same function of the
+ * same rows (the metrics, being sums over rows, are exact either way). All ranks must
+ * restore the same checkpoint (checked: FAILED_PRECONDITION otherwise). */
 est_status est_estimator_evaluate(est_estimator *e, const est_input_fn *input_fn, int64_t steps,
                                   const char *checkpoint_path, const char *name, est_eval_result *out);
 
@@ -267,9 +308,15 @@ typedef struct est_prediction {
 typedef est_status (*est_prediction_fn)(void *ctx, const est_prediction *p);
 
 /* Restores (as evaluate), then calls on_prediction once per example in input order. A
- * status other than OK from the callback stops prediction and is returned. With a
- * distribution, each rank predicts its own shard (index counts within the shard; use
- * est_dist_gather_rows to put the rows back in input order on the chief). */
+ * status other than OK from the callback stops prediction and is returned.
+ *
+ * With a distribution of N ranks each rank predicts shard(N, rank) of the input (global
+ * example g on rank g % N, in order: Dataset.shard) in batches of predict_batch_size;
+ * after each batch the ranks' rows are gathered to the chief (distribution->gather_rows),
+ * so on_prediction runs on the chief only, once per example of the whole input, in
+ * input order with its global index; other ranks get no callback. An input that is not
+ * sharded that way is detected (FAILED_PRECONDITION) when the row counts cannot come
+ * from one shard() of one input. A callback error on the chief stops every rank. */
 est_status est_estimator_predict(est_estimator *e, const est_input_fn *input_fn, const char *checkpoint_path,
                                  est_prediction_fn on_prediction, void *ctx);
 

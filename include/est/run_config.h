@@ -22,11 +22,17 @@
 extern "C" {
 #endif
 
+typedef struct est_var_store est_var_store;   /* est/variables.h */
+
 /* Data parallelism hook. A single process needs none (config.distribution = NULL).
- * An MPI layer fills one in: the estimator then all-reduces (mean) the gradient buffer
- * after each model call, sums metric accumulators after evaluation, broadcasts the
- * chief's initial parameters, gathers every rank's input position into the checkpoint,
- * and lets only the chief (rank 0) write checkpoints, summaries and results. */
+ * An MPI layer fills one in (est_dist_configure_run_config): the estimator then combines
+ * the gradient buffer after each model call, sums metric accumulators after evaluation,
+ * broadcasts the chief's initial parameters, gathers every rank's input position into
+ * the checkpoint, gathers predictions to the chief in input order, and lets only the
+ * chief (rank 0) write checkpoints, summaries and results.
+ *
+ * The first four entries are required; the others are optional. Every rank makes the
+ * same calls in the same order (they are collectives), except abort. */
 typedef struct est_distribution {
   int rank;
   int world_size;
@@ -36,7 +42,35 @@ typedef struct est_distribution {
   est_status (*broadcast)(void *ctx, float *data, size_t n);            /* from rank 0 */
   /* recv holds world_size * n values, rank r's n at r * n. */
   est_status (*allgather_i64)(void *ctx, const int64_t *send, size_t n, int64_t *recv);
+
+  est_status (*barrier)(void *ctx);
+  /* Rows sharded as Dataset.shard(world_size, rank) (global row g on rank g % world_size)
+   * back in input order on the chief: *out = malloc'ed total_rows * row_bytes there,
+   * NULL elsewhere (est_dist_gather_rows). Needed by predict on more than one rank. */
+  est_status (*gather_rows)(void *ctx, const void *local, size_t local_rows, size_t row_bytes, void **out,
+                            size_t *total_rows);
+  /* Stops every rank of the job (a caller's last resort after a failure that the other
+   * ranks cannot learn of); may return when there is nothing to stop. */
+  void (*abort)(void *ctx, int exit_code);
+
+  /* Gradient reduction overlapped with backward (all three or none; without them the
+   * estimator calls allreduce_mean on the whole buffer after the model call).
+   * grads_begin starts a step over `vars`' gradient buffer: each rank's gradient is
+   * multiplied by `weight` and the results summed over ranks; grads_ready says floats
+   * [offset, offset + count) of the buffer are final for this step (the model reports
+   * them through est_grads_ready as its backward proceeds, so their reduction can start
+   * at once); grads_finish returns once the whole buffer holds the combined gradient. */
+  est_status (*grads_begin)(void *ctx, est_var_store *vars, double weight);
+  est_status (*grads_ready)(void *ctx, size_t offset, size_t count);
+  est_status (*grads_finish)(void *ctx);
 } est_distribution;
+
+/* How the per-rank gradients of one step combine. */
+typedef enum est_grad_reduction {
+  EST_GRAD_MEAN = 0,   /* the mean: N ranks with a global batch B train as one process with B */
+  EST_GRAD_SUM = 1,    /* the sum (TPU CrossShardOptimizer, bert_reference.md 4.1): N times the
+                        * mean, as BERT's TPU runs apply it; one process: the same as MEAN */
+} est_grad_reduction;
 
 typedef struct est_run_config {
   const char *model_dir;            /* checkpoints, events, eval/ (required) */
@@ -69,6 +103,7 @@ typedef struct est_run_config {
   const char *warm_start_vars;
 
   const est_distribution *distribution;   /* NULL: one process */
+  est_grad_reduction grad_reduction;      /* EST_GRAD_MEAN */
 } est_run_config;
 
 est_run_config est_run_config_default(void);

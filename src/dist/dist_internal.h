@@ -9,6 +9,8 @@ void est_dist_load_timeout_from_env(void);
 /* Adds one collective to est_dist_get_comm_stats. */
 void est_dist_stats_record(double bytes, double seconds);
 double est_dist_now(void);
+/* Frees the Estimator hook's gradient sync (est_dist_make_distribution); finalize calls it. */
+void est_dist_hook_release(void);
 
 #ifdef EST_HAVE_MPI
 #include <mpi.h>

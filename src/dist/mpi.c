@@ -101,6 +101,7 @@ est_status est_dist_init(int *argc, char ***argv) {
 }
 
 void est_dist_finalize(void) {
+  est_dist_hook_release();
   if (!g.active) return;
   if (g.world > 1) {
     est_dist_comm_stats cs = est_dist_get_comm_stats();

@@ -139,6 +139,76 @@ static est_status hook_allgather_i64(void *ctx, const int64_t *send, size_t n, i
   return est_dist_allgather_i64(send, n, recv);
 }
 
+static est_status hook_barrier(void *ctx) {
+  (void)ctx;
+  return est_dist_barrier();
+}
+
+static est_status hook_gather_rows(void *ctx, const void *local, size_t local_rows, size_t row_bytes, void **out,
+                                   size_t *total_rows) {
+  (void)ctx;
+  return est_dist_gather_rows(local, local_rows, row_bytes, out, total_rows);
+}
+
+static void hook_abort(void *ctx, int exit_code) {
+  (void)ctx;
+  est_dist_abort(exit_code);
+}
+
+/* The hook's bucketed gradient sync, made for the first var store that trains and made
+ * again when another one (a new train() call) comes: keyed by the store, its buffer and
+ * its size. One per process, as there is one MPI job; freed by est_dist_finalize. */
+static struct {
+  est_dist_grad_sync *sync;
+  const est_var_store *vars;
+  const float *grads;
+  size_t n, nvars;
+  size_t bucket_bytes;   /* 0: est_dist_grad_sync_default() */
+} g_hook;
+
+void est_dist_set_grad_bucket_bytes(size_t bytes) { g_hook.bucket_bytes = bytes; }
+
+est_dist_grad_sync_stats est_dist_hook_grad_stats(void) {
+  if (!g_hook.sync) return (est_dist_grad_sync_stats){0};
+  return est_dist_grad_sync_get_stats(g_hook.sync);
+}
+
+void est_dist_hook_release(void) {
+  est_dist_grad_sync_free(g_hook.sync);
+  const size_t keep = g_hook.bucket_bytes;
+  memset(&g_hook, 0, sizeof g_hook);
+  g_hook.bucket_bytes = keep;
+}
+
+static est_status hook_grads_begin(void *ctx, est_var_store *vars, double weight) {
+  (void)ctx;
+  if (!g_hook.sync || g_hook.vars != vars || g_hook.grads != est_vars_grads(vars) || g_hook.n != est_vars_size(vars) ||
+      g_hook.nvars != est_vars_count(vars)) {
+    est_dist_hook_release();
+    est_dist_grad_sync_config c = est_dist_grad_sync_default();
+    if (g_hook.bucket_bytes) c.bucket_bytes = g_hook.bucket_bytes;
+    est_status st = est_dist_grad_sync_create_for_vars(&g_hook.sync, vars, &c);
+    if (st != EST_OK) return st;
+    g_hook.vars = vars;
+    g_hook.grads = est_vars_grads(vars);
+    g_hook.n = est_vars_size(vars);
+    g_hook.nvars = est_vars_count(vars);
+  }
+  return est_dist_grad_sync_begin(g_hook.sync, weight);
+}
+
+static est_status hook_grads_ready(void *ctx, size_t offset, size_t count) {
+  (void)ctx;
+  if (!g_hook.sync) return est_error(EST_ERR_FAILED_PRECONDITION, "grads_ready before grads_begin");
+  return est_dist_grad_sync_ready(g_hook.sync, offset, count);
+}
+
+static est_status hook_grads_finish(void *ctx) {
+  (void)ctx;
+  if (!g_hook.sync) return est_error(EST_ERR_FAILED_PRECONDITION, "grads_finish before grads_begin");
+  return est_dist_grad_sync_finish(g_hook.sync);
+}
+
 void est_dist_make_distribution(est_distribution *out) {
   memset(out, 0, sizeof *out);
   out->rank = est_dist_rank();
@@ -147,6 +217,12 @@ void est_dist_make_distribution(est_distribution *out) {
   out->allreduce_sum = hook_allreduce_sum;
   out->broadcast = hook_broadcast;
   out->allgather_i64 = hook_allgather_i64;
+  out->barrier = hook_barrier;
+  out->gather_rows = hook_gather_rows;
+  out->abort = hook_abort;
+  out->grads_begin = hook_grads_begin;
+  out->grads_ready = hook_grads_ready;
+  out->grads_finish = hook_grads_finish;
 }
 
 est_status est_dist_configure_run_config(est_run_config *rc, est_distribution *hook) {
@@ -162,8 +238,9 @@ est_status est_dist_configure_run_config(est_run_config *rc, est_distribution *h
   if (rc->eval_batch_size % world == 0) rc->eval_batch_size /= world;
   else if (est_dist_is_chief())
     EST_LOG_WARN("eval_batch_size=%d does not divide over %d ranks: each rank evaluates batches of %d (metrics are "
-                 "exact sums; the mean-of-batch-means \"loss\" can differ slightly from one process)",
-                 rc->eval_batch_size, world, rc->eval_batch_size);
+                 "exact sums; the mean-of-batch-means \"loss\" averages batches of %d rows, so it can differ "
+                 "slightly from one process)",
+                 rc->eval_batch_size, world, rc->eval_batch_size, rc->eval_batch_size * world);
   if (rc->predict_batch_size % world == 0) rc->predict_batch_size /= world;
   if (est_dist_is_chief())
     EST_LOG_INFO("data parallel: %d ranks x train batch %d (global %d)", world, rc->train_batch_size,
@@ -190,7 +267,7 @@ est_status est_dist_init(int *argc, char ***argv) {
   return EST_OK;
 }
 
-void est_dist_finalize(void) {}
+void est_dist_finalize(void) { est_dist_hook_release(); }
 void est_dist_abort(int exit_code) { (void)exit_code; }
 est_status est_dist_barrier(void) { return EST_OK; }
 

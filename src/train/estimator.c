@@ -230,7 +230,8 @@ est_status est_session_create(est_estimator *e, est_mode mode, uint64_t seed, es
   memset(s, 0, sizeof *s);
   s->mode = mode;
   s->ctx = (est_model_context){.mode = mode, .batch_size = batch_size_for(e, mode), .seed = seed,
-                               .params = e->fn.params, .config = &e->config};
+                               .params = e->fn.params, .config = &e->config,
+                               .grads = mode == EST_MODE_TRAIN ? &s->notifier : NULL};
   if (est_vars_create(&s->vars) != EST_OK) return est_error_code();
   EST_LOG_INFO("Calling model_fn.");
   est_status st = e->fn.build(&s->ctx, s->vars, &s->model);

@@ -111,6 +111,137 @@ static est_status open_for_inference(est_estimator *e, est_mode mode, const char
   return st;
 }
 
+/* open_for_inference on every rank, then one allgather of (status, global_step, has a
+ * checkpoint): all ranks must restore the same checkpoint, or their metrics would be
+ * summed over different models. On failure (local or elsewhere) no session is left. */
+static est_status open_everywhere(est_estimator *e, est_mode mode, const char *checkpoint_path, est_session *s,
+                                  char *prefix, size_t size) {
+  est_status st = open_for_inference(e, mode, checkpoint_path, s, prefix, size);
+  const int world = est_world_size(e);
+  if (world <= 1) return st;
+  const int opened = st == EST_OK;
+  char why[1024] = "";
+  if (!opened) snprintf(why, sizeof why, "%s", est_error_message());
+  int64_t mine[3] = {(int64_t)st, opened ? s->global_step : -1, opened && prefix[0]};
+  int64_t *all = calloc((size_t)world * 3, sizeof *all);
+  est_status cst = all ? EST_OK : est_error(EST_ERR_NO_MEMORY, "out of memory");
+  const est_distribution *d = e->config.distribution;
+  if (cst == EST_OK) cst = d->allgather_i64(d->ctx, mine, 3, all);
+  if (cst == EST_OK && !opened) cst = est_error(st, "%s", why);
+  for (int r = 0; cst == EST_OK && r < world; r++) {
+    if (all[3 * r] != EST_OK)
+      cst = est_error(EST_ERR_ABORTED, "%s: restoring the model failed on rank %d of %d (its log says why)",
+                      est_mode_name(mode), r, world);
+    else if (all[3 * r + 1] != all[1] || all[3 * r + 2] != all[2])
+      cst = est_error(EST_ERR_FAILED_PRECONDITION,
+                      "%s: rank %d restored %s at global step %lld but the chief %s at global step %lld: the ranks "
+                      "must use the same checkpoint",
+                      est_mode_name(mode), r, all[3 * r + 2] ? "a checkpoint" : "no checkpoint",
+                      (long long)all[3 * r + 1], all[2] ? "a checkpoint" : "no checkpoint", (long long)all[1]);
+  }
+  free(all);
+  if (cst != EST_OK && opened) est_session_free(e, s);
+  return cst;
+}
+
+/* Per-batch (sum of row losses, rows) of one evaluation, for the global-batch "loss". */
+typedef struct batch_losses {
+  double *v;         /* [n, 2] */
+  size_t n, cap;
+} batch_losses;
+
+static est_status batch_losses_add(batch_losses *b, double loss, int rows) {
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? 2 * b->cap : 64;
+    double *grown = realloc(b->v, cap * 2 * sizeof *grown);
+    if (!grown) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+    b->v = grown;
+    b->cap = cap;
+  }
+  b->v[2 * b->n] = loss * rows;
+  b->v[2 * b->n + 1] = rows;
+  b->n++;
+  return EST_OK;
+}
+
+/* Combines every rank's evaluation: the metric accumulators are summed, and the k-th
+ * batches of all ranks form the k-th global batch, whose loss is their row-weighted
+ * mean (see est_estimator_evaluate). `local` is this rank's status so far: every rank
+ * joins, so a rank that failed makes all fail instead of leaving them waiting.
+ * *loss receives the mean over global batches of their losses. */
+static est_status combine_eval(est_estimator *e, est_status local, batch_losses *bl, est_metric *const *metrics,
+                               size_t nmetrics, double *loss) {
+  const int world = est_world_size(e);
+  const est_distribution *d = e->config.distribution;
+  *loss = 0.0;
+  /* 1: agree on failure and on the number of global batches (the most any rank ran). */
+  int64_t mine[2] = {(int64_t)local, (int64_t)bl->n}, *all = NULL;
+  char why[1024] = "";
+  if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
+  size_t nbatches = bl->n;
+  if (world > 1) {
+    all = calloc((size_t)world * 2, sizeof *all);
+    if (!all) return local != EST_OK ? local : est_error(EST_ERR_NO_MEMORY, "out of memory");
+    est_status st = d->allgather_i64(d->ctx, mine, 2, all);
+    if (st != EST_OK) {
+      free(all);
+      return st;
+    }
+    if (local != EST_OK) {
+      free(all);
+      return est_error(local, "%s", why);
+    }
+    for (int r = 0; r < world; r++) {
+      if (all[2 * r] != EST_OK) {
+        free(all);
+        return est_error(EST_ERR_ABORTED, "evaluation failed on rank %d of %d (its log says why)", r, world);
+      }
+      if ((size_t)all[2 * r + 1] > nbatches) nbatches = (size_t)all[2 * r + 1];
+    }
+    free(all);
+  } else if (local != EST_OK) {
+    return local;
+  }
+  /* 2: one sum over [per-batch (loss x rows, rows) ..., every metric's accumulators]. */
+  size_t total = 2 * nbatches;
+  for (size_t k = 0; k < nmetrics; k++) {
+    double *acc;
+    size_t n;
+    est_metric_state(metrics[k], &acc, &n);
+    total += n;
+  }
+  double *buf = calloc(total ? total : 1, sizeof *buf);
+  if (!buf) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+  if (bl->n) memcpy(buf, bl->v, bl->n * 2 * sizeof *buf);
+  size_t off = 2 * nbatches;
+  for (size_t k = 0; k < nmetrics; k++) {
+    double *acc;
+    size_t n;
+    est_metric_state(metrics[k], &acc, &n);
+    memcpy(buf + off, acc, n * sizeof *acc), off += n;
+  }
+  est_status st = world > 1 ? d->allreduce_sum(d->ctx, buf, total) : EST_OK;
+  if (st == EST_OK) {
+    off = 2 * nbatches;
+    for (size_t k = 0; k < nmetrics; k++) {
+      double *acc;
+      size_t n;
+      est_metric_state(metrics[k], &acc, &n);
+      memcpy(acc, buf + off, n * sizeof *acc), off += n;
+    }
+    double sum = 0.0;
+    size_t counted = 0;
+    for (size_t b = 0; b < nbatches; b++) {
+      if (buf[2 * b + 1] <= 0) continue;
+      sum += buf[2 * b] / buf[2 * b + 1];
+      counted++;
+    }
+    *loss = counted ? sum / (double)counted : 0.0;
+  }
+  free(buf);
+  return st;
+}
+
 static void wall_clock(char *buf, size_t size) {
   time_t now = time(NULL);
   struct tm tm;
@@ -126,7 +257,7 @@ est_status est_estimator_evaluate(est_estimator *e, const est_input_fn *input_fn
   if (steps < 0) return est_error(EST_ERR_INVALID_ARGUMENT, "evaluate: steps is %lld, must be >= 0", (long long)steps);
   char prefix[4096];
   est_session s;
-  est_status st = open_for_inference(e, EST_MODE_EVAL, checkpoint_path, &s, prefix, sizeof prefix);
+  est_status st = open_everywhere(e, EST_MODE_EVAL, checkpoint_path, &s, prefix, sizeof prefix);
   if (st != EST_OK) return st;
 
   est_metric *const *metrics = NULL;
@@ -142,7 +273,7 @@ est_status est_estimator_evaluate(est_estimator *e, const est_input_fn *input_fn
   char when[64];
   wall_clock(when, sizeof when);
   if (st == EST_OK) EST_LOG_INFO("Starting evaluation at %s", when);
-  double loss_sum = 0.0, batches = 0.0;
+  batch_losses bl = {0};
   int64_t i = 0;
   while (st == EST_OK && (steps == 0 || i < steps)) {
     est_features features = {0};
@@ -162,52 +293,21 @@ est_status est_estimator_evaluate(est_estimator *e, const est_input_fn *input_fn
       est_error_prefix("model_fn %s (eval) at batch %lld: ", e->fn.name ? e->fn.name : "", (long long)i);
       break;
     }
-    loss_sum += spec.loss;
-    batches += 1.0;
+    st = batch_losses_add(&bl, spec.loss, features.batch_size);
     i++;
     if (steps > 0 && (i % (steps / 10 > 0 ? steps / 10 : 1) == 0 || i == steps))
       EST_LOG_INFO("Evaluation [%lld/%lld]", (long long)i, (long long)steps);
   }
   est_close_input(&in);
-
-  if (st == EST_OK && est_world_size(e) > 1) {
-    /* One sum over [loss_sum, batches, every metric's accumulators]. */
-    size_t total = 2;
-    for (size_t k = 0; k < nmetrics; k++) {
-      double *acc;
-      size_t n;
-      est_metric_state(metrics[k], &acc, &n);
-      total += n;
-    }
-    double *buf = malloc(total * sizeof *buf);
-    if (!buf) st = est_error(EST_ERR_NO_MEMORY, "out of memory");
-    if (st == EST_OK) {
-      size_t off = 2;
-      buf[0] = loss_sum, buf[1] = batches;
-      for (size_t k = 0; k < nmetrics; k++) {
-        double *acc;
-        size_t n;
-        est_metric_state(metrics[k], &acc, &n);
-        memcpy(buf + off, acc, n * sizeof *acc), off += n;
-      }
-      const est_distribution *d = e->config.distribution;
-      st = d->allreduce_sum(d->ctx, buf, total);
-      loss_sum = buf[0], batches = buf[1], off = 2;
-      for (size_t k = 0; st == EST_OK && k < nmetrics; k++) {
-        double *acc;
-        size_t n;
-        est_metric_state(metrics[k], &acc, &n);
-        memcpy(acc, buf + off, n * sizeof *acc), off += n;
-      }
-    }
-    free(buf);
-  }
+  double loss = 0.0;
+  st = combine_eval(e, st, &bl, metrics, nmetrics, &loss);
+  free(bl.v);
 
   if (st == EST_OK) {
     for (size_t k = 0; st == EST_OK && k < nmetrics; k++)
       st = result_add(out, est_metric_name(metrics[k]), est_metric_result(metrics[k]));
     /* "loss": the unweighted mean of the batch losses (tf.estimator's own loss metric). */
-    if (st == EST_OK) st = result_add(out, "loss", batches > 0 ? (double)(float)(loss_sum / batches) : 0.0);
+    if (st == EST_OK) st = result_add(out, "loss", (double)(float)loss);
     if (st == EST_OK) st = result_add(out, "global_step", (double)s.global_step);
     if (st == EST_OK) st = result_sort(out);
     out->global_step = s.global_step;
@@ -244,73 +344,155 @@ est_status est_estimator_evaluate(est_estimator *e, const est_input_fn *input_fn
 
 /* ---- predict ------------------------------------------------------------------------------ */
 
+/* Checks the model's predictions for a batch of `batch` rows; *row_bytes receives the
+ * bytes of one example's outputs, all of them end to end. */
+static est_status check_predictions(const est_estimator *e, const est_estimator_spec *spec, int batch,
+                                    size_t *row_bytes) {
+  *row_bytes = 0;
+  if (spec->num_predictions == 0 || !spec->predictions || !spec->prediction_names)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "model_fn %s returned no predictions", e->fn.name ? e->fn.name : "");
+  for (size_t k = 0; k < spec->num_predictions; k++) {
+    const est_tensor *t = &spec->predictions[k];
+    if (t->rank < 1 || t->dims[0] != batch || est_dtype_size(t->dtype) == 0)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "prediction '%s' must be a numeric [batch=%d, ...] tensor",
+                       spec->prediction_names[k], batch);
+    *row_bytes += batch ? est_tensor_num_bytes(t) / (size_t)batch : 0;
+  }
+  return EST_OK;
+}
+
+/* Views of example b's outputs: rows[k] is row b of prediction k, read from the model's
+ * tensors (packed NULL) or from one packed row (the outputs end to end). */
+static void row_views(const est_estimator_spec *spec, const char *packed, int b, est_tensor *rows) {
+  size_t off = 0;
+  for (size_t k = 0; k < spec->num_predictions; k++) {
+    const est_tensor *t = &spec->predictions[k];
+    est_tensor *r = &rows[k];
+    memset(r, 0, sizeof *r);
+    r->dtype = t->dtype;
+    r->rank = t->rank - 1;
+    for (int d = 1; d < t->rank; d++) r->dims[d - 1] = t->dims[d];
+    size_t rb = est_tensor_num_bytes(r);
+    r->data = packed ? (void *)(packed + off) : (void *)((char *)t->data + (size_t)b * rb);
+    off += rb;
+  }
+}
+
 est_status est_estimator_predict(est_estimator *e, const est_input_fn *input_fn, const char *checkpoint_path,
                                  est_prediction_fn on_prediction, void *ctx) {
   if (!on_prediction) return est_error(EST_ERR_INVALID_ARGUMENT, "predict: on_prediction is NULL");
+  const int world = est_world_size(e);
+  const est_distribution *d = e->config.distribution;
+  if (world > 1 && !d->gather_rows)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "predict on %d ranks needs the distribution's gather_rows", world);
   char prefix[4096];
   est_session s;
-  est_status st = open_for_inference(e, EST_MODE_PREDICT, checkpoint_path, &s, prefix, sizeof prefix);
+  est_status st = open_everywhere(e, EST_MODE_PREDICT, checkpoint_path, &s, prefix, sizeof prefix);
   if (st != EST_OK) return st;
   est_input in = {0};
-  st = est_open_input(e, input_fn, EST_MODE_PREDICT, s.ctx.seed, &in);
+  /* `local`: this rank's first failure. With N ranks it is shared at the next batch's
+   * flag sum, so every rank stops at the same batch. */
+  est_status local = est_open_input(e, input_fn, EST_MODE_PREDICT, s.ctx.seed, &in);
   est_tensor *rows = NULL;
-  size_t rows_cap = 0;
+  size_t rows_cap = 0, packed_cap = 0;
+  char *packed = NULL;
   int64_t index = 0;
-  while (st == EST_OK) {
+  int ended = 0;
+  for (;;) {
     est_features features = {0};
-    st = in.next(in.self, &features);
-    if (st == EST_ERR_OUT_OF_RANGE) {
-      est_error_clear();
-      st = EST_OK;
-      break;
-    }
-    if (st != EST_OK) {
-      est_error_prefix("input_fn (predict) at example %lld: ", (long long)index);
-      break;
-    }
     est_estimator_spec spec = {0};
-    st = e->fn.call(s.model, s.vars, &features, EST_MODE_PREDICT, s.global_step, &spec);
-    if (st != EST_OK) {
-      est_error_prefix("model_fn %s (predict) at example %lld: ", e->fn.name ? e->fn.name : "", (long long)index);
-      break;
+    int n = 0;
+    size_t row_bytes = 0;
+    if (local == EST_OK && !ended) {
+      local = in.next(in.self, &features);
+      if (local == EST_ERR_OUT_OF_RANGE) {
+        est_error_clear();
+        local = EST_OK;
+        ended = 1;
+      } else if (local != EST_OK) {
+        est_error_prefix("input_fn (predict) at example %lld: ", (long long)index);
+      } else {
+        local = e->fn.call(s.model, s.vars, &features, EST_MODE_PREDICT, s.global_step, &spec);
+        if (local != EST_OK)
+          est_error_prefix("model_fn %s (predict) at example %lld: ", e->fn.name ? e->fn.name : "", (long long)index);
+        else local = check_predictions(e, &spec, features.batch_size, &row_bytes);
+        if (local == EST_OK) n = features.batch_size;
+      }
     }
-    if (spec.num_predictions == 0 || !spec.predictions || !spec.prediction_names) {
-      st = est_error(EST_ERR_INVALID_ARGUMENT, "model_fn %s returned no predictions", e->fn.name ? e->fn.name : "");
-      break;
-    }
-    for (size_t k = 0; k < spec.num_predictions && st == EST_OK; k++) {
-      const est_tensor *t = &spec.predictions[k];
-      if (t->rank < 1 || t->dims[0] != features.batch_size || est_dtype_size(t->dtype) == 0)
-        st = est_error(EST_ERR_INVALID_ARGUMENT, "prediction '%s' must be a numeric [batch=%d, ...] tensor",
-                       spec.prediction_names[k], features.batch_size);
-    }
-    if (st != EST_OK) break;
-    if (rows_cap < spec.num_predictions) {
+    if (local == EST_OK && n > 0 && rows_cap < spec.num_predictions) {
       est_tensor *grown = realloc(rows, spec.num_predictions * sizeof *grown);
-      if (!grown) {
-        st = est_error(EST_ERR_NO_MEMORY, "out of memory");
-        break;
-      }
-      rows = grown;
-      rows_cap = spec.num_predictions;
+      if (grown) rows = grown, rows_cap = spec.num_predictions;
+      else local = est_error(EST_ERR_NO_MEMORY, "out of memory"), n = 0;
     }
-    for (int b = 0; b < features.batch_size && st == EST_OK; b++) {
-      for (size_t k = 0; k < spec.num_predictions; k++) {
-        const est_tensor *t = &spec.predictions[k];
-        est_tensor *r = &rows[k];
-        memset(r, 0, sizeof *r);
-        r->dtype = t->dtype;
-        r->rank = t->rank - 1;
-        for (int d = 1; d < t->rank; d++) r->dims[d - 1] = t->dims[d];
-        size_t row_bytes = est_tensor_num_bytes(r);
-        r->data = (char *)t->data + (size_t)b * row_bytes;
+
+    if (world <= 1) {
+      if (local != EST_OK || n == 0) break;
+      for (int b = 0; b < n && local == EST_OK; b++) {
+        row_views(&spec, NULL, b, rows);
+        est_prediction p = {.index = index++, .count = spec.num_predictions, .names = spec.prediction_names,
+                            .values = rows};
+        local = on_prediction(ctx, &p);
       }
+      continue;
+    }
+
+    /* N ranks: pack this batch's rows, agree on (rows, failure, row size), gather. */
+    if (local == EST_OK && n > 0) {
+      size_t need = (size_t)n * row_bytes;
+      if (need > packed_cap) {
+        char *grown = realloc(packed, need);
+        if (grown) packed = grown, packed_cap = need;
+        else local = est_error(EST_ERR_NO_MEMORY, "out of memory packing %d predictions", n), n = 0;
+      }
+      for (int b = 0; b < n && local == EST_OK; b++) {
+        row_views(&spec, NULL, b, rows);
+        size_t off = 0;
+        for (size_t k = 0; k < spec.num_predictions; k++) {
+          size_t rb = est_tensor_num_bytes(&rows[k]);
+          memcpy(packed + (size_t)b * row_bytes + off, rows[k].data, rb);
+          off += rb;
+        }
+      }
+    }
+    if (local != EST_OK) n = 0;
+    char why[1024] = "";
+    if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
+    /* sum(size) and sum(size^2) over the ranks with rows: equal sizes iff
+     * k * sum(size^2) == sum(size)^2 (the models must agree on the outputs' shapes). */
+    const double rb = n > 0 ? (double)row_bytes : 0.0;
+    double f[5] = {(double)n, local != EST_OK, rb, rb * rb, n > 0};
+    st = d->allreduce_sum(d->ctx, f, 5);
+    if (st != EST_OK) break;
+    if (f[1] > 0) {
+      st = local != EST_OK ? est_error(local, "%s", why)
+                           : est_error(EST_ERR_ABORTED, "predict stopped at example %lld: %g rank(s) failed (their "
+                                       "logs say why)", (long long)index, f[1]);
+      break;
+    }
+    if (f[0] == 0) break;
+    if (f[4] * f[3] != f[2] * f[2]) {
+      st = est_error(EST_ERR_FAILED_PRECONDITION, "predict: the ranks' models give predictions of different sizes "
+                     "(%zu bytes per example here)", row_bytes);
+      break;
+    }
+    const size_t agreed = (size_t)(f[2] / f[4]);
+    void *all = NULL;
+    size_t total = 0;
+    local = d->gather_rows(d->ctx, packed, (size_t)n, agreed, &all, &total);
+    /* A failure here (rows that no shard() of one input gives: it is found on the chief
+     * only) is shared at the next flag sum. */
+    for (size_t g = 0; local == EST_OK && all && g < total; g++) {
+      row_views(&spec, (const char *)all + g * agreed, 0, rows);
       est_prediction p = {.index = index++, .count = spec.num_predictions, .names = spec.prediction_names,
                           .values = rows};
-      st = on_prediction(ctx, &p);
+      local = on_prediction(ctx, &p);
     }
+    if (!all) index += (int64_t)total;
+    free(all);
   }
+  if (st == EST_OK) st = local;
   free(rows);
+  free(packed);
   est_close_input(&in);
   est_session_free(e, &s);
   return st;

@@ -28,8 +28,16 @@ struct est_estimator {
   est_summaries eval_summaries[EST_MAX_EVAL_WRITERS];
 };
 
+/* The model's handle for est_grads_ready: forwards to the distribution inside a step. */
+struct est_grads_notifier {
+  const est_distribution *dist;   /* NULL, or a distribution with grads_begin etc. */
+  int in_step;                    /* between grads_begin and grads_finish */
+  est_status failed;              /* first grads_ready failure of the step */
+};
+
 typedef struct est_session {
   est_mode mode;
+  est_grads_notifier notifier;   /* ctx.grads points here */
   est_model_context ctx;
   est_var_store *vars;
   void *model;
@@ -91,6 +99,18 @@ est_summaries *est_eval_summaries(est_estimator *e, const char *name);
 /* Resolves the checkpoint for evaluate/predict (given, or model_dir's latest, or none:
  * prefix[0] = 0 when model_dir has no checkpoint). */
 est_status est_find_checkpoint(est_estimator *e, const char *given, char *prefix, size_t size);
+
+/* ---- collectives of the estimator (estimator_dist.c); no-ops in one process ---- */
+
+/* Every rank passes its local status; all return OK only when all are OK. A rank that
+ * failed returns its own status and message; the others EST_ERR_ABORTED naming the
+ * first failed rank and `what`. One allgather of world_size int64. */
+est_status est_agree(est_estimator *e, est_status local, const char *what);
+
+/* The gradient reduction of one training step: begin before the model call, finish
+ * after it (also on a rank that had no batch or failed, so the collectives match). */
+est_status est_grads_step_begin(est_estimator *e, est_session *s);
+est_status est_grads_step_finish(est_estimator *e, est_session *s);
 
 /* Train with a callback after every checkpoint written (train_and_evaluate's listener). */
 typedef est_status (*est_after_save_fn)(void *ctx, const char *prefix, int64_t global_step);

@@ -93,10 +93,21 @@ static est_status save(trainer *t, int notify) {
   int64_t *state = NULL;
   size_t n = 0;
   est_status st = gather_input_state(t->e, &t->in, &state, &n);
-  if (st == EST_OK && t->have_mgr)
+  if (st != EST_OK) {
+    free(state);
+    return st;
+  }
+  if (t->have_mgr)
     st = est_session_save(t->e, &t->s, &t->mgr, state, est_world_size(t->e), n, t->last_saved, sizeof t->last_saved);
   free(state);
+  /* The other ranks wait here until the chief's checkpoint is on disk (or its write
+   * failed): whatever they do next (return from train and evaluate "the latest
+   * checkpoint", train_and_evaluate's evaluation of this one) sees it. */
+  st = est_agree(t->e, st, "writing the checkpoint");
   if (st != EST_OK) return st;
+  if (!t->have_mgr) {
+    snprintf(t->last_saved, sizeof t->last_saved, "%s/model.ckpt-%lld", t->e->model_dir, (long long)t->s.global_step);
+  }
   t->saved_step = t->s.global_step;
   est_summaries_flush(&t->e->train_summaries);
   if (notify && t->after_save) {
@@ -133,8 +144,10 @@ static est_status agree_on_seed(est_estimator *e, uint64_t *seed) {
   return st;
 }
 
-static est_status start(trainer *t, const est_input_fn *input_fn, const char *latest, const est_restored *rs,
-                        uint64_t seed) {
+/* Everything a rank does alone before training: the model, its values (restored,
+ * or initialised), the optimizer, the input and its position. */
+static est_status start_local(trainer *t, const est_input_fn *input_fn, const char *latest, const est_restored *rs,
+                              uint64_t seed) {
   est_estimator *e = t->e;
   est_status st = est_session_create(e, EST_MODE_TRAIN, seed, &t->s);
   if (st != EST_OK) return st;
@@ -152,12 +165,6 @@ static est_status start(trainer *t, const est_input_fn *input_fn, const char *la
     st = est_session_restore(e, &t->s, latest, 1);
     if (st != EST_OK) return st;
   }
-  if (est_world_size(e) > 1) {
-    const est_distribution *d = e->config.distribution;
-    st = d->broadcast(d->ctx, est_vars_params(t->s.vars), est_vars_size(t->s.vars));
-    if (st != EST_OK) return est_error_prefix("broadcasting the initial parameters: ");
-  }
-  est_log_variables(t->s.vars);
 
   st = est_open_input(e, input_fn, EST_MODE_TRAIN, seed, &t->in);
   if (st != EST_OK) return st;
@@ -182,6 +189,22 @@ static est_status start(trainer *t, const est_input_fn *input_fn, const char *la
     if (st != EST_OK) return st;
     t->have_mgr = 1;
   }
+  return EST_OK;
+}
+
+static est_status start(trainer *t, const est_input_fn *input_fn, const char *latest, const est_restored *rs,
+                        uint64_t seed) {
+  est_estimator *e = t->e;
+  /* A rank that fails alone (a missing input file, a corrupt restore) must not leave the
+   * others waiting in the broadcast below until the collective timeout. */
+  est_status st = est_agree(e, start_local(t, input_fn, latest, rs, seed), "starting training");
+  if (st != EST_OK) return st;
+  if (est_world_size(e) > 1) {
+    const est_distribution *d = e->config.distribution;
+    st = d->broadcast(d->ctx, est_vars_params(t->s.vars), est_vars_size(t->s.vars));
+    if (st != EST_OK) return est_error_prefix("broadcasting the initial parameters: ");
+  }
+  est_log_variables(t->s.vars);
   EST_LOG_INFO("Create CheckpointSaverHook.");
   if (latest[0]) {
     t->saved_step = t->s.global_step;
@@ -241,32 +264,66 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
     est_var_store *vs = t.s.vars;
     const int64_t gs = t.s.global_step;
     est_features features = {0};
-    st = t.in.next(t.in.self, &features);
-    if (st == EST_ERR_OUT_OF_RANGE) {
+    est_status local = t.in.next(t.in.self, &features);
+    int have = local == EST_OK;
+    if (local == EST_ERR_OUT_OF_RANGE) {
       est_error_clear();
-      st = EST_OK;
-      EST_LOG_INFO("Input ended at global step %lld.", (long long)gs);
-      break;
-    }
-    if (st != EST_OK) {
+      local = EST_OK;
+    } else if (local != EST_OK) {
       est_error_prefix("input_fn (train) at global step %lld: ", (long long)gs);
-      break;
     }
     est_vars_zero_grads(vs);
+    st = est_grads_step_begin(e, &t.s);
+    if (st != EST_OK) break;
     est_estimator_spec spec = {0};
-    st = e->fn.call(t.s.model, vs, &features, EST_MODE_TRAIN, gs, &spec);
-    if (st != EST_OK) {
-      est_error_prefix("model_fn %s (train) at global step %lld: ", e->fn.name ? e->fn.name : "", (long long)gs);
-      break;
+    if (have) {
+      local = e->fn.call(t.s.model, vs, &features, EST_MODE_TRAIN, gs, &spec);
+      if (local == EST_OK && t.s.notifier.failed != EST_OK) local = t.s.notifier.failed;
+      if (local != EST_OK)
+        est_error_prefix("model_fn %s (train) at global step %lld: ", e->fn.name ? e->fn.name : "", (long long)gs);
     }
     float step_loss = spec.loss;
     if (world > 1) {
-      /* One all-reduce for the loss keeps every rank's NaN decision the same. */
+      /* Every rank joins both reductions whatever happened locally, so the collective
+       * sequence stays the same on all: first the gradients (whose buckets may already
+       * be in flight), then one sum of (has a batch, failed, loss) that lets every rank
+       * take the same decision about this step. */
+      st = est_grads_step_finish(e, &t.s);
+      if (st != EST_OK) {
+        est_error_prefix("at global step %lld: ", (long long)gs);
+        break;
+      }
       const est_distribution *d = rc->distribution;
-      st = d->allreduce_mean(d->ctx, &step_loss, 1);
-      if (st == EST_OK) st = d->allreduce_mean(d->ctx, est_vars_grads(vs), est_vars_size(vs));
+      double flags[3] = {have && local == EST_OK, local != EST_OK, have && local == EST_OK ? step_loss : 0.0};
+      char why[1024] = "";
+      if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
+      st = d->allreduce_sum(d->ctx, flags, 3);
       if (st != EST_OK) {
         est_error_prefix("all-reduce at global step %lld: ", (long long)gs);
+        break;
+      }
+      if (local != EST_OK) {
+        st = est_error(local, "%s", why);
+        break;
+      }
+      if (flags[1] > 0) {
+        st = est_error(EST_ERR_ABORTED, "training stopped at global step %lld: %g other rank(s) failed (their logs say why)",
+                       (long long)gs, flags[1]);
+        break;
+      }
+      if (flags[0] < world) {
+        /* TF's input exhaustion: the first shard to run out ends training for all. */
+        EST_LOG_INFO("Input ended at global step %lld (on %d of %d ranks).", (long long)gs, world - (int)flags[0], world);
+        break;
+      }
+      step_loss = (float)(flags[2] / world);
+    } else {
+      if (local != EST_OK) {
+        st = local;
+        break;
+      }
+      if (!have) {
+        EST_LOG_INFO("Input ended at global step %lld.", (long long)gs);
         break;
       }
     }

@@ -20,6 +20,7 @@ est_run_config est_run_config_default(void) {
       .warm_start_from = NULL,
       .warm_start_vars = NULL,
       .distribution = NULL,
+      .grad_reduction = EST_GRAD_MEAN,
   };
 }
 
@@ -55,6 +56,13 @@ est_status est_run_config_validate(const est_run_config *rc) {
       return est_error(EST_ERR_INVALID_ARGUMENT,
                        "RunConfig: distribution with world_size %d needs allreduce_mean, allreduce_sum, broadcast "
                        "and allgather_i64", d->world_size);
+    const int grads = !!d->grads_begin + !!d->grads_ready + !!d->grads_finish;
+    if (grads != 0 && grads != 3)
+      return est_error(EST_ERR_INVALID_ARGUMENT,
+                       "RunConfig: distribution needs all of grads_begin, grads_ready and grads_finish or none");
   }
+  if (rc->grad_reduction != EST_GRAD_MEAN && rc->grad_reduction != EST_GRAD_SUM)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "RunConfig: grad_reduction is %d, must be EST_GRAD_MEAN or EST_GRAD_SUM",
+                     (int)rc->grad_reduction);
   return EST_OK;
 }
