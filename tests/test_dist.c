@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "est/dist.h"
+#include "est/estimator.h"
 #include "test_util.h"
 
 static void test_shard_rows_and_local_batch(void **state) {
@@ -115,6 +116,62 @@ static void test_configure_single_process(void **state) {
   assert_int_equal(rc.eval_batch_size, 5);
 }
 
+/* The Estimator hook has every entry; its gradient entries run a grad_sync over the
+ * var store's buffer (one rank: finish leaves weight x gradient); the run config accepts
+ * the gradient entries only as a set and grad_reduction only as MEAN or SUM. */
+static void test_hook_entries_and_validation(void **state) {
+  (void)state;
+  est_distribution hook;
+  est_dist_make_distribution(&hook);
+  assert_non_null(hook.barrier);
+  assert_non_null(hook.gather_rows);
+  assert_non_null(hook.abort);
+  assert_non_null(hook.grads_begin);
+  assert_non_null(hook.grads_ready);
+  assert_non_null(hook.grads_finish);
+  assert_int_equal(hook.barrier(hook.ctx), EST_OK);
+  hook.abort(hook.ctx, 3); /* one process: returns */
+
+  est_var_store *vs;
+  int a, b;
+  assert_int_equal(est_vars_create(&vs), EST_OK);
+  assert_int_equal(est_vars_declare(vs, "a", 1, (int64_t[]){5}, est_init_zeros(), &a), EST_OK);
+  assert_int_equal(est_vars_declare(vs, "b", 1, (int64_t[]){3}, est_init_zeros(), &b), EST_OK);
+  assert_int_equal(est_vars_finalize(vs, 1), EST_OK);
+  float *ga = est_vars_grad(vs, (size_t)a), *gb = est_vars_grad(vs, (size_t)b);
+  for (int i = 0; i < 5; i++) ga[i] = (float)(i + 1);
+  for (int i = 0; i < 3; i++) gb[i] = -2.0f;
+  assert_int_equal(hook.grads_begin(hook.ctx, vs, 0.25), EST_OK);
+  assert_int_equal(hook.grads_ready(hook.ctx, est_vars_at(vs, (size_t)b)->offset, 3), EST_OK);
+  assert_int_equal(hook.grads_finish(hook.ctx), EST_OK);
+  for (int i = 0; i < 5; i++) assert_true(ga[i] == 0.25f * (float)(i + 1));
+  for (int i = 0; i < 3; i++) assert_true(gb[i] == -0.5f);
+  assert_int_equal(est_dist_hook_grad_stats().steps, 1);
+  est_dist_finalize(); /* frees the hook's sync */
+  assert_int_equal(est_dist_hook_grad_stats().steps, 0);
+  est_vars_free(vs);
+
+  /* a model reporting outside a step, or with no notifier, is harmless */
+  assert_int_equal(est_grads_ready(NULL, 0, 1), EST_OK);
+
+  est_run_config rc = est_run_config_default();
+  rc.model_dir = "unused";
+  est_dist_make_distribution(&hook);
+  hook.world_size = 2; /* validation only: never used for a collective */
+  rc.distribution = &hook;
+  assert_int_equal(est_run_config_validate(&rc), EST_OK);
+  hook.grads_ready = NULL;
+  assert_int_equal(est_run_config_validate(&rc), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "grads_begin, grads_ready and grads_finish"));
+  hook.grads_begin = NULL, hook.grads_finish = NULL;
+  assert_int_equal(est_run_config_validate(&rc), EST_OK);
+  rc.grad_reduction = (est_grad_reduction)7;
+  assert_int_equal(est_run_config_validate(&rc), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "grad_reduction is 7"));
+  rc.grad_reduction = EST_GRAD_SUM;
+  assert_int_equal(est_run_config_validate(&rc), EST_OK);
+}
+
 static void test_timeout_setting(void **state) {
   (void)state;
   double before = est_dist_timeout();
@@ -133,6 +190,7 @@ int main(void) {
       cmocka_unit_test(test_single_process_collectives),
       cmocka_unit_test(test_single_process_grad_sync),
       cmocka_unit_test(test_configure_single_process),
+      cmocka_unit_test(test_hook_entries_and_validation),
       cmocka_unit_test(test_timeout_setting),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
