@@ -129,8 +129,9 @@ typedef struct est_input_params {
   est_mode mode;
   int batch_size;              /* the mode's batch size from the run config */
   uint64_t seed;               /* for shuffling: the run's seed */
-  int num_shards;              /* world_size; shard(num_shards, shard_index) for data parallelism */
-  int shard_index;
+  int num_shards;              /* world_size; shard(num_shards, shard_index) for data parallelism: */
+  int shard_index;             /* element i to shard i % num_shards (Dataset.shard), which
+                                * predict's in-order gather and eval's "loss" rely on */
 } est_input_params;
 
 /* An open input: a stream of batches. `next` returns EST_ERR_OUT_OF_RANGE at the end of
