@@ -511,7 +511,16 @@ typedef struct tae_ctx {
 static est_status evaluate_after_save(void *p, const char *prefix, int64_t global_step) {
   tae_ctx *c = p;
   double now = est_now_seconds();
-  if (c->eval->throttle_secs > 0 && c->last_eval_time >= 0 && now - c->last_eval_time < c->eval->throttle_secs) {
+  int skip = c->eval->throttle_secs > 0 && c->last_eval_time >= 0 && now - c->last_eval_time < c->eval->throttle_secs;
+  if (est_world_size(c->e) > 1) {
+    /* Evaluation is collective: the chief's clock decides for every rank. */
+    const est_distribution *d = c->e->config.distribution;
+    float flag = (float)skip;
+    est_status st = d->broadcast(d->ctx, &flag, 1);
+    if (st != EST_OK) return est_error_prefix("train_and_evaluate after the checkpoint of step %lld: ", (long long)global_step);
+    skip = flag != 0.0f;
+  }
+  if (skip) {
     EST_LOG_INFO("Skip the current checkpoint eval due to throttle secs (%g secs).", c->eval->throttle_secs);
     return EST_OK;
   }
