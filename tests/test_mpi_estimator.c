@@ -47,6 +47,7 @@ enum {
   MODE_NOCLIP = 32,    /* AdamWeightDecay without global-norm clipping (the sum would be clipped) */
   MODE_TRAIN_FAIL = 64,  /* rank 1's training input fails at its 7th batch */
   MODE_EVAL_FAIL = 128,  /* rank 1's evaluation input cannot be opened */
+  MODE_SPLIT_DIR = 256,  /* rank 1 uses DIR/rank1 as model_dir (as if not on a shared filesystem) */
 };
 static int g_mode;
 
@@ -209,7 +210,9 @@ static int worker(const char *dir, int max_steps, int global_batch, int kill_ran
   }
   if (g_mode & MODE_NOCLIP) fn.create_optimizer = noclip_optimizer;
   est_run_config rc = est_run_config_default();
-  rc.model_dir = dir;
+  char own_dir[4200];
+  snprintf(own_dir, sizeof own_dir, "%s/rank1", dir);
+  rc.model_dir = (g_mode & MODE_SPLIT_DIR) && est_dist_rank() == 1 ? own_dir : dir;
   rc.seed = 7;
   rc.save_checkpoints_steps = 5;
   rc.log_step_count_steps = 1000;
@@ -507,6 +510,28 @@ static void test_failure_on_one_rank_stops_all(void **state) {
                           "rank 0: evaluation failed on rank 1 of 2");
 }
 
+/* Rank 1 does not see the chief's checkpoints: rerunning to max_steps 20, the chief
+ * would skip training (already there) while rank 1 started from step 0 alone (a hang),
+ * and resuming to 30 would give rank 1 fresh Adam slots; refused on both ranks. */
+static void test_ranks_must_share_model_dir(void **state) {
+  (void)state;
+  char base[4096];
+  test_make_tmpdir(base, sizeof base);
+  run_ok(2, base, 20, 8);
+  g_mode = MODE_SPLIT_DIR;
+  char *out = NULL;
+  for (int steps = 20; steps <= 30; steps += 10) {
+    int rc = run_ranks(2, base, steps, 8, -1, -1, &out);
+    if (rc == 0) fprintf(stderr, "%s\n", out);
+    assert_int_not_equal(rc, 0);
+    assert_int_not_equal(rc, 124);
+    assert_non_null(strstr(out, "rank 1 starts training at global step 0 but the chief at 20"));
+    free(out);
+  }
+  g_mode = 0;
+  test_remove_tree(base);
+}
+
 /* A global batch that does not divide over the ranks is refused with a clear message. */
 static void test_indivisible_batch_refused(void **state) {
   (void)state;
@@ -590,6 +615,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup(test_overlapped_gradients, reset_mode),
       cmocka_unit_test_setup(test_gradient_sum, reset_mode),
       cmocka_unit_test_setup(test_failure_on_one_rank_stops_all, reset_mode),
+      cmocka_unit_test_setup(test_ranks_must_share_model_dir, reset_mode),
       cmocka_unit_test_setup(test_indivisible_batch_refused, reset_mode),
       cmocka_unit_test_setup(test_dead_rank_then_exact_resume, reset_mode),
   };

@@ -132,14 +132,34 @@ static uint64_t pick_seed(est_estimator *e, const est_restored *rs) {
   return seed ? seed : 1;
 }
 
-static est_status agree_on_seed(est_estimator *e, uint64_t *seed) {
-  int world = est_world_size(e);
-  if (world <= 1) return EST_OK;
+/* One allgather of (status, seed, global_step, has a checkpoint) before training: a rank
+ * that failed to read the checkpoint fails all; the chief's seed wins; and every rank
+ * must start from the same checkpoint, because the parameter broadcast that follows
+ * does not cover global_step, the optimizer's slots or the input positions (a model_dir
+ * not shared by all ranks' machines would otherwise train silently wrong). */
+static est_status agree_on_start(est_estimator *e, est_status local, uint64_t *seed, int64_t global_step,
+                                 int has_checkpoint) {
+  const int world = est_world_size(e);
+  if (world <= 1) return local;
   const est_distribution *d = e->config.distribution;
-  int64_t *all = calloc((size_t)world, sizeof *all), mine = (int64_t)*seed;
-  if (!all) return est_error(EST_ERR_NO_MEMORY, "out of memory");
-  est_status st = d->allgather_i64(d->ctx, &mine, 1, all);
-  if (st == EST_OK) *seed = (uint64_t)all[0];   /* the chief's */
+  int64_t mine[4] = {(int64_t)local, (int64_t)*seed, global_step, has_checkpoint};
+  int64_t *all = calloc((size_t)world * 4, sizeof *all);
+  char why[1024] = "";
+  if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
+  est_status st = all ? d->allgather_i64(d->ctx, mine, 4, all) : est_error(EST_ERR_NO_MEMORY, "out of memory");
+  if (st == EST_OK && local != EST_OK) st = est_error(local, "%s", why);
+  for (int r = 0; st == EST_OK && r < world; r++) {
+    const int64_t *a = all + 4 * r;
+    if (a[0] != EST_OK)
+      st = est_error(EST_ERR_ABORTED, "train: reading the checkpoint failed on rank %d of %d (its log says why)", r,
+                     world);
+    else if (a[2] != all[2] || a[3] != all[3])
+      st = est_error(EST_ERR_FAILED_PRECONDITION,
+                     "rank %d starts training at global step %lld but the chief at %lld: all ranks must see the "
+                     "same model_dir %s (a shared filesystem)",
+                     r, (long long)a[2], (long long)all[2], e->model_dir);
+  }
+  if (st == EST_OK) *seed = (uint64_t)all[1];   /* the chief's */
   free(all);
   return st;
 }
@@ -224,23 +244,23 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
   if (steps > 0 && max_steps > 0) return est_error(EST_ERR_INVALID_ARGUMENT, "Can not provide both steps and max_steps.");
   const est_run_config *rc = &e->config;
 
-  char latest[4096];
+  char latest[4096] = "";
   est_status st = est_find_checkpoint(e, NULL, latest, sizeof latest);
-  if (st != EST_OK) return st;
   est_restored rs = {0};
-  if (latest[0] && est_read_train_state(latest, &rs) != EST_OK) return est_error_prefix("restoring %s: ", latest);
+  if (st == EST_OK && latest[0] && est_read_train_state(latest, &rs) != EST_OK)
+    st = est_error_prefix("restoring %s: ", latest);
+  uint64_t seed = st == EST_OK ? pick_seed(e, &rs) : 0;
+  st = agree_on_start(e, st, &seed, rs.global_step, latest[0] != 0);
+  if (st != EST_OK) {
+    est_restored_clear(&rs);
+    return st;
+  }
   if (final_step) *final_step = rs.global_step;
   if (last_saved && size) snprintf(last_saved, size, "%s", latest);
   if (max_steps > 0 && latest[0] && rs.global_step >= max_steps) {
     EST_LOG_INFO("Skipping training since max_steps has already saved.");
     est_restored_clear(&rs);
     return EST_OK;
-  }
-  uint64_t seed = pick_seed(e, &rs);
-  st = agree_on_seed(e, &seed);
-  if (st != EST_OK) {
-    est_restored_clear(&rs);
-    return st;
   }
 
   trainer t = {.e = e, .after_save = after_save, .after_save_ctx = ctx, .saved_step = -1};
