@@ -1,0 +1,41 @@
+#!/bin/sh
+# `make bench`: every side-by-side benchmark, one after the other, each printing its own
+# ratios against the peer (see bench/README.md for what each measures and the figures
+# recorded so far). Benchmarks that compare with PyTorch unset OPENBLAS_CORETYPE and
+# OPENBLAS_L2_SIZE in their own commands (they say so); the others leave them alone.
+#
+#   sh bench/run_all.sh [BUILD_DIR]
+#
+# BENCH_SKIP="base dist" skips the slow BERT-Base rows and the MPI bench, for a quick look.
+set -eu
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+SKIP=${BENCH_SKIP:-}
+cmake --build "$BUILD" --target bench_tfrecord bench_tokenizer bench_bert bench_ckpt >/dev/null
+skipped() { case " $SKIP " in *" $1 "*) return 0 ;; esac; return 1; }
+
+echo "=== TFRecord read + verify, Example parsing"
+"$BUILD/bench_tfrecord"
+
+echo "=== Tokenizer: est vs HuggingFace tokenizers (npm), one thread"
+if command -v npm >/dev/null 2>&1; then bash bench/bench_tokenizer.sh "$BUILD"
+else echo "skipped: npm not installed"; fi
+
+echo "=== BERT classifier train step and inference: est vs PyTorch"
+MODELS="tiny mini base"
+skipped base && MODELS="tiny mini"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then sh bench/run_bert.sh "$BUILD" 2 2 "$MODELS"
+else echo "skipped: python3-torch not installed (apt-get install python3-torch)"; fi
+
+echo "=== run_classifier end to end on MRPC: est vs PyTorch"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then sh bench/run_classifier_mrpc.sh "$BUILD"
+else echo "skipped: python3-torch not installed"; fi
+
+echo "=== Checkpoints: save/restore vs torch.save/torch.load"
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then sh bench/bench_ckpt.sh "$BUILD"
+else echo "skipped: python3-torch not installed"; fi
+
+if ! skipped dist && [ -x "$BUILD/bench_dist" ]; then
+  echo "=== Data parallel: 1 vs 2 ranks"
+  "$BUILD/bench_dist"
+fi
