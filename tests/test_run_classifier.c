@@ -265,6 +265,41 @@ static void test_cola_end_to_end_and_resume(void **state) {
   check_test_results(out, 10, 2);
 }
 
+/* Killed after step 6 and restarted = never interrupted: the checkpoint carries the
+ * input position (shuffle buffer included) and the seed, so the resumed run sees the same
+ * batches and dropout masks and ends with the same results, digit for digit. */
+static void test_resume_is_exact(void **state) {
+  (void)state;
+  char full[512], cut[512], from[1024], to[1024];
+  snprintf(full, sizeof full, "%s/full", tmp);
+  snprintf(cut, sizeof cut, "%s/cut", tmp);
+  char *log = run_ok(COLA_RUN "4", full);
+  free(log);
+  /* The state a run killed just after saving step 6 leaves: checkpoints 0..6 only. */
+  assert_int_equal(est_mkdirs(cut), EST_OK);
+  const char *files[] = {"model.ckpt-6.index", "model.ckpt-6.data-00000-of-00001"};
+  for (size_t i = 0; i < 2; i++) {
+    est_path_join(from, sizeof from, full, files[i]);
+    est_path_join(to, sizeof to, cut, files[i]);
+    copy_file(from, to);
+  }
+  est_path_join(to, sizeof to, cut, "checkpoint");
+  const char state_text[] = "model_checkpoint_path: \"model.ckpt-6\"\nall_model_checkpoint_paths: \"model.ckpt-6\"\n";
+  assert_int_equal(est_write_file_atomic(to, state_text, sizeof state_text - 1), EST_OK);
+  log = run_ok(COLA_RUN "4", cut);
+  assert_non_null(strstr(log, "model.ckpt-6"));
+  assert_null(strstr(log, "restarts from its beginning"));
+  assert_null(strstr(log, "step = 0 "));
+  free(log);
+  const char *names[] = {"eval_results.txt", "test_results.tsv"};
+  for (size_t i = 0; i < 2; i++) {
+    char *a = read_text(full, names[i]), *b = read_text(cut, names[i]);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+  }
+}
+
 /* MRPC slice, eval + predict on a fresh output_dir without init_checkpoint: the
  * reference's Estimator then evaluates the random initialisation at global_step 0. */
 static void test_mrpc_eval_predict_only(void **state) {
@@ -362,6 +397,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_mrpc_records_match_reference_and_train, setup, teardown),
     cmocka_unit_test_setup_teardown(test_cola_end_to_end_and_resume, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_resume_is_exact, setup, teardown),
     cmocka_unit_test_setup_teardown(test_mrpc_eval_predict_only, setup, teardown),
     cmocka_unit_test_setup_teardown(test_finetune_tf_checkpoint, setup, teardown),
   };

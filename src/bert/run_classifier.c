@@ -161,18 +161,10 @@ static est_status rc_next(void *self, est_features *out) {
   return EST_OK;
 }
 
-/* The training input's exact position (24 + 3 * 100 values with shuffle(100)). When the
- * estimator offers less room than that, report "cannot say" (n = 0): a resumed run then
- * restarts its input from the beginning, as TensorFlow's does, instead of failing. */
+/* The input's exact position: 24 + 3 * 100 values with shuffle(100), saved in each
+ * checkpoint so that a resumed run continues with the batches it would have seen. */
+static size_t rc_state_size(void *self) { return est_dataset_state_size(self); }
 static est_status rc_get_state(void *self, int64_t *state, size_t capacity, size_t *n) {
-  if (est_dataset_state_size(self) > capacity) {
-    static int warned;
-    if (!warned++)
-      EST_LOG_WARN("the input position (%zu values) does not fit the checkpoint's %zu; a resumed run restarts "
-                   "its input from the beginning", est_dataset_state_size(self), capacity);
-    *n = 0;
-    return EST_OK;
-  }
   return est_dataset_get_state(self, state, capacity, n);
 }
 static est_status rc_set_state(void *self, const int64_t *state, size_t n) {
@@ -204,8 +196,8 @@ static est_status rc_open(void *ctx, const est_input_params *p, est_input *out) 
     est_dataset_free(ds);
     return st;
   }
-  *out = (est_input){.self = ds, .next = rc_next, .get_state = rc_get_state, .set_state = rc_set_state,
-                     .close = rc_close};
+  *out = (est_input){.self = ds, .next = rc_next, .state_size = rc_state_size, .get_state = rc_get_state,
+                     .set_state = rc_set_state, .close = rc_close};
   return EST_OK;
 }
 
