@@ -25,6 +25,7 @@
 #ifndef EST_BERT_MODEL_H
 #define EST_BERT_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "est/nn.h"
@@ -101,6 +102,17 @@ est_status est_bert_classifier_forward(est_bert_classifier *m, const int32_t *in
 /* Backward of the last forward (which needs labels) with d loss = 1: ADDS every
  * parameter gradient into the store's gradient buffer (zero it first for a fresh step). */
 est_status est_bert_classifier_backward(est_bert_classifier *m);
+
+/* Backward calls fn(ctx, offset, count) as soon as a group of parameter gradients is final
+ * for this backward, so that (with data parallelism) its all-reduce can overlap the rest:
+ * the classifier head (output_weights, output_bias), the pooler, each encoder layer from
+ * the top down, the embeddings last (the reverse of declaration order). offset and count
+ * are floats of the store's gradient buffer (est_variable.offset, .count); a group is one
+ * range unless padding between its variables splits it (a count not a multiple of 16
+ * floats); padding and frozen variables are never reported. The Estimator's model_fn
+ * forwards these to est_grads_ready. NULL fn: no calls (the default). */
+typedef void (*est_bert_grads_ready_fn)(void *ctx, size_t offset, size_t count);
+void est_bert_classifier_set_grads_ready(est_bert_classifier *m, est_bert_grads_ready_fn fn, void *ctx);
 
 /* probabilities[batch, C] = softmax(logits), the predict output. */
 void est_bert_classifier_probabilities(float *probabilities, const float *logits, int batch, int num_labels);

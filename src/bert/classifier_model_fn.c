@@ -68,6 +68,12 @@ static est_status add_metric(classifier *m, est_metric_kind kind, const char *na
   return EST_OK;
 }
 
+/* The BERT model's per-group "gradients final" calls, passed on to the Estimator, which
+ * starts that part's all-reduce while backward goes on (a no-op in one process). */
+static void forward_grads_ready(void *grads, size_t offset, size_t count) {
+  (void)est_grads_ready(grads, offset, count); /* a failure is kept by the notifier and fails the step */
+}
+
 static est_status classifier_build(const est_model_context *ctx, est_var_store *vars, void **out) {
   const est_rc_model_params *p = ctx->params;
   classifier *m = calloc(1, sizeof *m);
@@ -80,6 +86,8 @@ static est_status classifier_build(const est_model_context *ctx, est_var_store *
   m->seed = ctx->seed;
   est_status st = est_bert_classifier_create(&m->bert, &p->bert_config, p->num_labels, vars);
   if (st == EST_OK) st = est_bert_classifier_reserve(m->bert, m->max_batch, m->seq_len);
+  if (st == EST_OK && ctx->mode == EST_MODE_TRAIN && ctx->grads)
+    est_bert_classifier_set_grads_ready(m->bert, forward_grads_ready, ctx->grads);
   size_t B = (size_t)m->max_batch, C = (size_t)m->num_labels;
   if (st == EST_OK) {
     m->logits = malloc(B * C * sizeof(float));

@@ -68,6 +68,10 @@ struct est_bert_classifier {
   /* the last forward */
   int B, S, has_types, have_labels, valid;
   float p_hidden, p_attn, p_cls;
+
+  /* est_bert_classifier_set_grads_ready */
+  est_bert_grads_ready_fn ready_fn;
+  void *ready_ctx;
 };
 
 /* ---- variables ---------------------------------------------------------------------- */
@@ -152,6 +156,32 @@ void est_bert_classifier_free(est_bert_classifier *m) {
   free(m->la);
   free(m->lv);
   free(m);
+}
+
+void est_bert_classifier_set_grads_ready(est_bert_classifier *m, est_bert_grads_ready_fn fn, void *ctx) {
+  m->ready_fn = fn;
+  m->ready_ctx = fn ? ctx : NULL;
+}
+
+/* Backward has finished the gradients of variables first..last (consecutive indices: one
+ * group declared in a row by create()). The store pads every variable to a cache line and
+ * the padding belongs to no variable, so adjacent variables are merged into maximal runs
+ * with no padding between them: one range per group when every count is a multiple of 16
+ * floats (any hidden size that is), more otherwise. Frozen variables have no gradient. */
+static void report_ready(const est_bert_classifier *m, int first, int last) {
+  if (!m->ready_fn) return;
+  size_t off = 0, count = 0;
+  for (int i = first; i <= last; i++) {
+    const est_variable *v = est_vars_at(m->vs, (size_t)i);
+    if (v->trainable && count && v->offset == off + count) {
+      count += v->count;
+      continue;
+    }
+    if (count) m->ready_fn(m->ready_ctx, off, count);
+    off = v->offset;
+    count = v->trainable ? v->count : 0;
+  }
+  if (count) m->ready_fn(m->ready_ctx, off, count);
 }
 
 int est_bert_classifier_num_labels(const est_bert_classifier *m) { return m->C; }
@@ -370,11 +400,13 @@ est_status est_bert_classifier_backward(est_bert_classifier *m) {
   memset(m->g_pooled, 0, (size_t)B * H * sizeof(float));
   est_matmul_backward(m->g_pooled, G(m, m->out_w), G(m, m->out_b), m->g_logits, m->pooled_d, V(m, m->out_w), B, H,
                       C, 1);
+  report_ready(m, m->out_w, m->out_b);
   est_dropout_backward(m->g_pooled, m->g_pooled, m->pool_mask, (size_t)B * H, m->p_cls);
   est_activation_backward(m->g_pooled, m->g_pooled, m->pool_pre, (size_t)B * H, EST_ACT_TANH);
   memset(m->g_first, 0, (size_t)B * H * sizeof(float));
   est_matmul_backward(m->g_first, G(m, m->pool_w), G(m, m->pool_b), m->g_pooled, m->first, V(m, m->pool_w), B, H,
                       H, 0);
+  report_ready(m, m->pool_w, m->pool_b);
   /* only the first token of each example feeds the pooler */
   memset(g[0], 0, TH * sizeof(float));
   for (int b = 0; b < B; b++)
@@ -410,6 +442,7 @@ est_status est_bert_classifier_backward(est_bert_classifier *m) {
     est_matmul_backward(g[0], G(m, w->q_w), G(m, w->q_b), g[5], x, V(m, w->q_w), T, H, H, 0);
     est_matmul_backward(g[0], G(m, w->k_w), G(m, w->k_b), g[6], x, V(m, w->k_w), T, H, H, 0);
     est_matmul_backward(g[0], G(m, w->v_w), G(m, w->v_b), g[7], x, V(m, w->v_w), T, H, H, 0);
+    report_ready(m, w->q_w, w->ln2_g);
   }
 
   /* embeddings: dropout -> LayerNorm -> scatter-add into the three tables */
@@ -418,6 +451,7 @@ est_status est_bert_classifier_backward(est_bert_classifier *m) {
                          m->emb_rstd, T, H);
   est_embeddings_backward(G(m, m->word), G(m, m->type), G(m, m->pos), g[1], m->ids, m->has_types ? m->types : NULL,
                           B, S, H, cfg->vocab_size, cfg->type_vocab_size);
+  report_ready(m, m->word, m->emb_g);
   return EST_OK;
 }
 
