@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "est/dist.h"
 #include "est/flags.h"
 #include "est/log.h"
 #include "est/run_classifier.h"
@@ -17,7 +18,9 @@ static const char usage[] =
     "Tasks: cola, mnli, mnli-mm, mrpc, xnli, sst-2 (or sst2), and tsv (a generic TSV file set:\n"
     "train.tsv, dev.tsv, test.tsv, columns chosen by the --tsv_* flags).\n"
     "Writes under output_dir: train.tf_record, eval.tf_record, predict.tf_record,\n"
-    "model.ckpt-N checkpoints, eval_results.txt and test_results.tsv.";
+    "model.ckpt-N checkpoints, eval_results.txt and test_results.tsv.\n"
+    "Data parallel: `mpirun -np N est run_classifier ...` trains on N ranks (output_dir shared;\n"
+    "the batch sizes are global, train_batch_size a multiple of N; rank 0 writes the files).";
 
 int est_cmd_run_classifier(int argc, char **argv) {
   est_run_classifier_config c = est_run_classifier_config_default();
@@ -113,10 +116,16 @@ int est_cmd_run_classifier(int argc, char **argv) {
     fprintf(stderr, "est run_classifier: %s\n", est_error_message());
     return 2;
   }
-  st = est_run_classifier_main(&c);
+  /* Under mpirun every rank runs this same command on its shard (est/dist.h); otherwise
+   * this is a single process and the dist calls are no-ops. */
+  st = est_dist_init(&argc, &argv);
+  if (st == EST_OK) st = est_run_classifier_main(&c);
   if (st != EST_OK) {
     fprintf(stderr, "est run_classifier: error: %s\n", est_error_message());
+    est_dist_abort(1); /* the other ranks would wait for this one until their timeout */
+    est_dist_finalize();
     return 1;
   }
+  est_dist_finalize();
   return 0;
 }

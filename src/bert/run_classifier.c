@@ -8,6 +8,7 @@
 
 #include "est/bert_model.h"
 #include "est/dataset.h"
+#include "est/dist.h"
 #include "est/estimator.h"
 #include "est/file.h"
 #include "est/log.h"
@@ -231,6 +232,26 @@ static est_status collect_prediction(void *ctx, const est_prediction *p) {
 
 /* ---- main() --------------------------------------------------------------------------- */
 
+/* The chief converts a split to records; every rank then reads that one file (a shared
+ * output_dir, which the Estimator checks), each its own shard of it. */
+static est_status write_records_on_chief(est_rc_task *task, int split, int max_seq_length, const char *path) {
+  est_status st = est_dist_is_chief() ? est_rc_task_write_records(task, split, max_seq_length, path) : EST_OK;
+  if (st != EST_OK) return st; /* the caller aborts the job, releasing the ranks at the barrier */
+  return est_dist_barrier();
+}
+
+/* N ranks: how much of the gradient all-reduce ran during backward (the BERT model reports
+ * each layer's gradients as they are final; see est_bert_classifier_set_grads_ready). */
+static void log_gradient_reduction(void) {
+  if (est_dist_world_size() < 2 || !est_dist_is_chief()) return;
+  const est_dist_grad_sync_stats gs = est_dist_hook_grad_stats();
+  if (gs.steps < 1) return;
+  EST_LOG_INFO("gradient all-reduce: %lld steps x %lld buckets, %lld of them started during backward; %.1f MB, "
+               "%.3f s in MPI of which %.3f s waiting after backward",
+               (long long)gs.steps, (long long)gs.buckets, (long long)gs.buckets_overlapped, gs.bytes / 1e6,
+               gs.reduce_seconds, gs.wait_seconds);
+}
+
 /* "***** Eval results *****" and eval_results.txt: the metrics as the reference prints
  * them (float32 values, global_step an integer), in sorted key order. */
 static est_status write_eval_results(const est_eval_result *r, const char *path) {
@@ -318,13 +339,26 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   rc.train_batch_size = (int)c->train_batch_size;
   rc.eval_batch_size = (int)c->eval_batch_size;
   rc.predict_batch_size = (int)c->predict_batch_size;
+  /* Under mpirun the batch flags are GLOBAL (as TPUEstimator's over its shards): each rank
+   * trains on train_batch_size / N examples of its record shard per step. */
+  const int world = est_dist_world_size();
+  if (c->do_train && c->train_batch_size % world != 0) {
+    st = est_error(EST_ERR_INVALID_ARGUMENT,
+                   "--train_batch_size=%lld is the global batch and must be a multiple of the %d ranks",
+                   (long long)c->train_batch_size, world);
+    goto done;
+  }
+  if (!c->do_train) rc.train_batch_size = world; /* unused; any multiple of the ranks */
+  est_distribution dist_hook;
+  st = est_dist_configure_run_config(&rc, &dist_hook);
+  if (st != EST_OK) goto done;
   est_model_fn model_fn = est_rc_classifier_model_fn(&params);
   st = est_estimator_create(&e, &model_fn, &rc);
   if (st != EST_OK) goto done;
 
   if (c->do_train) {
     est_path_join(path, sizeof path, c->output_dir, "train.tf_record");
-    st = est_rc_task_write_records(task, 0, (int)c->max_seq_length, path);
+    st = write_records_on_chief(task, 0, (int)c->max_seq_length, path);
     if (st != EST_OK) goto done;
     EST_LOG_INFO("***** Running training *****");
     EST_LOG_INFO("  Num examples = %lld", (long long)counts[0]);
@@ -334,11 +368,12 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     est_input_fn input_fn = {rc_open, &in};
     st = est_estimator_train(e, &input_fn, 0, params.num_train_steps);
     if (st != EST_OK) goto done;
+    log_gradient_reduction();
   }
 
   if (c->do_eval) {
     est_path_join(path, sizeof path, c->output_dir, "eval.tf_record");
-    st = est_rc_task_write_records(task, 1, (int)c->max_seq_length, path);
+    st = write_records_on_chief(task, 1, (int)c->max_seq_length, path);
     if (st != EST_OK) goto done;
     EST_LOG_INFO("***** Running evaluation *****");
     EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", (long long)counts[1], (long long)counts[1], 0);
@@ -349,13 +384,14 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     if (st != EST_OK) goto done;
     char out_path[4096];
     est_path_join(out_path, sizeof out_path, c->output_dir, "eval_results.txt");
-    st = write_eval_results(&result, out_path);
+    /* every rank holds the same reduced metrics; one file, from the chief */
+    if (est_dist_is_chief()) st = write_eval_results(&result, out_path);
     if (st != EST_OK) goto done;
   }
 
   if (c->do_predict) {
     est_path_join(path, sizeof path, c->output_dir, "predict.tf_record");
-    st = est_rc_task_write_records(task, 2, (int)c->max_seq_length, path);
+    st = write_records_on_chief(task, 2, (int)c->max_seq_length, path);
     if (st != EST_OK) goto done;
     EST_LOG_INFO("***** Running prediction*****");
     EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", (long long)counts[2], (long long)counts[2], 0);
@@ -365,6 +401,9 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     preds.num_labels = params.num_labels;
     st = est_estimator_predict(e, &input_fn, NULL, collect_prediction, &preds);
     if (st != EST_OK) goto done;
+    /* The estimator gathers every rank's rows to the chief in input order: the other
+     * ranks saw no predictions and write nothing. */
+    if (!est_dist_is_chief()) goto done;
     EST_LOG_INFO("***** Predict results *****");
     if (preds.count != counts[2]) {
       st = est_error(EST_ERR_INTERNAL, "%lld predictions for %lld test examples", (long long)preds.count,
