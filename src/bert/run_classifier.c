@@ -348,7 +348,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
                    (long long)c->train_batch_size, world);
     goto done;
   }
-  if (!c->do_train) rc.train_batch_size = world; /* unused; any multiple of the ranks */
+  if (!c->do_train && rc.train_batch_size % world) rc.train_batch_size = world; /* unused: any multiple will do */
   est_distribution dist_hook;
   st = est_dist_configure_run_config(&rc, &dist_hook);
   if (st != EST_OK) goto done;
