@@ -1,6 +1,6 @@
 # est — top-level entry points. The README's two set-up commands are `make demo`
 # and `make test`; both install missing Debian packages first (scripts/install-deps.sh).
-# Plain `make` only configures and builds build/est.
+# Plain `make` installs missing packages the same way, then configures and builds build/est.
 #
 #   make            build build/est and the library (Release, -O3 -march=native)
 #   make test       install deps, build, run every test under ctest
@@ -23,7 +23,8 @@ endif
 
 .PHONY: all build configure deps test demo bench install clean fuzz
 
-all: build
+all: deps
+	@$(MAKE) --no-print-directory build
 
 configure:
 	@cmake -S . -B $(BUILD_DIR) $(CMAKE_FLAGS) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
@@ -39,17 +40,19 @@ test: deps
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
 
 demo: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory configure
+	@cmake --build $(BUILD_DIR) --target est -j $(JOBS) -- --no-print-directory
 	@sh scripts/demo.sh $(BUILD_DIR)/est
 
 bench: deps
 	@$(MAKE) --no-print-directory build
 	@sh bench/run_all.sh $(BUILD_DIR)
 
-fuzz:
+fuzz: deps
 	@sh tests/fuzz/run.sh
 
-install: build
+install: deps
+	@$(MAKE) --no-print-directory build
 	@cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:

@@ -48,6 +48,13 @@ static void test_ls(void **state) {
   free(out2);
   free(out);
   expect(1, "", EST_BIN " ckpt ls " DATA " 2>/dev/null"); /* a directory without a checkpoint */
+  /* A directory with no state file but one .index (a downloaded bert_model.ckpt): that one. */
+  assert_int_equal(test_run(&out, 0, EST_BIN " ckpt ls " DATA "/keras_bert_tiny"), 0);
+  assert_int_equal(test_run(&out2, 0, EST_BIN " ckpt ls " DATA "/keras_bert_tiny/bert_model.ckpt"), 0);
+  assert_non_null(strstr(out, "\nglobal_step\tint64\t[]\n"));
+  assert_string_equal(out, out2);
+  free(out2);
+  free(out);
 }
 
 static void test_get(void **state) {

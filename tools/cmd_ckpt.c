@@ -1,6 +1,7 @@
 /* `est ckpt ls|get|convert`: look inside TF checkpoints and safetensors files, and convert
  * between them. A path ending in ".safetensors" is a safetensors file; anything else is a
  * TF checkpoint prefix (model.ckpt-343 for model.ckpt-343.index + .data-*). */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,8 @@ static const char *USAGE =
     "       est ckpt get PREFIX|FILE.safetensors NAME\n"
     "       est ckpt convert IN OUT [--skip_strings]\n\n"
     "PREFIX names a TF checkpoint (model.ckpt-343 for model.ckpt-343.index + .data-*); a\n"
-    "directory means its latest checkpoint (from its `checkpoint` file), and the .index\n"
-    "file's own path is accepted too.\n\n"
+    "directory means its latest checkpoint (from its `checkpoint` file, or its only\n"
+    "*.index when it has no such file), and the .index file's own path is accepted too.\n\n"
     "ls:      one line per tensor, sorted by name: name<TAB>dtype<TAB>[d0,d1,...]\n"
     "         (dtype as TF names it: float32, float16, bfloat16, int32, int64, string...;\n"
     "         [] for a scalar). ls reads only the index (or the safetensors header).\n"
@@ -48,6 +49,32 @@ typedef struct source {
   est_safetensors *st;
 } source;
 
+/* A directory without a `checkpoint` state file (a downloaded bert_model.ckpt, say) that
+ * holds exactly one *.index: that checkpoint. Several: an error listing two of them. */
+static est_status single_index_in(const char *dir, char *prefix, size_t size) {
+  DIR *d = opendir(dir);
+  if (!d) return est_error(EST_ERR_NOT_FOUND, "cannot open directory %s", dir);
+  char first[1024] = "", second[1024] = "";
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t n = strlen(e->d_name);
+    if (n <= 6 || strcmp(e->d_name + n - 6, ".index") || n - 6 >= sizeof first) continue;
+    char *slot = first[0] ? second : first;
+    memcpy(slot, e->d_name, n - 6);
+    slot[n - 6] = 0;
+    if (second[0]) break;
+  }
+  closedir(d);
+  if (!first[0]) return est_error(EST_ERR_NOT_FOUND, "%s has no `checkpoint` state file and no *.index file", dir);
+  if (second[0])
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "%s has no `checkpoint` state file and several checkpoints (%s, %s, ...): name one prefix", dir,
+                     first, second);
+  if (strlen(dir) + 1 + strlen(first) >= size) return est_error(EST_ERR_INVALID_ARGUMENT, "path too long: %s", dir);
+  est_path_join(prefix, size, dir, first);
+  return EST_OK;
+}
+
 /* Like tf.train.load_checkpoint: a directory means its latest checkpoint, and a path to
  * the .index file means its prefix. */
 static est_status source_open(source *s, const char *path) {
@@ -57,6 +84,9 @@ static est_status source_open(source *s, const char *path) {
   size_t n = strlen(path);
   if (est_is_directory(path)) {
     est_status st = est_ckpt_latest(path, prefix, sizeof prefix);
+    char state_file[4200];
+    est_path_join(state_file, sizeof state_file, path, "checkpoint");
+    if (st == EST_ERR_NOT_FOUND && !est_file_exists(state_file)) st = single_index_in(path, prefix, sizeof prefix);
     if (st != EST_OK) return st;
   } else if (n > 6 && n < sizeof prefix && !strcmp(path + n - 6, ".index") && est_file_exists(path)) {
     memcpy(prefix, path, n - 6);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "est/crc32c.h"
+#include "io/fuzzing.h"
 
 /* kTensorBundleVersion / kTensorBundleMinProducer / kTensorBundleMinConsumer. */
 enum { BUNDLE_VERSION = 1, BUNDLE_MIN_PRODUCER = 0 };
@@ -282,7 +283,7 @@ est_status est_bundle_check_numeric(const est_bundle_entry *e, int big_endian, u
                                     const char *what) {
   uint32_t actual = est_crc32c(bytes, (size_t)e->size);
   uint32_t stored = est_crc32c_unmask(e->masked_crc);
-  if (actual != stored)
+  if (EST_CHECKSUM_MISMATCH(stored, actual))
     return est_error(EST_ERR_DATA_LOSS,
                      "%s: Checksum does not match for '%s': stored %u vs. calculated on the restored "
                      "bytes %u",
@@ -329,7 +330,7 @@ est_status est_bundle_decode_strings(const est_bundle_entry *e, const uint8_t *b
                    e->name);
     goto fail;
   }
-  if (stored_len_crc != est_crc32c_mask(crc)) {
+  if (EST_CHECKSUM_MISMATCH(stored_len_crc, est_crc32c_mask(crc))) {
     st = est_error(EST_ERR_DATA_LOSS,
                    "%s: The length checksum does not match for '%s': expected 0x%08x, got 0x%08x", what,
                    e->name, est_crc32c_mask(crc), stored_len_crc);

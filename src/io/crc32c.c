@@ -145,3 +145,8 @@ int est_crc32c_is_hardware(void) {
   pthread_once(&init_once, init_tables);
   return have_hw;
 }
+
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+#include "io/fuzzing.h"
+int est_fuzz_ignore_checksums; /* see io/fuzzing.h: fuzz builds only */
+#endif

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "est/crc32c.h"
+#include "io/fuzzing.h"
 
 static const uint64_t kTableMagic = 0xdb4775248b80fb57ull;
 
@@ -43,7 +44,7 @@ static est_status read_block(parse_ctx *c, uint64_t offset, uint64_t size, const
   /* The CRC covers the block and its type byte. */
   uint32_t actual = est_crc32c(p, (size_t)size + 1);
   uint32_t stored = est_crc32c_unmask(est_pw_decode_fixed32(p + size + 1));
-  if (actual != stored)
+  if (EST_CHECKSUM_MISMATCH(stored, actual))
     return est_error(EST_ERR_DATA_LOSS,
                      "%s: block checksum mismatch for the block at offset %llu (%llu bytes): "
                      "stored 0x%08x, computed 0x%08x",

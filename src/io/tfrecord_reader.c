@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "est/crc32c.h"
+#include "io/fuzzing.h"
 #include "est/tfrecord.h"
 #include "io/protowire.h"
 
@@ -189,7 +190,7 @@ est_status est_tfrecord_reader_next(est_tfrecord_reader *r, const uint8_t **data
     return est_error(EST_ERR_DATA_LOSS, "%s: truncated record at %llu", r->path, (unsigned long long)off);
   const uint8_t *h = r->buf + r->pos;
   /* The length is trusted only once its own CRC matches. */
-  if (est_crc32c_unmask(est_pw_decode_fixed32(h + 8)) != est_crc32c(h, 8))
+  if (EST_CHECKSUM_MISMATCH(est_crc32c_unmask(est_pw_decode_fixed32(h + 8)), est_crc32c(h, 8)))
     return est_error(EST_ERR_DATA_LOSS, "%s: corrupted record at %llu%s", r->path, (unsigned long long)off,
                      off == 0 ? " (Is this even a TFRecord file?)" : "");
   uint64_t length = est_pw_decode_fixed64(h);
@@ -201,7 +202,8 @@ est_status est_tfrecord_reader_next(est_tfrecord_reader *r, const uint8_t **data
     return est_error(EST_ERR_DATA_LOSS, "%s: truncated record at %llu", r->path,
                      (unsigned long long)(avail == EST_TFRECORD_HEADER_SIZE ? off : off + EST_TFRECORD_HEADER_SIZE));
   const uint8_t *payload = r->buf + r->pos + EST_TFRECORD_HEADER_SIZE;
-  if (est_crc32c_unmask(est_pw_decode_fixed32(payload + length)) != est_crc32c(payload, (size_t)length))
+  if (EST_CHECKSUM_MISMATCH(est_crc32c_unmask(est_pw_decode_fixed32(payload + length)),
+                            est_crc32c(payload, (size_t)length)))
     return est_error(EST_ERR_DATA_LOSS, "%s: corrupted record at %llu", r->path,
                      (unsigned long long)(off + EST_TFRECORD_HEADER_SIZE));
   *data = payload;

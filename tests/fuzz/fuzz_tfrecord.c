@@ -1,5 +1,7 @@
 /* libFuzzer target: the TFRecord reader on arbitrary files (plain, ZLIB, GZIP).
- * The first input byte picks the compression; the rest is the file. Invariants beyond
+ * The first input byte picks the compression (low bits) and whether CRC mismatches are
+ * ignored (top bit; io/fuzzing.h), so framing behind a bad CRC is explored too; the rest
+ * is the file. Invariants beyond
  * "no crash, no leak": every record returned re-frames to CRCs that match, and seeking
  * back to a saved offset returns the same record again. */
 #ifndef _GNU_SOURCE
@@ -14,6 +16,7 @@
 
 #include "est/crc32c.h"
 #include "est/tfrecord.h"
+#include "io/fuzzing.h"
 
 static int fd = -1;
 static char path[64];
@@ -25,7 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (fd < 0) abort();
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   }
-  est_compression c = (est_compression)(data[0] % 3);
+  est_compression c = (est_compression)((data[0] & 0x7f) % 3);
+  est_fuzz_ignore_checksums = data[0] >> 7;
   if (ftruncate(fd, 0) != 0 || pwrite(fd, data + 1, size - 1, 0) != (ssize_t)(size - 1)) abort();
 
   est_tfrecord_reader *r;
