@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <zlib.h>
 
 #include "est/est.h"
 #include "test_util.h"
@@ -350,6 +351,16 @@ static void test_random_lengths_and_seek(void **state) {
       assert_memory_equal(d, all + start, n);
       assert_int_equal(est_tfrecord_reader_offset(r), offs[i + 1]);
     }
+    /* ReadEnd / ReadPastEnd through the decompressor too: OUT_OF_RANGE, then a seek
+     * back still reads. */
+    assert_int_equal(est_tfrecord_reader_seek(r, offs[N]), EST_OK);
+    assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_OUT_OF_RANGE);
+    assert_int_equal(est_tfrecord_reader_seek(r, offs[N] + 5), EST_OK);
+    assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_OUT_OF_RANGE);
+    assert_int_equal(est_tfrecord_reader_seek(r, offs[N - 1]), EST_OK);
+    assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_OK);
+    assert_int_equal(n, lens[N - 1]);
+    assert_memory_equal(d, all + total - lens[N - 1], n);
     est_tfrecord_reader_close(r);
   }
   free(all);
@@ -415,8 +426,49 @@ static void test_every_byte_flip(void **state) {
     }
 }
 
-/* Cut at every length: clean EOF exactly at record boundaries, DATA_LOSS elsewhere. The
- * GZIP and ZLIB vectors cut at every length never crash nor yield wrong records. */
+/* What reading the first `avail` bytes of the 54-byte three-record stream must give
+ * (formats.md 1.3): a clean EOF on a record boundary, else "truncated record at" the
+ * record's offset (1-12 bytes of it) or its payload's offset (13 bytes or more). */
+static void expect_cut_three(const char *path, size_t avail, est_status st, size_t count) {
+  static const size_t starts[4] = {0, 16, 33, 54};
+  size_t rec = 0;
+  while (rec < 3 && starts[rec + 1] <= avail) rec++;
+  assert_int_equal(count, rec);
+  if (avail == starts[rec]) {
+    assert_int_equal(st, EST_ERR_OUT_OF_RANGE);
+    return;
+  }
+  assert_int_equal(st, EST_ERR_DATA_LOSS);
+  char want[4400];
+  size_t at = avail - starts[rec] <= EST_TFRECORD_HEADER_SIZE ? starts[rec] : starts[rec] + EST_TFRECORD_HEADER_SIZE;
+  snprintf(want, sizeof want, "%s: truncated record at %zu", path, at);
+  assert_string_equal(est_error_message(), want);
+}
+
+/* How many bytes of the uncompressed stream the first n bytes of a GZIP (gzip != 0) or
+ * ZLIB stream decode to: all that zlib can produce from a cut stream. */
+static size_t inflated_size(const uint8_t *z, size_t n, int gzip) {
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  assert_int_equal(inflateInit2(&zs, gzip ? MAX_WBITS + 16 : MAX_WBITS), Z_OK);
+  uint8_t out[256];
+  zs.next_in = (Bytef *)z;
+  zs.avail_in = (uInt)n;
+  zs.next_out = out;
+  zs.avail_out = sizeof out;
+  int ret;
+  while ((ret = inflate(&zs, Z_NO_FLUSH)) == Z_OK && zs.avail_in > 0) {
+  }
+  assert_true(ret == Z_OK || ret == Z_STREAM_END || ret == Z_BUF_ERROR);
+  size_t got = (size_t)zs.total_out;
+  inflateEnd(&zs);
+  return got;
+}
+
+/* Cut at every length: clean EOF exactly at record boundaries, DATA_LOSS "truncated
+ * record" with TF's offset elsewhere. The GZIP and ZLIB vectors cut at every length
+ * follow the same rule on the bytes their prefix decompresses to (formats.md 1.3: a cut
+ * on a record boundary of the decompressed stream is a clean EOF, mid-record truncated). */
 static void test_every_truncation(void **state) {
   (void)state;
   uint8_t orig[128], got[64];
@@ -424,26 +476,27 @@ static void test_every_truncation(void **state) {
   const char *p = tmp_path("cut.tfrecord");
   for (size_t len = 0; len < n; len++) {
     write_bytes(p, orig, len);
-    size_t count, gsize;
+    size_t count = 0, gsize = 0;
     est_status st = read_all(p, EST_COMPRESSION_NONE, &count, got, &gsize);
-    int boundary = len == 0 || len == 16 || len == 33;
-    assert_int_equal(st, boundary ? EST_ERR_OUT_OF_RANGE : EST_ERR_DATA_LOSS);
-    if (!boundary) assert_non_null(strstr(est_error_message(), "truncated record at"));
-    assert_int_equal(count, len >= 33 ? 2 : len >= 16 ? 1 : 0);
+    expect_cut_three(p, len, st, count);
     assert_memory_equal(got, "ahello", gsize);
   }
   const char *hexes[2] = {THREE_GZIP_HEX, THREE_ZLIB_HEX};
   est_compression cs[2] = {EST_COMPRESSION_GZIP, EST_COMPRESSION_ZLIB};
   for (int k = 0; k < 2; k++) {
     size_t cn = unhex(hexes[k], orig);
+    int mid_record = 0;
     for (size_t len = 0; len < cn; len++) {
       write_bytes(p, orig, len);
-      size_t count, gsize;
+      size_t count = 0, gsize = 0;
       est_status st = read_all(p, cs[k], &count, got, &gsize);
-      assert_true(st == EST_ERR_DATA_LOSS || st == EST_ERR_OUT_OF_RANGE);
-      assert_true(count <= 3);
+      size_t avail = inflated_size(orig, len, cs[k] == EST_COMPRESSION_GZIP);
+      assert_true(avail <= 54);
+      expect_cut_three(p, avail, st, count);
       assert_memory_equal(got, "ahello", gsize);
+      mid_record += st == EST_ERR_DATA_LOSS;
     }
+    assert_true(mid_record > 0); /* the sweep did reach cuts inside a record */
   }
 }
 
@@ -486,6 +539,57 @@ static void test_read_error(void **state) {
   assert_non_null(strstr(est_error_message(), tmpdir));
   assert_int_equal(est_tfrecord_reader_offset(r), 0);
   assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_IO);
+  est_tfrecord_reader_close(r);
+}
+
+/* ReadError's other half: after a failed read the offset is unchanged and a retry can
+ * succeed. A record cut short (the writer had not finished it) is DATA_LOSS; once the
+ * rest of it is in the file, the same reader reads it. A cut ZLIB stream fails the same
+ * way again without moving. */
+static void test_retry_after_error(void **state) {
+  (void)state;
+  uint8_t buf[64];
+  size_t n = unhex(THREE_HEX, buf);
+  const char *p = tmp_path("growing.tfrecord");
+  write_bytes(p, buf, n - 1); /* "hello" without the last byte of its footer */
+  est_tfrecord_reader *r;
+  const uint8_t *d;
+  size_t len;
+  assert_int_equal(est_tfrecord_reader_open(&r, p, EST_COMPRESSION_NONE), EST_OK);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &len), EST_OK);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &len), EST_OK);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(est_tfrecord_reader_next(r, &d, &len), EST_ERR_DATA_LOSS);
+    assert_non_null(strstr(est_error_message(), "truncated record at 45"));
+    assert_int_equal(est_tfrecord_reader_offset(r), 33);
+    assert_int_equal(est_tfrecord_reader_records_read(r), 2);
+  }
+  FILE *f = fopen(p, "ab");
+  assert_non_null(f);
+  assert_int_equal(fwrite(buf + n - 1, 1, 1, f), 1);
+  fclose(f);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &len), EST_OK);
+  assert_int_equal(len, 5);
+  assert_memory_equal(d, "hello", 5);
+  assert_int_equal(est_tfrecord_reader_offset(r), 54);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &len), EST_ERR_OUT_OF_RANGE);
+  est_tfrecord_reader_close(r);
+
+  /* ZLIB stream cut in its last block: two records, then the same error at 33 each time. */
+  n = unhex(THREE_ZLIB_HEX, buf);
+  const char *z = tmp_path("cut.zlib");
+  size_t cut = n;
+  while (cut > 0 && inflated_size(buf, cut, 0) > 33 + EST_TFRECORD_HEADER_SIZE) cut--;
+  assert_true(inflated_size(buf, cut, 0) > 33);
+  write_bytes(z, buf, cut);
+  assert_int_equal(est_tfrecord_reader_open(&r, z, EST_COMPRESSION_ZLIB), EST_OK);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &len), EST_OK);
+  assert_int_equal(est_tfrecord_reader_next(r, &d, &len), EST_OK);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(est_tfrecord_reader_next(r, &d, &len), EST_ERR_DATA_LOSS);
+    assert_non_null(strstr(est_error_message(), "truncated record at 33"));
+    assert_int_equal(est_tfrecord_reader_offset(r), 33);
+  }
   est_tfrecord_reader_close(r);
 }
 
@@ -589,6 +693,7 @@ int main(void) {
       cmocka_unit_test(test_every_truncation),
       cmocka_unit_test(test_gzip_members_and_trailers),
       cmocka_unit_test(test_read_error),
+      cmocka_unit_test(test_retry_after_error),
       cmocka_unit_test(test_real_tf_file),
       cmocka_unit_test(test_compression_parse),
       cmocka_unit_test(test_cli),
