@@ -419,6 +419,160 @@ static void test_specs_validate(void **state) {
   assert_string_equal(est_error_message(), "Invalid config dtype: int32");
 }
 
+/* 32 SomeFeatures and the writer rules of 2.2: the empty-string key, an empty list of
+ * each kind (the Feature is then `0a 00` / `12 00` / `1a 00`: set, but nothing inside),
+ * multi-byte varints 3, 270, 86942; every map entry holds both its key and its value. */
+static void test_some_features(void **state) {
+  (void)state;
+  est_example ex;
+  est_example_init(&ex);
+  int64_t v[3] = {3, 270, 86942};
+  assert_int_equal(est_example_set_int64(&ex, "", v, 3), EST_OK);
+  assert_int_equal(est_example_set_bytes(&ex, "b", NULL, 0), EST_OK);
+  assert_int_equal(est_example_set_float(&ex, "f", NULL, 0), EST_OK);
+  assert_int_equal(est_example_set_int64(&ex, "i", NULL, 0), EST_OK);
+  /* 0a 2b features { 0a 0e {0a 00 "" | 12 0a {1a 08 {0a 06 03 8e02 9ea705}}}
+   *                  0a 09 {0a 01 "b" | 12 02 {0a 00}}, likewise "f" (12 00), "i" (1a 00) } */
+  const char *hex = "0a2b"
+                    "0a0e0a00120a1a080a06038e029ea705"
+                    "0a070a016212020a00"
+                    "0a070a016612021200"
+                    "0a070a016912021a00";
+  expect_bytes(&ex, hex);
+  uint8_t buf[128];
+  size_t n = unhex(hex, buf);
+  expect_json(buf, n, "{\"\": {\"int64\": [3, 270, 86942]}, \"b\": {\"bytes\": []}, \"f\": {\"float\": []}, "
+                      "\"i\": {\"int64\": []}}");
+  /* The spec parser finds the empty key; the empty lists are present (not missing). */
+  int64_t three[3];
+  int64_t s3[1] = {3};
+  est_feature_spec k = fixed("", EST_DT_INT64, 1, s3);
+  void *out[1] = {three};
+  assert_int_equal(est_example_parse_specs(&k, 1, buf, n, out, NULL), EST_OK);
+  assert_memory_equal(three, v, sizeof v);
+  est_feature_spec b = {.key = "b", .dtype = EST_DT_STRING, .var_len = EST_VAR_LEN};
+  est_varlen_value bv = {.count = 99};
+  void *bo[1] = {&bv};
+  assert_int_equal(est_example_parse_specs(&b, 1, buf, n, bo, NULL), EST_OK);
+  assert_int_equal(bv.count, 0);
+  float dflt = 7;
+  est_feature_spec f = fixed("f", EST_DT_FLOAT, 0, NULL);
+  f.default_value = &dflt;
+  f.default_count = 1;
+  float fv;
+  void *fo[1] = {&fv};
+  expect_spec_error(&f, 1, buf, n, fo, "Key: f.  Can't parse serialized Example: Some float_list slice was not parsed.");
+  free(bv.values);
+  est_example_clear(&ex);
+}
+
+/* 2.3, what the fast parser accepts: a map entry's key and value in either order,
+ * unknown top-level fields of every non-group wire type, groups and field 0 refused.
+ * Lists: the first tag decides packed or unpacked; of a packed list only the first run is
+ * read (the generic parser, protobuf's semantics, appends every run). */
+static void test_parser_rules(void **state) {
+  (void)state;
+  /* value before key */
+  expect_hex_json("0a0b0a0912041a02080d0a0161", "{\"a\": {\"int64\": [13]}}");
+  /* unknown fields (varint: test_parse_vectors_and_json): fixed64, length-delimited, fixed32 */
+  const char *skipped[] = {"09" "0102030405060708" "0a00", "12" "03616263" "0a00", "1d" "01020304" "0a00",
+                           "0a0b0a090a01611204" "1a02080d" "1d01020304"};
+  const char *skipped_json[] = {"{}", "{}", "{}", "{\"a\": {\"int64\": [13]}}"};
+  for (size_t i = 0; i < sizeof skipped / sizeof *skipped; i++) {
+    expect_hex_json(skipped[i], skipped_json[i]);
+    uint8_t buf[64];
+    size_t n = unhex(skipped[i], buf);
+    int64_t a = -5, dflt = 42;
+    est_feature_spec s = fixed("a", EST_DT_INT64, 0, NULL);
+    s.default_value = &dflt;
+    s.default_count = 1;
+    void *out[1] = {&a};
+    assert_int_equal(est_example_parse_specs(&s, 1, buf, n, out, NULL), EST_OK);
+    assert_int_equal(a, i == 3 ? 13 : 42);
+  }
+  /* groups (start field 2, end field 1) and a tag of field 0 */
+  const char *refused[] = {"13" "0a00", "0c" "0a00", "00" "0a00"};
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    uint8_t buf[16];
+    size_t n = unhex(refused[i], buf);
+    est_example ex;
+    est_example_init(&ex);
+    assert_int_equal(est_example_parse(&ex, buf, n), EST_ERR_INVALID_ARGUMENT);
+    est_example_clear(&ex);
+    est_feature_spec s = {.key = "a", .dtype = EST_DT_INT64, .var_len = EST_VAR_LEN};
+    est_varlen_value v = {0};
+    void *out[1] = {&v};
+    assert_int_equal(est_example_parse_specs(&s, 1, buf, n, out, NULL), EST_ERR_INVALID_ARGUMENT);
+    assert_true(strncmp(est_error_message(), "Could not parse example input, value: '", 39) == 0);
+    free(v.values);
+  }
+
+  /* int64 {0a 01 05, 0a 01 06}: two packed runs */
+  uint8_t buf[128];
+  size_t n = one_feature(buf, "a", "1a060a01050a0106");
+  est_feature_spec var = {.key = "a", .dtype = EST_DT_INT64, .var_len = EST_VAR_LEN};
+  est_varlen_value v = {0};
+  void *out[1] = {&v};
+  assert_int_equal(est_example_parse_specs(&var, 1, buf, n, out, NULL), EST_OK);
+  assert_int_equal(v.count, 1);
+  assert_int_equal(((int64_t *)v.values)[0], 5);
+  int64_t one;
+  est_feature_spec fix = fixed("a", EST_DT_INT64, 0, NULL);
+  void *fo[1] = {&one};
+  assert_int_equal(est_example_parse_specs(&fix, 1, buf, n, fo, NULL), EST_OK);
+  assert_int_equal(one, 5);
+  expect_json(buf, n, "{\"a\": {\"int64\": [5, 6]}}");
+  /* packed, then an unpacked value: still only the first run */
+  n = one_feature(buf, "a", "1a050a0105080d");
+  assert_int_equal(est_example_parse_specs(&var, 1, buf, n, out, NULL), EST_OK);
+  assert_int_equal(v.count, 1);
+  assert_int_equal(((int64_t *)v.values)[0], 5);
+  /* float {0a 04 1.0, 0a 04 2.0}: the same for packed floats */
+  n = one_feature(buf, "a", "120c0a040000803f0a0400000040");
+  est_feature_spec fvar = {.key = "a", .dtype = EST_DT_FLOAT, .var_len = EST_VAR_LEN};
+  assert_int_equal(est_example_parse_specs(&fvar, 1, buf, n, out, NULL), EST_OK);
+  assert_int_equal(v.count, 1);
+  assert_true(((float *)v.values)[0] == 1.0f);
+  /* unpacked first, then a packed run: the packed tag is not an unpacked value */
+  n = one_feature(buf, "a", "1a05080d0a0106");
+  expect_spec_error(&var, 1, buf, n, out, "Key: a.  Can't parse serialized Example: Parsing int64_list failed.");
+  n = one_feature(buf, "a", "120b0d0000803f0a0400000040");
+  expect_spec_error(&fvar, 1, buf, n, out, "Key: a.  Can't parse serialized Example: Parsing float_list failed.");
+  /* a first tag that is neither: field 2 of the list */
+  n = one_feature(buf, "a", "1a021005");
+  expect_spec_error(&var, 1, buf, n, out, "Key: a.  Can't parse serialized Example: Parsing int64_list failed.");
+  /* an int64 tag in a float list */
+  n = one_feature(buf, "a", "1202080d");
+  expect_spec_error(&fvar, 1, buf, n, out, "Key: a.  Can't parse serialized Example: Parsing float_list failed.");
+  free(v.values);
+}
+
+/* 2.4 messages for each dtype: "(data type: string)" when required, the bytes_list
+ * count error, too many floats. */
+static void test_specs_messages_per_dtype(void **state) {
+  (void)state;
+  uint8_t buf[128];
+  size_t n;
+  est_bytes bv[2];
+  void *bo[1] = {bv};
+  est_feature_spec s = fixed("s", EST_DT_STRING, 0, NULL);
+  expect_spec_error(&s, 1, (const uint8_t *)"", 0, bo, "Feature: s (data type: string) is required but could not be found.");
+  n = one_feature(buf, "s", "0a060a000a026869"); /* two values for shape [] */
+  expect_spec_error(&s, 1, buf, n, bo, "Key: s.  Can't parse serialized Example: Some bytes_list slice was not parsed.");
+  n = one_feature(buf, "s", "0a00");
+  expect_spec_error(&s, 1, buf, n, bo, "Key: s.  Can't parse serialized Example: Some bytes_list slice was not parsed.");
+  n = one_feature(buf, "s", "1a030a0101");
+  expect_spec_error(&s, 1, buf, n, bo, "Key: s.  Data types don't match. Data type: int64 but expected type: string");
+  int64_t two[1] = {2};
+  est_feature_spec f = fixed("f", EST_DT_FLOAT, 1, two);
+  float fv[2];
+  void *fo[1] = {fv};
+  n = one_feature(buf, "f", "120e0a0c" "0000803f" "00000040" "00004040"); /* 3 floats for [2] */
+  expect_spec_error(&f, 1, buf, n, fo, "Key: f.  Can't parse serialized Example: Some float_list slice was not parsed.");
+  n = one_feature(buf, "f", "0a040a026869");
+  expect_spec_error(&f, 1, buf, n, fo, "Key: f.  Data types don't match. Data type: string but expected type: float");
+}
+
 /* 33: random keys (1-200 chars) and types, 1-4 concatenations: the union, last wins,
  * matches what we built; the generic parse and the spec parse agree. */
 static uint32_t rnd_state = 7;
@@ -563,6 +717,9 @@ int main(void) {
       cmocka_unit_test(test_specs_dense),
       cmocka_unit_test(test_specs_varlen_and_sequence),
       cmocka_unit_test(test_specs_validate),
+      cmocka_unit_test(test_some_features),
+      cmocka_unit_test(test_parser_rules),
+      cmocka_unit_test(test_specs_messages_per_dtype),
       cmocka_unit_test(test_fuzz_roundtrip),
       cmocka_unit_test(test_real_mrpc_records),
   };
