@@ -209,6 +209,55 @@ static int kv_cmp(const void *a, const void *b) {
   return (x->key_len > y->key_len) - (x->key_len < y->key_len);
 }
 
+/* 56: 3000 entries, over 256 KiB, at the bundle writer's block size: several data
+ * blocks, each flushed by TableBuilder's rule (the first entry that brings the block's
+ * estimate, entries + 4 bytes per restart + 4, to 256 KiB or more closes it). */
+static void test_multi_block_default_size(void **state) {
+  (void)state;
+  enum { N = 3000, VLEN = 100 };
+  static char keys[N][16];
+  static char value[VLEN];
+  memset(value, 'v', sizeof value);
+  kv *e = calloc(N, sizeof *e);
+  for (int i = 0; i < N; i++) {
+    snprintf(keys[i], sizeof keys[i], "key%05d", 2 * i);
+    e[i] = (kv){keys[i], strlen(keys[i]), value, VLEN};
+  }
+  size_t size;
+  uint8_t *data = build(e, N, 0, &size);
+  assert_true(size > EST_SSTABLE_BLOCK_SIZE);
+  char ik[8][64];
+  uint64_t offs[9];
+  size_t blocks = index_keys(data, size, ik, offs);
+  assert_int_equal(blocks, 2);
+  est_pw_reader r = est_pw_reader_make(data + size - 48, 40);
+  assert_true(est_pw_read_varint(&r, &offs[blocks])); /* the metaindex follows the last block */
+  /* An entry takes at most 3 varint bytes + 8 key bytes + the value, plus 4 for a restart. */
+  const size_t max_entry = 3 + 8 + VLEN + 4;
+  for (size_t b = 0; b < blocks; b++) {
+    size_t len = (size_t)(offs[b + 1] - offs[b]) - EST_SSTABLE_TRAILER_SIZE;
+    if (b + 1 < blocks) {
+      assert_true(len >= EST_SSTABLE_BLOCK_SIZE);
+      assert_true(len < EST_SSTABLE_BLOCK_SIZE + max_entry);
+    } else {
+      assert_true(len < EST_SSTABLE_BLOCK_SIZE);
+    }
+  }
+  assert_int_equal(offs[0], 0);
+  /* The separator after block 0 lies between its last key and the next block's first. */
+  est_sstable t;
+  assert_int_equal(est_sstable_parse(&t, data, size, "t"), EST_OK);
+  assert_int_equal(t.count, N);
+  size_t in_first = 0;
+  while (in_first < N && strcmp(keys[in_first], ik[0]) <= 0) in_first++;
+  assert_true(in_first > 0 && in_first < N);
+  assert_true(strcmp(keys[in_first - 1], ik[0]) <= 0 && strcmp(ik[0], keys[in_first]) < 0);
+  est_sstable_free(&t);
+  free(data);
+  round_trip(e, N, 0);
+  free(e);
+}
+
 /* Randomized: ~2000 random binary keys and values of skewed sizes, several block sizes. */
 static void test_randomized(void **state) {
   (void)state;
@@ -299,6 +348,9 @@ static void test_hand_made_blocks(void **state) {
   /* ZeroRestartPointsInBlock: a 4-byte block with restart count 0 reads as empty. */
   static const uint8_t zero_restarts[4] = {0, 0, 0, 0};
   expect_parse(zero_restarts, 4, 0, EST_OK, 0, NULL);
+  /* Empty, as a raw block: the 8-byte block TF writes (one restart at 0, no entries). */
+  static const uint8_t empty_block[8] = {0, 0, 0, 0, 1, 0, 0, 0};
+  expect_parse(empty_block, 8, 0, EST_OK, 0, NULL);
   /* Two entries, "ab" -> "1" and "ac" -> "2" (sharing 1 byte). */
   static const uint8_t good[] = {0, 2, 1, 'a', 'b', '1', 1, 1, 1, 'c', '2', 0, 0, 0, 0, 1, 0, 0, 0};
   expect_parse(good, sizeof good, 0, EST_OK, 2, NULL);
@@ -335,6 +387,19 @@ static void test_hand_made_blocks(void **state) {
   est_sstable t;
   assert_int_equal(est_sstable_parse(&t, data, size - 60, "cut"), EST_ERR_DATA_LOSS);
   free(data);
+  /* A data block handle running past the end of the blocks: "truncated block read". */
+  data = table_of(good, sizeof good, 0, &size);
+  /* the index entry's handle is (0, sizeof good); claim 30 more bytes and re-seal the
+   * index block's CRC, so that only the handle is wrong */
+  size_t index_off = sizeof good + EST_SSTABLE_TRAILER_SIZE, index_len = 3 + 1 + 2 + 8;
+  assert_int_equal(data[index_off + 5], sizeof good);
+  data[index_off + 5] = (uint8_t)(sizeof good + 30);
+  uint32_t crc = est_crc32c(data + index_off, index_len + 1);
+  est_pw_encode_fixed32(data + index_off + index_len + 1, est_crc32c_mask(crc));
+  assert_int_equal(est_sstable_parse(&t, data, size, "hand"), EST_ERR_DATA_LOSS);
+  if (!strstr(est_error_message(), "hand: truncated block read"))
+    fail_msg("'%s' lacks 'truncated block read'", est_error_message());
+  free(data);
 }
 
 int main(void) {
@@ -343,6 +408,7 @@ int main(void) {
     cmocka_unit_test(test_simple_tables),
     cmocka_unit_test(test_restarts_every_16),
     cmocka_unit_test(test_separators_and_big_entries),
+    cmocka_unit_test(test_multi_block_default_size),
     cmocka_unit_test(test_randomized),
     cmocka_unit_test(test_hand_made_blocks),
   };
