@@ -119,6 +119,24 @@ static void test_vector_b_read_and_rebuild(void **state) {
   assert_int_equal(s[0].size, 531);
   assert_int_equal(s[0].data[0], 0x0a); /* TrackableObjectGraph.nodes */
   est_tensor_free(&t);
+  /* Every numeric tensor, at its offset in the unsorted data file: w@0, b@4 (float [1]),
+   * decay@16, learning_rate@20, momentum@24 (float scalars). */
+  struct { const char *name; int rank; uint32_t bits; } want[5] = {
+      {"w/.ATTRIBUTES/VARIABLE_VALUE", 1, 0x3e513360u},
+      {"b/.ATTRIBUTES/VARIABLE_VALUE", 1, 0},
+      {"optimizer/decay/.ATTRIBUTES/VARIABLE_VALUE", 0, 0},
+      {"optimizer/learning_rate/.ATTRIBUTES/VARIABLE_VALUE", 0, 0x3f000000u},
+      {"optimizer/momentum/.ATTRIBUTES/VARIABLE_VALUE", 0, 0}};
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(est_ckpt_reader_read(r, want[i].name, &t), EST_OK);
+    assert_int_equal(t.dtype, EST_DT_FLOAT);
+    assert_int_equal(t.rank, want[i].rank);
+    if (want[i].rank) assert_int_equal(t.dims[0], 1);
+    uint32_t bits;
+    memcpy(&bits, t.data, 4);
+    assert_int_equal(bits, want[i].bits);
+    est_tensor_free(&t);
+  }
   est_ckpt_reader_close(r);
 
   size_t n;
@@ -454,6 +472,38 @@ static void test_round_trip_every_dtype(void **state) {
   test_remove_tree(dir);
 }
 
+/* tensor_bundle_test StringTensors' empty ones: a scalar "" and a [0] string tensor. Each
+ * is its varint lengths (none for [0]), the masked length checksum, no bytes. */
+static void test_empty_string_tensors(void **state) {
+  (void)state;
+  char dir[256], prefix[300], p[400];
+  test_make_tmpdir(dir, sizeof dir);
+  path_of(prefix, sizeof prefix, dir, "empty_strings");
+  est_bytes empty = {0, NULL};
+  int64_t d0[1] = {0};
+  const char *names[2] = {"none", "scalar"};
+  est_tensor ts[2] = {make(EST_DT_STRING, 1, d0, NULL), make(EST_DT_STRING, 0, NULL, &empty)};
+  assert_int_equal(est_ckpt_save(prefix, 2, names, ts), EST_OK);
+  /* [0]: mask(crc of no lengths) = mask(0); scalar "": varint 0, mask(crc32c of 4 zero bytes). */
+  snprintf(p, sizeof p, "%s.data-00000-of-00001", prefix);
+  assert_file_hex(p, "d8ea82a2" "00" "a67b113a");
+  est_ckpt_reader *r;
+  assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+  est_tensor t;
+  assert_int_equal(est_ckpt_reader_read(r, "none", &t), EST_OK);
+  assert_int_equal(t.dtype, EST_DT_STRING);
+  assert_int_equal(t.rank, 1);
+  assert_int_equal(t.dims[0], 0);
+  est_tensor_free(&t);
+  assert_int_equal(est_ckpt_reader_read(r, "scalar", &t), EST_OK);
+  assert_int_equal(t.dtype, EST_DT_STRING);
+  assert_int_equal(t.rank, 0);
+  assert_int_equal(((est_bytes *)t.data)[0].size, 0);
+  est_tensor_free(&t);
+  est_ckpt_reader_close(r);
+  test_remove_tree(dir);
+}
+
 /* tensor_bundle_test StringTensors: ["hello", "", "\x01", 32 MiB of 'c'] between floats. */
 static void test_big_string(void **state) {
   (void)state;
@@ -486,6 +536,42 @@ static void test_big_string(void **state) {
   est_ckpt_reader_close(r);
   free(c);
   test_remove_tree(dir);
+}
+
+/* tensor_bundle_test StringTensors, the 2^32-byte string: a length above UINT32_MAX
+ * enters the length checksum as 8 little-endian bytes, not 4 (formats.md 3.5). Decoded
+ * from a hand-made entry ["abc", <len bytes>], so nothing of that size is allocated: with
+ * the right checksum the lengths are accepted (and the missing bytes found); with the
+ * other width they are not. (The "abc" before it keeps the CRC register away from its
+ * initial state, where crc32c(ff ff ff ff) == crc32c(ff ff ff ff 00 00 00 00).) */
+static void test_string_length_checksum_64bit(void **state) {
+  (void)state;
+  const uint64_t lens[3] = {0xffffffffull, 0x100000000ull, (1ull << 40) + 5};
+  for (int i = 0; i < 3; i++) {
+    uint64_t len = lens[i];
+    uint8_t buf[32], le[8];
+    uint8_t *p = est_pw_encode_varint(buf, 3);
+    p = est_pw_encode_varint(p, len);
+    est_pw_encode_fixed64(le, 3);
+    uint32_t first = est_crc32c(le, 4);
+    est_pw_encode_fixed64(le, len);
+    size_t width = len > 0xffffffffu ? 8 : 4;
+    uint32_t right = est_crc32c_extend(first, le, width), wrong = est_crc32c_extend(first, le, 12 - width);
+    assert_int_not_equal(right, wrong);
+    for (int k = 0; k < 2; k++) {
+      est_pw_encode_fixed32(p, est_crc32c_mask(k ? wrong : right));
+      memcpy(p + 4, "abchello", 8);
+      est_bundle_entry e = {.name = "big", .dtype = EST_DT_STRING, .rank = 1, .dims = {2}, .num_elements = 2,
+                            .size = (uint64_t)(p + 12 - buf)};
+      est_tensor t;
+      assert_int_equal(est_bundle_decode_strings(&e, buf, &t, "hand"), EST_ERR_DATA_LOSS);
+      const char *msg = est_error_message();
+      char want[128];
+      if (k) snprintf(want, sizeof want, "hand: The length checksum does not match for 'big'");
+      else snprintf(want, sizeof want, "hand: string 1 of 'big' (%llu bytes) runs past", (unsigned long long)len);
+      if (!strstr(msg, want)) fail_msg("length %llu: '%s' lacks '%s'", (unsigned long long)len, msg, want);
+    }
+  }
 }
 
 /* ---- hand-made bundles: endianness, shards, versions, bad entries ---------------------- */
@@ -611,6 +697,32 @@ static void test_header_versions(void **state) {
                       "Checkpoint disallows consumer version 1");
   static const uint8_t garbage[] = {0x0a, 0x05, 0x01};
   expect_header_error(garbage, sizeof garbage, EST_ERR_DATA_LOSS, "corrupted checkpoint header");
+  /* No header entry at all (an index whose first key is not ""): a corrupt file. */
+  {
+    char hdir[256], hprefix[300], p[400];
+    test_make_tmpdir(hdir, sizeof hdir);
+    path_of(hprefix, sizeof hprefix, hdir, "noheader");
+    est_pw_buf e;
+    est_pw_buf_init(&e);
+    int64_t d1 = 1;
+    est_bundle_encode_entry(&e, EST_DT_FLOAT, 1, &d1, 0, 0, 4, est_crc32c_mask(est_crc32c("\0\0\0\0", 4)));
+    est_sstable_builder b;
+    est_sstable_builder_init(&b, 0);
+    assert_int_equal(est_sstable_builder_add(&b, "x", 1, e.data, e.size), EST_OK);
+    uint8_t *out;
+    size_t size;
+    assert_int_equal(est_sstable_builder_finish(&b, &out, &size), EST_OK);
+    snprintf(p, sizeof p, "%s.index", hprefix);
+    assert_int_equal(est_write_file_atomic(p, out, size), EST_OK);
+    free(out);
+    est_ckpt_reader *r = NULL;
+    assert_int_equal(est_ckpt_reader_open(&r, hprefix), EST_ERR_DATA_LOSS);
+    assert_null(r);
+    assert_non_null(strstr(est_error_message(), "no header entry"));
+    assert_non_null(strstr(est_error_message(), p));
+    est_pw_buf_free(&e);
+    test_remove_tree(hdir);
+  }
   /* A header with num_shards 0 followed by an entry: the shard is out of range. */
   char dir[256], prefix[300];
   test_make_tmpdir(dir, sizeof dir);
@@ -659,8 +771,8 @@ static void test_bad_entries(void **state) {
   expect_entry_error(0, 1, d3, 12, "invalid dtype");
 }
 
-/* Entries est lists but does not read: complex64 (TF dtype 8) and a partitioned variable
- * (slices, field 7); plus a [16,0,18] empty tensor next to them. */
+/* Entries est lists but does not read: complex64 (TF dtype 8), a partitioned variable
+ * (slices, field 7) and a DT_VARIANT scalar (21); plus a [16,0,18] empty tensor. */
 static void test_unreadable_entries(void **state) {
   (void)state;
   char dir[256], prefix[300], p[400];
@@ -669,8 +781,8 @@ static void test_unreadable_entries(void **state) {
   static const uint8_t hdr[] = {0x08, 0x01, 0x1a, 0x02, 0x08, 0x01};
   uint8_t c64[16] = {0};
   int64_t d2 = 2, d510[2] = {5, 10}, d16018[3] = {16, 0, 18};
-  est_pw_buf e[3];
-  for (int i = 0; i < 3; i++) est_pw_buf_init(&e[i]);
+  est_pw_buf e[4];
+  for (int i = 0; i < 4; i++) est_pw_buf_init(&e[i]);
   est_bundle_encode_entry(&e[0], 8, 1, &d2, 0, 0, 16, est_crc32c_mask(est_crc32c(c64, 16)));
   est_bundle_encode_entry(&e[1], EST_DT_FLOAT, 3, d16018, 0, 16, 0, est_crc32c_mask(0));
   /* Full-tensor entry of a partitioned [5,10] variable: dtype, shape, one slice, no data. */
@@ -684,13 +796,14 @@ static void test_unreadable_entries(void **state) {
   est_pw_end_sub(&e[2], m);
   size_t sm = est_pw_begin_sub(&e[2], 7);
   est_pw_end_sub(&e[2], sm);
-  const char *names[3] = {"complex", "empty3", "part"};
-  write_index(prefix, hdr, sizeof hdr, 3, names, e);
+  est_bundle_encode_entry(&e[3], 21, 0, NULL, 0, 16, 0, 0);
+  const char *names[4] = {"complex", "empty3", "part", "variant"};
+  write_index(prefix, hdr, sizeof hdr, 4, names, e);
   snprintf(p, sizeof p, "%s.data-00000-of-00001", prefix);
   assert_int_equal(est_write_file_atomic(p, c64, sizeof c64), EST_OK);
   est_ckpt_reader *r;
   assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
-  assert_int_equal(est_ckpt_reader_count(r), 3);
+  assert_int_equal(est_ckpt_reader_count(r), 4);
   est_dtype dt;
   int rank;
   int64_t dims[EST_MAX_RANK];
@@ -700,13 +813,18 @@ static void test_unreadable_entries(void **state) {
   assert_int_equal(est_ckpt_reader_read(r, "complex", &t), EST_ERR_UNIMPLEMENTED);
   assert_int_equal(est_ckpt_reader_read(r, "part", &t), EST_ERR_UNIMPLEMENTED);
   assert_non_null(strstr(est_error_message(), "partitioned"));
+  assert_int_equal(est_ckpt_reader_info(r, "variant", &dt, &rank, dims), EST_OK);
+  assert_int_equal((int)dt, 21);
+  assert_int_equal(rank, 0);
+  assert_int_equal(est_ckpt_reader_read(r, "variant", &t), EST_ERR_UNIMPLEMENTED);
+  assert_non_null(strstr(est_error_message(), "'variant' has TF dtype 21"));
   assert_int_equal(est_ckpt_reader_read(r, "empty3", &t), EST_OK);
   assert_int_equal(t.rank, 3);
   assert_int_equal(t.dims[2], 18);
   assert_int_equal(est_tensor_num_elements(&t), 0);
   est_tensor_free(&t);
   est_ckpt_reader_close(r);
-  for (int i = 0; i < 3; i++) est_pw_buf_free(&e[i]);
+  for (int i = 0; i < 4; i++) est_pw_buf_free(&e[i]);
   test_remove_tree(dir);
 }
 
@@ -808,7 +926,9 @@ int main(void) {
     cmocka_unit_test(test_bert_tiny_index_only),
     cmocka_unit_test(test_mrpc_finetuned_index),
     cmocka_unit_test(test_round_trip_every_dtype),
+    cmocka_unit_test(test_empty_string_tensors),
     cmocka_unit_test(test_big_string),
+    cmocka_unit_test(test_string_length_checksum_64bit),
     cmocka_unit_test(test_big_endian_bundle),
     cmocka_unit_test(test_two_shards_any_order),
     cmocka_unit_test(test_header_versions),
