@@ -239,7 +239,14 @@ static void test_reader_rules(void **state) {
   expect_open("{", 0, EST_ERR_DATA_LOSS, "InvalidHeaderDeserialization");
   expect_open("{\"a\":{\"dtype\":\"U8\",\"shape\":[-1],\"data_offsets\":[0,1]}}", 1, EST_ERR_DATA_LOSS,
               "InvalidHeaderDeserialization");
-  expect_open("\xff", 0, EST_ERR_DATA_LOSS, "InvalidHeader");
+  /* test_invalid_header_non_utf8: InvalidHeader itself (the kind is followed by ": "; a
+   * bare "InvalidHeader" would also match InvalidHeaderDeserialization / ...Length),
+   * also where the bad bytes sit in an otherwise well-formed object: a key, a UTF-16
+   * surrogate (ED A0 80) in a metadata value. */
+  expect_open("\xff", 0, EST_ERR_DATA_LOSS, "mem: InvalidHeader: ");
+  expect_open("{\"\xff\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, EST_ERR_DATA_LOSS,
+              "mem: InvalidHeader: ");
+  expect_open("{\"__metadata__\":{\"k\":\"\xed\xa0\x80\"}}", 0, EST_ERR_DATA_LOSS, "mem: InvalidHeader: ");
 
   est_safetensors *st;
   /* test_header_too_small / _too_large / test_invalid_header_length. */
@@ -251,6 +258,13 @@ static void test_reader_rules(void **state) {
   static const uint8_t no_header[8] = {60, 0, 0, 0, 0, 0, 0, 0};
   assert_int_equal(est_safetensors_open_memory(&st, no_header, 8, "mem"), EST_ERR_DATA_LOSS);
   assert_non_null(strstr(est_error_message(), "InvalidHeaderLength"));
+  /* The limit is N > 100,000,000 (formats.md 4.3), checked before the file size. */
+  static const uint8_t just_over[8] = {0x01, 0xe1, 0xf5, 0x05, 0, 0, 0, 0}; /* 100000001 */
+  assert_int_equal(est_safetensors_open_memory(&st, just_over, 8, "mem"), EST_ERR_DATA_LOSS);
+  assert_non_null(strstr(est_error_message(), "mem: HeaderTooLarge: "));
+  static const uint8_t at_limit[8] = {0x00, 0xe1, 0xf5, 0x05, 0, 0, 0, 0}; /* 100000000 */
+  assert_int_equal(est_safetensors_open_memory(&st, at_limit, 8, "mem"), EST_ERR_DATA_LOSS);
+  assert_non_null(strstr(est_error_message(), "mem: InvalidHeaderLength: "));
   assert_int_equal(est_safetensors_open(&st, "/nonexistent/x.safetensors"), EST_ERR_NOT_FOUND);
 
   /* The F4 tensor is listed with its safetensors dtype but not readable. */
