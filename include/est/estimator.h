@@ -106,16 +106,28 @@ const char *est_mode_name(est_mode mode);
 
 /* ---- features: one batch of named tensors ------------------------------------------ */
 
-/* Labels travel as features too (BERT's "label_ids"); PREDICT batches may lack them. */
+/* Labels travel as features too (BERT's "label_ids"); PREDICT batches may lack them.
+ * A VarLen feature arrives as a [batch_size, max_len] tensor padded with 0 / "" and a
+ * FixedLenSequence feature as [batch_size, max_steps, shape...] padded with its
+ * padding value; `lengths` says how much of each row is real. est_batch (dataset.h)
+ * has the same five fields, so an input over a dataset hands them over as they are. */
 typedef struct est_features {
   int batch_size;              /* rows in this batch; the last eval/predict batch may be short */
   size_t count;
   const char *const *names;
   const est_tensor *tensors;   /* each [batch_size, ...] */
+  /* Per feature, [batch_size] row lengths (VarLen: values, FixedLenSequence: steps), or
+   * NULL for a FixedLen feature; the array itself may be NULL (no feature has lengths:
+   * inputs that set only the fields above stay valid). */
+  const int64_t *const *lengths;
 } est_features;
 
 /* The tensor called `name`, or NULL. */
 const est_tensor *est_features_find(const est_features *f, const char *name);
+
+/* The row lengths of feature `name` ([batch_size]), or NULL: FixedLen, absent, or an
+ * input that gives no lengths. */
+const int64_t *est_features_lengths(const est_features *f, const char *name);
 
 /* The tensor called `name`, checked: NOT_FOUND when absent ("feature 'x' not found in the
  * input batch (has: a, b)"), INVALID_ARGUMENT when its dtype is not `dtype` or its rank

@@ -159,6 +159,7 @@ static est_status rc_next(void *self, est_features *out) {
   out->count = b->count;
   out->names = b->names;
   out->tensors = b->tensors;
+  out->lengths = b->lengths; /* all NULL: BERT's features are FixedLen */
   return EST_OK;
 }
 

@@ -88,6 +88,13 @@ const est_tensor *est_features_find(const est_features *f, const char *name) {
   return NULL;
 }
 
+const int64_t *est_features_lengths(const est_features *f, const char *name) {
+  if (!f->lengths) return NULL;
+  for (size_t i = 0; i < f->count; i++)
+    if (!strcmp(f->names[i], name)) return f->lengths[i];
+  return NULL;
+}
+
 est_status est_features_get(const est_features *f, const char *name, est_dtype dtype, int rank,
                             const est_tensor **out) {
   *out = NULL;

@@ -10,7 +10,8 @@ static est_status ds_next(void *self, est_features *out) {
   const est_batch *b;
   est_status st = est_dataset_next(self, &b);
   if (st != EST_OK) return st;
-  *out = (est_features){.batch_size = b->size, .count = b->count, .names = b->names, .tensors = b->tensors};
+  *out = (est_features){
+    .batch_size = b->size, .count = b->count, .names = b->names, .tensors = b->tensors, .lengths = b->lengths};
   return EST_OK;
 }
 
