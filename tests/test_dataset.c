@@ -422,8 +422,16 @@ static void test_errors(void **state) {
   /* configuration errors */
   assert_int_equal(est_dataset_from_tfrecords(&ds, qp, 1, EST_COMPRESSION_NONE), EST_OK);
   assert_int_equal(est_dataset_next(ds, &b), EST_ERR_FAILED_PRECONDITION); /* no parse */
-  est_feature_spec str[1] = {{.key = "s", .dtype = EST_DT_STRING, .rank = 0}};
-  assert_int_equal(est_dataset_parse(ds, str, 1, 0), EST_ERR_UNIMPLEMENTED);
+  int64_t two[2] = {0, 0};
+  est_feature_spec pad2[1] = {
+    {.key = "s", .dtype = EST_DT_INT64, .var_len = EST_FIXED_LEN_SEQUENCE, .rank = 0, .default_value = two, .default_count = 2}};
+  assert_int_equal(est_dataset_parse(ds, pad2, 1, 0), EST_ERR_INVALID_ARGUMENT);
+  assert_string_equal(est_error_message(), "Cannot reshape a tensor with 2 elements to shape [] (1 elements) for feature s.");
+  est_feature_spec deep[1] = {
+    {.key = "s", .dtype = EST_DT_FLOAT, .var_len = EST_FIXED_LEN_SEQUENCE, .rank = 7, .shape = {1, 1, 1, 1, 1, 1, 1}}};
+  assert_int_equal(est_dataset_parse(ds, deep, 1, 0), EST_ERR_INVALID_ARGUMENT);
+  assert_string_equal(est_error_message(),
+                      "dataset parse: feature s: shape of rank 7 gives batches of rank 9, more than 8");
   est_feature_spec noshape[1] = {{.key = "s", .dtype = EST_DT_INT64, .rank = -1}};
   assert_int_equal(est_dataset_parse(ds, noshape, 1, 0), EST_ERR_INVALID_ARGUMENT);
   assert_string_equal(est_error_message(), "Missing shape for feature s.");

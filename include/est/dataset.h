@@ -49,7 +49,10 @@
  * est_dataset_next / set_state / free. Nothing is allocated per batch in steady state.
  * Errors name the file and record ("eval.tf_record record 17: Feature: label_ids (data
  * type: int64) is required but could not be found."); after an error the dataset keeps
- * returning it (until set_state). Strings (EST_DT_STRING features) are not supported.
+ * returning it (until set_state). A FixedLenSequence feature whose value count is not a
+ * multiple of prod(shape) fails as parse_single_example does ("f.tf_record record 3: Error
+ * while parsing feature with key k: number of elements should be divisible by 2, found 3
+ * instead").
  */
 #ifndef EST_DATASET_H
 #define EST_DATASET_H
@@ -68,13 +71,21 @@ extern "C" {
 
 typedef struct est_dataset est_dataset;
 
-/* One batch. The first four fields match est_features (estimator.h) field for field. */
+/* One batch. Its fields match est_features (estimator.h) field for field.
+ *   FixedLen          [size, shape...]; a missing feature takes its default_value.
+ *   VarLen            [size, max_len]: row r holds lengths[r] values, then 0 / "" padding
+ *                     (tf.sparse.to_dense of VarLenFeature's SparseTensor).
+ *   FixedLenSequence  [size, max_steps, shape...]: row r holds lengths[r] steps of
+ *                     prod(shape) values, then the padding value (spec default_value, or
+ *                     0 / ""), as tf.io.parse_example pads; a missing feature has 0 steps.
+ * STRING tensors hold est_bytes whose bytes belong to the batch (data never NULL, not
+ * NUL-terminated); like the tensors, they stay valid until the next batch. */
 typedef struct est_batch {
   int size;                       /* rows; < batch_size only for a final partial batch */
   size_t count;                   /* features, in spec order */
   const char *const *names;
-  const est_tensor *tensors;      /* FixedLen: [size, shape...]; VarLen: [size, max_len] zero-padded */
-  const int64_t *const *lengths;  /* per feature: NULL for FixedLen; VarLen: [size] values per row */
+  const est_tensor *tensors;
+  const int64_t *const *lengths;  /* per feature: NULL for FixedLen; else [size] values / steps per row */
 } est_batch;
 
 /* ---- sources ---------------------------------------------------------------------- */
@@ -107,9 +118,10 @@ enum {
                                * a value outside int32 is an error, never wrapped */
 };
 
-/* Feature specs (copied; validated with est_feature_specs_validate). FixedLen and VarLen
- * of int64 / float. cast: EST_DATASET_CAST_*. Record sources need it (next() fails
- * without); a from_tensors dataset refuses it. */
+/* Feature specs (copied, string defaults included; validated with
+ * est_feature_specs_validate). FixedLen, VarLen and FixedLenSequence of int64, float or
+ * string (see est_batch for what each gives). cast: EST_DATASET_CAST_*. Record sources
+ * need it (next() fails without); a from_tensors dataset refuses it. */
 est_status est_dataset_parse(est_dataset *ds, const est_feature_spec *specs, size_t n, int cast);
 
 /* Casts just the named int64 features to int32 (after est_dataset_parse, which then
@@ -140,7 +152,7 @@ est_status est_dataset_next(est_dataset *ds, const est_batch **batch);
 
 /* The feature called `name` in a batch, or NULL. */
 const est_tensor *est_batch_feature(const est_batch *b, const char *name);
-/* The row lengths of VarLen feature `name`, or NULL (FixedLen or absent). */
+/* The row lengths of VarLen / FixedLenSequence feature `name`, or NULL (FixedLen or absent). */
 const int64_t *est_batch_lengths(const est_batch *b, const char *name);
 
 /* ---- exact resume ----------------------------------------------------------------- */

@@ -108,8 +108,9 @@ typedef struct est_feature_spec {
   int var_len;                /* an est_feature_spec_type */
   int rank;                   /* FixedLen / FixedLenSequence element shape; -1: "None" */
   int64_t shape[EST_MAX_RANK];
-  /* FixedLen only: prod(shape) elements of dtype (int64_t, float or est_bytes), or NULL
-   * for a required feature. */
+  /* FixedLen: prod(shape) elements of dtype (int64_t, float or est_bytes), or NULL for a
+   * required feature. FixedLenSequence: one element, the padding value when batching
+   * (est_dataset; NULL pads with 0 / ""); parsing one Example ignores it. */
   const void *default_value;
   size_t default_count;
 } est_feature_spec;
@@ -127,7 +128,7 @@ typedef struct est_varlen_value {
 
 /* The checks tf.io does when the graph is built (parsing_config.py): dtype is one of the
  * three, the shape is given ("Missing shape for feature <key>") and fully defined, and a
- * default has exactly prod(shape) elements. INVALID_ARGUMENT with TF's wording otherwise. */
+ * default has exactly prod(shape) elements (FixedLenSequence: exactly one). INVALID_ARGUMENT with TF's wording otherwise. */
 est_status est_feature_specs_validate(const est_feature_spec *specs, size_t n);
 
 /* Parses one serialized Example against `specs` (validated beforehand). out[i]:

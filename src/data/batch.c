@@ -1,7 +1,15 @@
 /* Parse + batch: each element is parsed straight into its row of a reusable batch
- * buffer (FixedLen features need no copy at all unless cast to int32); VarLen features
- * collect their values per row and are padded into a dense [rows, max_len] tensor when
- * the batch is complete. Buffers only grow, so steady state allocates nothing. */
+ * buffer (FixedLen features need no copy at all unless cast to int32 or STRING);
+ * VarLen and FixedLenSequence features collect their values per row and are padded into
+ * a dense tensor when the batch is complete. Buffers only grow, so steady state
+ * allocates nothing.
+ *
+ * STRING values (est_bytes) point into the serialized record while it is parsed, and the
+ * record is gone by the next element, so their bytes are copied into one growable arena
+ * per feature per batch buffer (ds_batchbuf.arena). The arena may move as it grows, so
+ * rows keep only sizes until ds_batchbuf_finish points every est_bytes into it by a
+ * running offset (values are appended in exactly the order they are laid out). The
+ * arena is reused by the next batch in that buffer: the batch owns its bytes until then. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +17,33 @@
 #include "data/dataset_internal.h"
 
 static int is_fixed(const est_feature_spec *s) { return s->var_len == EST_FIXED_LEN; }
+static int is_sequence(const est_feature_spec *s) { return s->var_len == EST_FIXED_LEN_SEQUENCE; }
+
+/* Bytes per element of a batch tensor (est_bytes for STRING, which est_dtype_size
+ * calls variable). */
+static size_t elem_size(est_dtype t) { return t == EST_DT_STRING ? sizeof(est_bytes) : est_dtype_size(t); }
+
+/* A spec's default, copied: the values, and for STRING the est_bytes followed by their
+ * bytes in the same block (so one free() releases both). */
+static void *copy_default(const est_feature_spec *s) {
+  const size_t head = s->default_count * elem_size(s->dtype);
+  size_t total = head;
+  if (s->dtype == EST_DT_STRING)
+    for (size_t k = 0; k < s->default_count; k++) total += ((const est_bytes *)s->default_value)[k].size;
+  uint8_t *copy = malloc(total + 1);
+  if (!copy) return NULL;
+  memcpy(copy, s->default_value, head);
+  if (s->dtype == EST_DT_STRING) {
+    est_bytes *v = (est_bytes *)copy;
+    uint8_t *p = copy + head;
+    for (size_t k = 0; k < s->default_count; k++) {
+      if (v[k].size) memcpy(p, v[k].data, v[k].size);
+      v[k].data = p;
+      p += v[k].size;
+    }
+  }
+  return copy;
+}
 
 void ds_features_free(ds_features *f) {
   for (size_t i = 0; i < f->n; i++) {
@@ -34,11 +69,12 @@ est_status ds_features_init(ds_features *f, const est_feature_spec *specs, size_
   if (n == 0) return est_error(EST_ERR_INVALID_ARGUMENT, "dataset parse: no feature specs");
   if ((st = est_feature_specs_validate(specs, n))) return st;
   for (size_t i = 0; i < n; i++) {
-    if (specs[i].dtype == EST_DT_STRING)
-      return est_error(EST_ERR_UNIMPLEMENTED, "dataset parse: feature %s: string features are not supported", specs[i].key);
-    if (specs[i].var_len == EST_FIXED_LEN_SEQUENCE)
-      return est_error(EST_ERR_UNIMPLEMENTED, "dataset parse: feature %s: FixedLenSequenceFeature is not supported",
-                       specs[i].key);
+    /* batch tensors: FixedLen [B, shape...], FixedLenSequence [B, steps, shape...],
+     * VarLen [B, max_len] */
+    const int rank = is_fixed(&specs[i]) ? 1 + specs[i].rank : is_sequence(&specs[i]) ? 2 + specs[i].rank : 2;
+    if (rank > EST_MAX_RANK)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "dataset parse: feature %s: shape of rank %d gives batches of rank %d, more than %d",
+                       specs[i].key, specs[i].rank, rank, (int)EST_MAX_RANK);
   }
   f->n = n;
   f->cast_int32 = cast == EST_DATASET_CAST_INT32;
@@ -55,16 +91,13 @@ est_status ds_features_init(ds_features *f, const est_feature_spec *specs, size_
     s->key = NULL;
     s->default_value = NULL;
     if (!(s->key = strdup(specs[i].key))) goto oom;
-    size_t esize = est_dtype_size(s->dtype);
     f->elems[i] = 1;
-    if (is_fixed(s))
+    if (s->var_len != EST_VAR_LEN)
       for (int d = 0; d < s->rank; d++) f->elems[i] *= (size_t)s->shape[d];
-    if (specs[i].default_value) {
-      void *copy = malloc(specs[i].default_count * esize + 1);
-      if (!copy) goto oom;
-      memcpy(copy, specs[i].default_value, specs[i].default_count * esize);
-      s->default_value = copy;
-    }
+    /* VarLen has no default (TF's VarLenFeature takes none): ignored */
+    if (specs[i].default_value && s->var_len != EST_VAR_LEN && !(s->default_value = copy_default(&specs[i])))
+      goto oom;
+    if (!s->default_value) s->default_count = 0;
     f->out_dtype[i] = s->dtype == EST_DT_INT64 && f->cast_int32 ? EST_DT_INT32 : s->dtype;
     if (is_fixed(s) && f->out_dtype[i] != s->dtype &&
         !(f->scratch_i64[i] = malloc(f->elems[i] * sizeof(int64_t) + 1)))
@@ -153,6 +186,7 @@ void ds_batchbuf_free(ds_batchbuf *b, const ds_features *f) {
     if (b->lengths) free(b->lengths[i]);
     if (b->values) free(b->values[i]);
     if (b->dense) free(b->dense[i]);
+    if (b->arena) free(b->arena[i]);
   }
   free(b->tensors);
   free(b->names);
@@ -164,6 +198,9 @@ void ds_batchbuf_free(ds_batchbuf *b, const ds_features *f) {
   free(b->values_cap);
   free(b->dense);
   free(b->dense_cap);
+  free(b->arena);
+  free(b->arena_len);
+  free(b->arena_cap);
   free(b->state);
   memset(b, 0, sizeof *b);
 }
@@ -171,6 +208,16 @@ void ds_batchbuf_free(ds_batchbuf *b, const ds_features *f) {
 est_status ds_batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size, size_t state_len) {
   size_t n = f->n;
   memset(b, 0, sizeof *b);
+  for (size_t i = 0; i < n; i++) {
+    /* a FixedLenSequence int64 padding value must survive the int32 cast like the data */
+    const est_feature_spec *s = &f->specs[i];
+    if (is_sequence(s) && s->default_value && f->out_dtype[i] == EST_DT_INT32) {
+      int64_t pad = *(const int64_t *)s->default_value;
+      if (pad < INT32_MIN || pad > INT32_MAX)
+        return est_error(EST_ERR_INVALID_ARGUMENT, "dataset parse: feature %s padding value %lld does not fit int32",
+                         s->key, (long long)pad);
+    }
+  }
   b->tensors = calloc(n, sizeof *b->tensors);
   b->names = calloc(n, sizeof *b->names);
   b->lengths_view = calloc(n, sizeof *b->lengths_view);
@@ -181,9 +228,12 @@ est_status ds_batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size
   b->values_cap = calloc(n, sizeof *b->values_cap);
   b->dense = calloc(n, sizeof *b->dense);
   b->dense_cap = calloc(n, sizeof *b->dense_cap);
+  b->arena = calloc(n, sizeof *b->arena);
+  b->arena_len = calloc(n, sizeof *b->arena_len);
+  b->arena_cap = calloc(n, sizeof *b->arena_cap);
   b->state = calloc(state_len, sizeof *b->state);
   if (!b->tensors || !b->names || !b->lengths_view || !b->fixed || !b->lengths || !b->values || !b->nvalues ||
-      !b->values_cap || !b->dense || !b->dense_cap || !b->state)
+      !b->values_cap || !b->dense || !b->dense_cap || !b->arena || !b->arena_len || !b->arena_cap || !b->state)
     goto oom;
   for (size_t i = 0; i < n; i++) {
     const est_feature_spec *s = &f->specs[i];
@@ -191,14 +241,23 @@ est_status ds_batchbuf_init(ds_batchbuf *b, const ds_features *f, int batch_size
     b->names[i] = s->key;
     t->dtype = f->out_dtype[i];
     t->dims[0] = batch_size;
+    if (s->dtype == EST_DT_STRING) {
+      /* allocated up front so that every est_bytes.data, even of "", is a valid pointer */
+      b->arena_cap[i] = 256;
+      if (!(b->arena[i] = malloc(b->arena_cap[i]))) goto oom;
+    }
     if (is_fixed(s)) {
       t->rank = 1 + s->rank;
       for (int d = 0; d < s->rank; d++) t->dims[1 + d] = s->shape[d];
-      size_t bytes = (size_t)batch_size * f->elems[i] * est_dtype_size(t->dtype);
+      size_t bytes = (size_t)batch_size * f->elems[i] * elem_size(t->dtype);
       if (!(b->fixed[i] = est_alloc(bytes ? bytes : 64))) goto oom;
       t->data = b->fixed[i];
     } else {
       t->rank = 2;
+      if (is_sequence(s)) {
+        t->rank = 2 + s->rank;
+        for (int d = 0; d < s->rank; d++) t->dims[2 + d] = s->shape[d];
+      }
       if (!(b->lengths[i] = calloc((size_t)batch_size, sizeof(int64_t)))) goto oom;
       b->lengths_view[i] = b->lengths[i];
     }
@@ -212,7 +271,7 @@ oom:
 
 void ds_batchbuf_begin(ds_batchbuf *b, const ds_features *f) {
   b->batch.size = 0;
-  for (size_t i = 0; i < f->n; i++) b->nvalues[i] = 0;
+  for (size_t i = 0; i < f->n; i++) b->nvalues[i] = 0, b->arena_len[i] = 0;
 }
 
 static est_status grow(void **p, size_t *cap, size_t need, size_t esize) {
@@ -223,6 +282,22 @@ static est_status grow(void **p, size_t *cap, size_t need, size_t esize) {
   if (!q) return est_error(EST_ERR_NO_MEMORY, "out of memory growing a batch buffer to %zu values", ncap);
   *p = q;
   *cap = ncap;
+  return EST_OK;
+}
+
+/* Copies the bytes of n string values into feature i's arena and leaves only their sizes
+ * in dst (data NULL until ds_batchbuf_finish). dst may be src. */
+static est_status arena_append(ds_batchbuf *b, size_t i, const est_bytes *src, size_t n, est_bytes *dst) {
+  for (size_t k = 0; k < n; k++) {
+    const size_t size = src[k].size;
+    void *arena = b->arena[i];
+    est_status st = grow(&arena, &b->arena_cap[i], b->arena_len[i] + size, 1);
+    if (st) return st;
+    b->arena[i] = arena;
+    if (size) memcpy(b->arena[i] + b->arena_len[i], src[k].data, size);
+    b->arena_len[i] += size;
+    dst[k] = (est_bytes){.size = size, .data = NULL};
+  }
   return EST_OK;
 }
 
@@ -252,7 +327,7 @@ est_status ds_batchbuf_parse(ds_batchbuf *b, ds_features *f, const ds_element *e
   for (size_t i = 0; i < f->n; i++) {
     if (!is_fixed(&f->specs[i])) f->out[i] = &f->var[i];
     else if (f->scratch_i64[i]) f->out[i] = f->scratch_i64[i];
-    else f->out[i] = (uint8_t *)b->fixed[i] + row * f->elems[i] * est_dtype_size(f->out_dtype[i]);
+    else f->out[i] = (uint8_t *)b->fixed[i] + row * f->elems[i] * elem_size(f->out_dtype[i]);
   }
   if ((st = est_example_parse_specs(f->specs, f->n, e->data, e->size, f->out, NULL)))
     return est_error_prefix("%s record %lld: ", name, (long long)e->record);
@@ -262,40 +337,87 @@ est_status ds_batchbuf_parse(ds_batchbuf *b, ds_features *f, const ds_element *e
       if (f->scratch_i64[i] &&
           (st = narrow((int32_t *)b->fixed[i] + row * f->elems[i], f->scratch_i64[i], f->elems[i], name, e, s->key)))
         return st;
+      if (s->dtype == EST_DT_STRING) {
+        /* the row's est_bytes point into the record (or the default): keep the bytes */
+        est_bytes *v = (est_bytes *)b->fixed[i] + row * f->elems[i];
+        if ((st = arena_append(b, i, v, f->elems[i], v))) return st;
+      }
       continue;
     }
-    const size_t count = f->var[i].count, esize = est_dtype_size(f->out_dtype[i]);
+    const size_t count = f->var[i].count, esize = elem_size(f->out_dtype[i]);
     if ((st = grow(&b->values[i], &b->values_cap[i], b->nvalues[i] + count, esize))) return st;
     void *dst = (uint8_t *)b->values[i] + b->nvalues[i] * esize;
-    if (f->out_dtype[i] != s->dtype) {
+    if (s->dtype == EST_DT_STRING) {
+      if ((st = arena_append(b, i, f->var[i].values, count, dst))) return st;
+    } else if (f->out_dtype[i] != s->dtype) {
       if ((st = narrow(dst, f->var[i].values, count, name, e, s->key))) return st;
     } else if (count) {
       memcpy(dst, f->var[i].values, count * esize);
     }
     b->nvalues[i] += count;
-    b->lengths[i][row] = (int64_t)count;
+    /* VarLen: values; FixedLenSequence: steps of elems values (the parser checked that
+     * count is a multiple; a zero-sized step shape has none) */
+    b->lengths[i][row] = (int64_t)(!is_sequence(s) ? count : f->elems[i] ? count / f->elems[i] : 0);
   }
   return EST_OK;
+}
+
+/* Fills n elements of a padded tensor with the padding value: VarLen pads with zeros /
+ * "" (tf.sparse.to_dense), FixedLenSequence with its default_value, else 0 / ""
+ * (parse_example's FillAndCopyVarLen). Empty strings point at the arena. */
+static void fill_padding(void *dst, size_t n, const ds_features *f, size_t i, const uint8_t *arena) {
+  const est_feature_spec *s = &f->specs[i];
+  const est_dtype out = f->out_dtype[i];
+  const void *dflt = is_sequence(s) ? s->default_value : NULL;
+  if (s->dtype == EST_DT_STRING) {
+    est_bytes pad = dflt ? *(const est_bytes *)dflt : (est_bytes){.size = 0, .data = (uint8_t *)arena};
+    for (size_t k = 0; k < n; k++) ((est_bytes *)dst)[k] = pad;
+  } else if (!dflt) {
+    memset(dst, 0, n * elem_size(out));
+  } else if (out == EST_DT_INT32) { /* int64 cast to int32: checked to fit in ds_batchbuf_init */
+    int32_t pad = (int32_t) * (const int64_t *)dflt;
+    for (size_t k = 0; k < n; k++) ((int32_t *)dst)[k] = pad;
+  } else if (out == EST_DT_INT64) {
+    int64_t pad = *(const int64_t *)dflt;
+    for (size_t k = 0; k < n; k++) ((int64_t *)dst)[k] = pad;
+  } else {
+    float pad = *(const float *)dflt;
+    for (size_t k = 0; k < n; k++) ((float *)dst)[k] = pad;
+  }
 }
 
 est_status ds_batchbuf_finish(ds_batchbuf *b, const ds_features *f) {
   const size_t rows = (size_t)b->batch.size;
   for (size_t i = 0; i < f->n; i++) {
+    const est_feature_spec *s = &f->specs[i];
     est_tensor *t = &b->tensors[i];
     t->dims[0] = (int64_t)rows;
-    if (is_fixed(&f->specs[i])) continue;
-    /* tf.sparse.to_dense of the VarLen SparseTensor: rows padded with zeros to the
-     * longest row of this batch. */
-    size_t max_len = 0, esize = est_dtype_size(t->dtype);
+    if (s->dtype == EST_DT_STRING) {
+      /* the arena holds the bytes of every value in order: point each at its own */
+      est_bytes *v = is_fixed(s) ? b->fixed[i] : b->values[i];
+      const size_t nv = is_fixed(s) ? rows * f->elems[i] : b->nvalues[i];
+      size_t off = 0;
+      for (size_t k = 0; k < nv; k++) {
+        v[k].data = b->arena[i] + off;
+        off += v[k].size;
+      }
+    }
+    if (is_fixed(s)) continue;
+    /* VarLen: tf.sparse.to_dense of the SparseTensor, rows padded to the longest row of
+     * this batch, [rows, max_len]. FixedLenSequence: tf.io.parse_example's dense
+     * [rows, max_steps, shape...], each row padded with the padding value. */
+    const size_t step = is_sequence(s) ? f->elems[i] : 1, esize = elem_size(t->dtype);
+    size_t max_len = 0;
     for (size_t r = 0; r < rows; r++)
       if ((size_t)b->lengths[i][r] > max_len) max_len = (size_t)b->lengths[i][r];
-    est_status st = grow(&b->dense[i], &b->dense_cap[i], rows * max_len + 1, esize);
+    const size_t row_elems = max_len * step;
+    est_status st = grow(&b->dense[i], &b->dense_cap[i], rows * row_elems + 1, esize);
     if (st) return st;
-    memset(b->dense[i], 0, rows * max_len * esize);
+    fill_padding(b->dense[i], rows * row_elems, f, i, b->arena ? b->arena[i] : NULL);
     const uint8_t *src = b->values[i];
     for (size_t r = 0; r < rows; r++) {
-      size_t len = (size_t)b->lengths[i][r];
-      if (len) memcpy((uint8_t *)b->dense[i] + r * max_len * esize, src, len * esize);
+      size_t len = (size_t)b->lengths[i][r] * step;
+      if (len) memcpy((uint8_t *)b->dense[i] + r * row_elems * esize, src, len * esize);
       src += len * esize;
     }
     t->dims[1] = (int64_t)max_len;

@@ -82,13 +82,13 @@ void ds_shuffle_free(ds_shuffle *sh);
 /* ---- parse + batch -------------------------------------------------------------- */
 
 typedef struct ds_features {
-  est_feature_spec *specs;   /* keys owned */
+  est_feature_spec *specs;   /* keys owned; defaults owned (STRING: est_bytes + their bytes in one block) */
   size_t n;
   int cast_int32;
-  size_t *elems;             /* FixedLen: values per row */
+  size_t *elems;             /* FixedLen: values per row; FixedLenSequence: per sequence step; VarLen: 1 */
   est_dtype *out_dtype;      /* what the batch holds */
   int64_t **scratch_i64;     /* FixedLen int64 cast to int32: one row */
-  est_varlen_value *var;     /* VarLen: this record's values */
+  est_varlen_value *var;     /* VarLen / FixedLenSequence: this record's values */
   void **out;                /* parse targets for est_example_parse_specs */
   void **tensor_data;        /* from_tensors: owned copies, [rows, elems]; element i = row i */
 } ds_features;
@@ -99,11 +99,18 @@ typedef struct ds_batchbuf {
   const char **names;
   const int64_t **lengths_view;
   void **fixed;              /* FixedLen: [batch_size, elems] */
-  int64_t **lengths;         /* VarLen: [batch_size] */
-  void **values;             /* VarLen: values of all rows, concatenated */
+  int64_t **lengths;         /* VarLen: values per row; FixedLenSequence: steps per row; [batch_size] */
+  void **values;             /* VarLen / FixedLenSequence: values of all rows, concatenated */
   size_t *nvalues, *values_cap;
-  void **dense;              /* VarLen: [size, max_len] padded */
+  void **dense;              /* VarLen: [size, max_len]; FixedLenSequence: [size, max_steps, elems]; padded */
   size_t *dense_cap;
+  /* STRING features: the bytes of every value of this batch, in value order (row by
+   * row, element by element), copied out of the records. While parsing, the est_bytes
+   * in fixed / values hold sizes only (data NULL); finish points them into the arena by
+   * a running offset, so the arena may move while it grows. Reused batch after batch:
+   * steady state allocates nothing. */
+  uint8_t **arena;
+  size_t *arena_len, *arena_cap;
   /* filled by the producer with the batch */
   est_status status;
   char message[1024];

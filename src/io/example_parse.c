@@ -88,6 +88,10 @@ est_status est_feature_specs_validate(const est_feature_spec *specs, size_t n) {
       return spec_error(NULL, "Cannot reshape a tensor with %zu elements to shape %s (%lld elements) for feature %s.",
                         s->default_count, shape, (long long)num_elements(s), s->key);
     }
+    if (s->var_len == EST_FIXED_LEN_SEQUENCE && s->default_value && s->default_count != 1)
+      /* the padding value is reshaped to a scalar (parsing_config.py _make_dense_default) */
+      return spec_error(NULL, "Cannot reshape a tensor with %zu elements to shape [] (1 elements) for feature %s.",
+                        s->default_count, s->key);
   }
   return EST_OK;
 }
