@@ -771,8 +771,8 @@ static void test_bad_entries(void **state) {
   expect_entry_error(0, 1, d3, 12, "invalid dtype");
 }
 
-/* Entries est lists but does not read: complex64 (TF dtype 8), a partitioned variable
- * (slices, field 7) and a DT_VARIANT scalar (21); plus a [16,0,18] empty tensor. */
+/* Entries est lists but does not read: complex64 (TF dtype 8) and a DT_VARIANT scalar
+ * (21); plus a [16,0,18] empty tensor. (Partitioned variables are read: see below.) */
 static void test_unreadable_entries(void **state) {
   (void)state;
   char dir[256], prefix[300], p[400];
@@ -780,30 +780,19 @@ static void test_unreadable_entries(void **state) {
   path_of(prefix, sizeof prefix, dir, "odd");
   static const uint8_t hdr[] = {0x08, 0x01, 0x1a, 0x02, 0x08, 0x01};
   uint8_t c64[16] = {0};
-  int64_t d2 = 2, d510[2] = {5, 10}, d16018[3] = {16, 0, 18};
-  est_pw_buf e[4];
-  for (int i = 0; i < 4; i++) est_pw_buf_init(&e[i]);
+  int64_t d2 = 2, d16018[3] = {16, 0, 18};
+  est_pw_buf e[3];
+  for (int i = 0; i < 3; i++) est_pw_buf_init(&e[i]);
   est_bundle_encode_entry(&e[0], 8, 1, &d2, 0, 0, 16, est_crc32c_mask(est_crc32c(c64, 16)));
   est_bundle_encode_entry(&e[1], EST_DT_FLOAT, 3, d16018, 0, 16, 0, est_crc32c_mask(0));
-  /* Full-tensor entry of a partitioned [5,10] variable: dtype, shape, one slice, no data. */
-  est_pw_put_varint_field(&e[2], 1, EST_DT_FLOAT);
-  size_t m = est_pw_begin_sub(&e[2], 2);
-  for (int i = 0; i < 2; i++) {
-    size_t dm = est_pw_begin_sub(&e[2], 2);
-    est_pw_put_varint_field(&e[2], 1, (uint64_t)d510[i]);
-    est_pw_end_sub(&e[2], dm);
-  }
-  est_pw_end_sub(&e[2], m);
-  size_t sm = est_pw_begin_sub(&e[2], 7);
-  est_pw_end_sub(&e[2], sm);
-  est_bundle_encode_entry(&e[3], 21, 0, NULL, 0, 16, 0, 0);
-  const char *names[4] = {"complex", "empty3", "part", "variant"};
-  write_index(prefix, hdr, sizeof hdr, 4, names, e);
+  est_bundle_encode_entry(&e[2], 21, 0, NULL, 0, 16, 0, 0);
+  const char *names[3] = {"complex", "empty3", "variant"};
+  write_index(prefix, hdr, sizeof hdr, 3, names, e);
   snprintf(p, sizeof p, "%s.data-00000-of-00001", prefix);
   assert_int_equal(est_write_file_atomic(p, c64, sizeof c64), EST_OK);
   est_ckpt_reader *r;
   assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
-  assert_int_equal(est_ckpt_reader_count(r), 4);
+  assert_int_equal(est_ckpt_reader_count(r), 3);
   est_dtype dt;
   int rank;
   int64_t dims[EST_MAX_RANK];
@@ -811,8 +800,6 @@ static void test_unreadable_entries(void **state) {
   assert_int_equal((int)dt, 8);
   est_tensor t;
   assert_int_equal(est_ckpt_reader_read(r, "complex", &t), EST_ERR_UNIMPLEMENTED);
-  assert_int_equal(est_ckpt_reader_read(r, "part", &t), EST_ERR_UNIMPLEMENTED);
-  assert_non_null(strstr(est_error_message(), "partitioned"));
   assert_int_equal(est_ckpt_reader_info(r, "variant", &dt, &rank, dims), EST_OK);
   assert_int_equal((int)dt, 21);
   assert_int_equal(rank, 0);
@@ -824,8 +811,576 @@ static void test_unreadable_entries(void **state) {
   assert_int_equal(est_tensor_num_elements(&t), 0);
   est_tensor_free(&t);
   est_ckpt_reader_close(r);
-  for (int i = 0; i < 4; i++) est_pw_buf_free(&e[i]);
+  for (int i = 0; i < 3; i++) est_pw_buf_free(&e[i]);
   test_remove_tree(dir);
+}
+
+/* ---- partitioned variables (tensors saved as slices) ----------------------------------- */
+
+/* A bundle built entry by entry, keys in any order: TF's BundleWriter::AddSlice output
+ * reproduced by hand (the full-tensor entry, then each slice as an ordinary entry under
+ * its ordered-code key), and variations on it that TF would not write. */
+enum { PC_MAX = 16 };
+typedef struct part_ckpt {
+  est_pw_buf data; /* the single data shard */
+  int n;
+  est_pw_buf keys[PC_MAX], values[PC_MAX];
+} part_ckpt;
+
+static void pc_init(part_ckpt *pc) {
+  memset(pc, 0, sizeof *pc);
+  est_pw_buf_init(&pc->data);
+}
+
+/* The full-tensor entry: dtype, FULL shape, one TensorSliceProto per slice. */
+static void pc_full(part_ckpt *pc, const char *name, int dtype, int rank, const int64_t *dims, int nslices,
+                    const est_bundle_extent *ext) {
+  assert_true(pc->n < PC_MAX);
+  est_pw_buf_init(&pc->keys[pc->n]);
+  est_pw_buf_init(&pc->values[pc->n]);
+  est_pw_put_raw(&pc->keys[pc->n], name, strlen(name));
+  assert_true(est_bundle_encode_entry(&pc->values[pc->n], dtype, rank, dims, 0, 0, 0, 0));
+  assert_true(est_bundle_encode_slices(&pc->values[pc->n], rank, nslices, ext));
+  pc->n++;
+}
+
+/* An ordinary entry under raw `key`: `bytes` appended to the data shard, with the masked
+ * `crc`, or when NULL their own CRC. `swap` > 1 stores every swap-byte element reversed
+ * (a big-endian bundle; the CRC covers the bytes as stored). */
+static void pc_entry(part_ckpt *pc, const est_pw_buf *key, int dtype, int rank, const int64_t *dims,
+                     const uint8_t *bytes, size_t n, size_t swap, const uint32_t *string_crc) {
+  assert_true(pc->n < PC_MAX);
+  uint64_t offset = pc->data.size;
+  for (size_t i = 0; i < n; i++) {
+    size_t at = swap > 1 ? i - i % swap + (swap - 1 - i % swap) : i;
+    est_pw_put_raw(&pc->data, &bytes[at], 1);
+  }
+  uint32_t crc = string_crc ? *string_crc : est_crc32c(pc->data.data + offset, n);
+  est_pw_buf_init(&pc->keys[pc->n]);
+  est_pw_buf_init(&pc->values[pc->n]);
+  est_pw_put_raw(&pc->keys[pc->n], key->data, key->size);
+  assert_true(est_bundle_encode_entry(&pc->values[pc->n], dtype, rank, dims, 0, offset, n, est_crc32c_mask(crc)));
+  pc->n++;
+}
+
+/* The data of slice `ext` of tensor `name` under its slice key: the elements of `full`
+ * (row-major in shape `dims`, `esize` bytes each, or est_bytes for DT_STRING) that lie in
+ * the slice, in the slice's row-major order. Picked element by element, the plain way. */
+static void pc_slice(part_ckpt *pc, const char *name, int dtype, size_t esize, int rank, const int64_t *dims,
+                     const void *full, const est_bundle_extent *ext, size_t swap) {
+  int64_t total = 1, sdims[EST_MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    total *= dims[d];
+    sdims[d] = ext[d].length == -1 ? dims[d] : ext[d].length;
+  }
+  size_t elem = dtype == EST_DT_STRING ? sizeof(est_bytes) : esize;
+  uint8_t *picked = malloc((size_t)total * elem + 1);
+  size_t m = 0;
+  for (int64_t flat = 0; flat < total; flat++) {
+    int64_t rest = flat;
+    int inside = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+      int64_t at = rest % dims[d];
+      rest /= dims[d];
+      if (ext[d].length != -1 && (at < ext[d].start || at >= ext[d].start + ext[d].length)) inside = 0;
+    }
+    if (inside) memcpy(picked + elem * m++, (const uint8_t *)full + elem * flat, elem);
+  }
+  est_pw_buf key;
+  est_pw_buf_init(&key);
+  assert_true(est_bundle_slice_key(&key, name, rank, ext));
+  if (dtype == EST_DT_STRING) {
+    est_pw_buf bytes;
+    uint32_t crc;
+    est_pw_buf_init(&bytes);
+    assert_true(est_bundle_encode_strings(&bytes, (const est_bytes *)picked, (int64_t)m, &crc));
+    pc_entry(pc, &key, dtype, rank, sdims, bytes.data, bytes.size, 1, &crc);
+    est_pw_buf_free(&bytes);
+  } else {
+    pc_entry(pc, &key, dtype, rank, sdims, picked, m * esize, swap, NULL);
+  }
+  est_pw_buf_free(&key);
+  free(picked);
+}
+
+static int bytes_cmp(const est_pw_buf *a, const est_pw_buf *b) {
+  int c = memcmp(a->data, b->data, a->size < b->size ? a->size : b->size);
+  return c ? c : (a->size > b->size) - (a->size < b->size);
+}
+
+/* Writes <prefix>.index (keys sorted bytewise, as TF's std::map orders them) and the
+ * data shard, then frees pc. */
+static void pc_write(part_ckpt *pc, const char *prefix, int big_endian) {
+  static const uint8_t le[] = {0x08, 0x01, 0x1a, 0x02, 0x08, 0x01};
+  static const uint8_t be[] = {0x08, 0x01, 0x10, 0x01, 0x1a, 0x02, 0x08, 0x01};
+  int order[PC_MAX];
+  for (int i = 0; i < pc->n; i++) {
+    int j = i;
+    while (j > 0 && bytes_cmp(&pc->keys[order[j - 1]], &pc->keys[i]) > 0) {
+      order[j] = order[j - 1];
+      j--;
+    }
+    order[j] = i;
+  }
+  est_sstable_builder b;
+  est_sstable_builder_init(&b, 0);
+  assert_int_equal(est_sstable_builder_add(&b, "", 0, big_endian ? be : le, big_endian ? sizeof be : sizeof le),
+                   EST_OK);
+  for (int i = 0; i < pc->n; i++) {
+    const int k = order[i];
+    assert_int_equal(est_sstable_builder_add(&b, pc->keys[k].data, pc->keys[k].size, pc->values[k].data,
+                                             pc->values[k].size), EST_OK);
+  }
+  uint8_t *out;
+  size_t size;
+  assert_int_equal(est_sstable_builder_finish(&b, &out, &size), EST_OK);
+  char p[400];
+  snprintf(p, sizeof p, "%s.index", prefix);
+  assert_int_equal(est_write_file_atomic(p, out, size), EST_OK);
+  free(out);
+  snprintf(p, sizeof p, "%s.data-00000-of-00001", prefix);
+  assert_int_equal(est_write_file_atomic(p, pc->data.size ? pc->data.data : (const uint8_t *)"", pc->data.size),
+                   EST_OK);
+  for (int i = 0; i < pc->n; i++) {
+    est_pw_buf_free(&pc->keys[i]);
+    est_pw_buf_free(&pc->values[i]);
+  }
+  est_pw_buf_free(&pc->data);
+}
+
+static void assert_buf_hex(const est_pw_buf *b, const char *h) {
+  size_t n;
+  uint8_t *want = hex(h, &n);
+  if (b->size != n || memcmp(b->data, want, n)) {
+    char got[512] = "";
+    for (size_t i = 0; i < b->size && 2 * i + 2 < sizeof got; i++) sprintf(got + 2 * i, "%02x", b->data[i]);
+    fail_msg("bytes %s, expected %s", got, h);
+  }
+  free(want);
+}
+
+/* Slice keys, checked against bytes derived by hand from ordered_code.cc's rules:
+ *   WriteNumIncreasing(v): a length byte, then v big-endian without leading zero bytes
+ *     (0 -> 00, 2 -> 01 02);
+ *   WriteString(s): s with 00 -> 00 ff and ff -> ff 00, then the separator 00 01;
+ *   WriteSignedNumIncreasing(v): for -64 <= v < 64 the single byte 0x80 ^ v (0 -> 80,
+ *     1 -> 81, 9 -> 89, 10 -> 8a, -1 -> 7f); longer values below come from TF's own
+ *     ordered_code_test.cc (EncodingIsExpected.Signed).
+ * and EncodeTensorNameSlice = NumIncreasing(0) String(name) NumIncreasing(rank), then
+ * SignedNumIncreasing(start) SignedNumIncreasing(length) per dimension, a whole
+ * dimension being start 0, length -1 (saved_tensor_slice_util.cc, tensor_slice.cc). */
+static void test_slice_keys(void **state) {
+  (void)state;
+  est_pw_buf b;
+  est_pw_buf_init(&b);
+  /* TF's PartitionedVariables test: "foo" [5,10] saved as "-:0,1" and "-:1,9".
+   *   00                 NumIncreasing(0)
+   *   66 6f 6f 00 01     String("foo")
+   *   01 02              NumIncreasing(2), the rank
+   *   80 7f              dimension 0 whole: start 0, length -1
+   *   80 81 / 81 89      dimension 1: start 0, length 1 / start 1, length 9 */
+  const est_bundle_extent s1[2] = {{0, -1}, {0, 1}}, s2[2] = {{0, -1}, {1, 9}};
+  assert_true(est_bundle_slice_key(&b, "foo", 2, s1));
+  assert_buf_hex(&b, "00666f6f00010102807f8081");
+  b.size = 0;
+  assert_true(est_bundle_slice_key(&b, "foo", 2, s2));
+  assert_buf_hex(&b, "00666f6f00010102807f8189");
+  /* EquivalentSliceTest's "0,5:0,10": explicit whole extents encode as written. */
+  const est_bundle_extent both[2] = {{0, 5}, {0, 10}};
+  b.size = 0;
+  assert_true(est_bundle_slice_key(&b, "foo", 2, both));
+  assert_buf_hex(&b, "00666f6f00010102808580" "8a");
+  /* A 0xff byte in the name is escaped as ff 00; 64 and -65 take two bytes. */
+  const est_bundle_extent odd[1] = {{64, -65}};
+  b.size = 0;
+  assert_true(est_bundle_slice_key(&b, "a\xff" "b", 1, odd));
+  assert_buf_hex(&b, "0061ff00620001" "0101" "c040" "3fbf");
+  /* Rank 0: NumIncreasing(0) is the single byte 00. */
+  b.size = 0;
+  assert_true(est_bundle_slice_key(&b, "s", 0, NULL));
+  assert_buf_hex(&b, "0073000100");
+  /* More of ordered_code_test.cc's signed vectors, each as a rank-1 slice's start (its
+   * length 1 -> 81); the key's prefix for name "x" is 00 78 00 01 01 01. */
+  struct { int64_t v; const char *hex; } sv[] = {
+      {63, "bf"},
+      {-64, "40"},
+      {255, "c0ff"},
+      {256, "c100"},
+      {-4097, "2fff"},
+      {-8193, "1fdfff"},
+      {1048576, "f0100000"},
+      {-1048577, "0fefffff"},
+      {281474976710656LL, "ff01000000000000"},
+      {36028797018963968LL, "ff8080000000000000"},
+      {4611686018427387904LL, "ffc04000000000000000"},
+      {INT64_MAX, "ffc07fffffffffffffff"},
+      {-INT64_MAX, "003f8000000000000001"},
+  };
+  for (size_t i = 0; i < sizeof sv / sizeof *sv; i++) {
+    const est_bundle_extent one[1] = {{sv[i].v, 1}};
+    char want[64];
+    snprintf(want, sizeof want, "007800010101%s81", sv[i].hex);
+    b.size = 0;
+    assert_true(est_bundle_slice_key(&b, "x", 1, one));
+    assert_buf_hex(&b, want);
+  }
+  est_pw_buf_free(&b);
+}
+
+/* TF's PartitionedVariables (tensor_bundle_test.cc): a [5,10] float tensor saved as
+ * "-:0,1" and "-:1,9" reads back whole, is listed once with its full shape, and the
+ * files hold what TF's BundleWriter::AddSlice writes. Distinct values (TF uses 0s and
+ * 1s) so that any misplaced element shows. */
+static void test_partitioned_variables(void **state) {
+  (void)state;
+  char dir[256], prefix[300], p[400];
+  test_make_tmpdir(dir, sizeof dir);
+  path_of(prefix, sizeof prefix, dir, "foo");
+  float want[50];
+  for (int i = 0; i < 50; i++) want[i] = (float)i + 0.5f;
+  const int64_t dims[2] = {5, 10};
+  const est_bundle_extent slices[4] = {{0, -1}, {0, 1}, {0, -1}, {1, 9}};
+  part_ckpt pc;
+  pc_init(&pc);
+  pc_full(&pc, "foo", EST_DT_FLOAT, 2, dims, 2, slices);
+  /* The full-tensor entry as TF serializes it: dtype 1, shape [5,10], then per slice a
+   * TensorSliceProto whose whole extent is empty (0a 00) and whose other has start
+   * (omitted when 0) and length: 3a 06 0a00 0a02 1001 and 3a 08 0a00 0a04 0801 1009. */
+  assert_buf_hex(&pc.values[0], "0801" "1208120208051202080a" "3a060a000a021001" "3a080a000a0408011009");
+  pc_slice(&pc, "foo", EST_DT_FLOAT, 4, 2, dims, want, &slices[0], 1);
+  pc_slice(&pc, "foo", EST_DT_FLOAT, 4, 2, dims, want, &slices[2], 1);
+  pc_write(&pc, prefix, 0);
+
+  /* The index holds the header, the two slice keys (they start with 00, so they sort
+   * before every name) and "foo". */
+  snprintf(p, sizeof p, "%s.index", prefix);
+  uint8_t *idx;
+  size_t n;
+  assert_int_equal(est_read_file(p, &idx, &n), EST_OK);
+  est_sstable table;
+  assert_int_equal(est_sstable_parse(&table, idx, n, p), EST_OK);
+  assert_int_equal(table.count, 4);
+  est_pw_buf k;
+  est_pw_buf_init(&k);
+  est_pw_put_raw(&k, table.keys[1], table.key_lens[1]);
+  assert_buf_hex(&k, "00666f6f00010102807f8081");
+  k.size = 0;
+  est_pw_put_raw(&k, table.keys[2], table.key_lens[2]);
+  assert_buf_hex(&k, "00666f6f00010102807f8189");
+  est_pw_buf_free(&k);
+  assert_int_equal(table.key_lens[3], 3);
+  est_sstable_free(&table);
+  free(idx);
+
+  est_ckpt_reader *r;
+  assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+  assert_int_equal(est_ckpt_reader_count(r), 1); /* list_variables: the slices are not tensors */
+  assert_string_equal(est_ckpt_reader_name(r, 0), "foo");
+  est_dtype dt;
+  int rank;
+  int64_t got_dims[EST_MAX_RANK];
+  assert_int_equal(est_ckpt_reader_info(r, "foo", &dt, &rank, got_dims), EST_OK);
+  assert_int_equal(dt, EST_DT_FLOAT);
+  assert_int_equal(rank, 2);
+  assert_int_equal(got_dims[0], 5);
+  assert_int_equal(got_dims[1], 10);
+  est_tensor t;
+  assert_int_equal(est_ckpt_reader_read(r, "foo", &t), EST_OK);
+  assert_int_equal(t.dtype, EST_DT_FLOAT);
+  assert_int_equal(t.rank, 2);
+  assert_int_equal(t.dims[0], 5);
+  assert_int_equal(t.dims[1], 10);
+  assert_memory_equal(t.data, want, sizeof want);
+  est_tensor_free(&t);
+  float got[50];
+  memset(got, 0, sizeof got);
+  assert_int_equal(est_ckpt_reader_read_into(r, "foo", EST_DT_FLOAT, got, sizeof got), EST_OK);
+  assert_memory_equal(got, want, sizeof want);
+  /* The destination must be the full shape's size. */
+  assert_int_equal(est_ckpt_reader_read_into(r, "foo", EST_DT_FLOAT, got, 20), EST_ERR_FAILED_PRECONDITION);
+  est_ckpt_reader_close(r);
+  test_remove_tree(dir);
+}
+
+/* TF's EquivalentSliceTest, on the reading side: one slice with explicit whole extents
+ * "0,5:0,10" lives under its own key; one slice "-:-" is the whole tensor, and TF's
+ * GetSliceValue reads it from the full-tensor entry itself (offset, size, crc32c there). */
+static void test_partitioned_equivalent_slices(void **state) {
+  (void)state;
+  char dir[256], prefix[300];
+  test_make_tmpdir(dir, sizeof dir);
+  path_of(prefix, sizeof prefix, dir, "eq");
+  int32_t want[50];
+  for (int i = 0; i < 50; i++) want[i] = 1000 - 7 * i;
+  const int64_t dims[2] = {5, 10};
+  const est_bundle_extent both[2] = {{0, 5}, {0, 10}}, none[2] = {{0, -1}, {0, -1}};
+  part_ckpt pc;
+  pc_init(&pc);
+  pc_full(&pc, "both_extents", EST_DT_INT32, 2, dims, 1, both);
+  pc_slice(&pc, "both_extents", EST_DT_INT32, 4, 2, dims, want, both, 1);
+  /* "no_extents": an ordinary entry for the data plus the one whole slice. */
+  est_pw_buf key;
+  est_pw_buf_init(&key);
+  est_pw_put_raw(&key, "no_extents", 10);
+  pc_entry(&pc, &key, EST_DT_INT32, 2, dims, (const uint8_t *)want, sizeof want, 1, NULL);
+  assert_true(est_bundle_encode_slices(&pc.values[pc.n - 1], 2, 1, none));
+  est_pw_buf_free(&key);
+  pc_write(&pc, prefix, 0);
+  est_ckpt_reader *r;
+  assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+  assert_int_equal(est_ckpt_reader_count(r), 2);
+  const char *names[2] = {"both_extents", "no_extents"};
+  for (int i = 0; i < 2; i++) {
+    int32_t got[50] = {0};
+    assert_int_equal(est_ckpt_reader_read_into(r, names[i], EST_DT_INT32, got, sizeof got), EST_OK);
+    assert_memory_equal(got, want, sizeof want);
+  }
+  est_ckpt_reader_close(r);
+  test_remove_tree(dir);
+}
+
+/* Rank 1: an int64 [7] in three slices listed out of order, two with a start offset; a
+ * half [5] read as half and widened to float; a string [5] in two slices. */
+static void test_partitioned_rank1(void **state) {
+  (void)state;
+  char dir[256], prefix[300];
+  test_make_tmpdir(dir, sizeof dir);
+  path_of(prefix, sizeof prefix, dir, "r1");
+  int64_t v[7] = {-3, 1LL << 40, 7, 0, INT64_MIN, 42, INT64_MAX};
+  const int64_t d7 = 7, d5 = 5;
+  const est_bundle_extent s7[3] = {{5, 2}, {0, 3}, {3, 2}};
+  uint16_t h[5] = {0x3c00, 0xc000, 0x3800, 0x0000, 0x7bff}; /* 1, -2, 0.5, 0, 65504 */
+  const est_bundle_extent s5[2] = {{0, 4}, {4, 1}};
+  est_bytes str[5] = {{1, (uint8_t *)"a"}, {0, NULL}, {3, (uint8_t *)"ccc"}, {2, (uint8_t *)"\xff\x00"},
+                      {5, (uint8_t *)"eeeee"}};
+  const est_bundle_extent ss[2] = {{2, 3}, {0, 2}};
+  part_ckpt pc;
+  pc_init(&pc);
+  pc_full(&pc, "h", EST_DT_HALF, 1, &d5, 2, s5);
+  pc_full(&pc, "s", EST_DT_STRING, 1, &d5, 2, ss);
+  pc_full(&pc, "v", EST_DT_INT64, 1, &d7, 3, s7);
+  for (int i = 0; i < 3; i++) pc_slice(&pc, "v", EST_DT_INT64, 8, 1, &d7, v, &s7[i], 1);
+  for (int i = 0; i < 2; i++) pc_slice(&pc, "h", EST_DT_HALF, 2, 1, &d5, h, &s5[i], 1);
+  for (int i = 0; i < 2; i++) pc_slice(&pc, "s", EST_DT_STRING, 0, 1, &d5, str, &ss[i], 1);
+  pc_write(&pc, prefix, 0);
+  est_ckpt_reader *r;
+  assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+  assert_int_equal(est_ckpt_reader_count(r), 3);
+  est_tensor t;
+  assert_int_equal(est_ckpt_reader_read(r, "v", &t), EST_OK);
+  assert_int_equal(t.dtype, EST_DT_INT64);
+  assert_int_equal(t.dims[0], 7);
+  assert_memory_equal(t.data, v, sizeof v);
+  est_tensor_free(&t);
+  assert_int_equal(est_ckpt_reader_read(r, "h", &t), EST_OK);
+  assert_memory_equal(t.data, h, sizeof h);
+  est_tensor_free(&t);
+  float f[5];
+  assert_int_equal(est_ckpt_reader_read_into(r, "h", EST_DT_FLOAT, f, sizeof f), EST_OK);
+  assert_true(f[0] == 1.0f && f[1] == -2.0f && f[2] == 0.5f && f[3] == 0.0f && f[4] == 65504.0f);
+  assert_int_equal(est_ckpt_reader_read(r, "s", &t), EST_OK);
+  assert_int_equal(t.dtype, EST_DT_STRING);
+  const est_bytes *gs = t.data;
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(gs[i].size, str[i].size);
+    if (str[i].size) assert_memory_equal(gs[i].data, str[i].data, str[i].size);
+  }
+  est_tensor_free(&t);
+  est_ckpt_reader_close(r);
+  test_remove_tree(dir);
+}
+
+/* Rank 3 with a start offset in the middle dimension: a [2,5,3] double cut into
+ * "-:0,2:-", "-:2,3:0,1" and "-:2,3:1,2" (the last two strided in two dimensions), in a
+ * little- and a big-endian bundle (each slice swapped to host order after its CRC). */
+static void test_partitioned_rank3(void **state) {
+  (void)state;
+  double v[30];
+  for (int i = 0; i < 30; i++) v[i] = i * 1.25 - 3;
+  const int64_t dims[3] = {2, 5, 3};
+  const est_bundle_extent s[9] = {{0, -1}, {0, 2}, {0, -1}, {0, -1}, {2, 3}, {0, 1}, {0, -1}, {2, 3}, {1, 2}};
+  for (int big = 0; big < 2; big++) {
+    char dir[256], prefix[300];
+    test_make_tmpdir(dir, sizeof dir);
+    path_of(prefix, sizeof prefix, dir, "r3");
+    part_ckpt pc;
+    pc_init(&pc);
+    pc_full(&pc, "w", EST_DT_DOUBLE, 3, dims, 3, s);
+    for (int i = 0; i < 3; i++) pc_slice(&pc, "w", EST_DT_DOUBLE, 8, 3, dims, v, &s[3 * i], big ? 8 : 1);
+    pc_write(&pc, prefix, big);
+    est_ckpt_reader *r;
+    assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+    est_tensor t;
+    assert_int_equal(est_ckpt_reader_read(r, "w", &t), EST_OK);
+    assert_int_equal(t.rank, 3);
+    assert_int_equal(t.dims[1], 5);
+    assert_memory_equal(t.data, v, sizeof v);
+    est_tensor_free(&t);
+    est_ckpt_reader_close(r);
+    test_remove_tree(dir);
+  }
+}
+
+/* Writes a [5,10] float "foo" whose full entry lists `listed` slices and whose data
+ * holds `stored` slices, then expects `code` with every string of `msgs` in the message
+ * of opening (at_open) or of reading it. */
+static void expect_partitioned_error(int nlisted, const est_bundle_extent *listed, int nstored,
+                                     const est_bundle_extent *stored, int at_open, est_status code,
+                                     const char *const *msgs) {
+  char dir[256], prefix[300];
+  test_make_tmpdir(dir, sizeof dir);
+  path_of(prefix, sizeof prefix, dir, "bad");
+  float v[50];
+  for (int i = 0; i < 50; i++) v[i] = (float)i;
+  const int64_t dims[2] = {5, 10};
+  part_ckpt pc;
+  pc_init(&pc);
+  pc_full(&pc, "foo", EST_DT_FLOAT, 2, dims, nlisted, listed);
+  for (int i = 0; i < nstored; i++) pc_slice(&pc, "foo", EST_DT_FLOAT, 4, 2, dims, v, &stored[2 * i], 1);
+  pc_write(&pc, prefix, 0);
+  est_ckpt_reader *r = NULL;
+  est_status st = est_ckpt_reader_open(&r, prefix);
+  if (!at_open) {
+    assert_int_equal(st, EST_OK);
+    assert_int_equal(est_ckpt_reader_count(r), 1);
+    est_tensor t;
+    st = est_ckpt_reader_read(r, "foo", &t);
+    assert_null(t.data);
+    float into[50];
+    assert_int_equal(est_ckpt_reader_read_into(r, "foo", EST_DT_FLOAT, into, sizeof into), st);
+    est_ckpt_reader_close(r);
+  } else {
+    assert_null(r);
+  }
+  assert_int_equal(st, code);
+  for (int i = 0; msgs[i]; i++)
+    if (!strstr(est_error_message(), msgs[i])) fail_msg("message '%s' lacks '%s'", est_error_message(), msgs[i]);
+  test_remove_tree(dir);
+}
+
+static void test_partitioned_errors(void **state) {
+  (void)state;
+  const est_bundle_extent tf[4] = {{0, -1}, {0, 1}, {0, -1}, {1, 9}};
+  /* A listed slice whose entry is missing. */
+  expect_partitioned_error(2, tf, 1, tf, 0, EST_ERR_DATA_LOSS,
+                           (const char *[]){"bad.index", "partitioned tensor 'foo' lacks the entry of its slice -:1,9",
+                                            NULL});
+  /* Column 1 in no slice: TF's QueryMeta refuses too ("Does not have sufficient slices");
+   * either way no element is left unset. */
+  const est_bundle_extent gap[4] = {{0, -1}, {0, 1}, {0, -1}, {2, 8}};
+  expect_partitioned_error(2, gap, 2, gap, 0, EST_ERR_INVALID_ARGUMENT,
+                           (const char *[]){"Does not have sufficient slices for partitioned tensor 'foo'",
+                                            "its 2 slices hold 45 of its 50 elements", NULL});
+  /* Overlapping slices (TF's TensorSliceSet::Register: "Overlapping slices"). */
+  const est_bundle_extent over[4] = {{0, -1}, {0, 2}, {0, -1}, {1, 9}};
+  expect_partitioned_error(2, over, 2, over, 0, EST_ERR_DATA_LOSS,
+                           (const char *[]){"'foo' has overlapping slices -:0,2 and -:1,9", NULL});
+  /* The same slice listed twice overlaps itself. */
+  const est_bundle_extent twice[6] = {{0, -1}, {0, 1}, {0, -1}, {1, 9}, {0, -1}, {1, 9}};
+  expect_partitioned_error(3, twice, 2, tf, 0, EST_ERR_DATA_LOSS,
+                           (const char *[]){"overlapping slices -:1,9 and -:1,9", NULL});
+  /* A slice whose data entry has another shape: the entry of "-:0,1" claims [5,2]. */
+  {
+    char dir[256], prefix[300];
+    test_make_tmpdir(dir, sizeof dir);
+    path_of(prefix, sizeof prefix, dir, "shape");
+    const int64_t dims[2] = {5, 10}, wrong[2] = {5, 2};
+    float v[50] = {0};
+    part_ckpt pc;
+    pc_init(&pc);
+    pc_full(&pc, "foo", EST_DT_FLOAT, 2, dims, 2, tf);
+    pc_slice(&pc, "foo", EST_DT_FLOAT, 4, 2, dims, v, &tf[2], 1);
+    est_pw_buf key;
+    est_pw_buf_init(&key);
+    assert_true(est_bundle_slice_key(&key, "foo", 2, tf));
+    pc_entry(&pc, &key, EST_DT_FLOAT, 2, wrong, (const uint8_t *)v, 40, 1, NULL);
+    est_pw_buf_free(&key);
+    pc_write(&pc, prefix, 0);
+    est_ckpt_reader *r;
+    assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+    est_tensor t;
+    assert_int_equal(est_ckpt_reader_read(r, "foo", &t), EST_ERR_DATA_LOSS);
+    assert_non_null(strstr(est_error_message(),
+                           "slice -:0,1 of partitioned tensor 'foo' is stored as dtype 1 [5,2]; expected dtype 1 [5,1]"));
+    est_ckpt_reader_close(r);
+    test_remove_tree(dir);
+  }
+  /* A flipped data byte in the second slice: its CRC names the tensor and the slice. */
+  {
+    char dir[256], prefix[300], p[400];
+    test_make_tmpdir(dir, sizeof dir);
+    path_of(prefix, sizeof prefix, dir, "crc");
+    const int64_t dims[2] = {5, 10};
+    float v[50] = {0};
+    part_ckpt pc;
+    pc_init(&pc);
+    pc_full(&pc, "foo", EST_DT_FLOAT, 2, dims, 2, tf);
+    pc_slice(&pc, "foo", EST_DT_FLOAT, 4, 2, dims, v, &tf[0], 1);
+    pc_slice(&pc, "foo", EST_DT_FLOAT, 4, 2, dims, v, &tf[2], 1);
+    pc.data.data[20 + 33] ^= 0x10; /* inside "-:1,9", which starts at byte 20 */
+    pc_write(&pc, prefix, 0);
+    est_ckpt_reader *r;
+    assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+    est_tensor t;
+    assert_int_equal(est_ckpt_reader_read(r, "foo", &t), EST_ERR_DATA_LOSS);
+    assert_non_null(strstr(est_error_message(), "Checksum does not match for 'foo (slice -:1,9)'"));
+    est_ckpt_reader_close(r);
+    /* A data file cut inside the second slice: OUT_OF_RANGE naming it. */
+    snprintf(p, sizeof p, "%s.data-00000-of-00001", prefix);
+    assert_int_equal(est_write_file_atomic(p, v, 30), EST_OK);
+    assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
+    assert_int_equal(est_ckpt_reader_read(r, "foo", &t), EST_ERR_OUT_OF_RANGE);
+    assert_non_null(strstr(est_error_message(), "'foo (slice -:1,9)' needs bytes [20, 200)"));
+    est_ckpt_reader_close(r);
+    test_remove_tree(dir);
+  }
+  /* Bad extents fail the open, as every malformed entry does, naming file and tensor:
+   * outside the dimension, ... */
+  const est_bundle_extent outside[4] = {{0, -1}, {0, 5}, {0, -1}, {5, 6}};
+  expect_partitioned_error(2, outside, 1, outside, 1, EST_ERR_DATA_LOSS,
+                           (const char *[]){"bad.index", "slice 1 of partitioned tensor 'foo': extent 1 (start 5, length 6) "
+                                            "does not fit dimension 1 of size 10", NULL});
+  /* ... a zero length, ... */
+  const est_bundle_extent zero[2] = {{0, -1}, {3, 0}};
+  expect_partitioned_error(1, zero, 0, zero, 1, EST_ERR_DATA_LOSS,
+                           (const char *[]){"extent 1 (start 3, length 0) does not fit", NULL});
+  /* ... a negative start. */
+  const est_bundle_extent negative[2] = {{0, -1}, {-1, 2}};
+  expect_partitioned_error(1, negative, 0, negative, 1, EST_ERR_DATA_LOSS,
+                           (const char *[]){"extent 1 (start -1, length 2) does not fit", NULL});
+}
+
+/* TensorSliceProtos that do not fit the full entry, written byte by byte: an Extent with
+ * a start but no length, a slice with one extent for a rank-2 tensor, and a slice field
+ * that is not a message or that overruns the entry. */
+static void test_partitioned_bad_protos(void **state) {
+  (void)state;
+  static const struct { const char *slices_hex, *msg; } cases[] = {
+      {"3a060a000a020803", "slice 0 of partitioned tensor 'foo': extent 1 has start 3 but no length"},
+      {"3a020a00", "slice 0 of partitioned tensor 'foo' has 1 extents; expected 2, its rank"},
+      {"3a060a000a021001" "3a0a0a000a040801100912ff", "corrupted slice 1 (TensorSliceProto) in the entry of 'foo'"},
+      {"3a050a000a0210", "corrupted slice 0 (TensorSliceProto) in the entry of 'foo'"},
+      {"3a090a00", "corrupted entry (BundleEntryProto) for 'foo'"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    char dir[256], prefix[300];
+    test_make_tmpdir(dir, sizeof dir);
+    path_of(prefix, sizeof prefix, dir, "proto");
+    const int64_t dims[2] = {5, 10};
+    part_ckpt pc;
+    pc_init(&pc);
+    pc_full(&pc, "foo", EST_DT_FLOAT, 2, dims, 0, NULL);
+    size_t n;
+    uint8_t *raw = hex(cases[c].slices_hex, &n);
+    est_pw_put_raw(&pc.values[0], raw, n);
+    free(raw);
+    pc_write(&pc, prefix, 0);
+    est_ckpt_reader *r = NULL;
+    assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_ERR_DATA_LOSS);
+    assert_null(r);
+    if (!strstr(est_error_message(), cases[c].msg)) fail_msg("case %zu: '%s' lacks '%s'", c, est_error_message(), cases[c].msg);
+    test_remove_tree(dir);
+  }
 }
 
 /* ---- errors on reading and writing -------------------------------------------------- */
@@ -934,6 +1489,13 @@ int main(void) {
     cmocka_unit_test(test_header_versions),
     cmocka_unit_test(test_bad_entries),
     cmocka_unit_test(test_unreadable_entries),
+    cmocka_unit_test(test_slice_keys),
+    cmocka_unit_test(test_partitioned_variables),
+    cmocka_unit_test(test_partitioned_equivalent_slices),
+    cmocka_unit_test(test_partitioned_rank1),
+    cmocka_unit_test(test_partitioned_rank3),
+    cmocka_unit_test(test_partitioned_errors),
+    cmocka_unit_test(test_partitioned_bad_protos),
     cmocka_unit_test(test_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

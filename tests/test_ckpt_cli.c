@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "est/ckpt.h"
+#include "est/crc32c.h"
 #include "est/file.h"
 #include "est/safetensors.h"
+#include "io/bundle.h"
 #include "test_util.h"
 
 #define DATA EST_TEST_DATA
@@ -150,6 +152,97 @@ static void test_convert_round_trip(void **state) {
   test_remove_tree(dir);
 }
 
+/* Writes a checkpoint as TF's BundleWriter::AddSlice does (its PartitionedVariables
+ * test): float "foo" [5,10] = 0..49 saved as "-:0,1" and "-:1,9", each slice an entry
+ * under its slice key, and "foo" an entry with the full shape and both slices; plus an
+ * ordinary int32 "bar" [2]. */
+static void write_partitioned(const char *prefix) {
+  float v[50], col0[5], rest[45];
+  for (int i = 0; i < 50; i++) v[i] = (float)i;
+  for (int r = 0; r < 5; r++) {
+    col0[r] = v[10 * r];
+    for (int c = 1; c < 10; c++) rest[9 * r + c - 1] = v[10 * r + c];
+  }
+  int32_t bar[2] = {7, -8};
+  uint8_t data[20 + 180 + 8];
+  memcpy(data, col0, 20);
+  memcpy(data + 20, rest, 180);
+  memcpy(data + 200, bar, 8);
+  const int64_t full[2] = {5, 10}, s1[2] = {5, 1}, s2[2] = {5, 9}, d2 = 2;
+  const est_bundle_extent ext[4] = {{0, -1}, {0, 1}, {0, -1}, {1, 9}};
+  est_pw_buf k1, k2, v1, v2, vbar, vfoo;
+  est_pw_buf *bufs[6] = {&k1, &k2, &v1, &v2, &vbar, &vfoo};
+  for (int i = 0; i < 6; i++) est_pw_buf_init(bufs[i]);
+  assert_true(est_bundle_slice_key(&k1, "foo", 2, &ext[0]));
+  assert_true(est_bundle_slice_key(&k2, "foo", 2, &ext[2]));
+  est_bundle_encode_entry(&v1, EST_DT_FLOAT, 2, s1, 0, 0, 20, est_crc32c_mask(est_crc32c(data, 20)));
+  est_bundle_encode_entry(&v2, EST_DT_FLOAT, 2, s2, 0, 20, 180, est_crc32c_mask(est_crc32c(data + 20, 180)));
+  est_bundle_encode_entry(&vbar, EST_DT_INT32, 1, &d2, 0, 200, 8, est_crc32c_mask(est_crc32c(data + 200, 8)));
+  est_bundle_encode_entry(&vfoo, EST_DT_FLOAT, 2, full, 0, 0, 0, 0);
+  assert_true(est_bundle_encode_slices(&vfoo, 2, 2, ext));
+  static const uint8_t hdr[] = {0x08, 0x01, 0x1a, 0x02, 0x08, 0x01};
+  est_sstable_builder b;
+  est_sstable_builder_init(&b, 0);
+  /* Bytewise order: the header "", the slice keys (they start with 00), "bar", "foo". */
+  assert_int_equal(est_sstable_builder_add(&b, "", 0, hdr, sizeof hdr), EST_OK);
+  assert_int_equal(est_sstable_builder_add(&b, k1.data, k1.size, v1.data, v1.size), EST_OK);
+  assert_int_equal(est_sstable_builder_add(&b, k2.data, k2.size, v2.data, v2.size), EST_OK);
+  assert_int_equal(est_sstable_builder_add(&b, "bar", 3, vbar.data, vbar.size), EST_OK);
+  assert_int_equal(est_sstable_builder_add(&b, "foo", 3, vfoo.data, vfoo.size), EST_OK);
+  uint8_t *out;
+  size_t size;
+  assert_int_equal(est_sstable_builder_finish(&b, &out, &size), EST_OK);
+  char p[400];
+  snprintf(p, sizeof p, "%s.index", prefix);
+  assert_int_equal(est_write_file_atomic(p, out, size), EST_OK);
+  free(out);
+  snprintf(p, sizeof p, "%s.data-00000-of-00001", prefix);
+  assert_int_equal(est_write_file_atomic(p, data, sizeof data), EST_OK);
+  for (int i = 0; i < 6; i++) est_pw_buf_free(bufs[i]);
+}
+
+/* ls lists a partitioned variable once, with its full shape (as TF's list_variables);
+ * get and convert read it whole. */
+static void test_partitioned(void **state) {
+  (void)state;
+  char dir[256], prefix[300], st_path[400], back[400], cmd[1400];
+  test_make_tmpdir(dir, sizeof dir);
+  est_path_join(prefix, sizeof prefix, dir, "model.ckpt-1");
+  write_partitioned(prefix);
+  const char *ls = "bar\tint32\t[2]\nfoo\tfloat32\t[5,10]\n";
+  char values[400] = "[";
+  for (int i = 0; i < 50; i++) snprintf(values + strlen(values), sizeof values - strlen(values), "%s%d", i ? ", " : "", i);
+  strcat(values, "]\n");
+  snprintf(cmd, sizeof cmd, EST_BIN " ckpt ls '%s'", prefix);
+  expect(0, ls, cmd);
+  snprintf(cmd, sizeof cmd, EST_BIN " ckpt ls '%s'", dir); /* its only .index */
+  expect(0, ls, cmd);
+  snprintf(cmd, sizeof cmd, EST_BIN " ckpt get '%s' foo", prefix);
+  expect(0, values, cmd);
+  snprintf(cmd, sizeof cmd, EST_BIN " ckpt get '%s' bar", prefix);
+  expect(0, "[7, -8]\n", cmd);
+  /* To safetensors and back: "foo" is then an ordinary [5,10] tensor. */
+  est_path_join(st_path, sizeof st_path, dir, "p.safetensors");
+  est_path_join(back, sizeof back, dir, "back/model.ckpt-1");
+  snprintf(cmd, sizeof cmd, EST_BIN " ckpt convert '%s' '%s' 2>/dev/null", prefix, st_path);
+  expect(0, "", cmd);
+  snprintf(cmd, sizeof cmd, EST_BIN " ckpt ls '%s'", st_path);
+  expect(0, ls, cmd);
+  snprintf(cmd, sizeof cmd, EST_BIN " ckpt convert '%s' '%s' 2>/dev/null", st_path, back);
+  expect(0, "", cmd);
+  snprintf(cmd, sizeof cmd, EST_BIN " ckpt get '%s' foo", back);
+  expect(0, values, cmd);
+  /* A slice's data missing from the data file: get fails naming the tensor and slice. */
+  char data_path[400], *out;
+  snprintf(data_path, sizeof data_path, "%s.data-00000-of-00001", prefix);
+  assert_int_equal(est_write_file_atomic(data_path, "", 0), EST_OK);
+  snprintf(cmd, sizeof cmd, EST_BIN " ckpt get '%s' foo", prefix);
+  assert_int_equal(test_run(&out, 1, "%s", cmd), 1);
+  assert_non_null(strstr(out, "'foo (slice -:0,1)' needs bytes [0, 20)"));
+  free(out);
+  test_remove_tree(dir);
+}
+
 static void test_usage(void **state) {
   (void)state;
   char *out;
@@ -179,6 +272,7 @@ int main(void) {
     cmocka_unit_test(test_ls),
     cmocka_unit_test(test_get),
     cmocka_unit_test(test_convert_round_trip),
+    cmocka_unit_test(test_partitioned),
     cmocka_unit_test(test_usage),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,7 +18,9 @@
  *     est_ckpt_writer_finish(w);                              // atomic; frees w
  *
  * Reading accepts what TF writes: several shards, data in any order, snappy-compressed
- * index blocks, big-endian bundles (swapped after the CRC check), string tensors. Every
+ * index blocks, big-endian bundles (swapped after the CRC check), string tensors, and
+ * partitioned variables (saved as slices), which are listed once with their full shape
+ * and read whole, assembled from their slices. Every
  * tensor's CRC is verified on read; corruption is EST_ERR_DATA_LOSS naming the file and
  * the tensor, a data file cut short is EST_ERR_OUT_OF_RANGE (as in TF).
  */

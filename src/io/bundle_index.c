@@ -144,8 +144,135 @@ corrupt:
   return est_error(EST_ERR_DATA_LOSS, "%s: corrupted shape in the entry of '%s'", what, e->name);
 }
 
+/* TensorSliceProto {extent=1 {start=1, oneof has_length {length=2}}} of slice `i` of
+ * `e`, into ext[0..rank). Checked as TF's TensorSlice::BuildTensorSlice and
+ * SliceTensorShape would: one extent per dimension; an extent without a length (or with
+ * length -1, TF's kFullExtent) is the whole dimension and must start at 0; any other has
+ * start >= 0, length > 0 and ends inside the dimension. */
+static est_status parse_slice(const est_bundle_entry *e, int i, est_pw_reader *r, est_bundle_extent *ext,
+                              const char *what) {
+  int d = 0;
+  while (!est_pw_eof(r)) {
+    uint32_t field;
+    int wt;
+    if (!est_pw_read_tag(r, &field, &wt)) goto corrupt;
+    if (field != 1 || wt != EST_PW_LEN) {
+      if (field == 1 || !est_pw_skip(r, wt)) goto corrupt;
+      continue;
+    }
+    est_pw_reader x;
+    if (!est_pw_read_sub(r, &x)) goto corrupt;
+    int64_t start = 0, length = -1;
+    while (!est_pw_eof(&x)) {
+      uint32_t f2;
+      int wt2;
+      uint64_t v;
+      if (!est_pw_read_tag(&x, &f2, &wt2)) goto corrupt;
+      if ((f2 == 1 || f2 == 2) && wt2 == EST_PW_VARINT) {
+        if (!est_pw_read_varint(&x, &v)) goto corrupt;
+        if (f2 == 1) start = (int64_t)v;
+        else length = (int64_t)v;
+      } else if (f2 <= 2 || !est_pw_skip(&x, wt2)) {
+        goto corrupt;
+      }
+    }
+    if (d < e->rank) {
+      int64_t dim = e->dims[d];
+      if (length == -1 && start != 0)
+        return est_error(EST_ERR_DATA_LOSS,
+                         "%s: slice %d of partitioned tensor '%s': extent %d has start %lld but no length", what,
+                         i, e->name, d, (long long)start);
+      if (length != -1 && (start < 0 || length <= 0 || start > dim || length > dim - start))
+        return est_error(EST_ERR_DATA_LOSS,
+                         "%s: slice %d of partitioned tensor '%s': extent %d (start %lld, length %lld) does not "
+                         "fit dimension %d of size %lld (expected start >= 0, length > 0, start + length <= %lld)",
+                         what, i, e->name, d, (long long)start, (long long)length, d, (long long)dim,
+                         (long long)dim);
+      ext[d].start = start;
+      ext[d].length = length;
+    }
+    d++;
+  }
+  if (d != e->rank)
+    return est_error(EST_ERR_DATA_LOSS, "%s: slice %d of partitioned tensor '%s' has %d extents; expected %d, its rank",
+                     what, i, e->name, d, e->rank);
+  return EST_OK;
+corrupt:
+  return est_error(EST_ERR_DATA_LOSS, "%s: corrupted slice %d (TensorSliceProto) in the entry of '%s'", what, i,
+                   e->name);
+}
+
+/* Every `slices` field (7) of the entry's bytes, counted by parse_entry, into e->slices. */
+static est_status parse_slices(est_bundle_entry *e, const uint8_t *v, size_t n, const char *what) {
+  size_t per = e->rank > 0 ? (size_t)e->rank : 1;
+  est_bundle_extent *ext = calloc((size_t)e->num_slices * per, sizeof *ext);
+  if (!ext) return est_error(EST_ERR_NO_MEMORY, "%s: out of memory for the slices of '%s'", what, e->name);
+  est_pw_reader r = est_pw_reader_make(v, n);
+  int i = 0;
+  while (!est_pw_eof(&r) && i < e->num_slices) {
+    uint32_t field;
+    int wt;
+    est_pw_reader slice;
+    if (!est_pw_read_tag(&r, &field, &wt)) break;
+    if (field == 7 && wt == EST_PW_LEN) {
+      if (!est_pw_read_sub(&r, &slice)) break;
+      est_status st = parse_slice(e, i, &slice, ext + (size_t)i * per, what);
+      if (st != EST_OK) {
+        free(ext);
+        return st;
+      }
+      i++;
+    } else if (!est_pw_skip(&r, wt)) {
+      break;
+    }
+  }
+  if (i != e->num_slices) { /* parse_entry read every field, so this cannot happen */
+    free(ext);
+    return est_error(EST_ERR_DATA_LOSS, "%s: corrupted entry (BundleEntryProto) for '%s'", what, e->name);
+  }
+  e->slices = ext;
+  return EST_OK;
+}
+
+/* A slice that is whole in every dimension (TensorSlice::IsFull): TF's GetSliceValue
+ * then reads the full-tensor entry's own offset/size/crc32c instead of a slice key. */
+static int has_full_slice(const est_bundle_entry *e) {
+  for (int i = 0; i < e->num_slices; i++) {
+    int full = 1;
+    for (int d = 0; d < e->rank; d++) full &= e->slices[(size_t)i * (size_t)e->rank + (size_t)d].length == -1;
+    if (full) return 1;
+  }
+  return 0;
+}
+
+/* The checks TF makes before reading an entry's data: its shard exists and its size
+ * fits its dtype and shape. */
+static est_status check_data(const est_bundle_index *ix, est_bundle_entry *e, int64_t shard, const char *what) {
+  if (shard < 0 || shard >= ix->num_shards)
+    return est_error(EST_ERR_DATA_LOSS, "%s: entry '%s' names shard %lld of %d", what, e->name,
+                     (long long)shard, ix->num_shards);
+  e->shard_id = (int32_t)shard;
+  size_t esize = est_bundle_dtype_size(e->dtype);
+  if (esize) {
+    uint64_t want;
+    if (__builtin_mul_overflow((uint64_t)e->num_elements, (uint64_t)esize, &want) || want != e->size)
+      return est_error(EST_ERR_DATA_LOSS,
+                       "%s: Invalid size in bundle entry: key '%s'; stored size %llu; expected size "
+                       "%lld x %zu bytes",
+                       what, e->name, (unsigned long long)e->size, (long long)e->num_elements, esize);
+  } else if (e->dtype == EST_DT_STRING) {
+    /* At least one varint byte per string plus the 4-byte length checksum. */
+    if (e->size < (uint64_t)e->num_elements + 4)
+      return est_error(EST_ERR_DATA_LOSS,
+                       "%s: Invalid size in bundle entry: key '%s'; %llu bytes cannot hold %lld strings",
+                       what, e->name, (unsigned long long)e->size, (long long)e->num_elements);
+  }
+  return EST_OK;
+}
+
 /* BundleEntryProto {dtype=1, shape=2, shard_id=3, offset=4, size=5, crc32c=6 (fixed32),
- * slices=7}, then the checks TF makes before reading. */
+ * slices=7}, then the checks TF makes before reading. On success e->slices may own
+ * memory (est_bundle_index_free frees it); on failure it owns none. */
 static est_status parse_entry(est_bundle_index *ix, est_bundle_entry *e, const uint8_t *v, size_t n,
                               const char *what) {
   est_pw_reader r = est_pw_reader_make(v, n);
@@ -173,10 +300,11 @@ static est_status parse_entry(est_bundle_index *ix, est_bundle_entry *e, const u
     } else if (field == 6 && wt == EST_PW_FIXED32) {
       if (!est_pw_read_fixed32(&r, &e->masked_crc)) goto corrupt;
     } else if (field == 7 && wt == EST_PW_LEN) {
+      /* Counted here, parsed once the shape is known (fields may come in any order). */
       const uint8_t *d;
       size_t len;
-      if (!est_pw_read_bytes(&r, &d, &len)) goto corrupt;
-      e->has_slices = 1;
+      if (!est_pw_read_bytes(&r, &d, &len) || e->num_slices == INT32_MAX) goto corrupt;
+      e->num_slices++;
     } else if (field <= 7 || !est_pw_skip(&r, wt)) {
       goto corrupt;
     }
@@ -192,29 +320,41 @@ static est_status parse_entry(est_bundle_index *ix, est_bundle_entry *e, const u
                      e->name, (long long)offset, (long long)size);
   e->offset = (uint64_t)offset;
   e->size = (uint64_t)size;
-  if (e->has_slices) return EST_OK; /* data lives under the slice keys */
-  if (shard < 0 || shard >= ix->num_shards)
-    return est_error(EST_ERR_DATA_LOSS, "%s: entry '%s' names shard %lld of %d", what, e->name,
-                     (long long)shard, ix->num_shards);
-  e->shard_id = (int32_t)shard;
-  size_t esize = est_bundle_dtype_size(e->dtype);
-  if (esize) {
-    uint64_t want;
-    if (__builtin_mul_overflow((uint64_t)e->num_elements, (uint64_t)esize, &want) || want != e->size)
-      return est_error(EST_ERR_DATA_LOSS,
-                       "%s: Invalid size in bundle entry: key '%s'; stored size %llu; expected size "
-                       "%lld x %zu bytes",
-                       what, e->name, (unsigned long long)e->size, (long long)e->num_elements, esize);
-  } else if (e->dtype == EST_DT_STRING) {
-    /* At least one varint byte per string plus the 4-byte length checksum. */
-    if (e->size < (uint64_t)e->num_elements + 4)
-      return est_error(EST_ERR_DATA_LOSS,
-                       "%s: Invalid size in bundle entry: key '%s'; %llu bytes cannot hold %lld strings",
-                       what, e->name, (unsigned long long)e->size, (long long)e->num_elements);
+  if (e->num_slices) {
+    est_status st = parse_slices(e, v, n, what);
+    if (st != EST_OK) return st;
+    /* The full-tensor entry has no data of its own (no shard, offset, size or crc32c),
+     * unless one slice is whole: then its data is this entry's. */
+    if (!has_full_slice(e)) return EST_OK;
+    st = check_data(ix, e, shard, what);
+    if (st != EST_OK) {
+      free(e->slices);
+      e->slices = NULL;
+    }
+    return st;
   }
-  return EST_OK;
+  return check_data(ix, e, shard, what);
 corrupt:
   return est_error(EST_ERR_DATA_LOSS, "%s: corrupted entry (BundleEntryProto) for '%s'", what, e->name);
+}
+
+/* A key as text for messages: printable ASCII kept, every other byte (and the backslash)
+ * as \xNN. `out` has room for 4 * n + 1 bytes. */
+static size_t escape_key(const uint8_t *k, size_t n, char *out) {
+  static const char hexdig[] = "0123456789abcdef";
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (k[i] >= 0x20 && k[i] < 0x7f && k[i] != '\\') {
+      out[o++] = (char)k[i];
+    } else {
+      out[o++] = '\\';
+      out[o++] = 'x';
+      out[o++] = hexdig[k[i] >> 4];
+      out[o++] = hexdig[k[i] & 15];
+    }
+  }
+  out[o] = 0;
+  return o + 1;
 }
 
 est_status est_bundle_index_parse(est_bundle_index *ix, const uint8_t *data, size_t size,
@@ -230,20 +370,40 @@ est_status est_bundle_index_parse(est_bundle_index *ix, const uint8_t *data, siz
   }
   st = parse_header(ix, t->values[0], t->value_lens[0], what);
   if (st != EST_OK) goto fail;
+  /* Keys holding a NUL are the ordered-code keys of partitioned-variable slices (they all
+   * start with WriteNumIncreasing(0) = 00). A C string cannot name them, and TF's
+   * list_variables skips them, so they go to their own array, named by a printable copy. */
+  size_t nslices = 0, name_bytes = 0;
+  for (size_t i = 1; i < t->count; i++)
+    if (memchr(t->keys[i], 0, t->key_lens[i])) {
+      nslices++;
+      name_bytes += 4 * t->key_lens[i] + 1;
+    }
   ix->entries = calloc(t->count, sizeof *ix->entries);
-  if (!ix->entries) {
+  ix->slice_entries = calloc(nslices ? nslices : 1, sizeof *ix->slice_entries);
+  ix->slice_names = malloc(name_bytes ? name_bytes : 1);
+  if (!ix->entries || !ix->slice_entries || !ix->slice_names) {
     st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", what);
     goto fail;
   }
+  size_t name_pos = 0;
   for (size_t i = 1; i < t->count; i++) {
-    /* Keys holding a NUL are the ordered-code keys of partitioned-variable slices; they
-     * cannot be named by a C string, and their full-tensor entry says has_slices. */
-    if (memchr(t->keys[i], 0, t->key_lens[i])) continue;
-    est_bundle_entry *e = &ix->entries[ix->count];
-    e->name = (const char *)t->keys[i]; /* NUL-terminated by the sstable parser */
+    est_bundle_entry *e;
+    int slice_key = memchr(t->keys[i], 0, t->key_lens[i]) != NULL;
+    if (slice_key) {
+      e = &ix->slice_entries[ix->slice_count];
+      e->name = ix->slice_names + name_pos;
+      name_pos += escape_key(t->keys[i], t->key_lens[i], ix->slice_names + name_pos);
+    } else {
+      e = &ix->entries[ix->count];
+      e->name = (const char *)t->keys[i]; /* NUL-terminated by the sstable parser */
+    }
+    e->key = t->keys[i];
+    e->key_len = t->key_lens[i];
     st = parse_entry(ix, e, t->values[i], t->value_lens[i], what);
     if (st != EST_OK) goto fail;
-    ix->count++;
+    if (slice_key) ix->slice_count++;
+    else ix->count++;
   }
   return EST_OK;
 fail:
@@ -253,7 +413,11 @@ fail:
 
 void est_bundle_index_free(est_bundle_index *ix) {
   if (!ix) return;
+  for (size_t i = 0; i < ix->count; i++) free(ix->entries[i].slices);
+  for (size_t i = 0; i < ix->slice_count; i++) free(ix->slice_entries[i].slices);
   free(ix->entries);
+  free(ix->slice_entries);
+  free(ix->slice_names);
   est_sstable_free(&ix->table);
   memset(ix, 0, sizeof *ix);
 }
@@ -264,6 +428,27 @@ const est_bundle_entry *est_bundle_index_find(const est_bundle_index *ix, const 
     size_t mid = lo + (hi - lo) / 2;
     int c = strcmp(ix->entries[mid].name, name);
     if (c == 0) return &ix->entries[mid];
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return NULL;
+}
+
+/* Bytewise key order (memcmp, a shorter prefix first), as the SSTable sorts keys. */
+static int key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
+  int c = memcmp(a, b, an < bn ? an : bn);
+  return c ? c : (an > bn) - (an < bn);
+}
+
+const est_bundle_entry *est_bundle_index_find_key(const est_bundle_index *ix, const void *key,
+                                                  size_t key_len) {
+  int slice = key_len && memchr(key, 0, key_len);
+  const est_bundle_entry *v = slice ? ix->slice_entries : ix->entries;
+  size_t lo = 0, hi = slice ? ix->slice_count : ix->count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = key_cmp(v[mid].key, v[mid].key_len, key, key_len);
+    if (c == 0) return &v[mid];
     if (c < 0) lo = mid + 1;
     else hi = mid;
   }

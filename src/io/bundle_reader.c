@@ -97,11 +97,9 @@ est_status est_ckpt_reader_info(const est_ckpt_reader *r, const char *name, est_
   return EST_OK;
 }
 
-/* Only what est_tensor can hold is readable: fixed-size est dtypes and strings. */
+/* Only what est_tensor can hold is readable: fixed-size est dtypes and strings, whole
+ * or partitioned. */
 static est_status check_readable(const est_ckpt_reader *r, const est_bundle_entry *e) {
-  if (e->has_slices)
-    return est_error(EST_ERR_UNIMPLEMENTED, "%s: '%s' is a partitioned variable (saved as slices)",
-                     r->index_path, e->name);
   if (e->dtype != EST_DT_STRING && est_dtype_size((est_dtype)e->dtype) == 0)
     return est_error(EST_ERR_UNIMPLEMENTED, "%s: '%s' has TF dtype %d, which est does not read",
                      r->index_path, e->name, e->dtype);
@@ -143,12 +141,33 @@ static est_status read_bytes(est_ckpt_reader *r, const est_bundle_entry *e, uint
   return EST_OK;
 }
 
+static est_status read_slice_bytes(void *ctx, const est_bundle_entry *e, uint8_t *dst) {
+  return read_bytes(ctx, e, dst);
+}
+
+/* A numeric tensor's elements x dtype-size bytes, in host order, into dst: one entry's
+ * bytes, or a partitioned variable assembled from its slices. */
+static est_status read_numeric(est_ckpt_reader *r, const est_bundle_entry *e, void *dst) {
+  if (e->num_slices) return est_bundle_assemble(&r->ix, e, dst, read_slice_bytes, r, r->index_path);
+  est_status st = read_bytes(r, e, dst);
+  if (st == EST_OK) st = est_bundle_check_numeric(e, r->ix.big_endian, dst, r->index_path);
+  return st;
+}
+
 est_status est_ckpt_reader_read(est_ckpt_reader *r, const char *name, est_tensor *out) {
   memset(out, 0, sizeof *out);
   const est_bundle_entry *e;
   est_status st = find(r, name, &e);
   if (st == EST_OK) st = check_readable(r, e);
+  /* Check the slices before allocating what the full shape asks for. */
+  if (st == EST_OK && e->num_slices) st = est_bundle_slices_check(e, r->index_path);
   if (st != EST_OK) return st;
+  if (e->dtype == EST_DT_STRING && e->num_slices) {
+    st = est_tensor_alloc(out, EST_DT_STRING, e->rank, e->dims);
+    if (st == EST_OK) st = est_bundle_assemble(&r->ix, e, out->data, read_slice_bytes, r, r->index_path);
+    if (st != EST_OK) est_tensor_free(out);
+    return st;
+  }
   if (e->dtype == EST_DT_STRING) {
     uint8_t *buf = malloc(e->size ? (size_t)e->size : 1);
     if (!buf) return est_error(EST_ERR_NO_MEMORY, "out of memory reading '%s'", name);
@@ -158,8 +177,7 @@ est_status est_ckpt_reader_read(est_ckpt_reader *r, const char *name, est_tensor
     return st;
   }
   st = est_tensor_alloc(out, (est_dtype)e->dtype, e->rank, e->dims);
-  if (st == EST_OK) st = read_bytes(r, e, out->data);
-  if (st == EST_OK) st = est_bundle_check_numeric(e, r->ix.big_endian, out->data, r->index_path);
+  if (st == EST_OK) st = read_numeric(r, e, out->data);
   if (st != EST_OK) est_tensor_free(out);
   return st;
 }
@@ -189,15 +207,15 @@ est_status est_ckpt_reader_read_into(est_ckpt_reader *r, const char *name, est_d
                      "%s: '%s' is %s %s (%llu bytes as %s) but the destination holds %zu bytes",
                      r->prefix, name, stored, shape, (unsigned long long)want, est_dtype_name(dtype),
                      dst_bytes);
-  if (!widen) {
-    st = read_bytes(r, e, dst);
-    if (st == EST_OK) st = est_bundle_check_numeric(e, r->ix.big_endian, dst, r->index_path);
-    return st;
+  if (e->num_slices) {
+    st = est_bundle_slices_check(e, r->index_path);
+    if (st != EST_OK) return st;
   }
-  uint16_t *tmp = malloc(e->size ? (size_t)e->size : 1);
+  if (!widen) return read_numeric(r, e, dst);
+  /* elements x 2 bytes: e->size is 0 in a partitioned variable's entry */
+  uint16_t *tmp = malloc(e->num_elements ? (size_t)e->num_elements * 2 : 1);
   if (!tmp) return est_error(EST_ERR_NO_MEMORY, "out of memory reading '%s'", name);
-  st = read_bytes(r, e, (uint8_t *)tmp);
-  if (st == EST_OK) st = est_bundle_check_numeric(e, r->ix.big_endian, (uint8_t *)tmp, r->index_path);
+  st = read_numeric(r, e, tmp);
   if (st == EST_OK) {
     float *f = dst;
     for (int64_t i = 0; i < e->num_elements; i++)
