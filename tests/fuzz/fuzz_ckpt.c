@@ -24,6 +24,12 @@ static void same_entry(const est_bundle_entry *a, const est_bundle_entry *b) {
   if (n && memcmp(a->slices, b->slices, n * sizeof *a->slices)) abort();
 }
 
+/* b's bytes from `offset` on; a buffer nothing was written to has data == NULL, and
+ * NULL + 0 is undefined. */
+static const uint8_t *bytes_at(const est_pw_buf *b, uint64_t offset) {
+  return b->data ? b->data + offset : (const uint8_t *)"";
+}
+
 /* The input doubles as the data shard. */
 typedef struct shard {
   const uint8_t *data;
@@ -34,7 +40,7 @@ static est_status read_shard(void *ctx, const est_bundle_entry *e, uint8_t *dst)
   const shard *s = ctx;
   if (e->offset > s->size || e->size > s->size - e->offset)
     return est_error(EST_ERR_OUT_OF_RANGE, "'%s' lies outside the shard", e->name);
-  memcpy(dst, s->data + e->offset, (size_t)e->size);
+  if (e->size) memcpy(dst, s->data + e->offset, (size_t)e->size); /* data is NULL when empty */
   return EST_OK;
 }
 
@@ -204,7 +210,7 @@ static void synthetic_partitioned(const uint8_t *in, size_t size) {
     }
     est_bundle_slice_key(&keys[i], "v", rank, &ext[i * rank]);
     est_bundle_encode_entry(&vals[i], EST_DT_INT32, rank, sdims, 0, offset, nbytes,
-                            est_crc32c_mask(est_crc32c(shard_bytes.data + offset, (size_t)nbytes)));
+                            est_crc32c_mask(est_crc32c(bytes_at(&shard_bytes, offset), (size_t)nbytes)));
     int dup = 0, j = kept;
     for (int q = 0; q < kept; q++) dup |= !buf_cmp(&keys[order[q]], &keys[i]);
     if (dup) continue;
@@ -215,7 +221,7 @@ static void synthetic_partitioned(const uint8_t *in, size_t size) {
     order[j] = i; /* slice keys start with 00: they sort before "v" */
     kept++;
   }
-  uint32_t whole_crc = whole < 0 ? 0 : est_crc32c(shard_bytes.data + whole_offset, (size_t)whole_size);
+  uint32_t whole_crc = whole < 0 ? 0 : est_crc32c(bytes_at(&shard_bytes, whole_offset), (size_t)whole_size);
   est_bundle_encode_entry(&full, EST_DT_INT32, rank, dims, 0, whole_offset, whole_size,
                           whole < 0 ? 0 : est_crc32c_mask(whole_crc));
   est_bundle_encode_slices(&full, rank, nslices, ext);

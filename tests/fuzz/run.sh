@@ -1,8 +1,9 @@
 #!/bin/sh
 # Builds every tests/fuzz/fuzz_*.c with clang + libFuzzer + ASan/UBSan into build-fuzz and
-# runs each for FUZZ_SECONDS (default 300). Seeds come from tests/fuzz/seeds/<target>/;
-# the growing corpus is kept in build-fuzz/corpus/<target>/. A crash stops the script
-# with libFuzzer's report and the crashing input (crash-*) in build-fuzz/.
+# runs each for FUZZ_SECONDS (default 300); FUZZ_TARGETS="fuzz_ckpt fuzz_example" runs only
+# those. Seeds come from tests/fuzz/seeds/<target>/; the growing corpus is kept in
+# build-fuzz/corpus/<target>/. A crash, a leak or undefined behaviour stops the script with
+# libFuzzer's report and the input that caused it (crash-*, leak-*) in build-fuzz/.
 set -eu
 cd "$(dirname "$0")/../.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-300}
@@ -12,6 +13,7 @@ CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DEST_FUZZ=ON -DCMAKE_BUILD_TYPE=Rel
 cmake --build "$BUILD" --target fuzz_all -j "${JOBS:-2}"
 for src in tests/fuzz/fuzz_*.c; do
   name=$(basename "$src" .c)
+  case " ${FUZZ_TARGETS:-$name} " in *" $name "*) ;; *) continue ;; esac
   corpus="$BUILD/corpus/$name"
   mkdir -p "$corpus"
   seeds=""
