@@ -527,6 +527,64 @@ static void test_gzip_members_and_trailers(void **state) {
   assert_int_equal(count, 1);
 }
 
+/* A gzip/zlib stream whose trailer checksum is wrong (all data intact) gives every record
+ * first, then DATA_LOSS, whatever the read window: inflate meets the bad trailer in the
+ * same call that produces the stream's last bytes, and those bytes must not be dropped
+ * with the error. Seeking back to every record afterwards returns it again (a fuzzer
+ * found the re-read failing once the window had grown past the stream's size). */
+static void test_bad_trailer_checksum_keeps_data(void **state) {
+  (void)state;
+  est_compression cs[2] = {EST_COMPRESSION_GZIP, EST_COMPRESSION_ZLIB};
+  for (int k = 0; k < 2; k++) {
+    for (int records = 1; records <= 3000; records *= 50) { /* 1, 50, 2500: 1 and 3 windows */
+      const char *p = tmp_path("badtrailer");
+      est_tfrecord_writer *w;
+      assert_int_equal(est_tfrecord_writer_open(&w, p, cs[k]), EST_OK);
+      char buf[64];
+      for (int i = 0; i < records; i++) {
+        int len = snprintf(buf, sizeof buf, "record %d of a stream with a bad trailer", i);
+        assert_int_equal(est_tfrecord_writer_write(w, buf, (size_t)len), EST_OK);
+      }
+      assert_int_equal(est_tfrecord_writer_close(w), EST_OK);
+      uint8_t *data;
+      size_t size;
+      assert_int_equal(est_read_file(p, &data, &size), EST_OK);
+      /* gzip: CRC-32 then ISIZE close the member; zlib: Adler-32 closes the stream */
+      data[size - (cs[k] == EST_COMPRESSION_GZIP ? 8 : 4)] ^= 0x01;
+      write_bytes(p, data, size);
+      free(data);
+
+      est_tfrecord_reader *r;
+      assert_int_equal(est_tfrecord_reader_open(&r, p, cs[k]), EST_OK);
+      const uint8_t *d;
+      size_t n;
+      uint64_t *offsets = calloc((size_t)records, sizeof *offsets);
+      for (int i = 0; i < records; i++) {
+        offsets[i] = est_tfrecord_reader_offset(r);
+        int len = snprintf(buf, sizeof buf, "record %d of a stream with a bad trailer", i);
+        if (est_tfrecord_reader_next(r, &d, &n) != EST_OK)
+          fail_msg("%s, %d records: record %d lost: %s", est_compression_name(cs[k]), records, i,
+                   est_error_message());
+        assert_int_equal(n, (size_t)len);
+        assert_memory_equal(d, buf, n);
+      }
+      assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_DATA_LOSS);
+      assert_non_null(strstr(est_error_message(), "badtrailer"));
+      assert_non_null(strstr(est_error_message(), "incorrect"));
+      for (int i = records - 1; i >= 0; i -= 7) {
+        assert_int_equal(est_tfrecord_reader_seek(r, offsets[i]), EST_OK);
+        int len = snprintf(buf, sizeof buf, "record %d of a stream with a bad trailer", i);
+        if (est_tfrecord_reader_next(r, &d, &n) != EST_OK)
+          fail_msg("%s: re-reading record %d: %s", est_compression_name(cs[k]), i, est_error_message());
+        assert_int_equal(n, (size_t)len);
+        assert_memory_equal(d, buf, n);
+      }
+      free(offsets);
+      est_tfrecord_reader_close(r);
+    }
+  }
+}
+
 /* ReadError: an I/O error (reading a directory) is reported with the path, the reader
  * stays at its offset and reports it again on retry. */
 static void test_read_error(void **state) {
@@ -692,6 +750,7 @@ int main(void) {
       cmocka_unit_test(test_every_byte_flip),
       cmocka_unit_test(test_every_truncation),
       cmocka_unit_test(test_gzip_members_and_trailers),
+      cmocka_unit_test(test_bad_trailer_checksum_keeps_data),
       cmocka_unit_test(test_read_error),
       cmocka_unit_test(test_retry_after_error),
       cmocka_unit_test(test_real_tf_file),

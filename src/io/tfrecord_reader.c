@@ -38,6 +38,8 @@ struct est_tfrecord_reader {
   int zinit;
   int zin_eof;
   uint8_t *zin;
+  int zerr;             /* an inflate error held back until the bytes before it are read */
+  const char *zerr_msg; /* zlib's static message for it */
 };
 
 est_status est_compression_parse(const char *name, est_compression *out) {
@@ -64,6 +66,8 @@ static est_status zlib_start(est_tfrecord_reader *r) {
     return est_error(EST_ERR_NO_MEMORY, "%s: inflateInit2 failed", r->path);
   r->zinit = 1;
   r->zin_eof = 0;
+  r->zerr = 0;
+  r->zerr_msg = NULL;
   return EST_OK;
 }
 
@@ -78,8 +82,18 @@ static ssize_t read_raw(est_tfrecord_reader *r, uint8_t *dst, size_t n) {
   }
 }
 
-/* Decompresses into dst; returns bytes produced (0 = end of stream) or -1 on error. */
+static ssize_t inflate_failed(est_tfrecord_reader *r) {
+  est_error(EST_ERR_DATA_LOSS, "%s: inflate() failed with error %d: %s", r->path, r->zerr,
+            r->zerr_msg ? r->zerr_msg : "unknown");
+  return -1;
+}
+
+/* Decompresses into dst; returns bytes produced (0 = end of stream) or -1 on error.
+ * When inflate fails after producing bytes in this call (a bad gzip trailer CRC comes
+ * after all of the member's data), those bytes are returned and the error on the next
+ * call: what is read before a corruption then does not depend on the buffer sizes. */
 static ssize_t read_inflate(est_tfrecord_reader *r, uint8_t *dst, size_t n) {
+  if (r->zerr) return inflate_failed(r);
   z_stream *zs = &r->zs;
   zs->next_out = dst;
   zs->avail_out = (uInt)(n > (1u << 30) ? (1u << 30) : n);
@@ -104,9 +118,10 @@ static ssize_t read_inflate(est_tfrecord_reader *r, uint8_t *dst, size_t n) {
       /* GZIP: concatenated members read as one stream (TF calls inflateReset). */
       inflateReset(zs);
     } else if (ret != Z_OK && !(ret == Z_BUF_ERROR && zs->avail_in == 0)) {
-      est_error(EST_ERR_DATA_LOSS, "%s: inflate() failed with error %d: %s", r->path, ret,
-                zs->msg ? zs->msg : "unknown");
-      return -1;
+      r->zerr = ret;
+      r->zerr_msg = zs->msg; /* zlib's messages are string literals */
+      if (zs->next_out == dst) return inflate_failed(r);
+      break;
     }
     if (zs->avail_out == 0) break;
   }
