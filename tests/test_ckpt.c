@@ -17,18 +17,11 @@
 #include "io/bundle.h"
 #include "test_util.h"
 
-static uint8_t *hex(const char *h, size_t *n) {
-  size_t len = strlen(h) / 2;
-  uint8_t *b = malloc(len ? len : 1);
-  for (size_t i = 0; i < len; i++) sscanf(h + 2 * i, "%2hhx", &b[i]);
-  *n = len;
-  return b;
-}
 
 /* Asserts that file `path` holds exactly the bytes of hex string `h`. */
 static void assert_file_hex(const char *path, const char *h) {
   size_t n, m;
-  uint8_t *want = hex(h, &n), *got;
+  uint8_t *want = test_unhex_alloc(h, &n), *got;
   assert_int_equal(est_read_file(path, &got, &m), EST_OK);
   assert_int_equal(m, n);
   for (size_t i = 0; i < n; i++)
@@ -39,7 +32,7 @@ static void assert_file_hex(const char *path, const char *h) {
 
 static void write_hex(const char *path, const char *h) {
   size_t n;
-  uint8_t *b = hex(h, &n);
+  uint8_t *b = test_unhex_alloc(h, &n);
   assert_int_equal(est_write_file_atomic(path, b, n), EST_OK);
   free(b);
 }
@@ -140,7 +133,7 @@ static void test_vector_b_read_and_rebuild(void **state) {
   est_ckpt_reader_close(r);
 
   size_t n;
-  uint8_t *idx = hex(VEC_B_INDEX, &n);
+  uint8_t *idx = test_unhex_alloc(VEC_B_INDEX, &n);
   est_sstable table;
   assert_int_equal(est_sstable_parse(&table, idx, n, "b.index"), EST_OK);
   est_sstable_builder b;
@@ -950,7 +943,7 @@ static void pc_write(part_ckpt *pc, const char *prefix, int big_endian) {
 
 static void assert_buf_hex(const est_pw_buf *b, const char *h) {
   size_t n;
-  uint8_t *want = hex(h, &n);
+  uint8_t *want = test_unhex_alloc(h, &n);
   if (b->size != n || memcmp(b->data, want, n)) {
     char got[512] = "";
     for (size_t i = 0; i < b->size && 2 * i + 2 < sizeof got; i++) sprintf(got + 2 * i, "%02x", b->data[i]);
@@ -1371,7 +1364,7 @@ static void test_partitioned_bad_protos(void **state) {
     pc_init(&pc);
     pc_full(&pc, "foo", EST_DT_FLOAT, 2, dims, 0, NULL);
     size_t n;
-    uint8_t *raw = hex(cases[c].slices_hex, &n);
+    uint8_t *raw = test_unhex_alloc(cases[c].slices_hex, &n);
     est_pw_put_raw(&pc.values[0], raw, n);
     free(raw);
     pc_write(&pc, prefix, 0);

@@ -63,14 +63,6 @@ static void free_fixture(fixture *f) {
   test_remove_tree(f->dir);
 }
 
-/* Plain overwrite: est_write_file_atomic fsyncs, which thousands of times is slow. */
-static void put_file(const char *path, const uint8_t *data, size_t n) {
-  FILE *fp = fopen(path, "wb");
-  assert_non_null(fp);
-  assert_int_equal(fwrite(data, 1, n, fp), n);
-  assert_int_equal(fclose(fp), 0);
-}
-
 static int same_tensor(const est_tensor *a, const est_tensor *b) {
   if (a->dtype != b->dtype || a->rank != b->rank) return 0;
   for (int i = 0; i < a->rank; i++)
@@ -118,7 +110,7 @@ static void test_flip_every_index_byte(void **state) {
     static const uint8_t masks[2] = {0x01, 0xff};
     for (int m = 0; m < 2; m++) {
       f.index[i] ^= masks[m];
-      put_file(f.index_path, f.index, f.index_size);
+      test_write_bytes(f.index_path, f.index, f.index_size);
       if (check_all(&f) >= 0) opened++;
       f.index[i] ^= masks[m];
     }
@@ -127,7 +119,7 @@ static void test_flip_every_index_byte(void **state) {
    * the footer's zero padding (13 + 48 - 8 magic bytes at most). */
   assert_true(opened > 0 && opened <= 2 * 53);
   for (size_t len = 0; len < f.index_size; len++) {
-    put_file(f.index_path, f.index, len);
+    test_write_bytes(f.index_path, f.index, len);
     assert_int_equal(check_all(&f), -1);
   }
   free_fixture(&f);
@@ -139,16 +131,16 @@ static void test_flip_every_data_byte(void **state) {
   make_fixture(&f);
   for (size_t i = 0; i < f.data_size; i++) {
     f.data[i] ^= 0x10;
-    put_file(f.data_path, f.data, f.data_size);
+    test_write_bytes(f.data_path, f.data, f.data_size);
     /* Exactly the tensor holding byte i fails (the index is intact). */
     assert_int_equal(check_all(&f), 1);
     f.data[i] ^= 0x10;
   }
   for (size_t len = 0; len < f.data_size; len++) {
-    put_file(f.data_path, f.data, len);
+    test_write_bytes(f.data_path, f.data, len);
     assert_true(check_all(&f) >= 1);
   }
-  put_file(f.data_path, f.data, f.data_size);
+  test_write_bytes(f.data_path, f.data, f.data_size);
   assert_int_equal(check_all(&f), 0);
   free_fixture(&f);
 }

@@ -14,20 +14,6 @@
 #include "est/tfrecord.h"
 #include "test_util.h"
 
-static char tmpdir[256];
-
-static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmpdir, sizeof tmpdir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmpdir);
-  return 0;
-}
-
 /* Record i of a test file: id = base + i; x = {id/2, -id/2}; vals = id%4 copies of id. */
 static void make_example(est_example *ex, int64_t id) {
   est_example_init(ex);
@@ -110,7 +96,9 @@ static size_t drain(est_dataset *ds, int64_t *ids, int *sizes, size_t max_batche
   return n;
 }
 
-static void path_of(char *buf, size_t cap, const char *name) { snprintf(buf, cap, "%s/%s", tmpdir, name); }
+static void path_of(char *buf, size_t cap, const char *name) {
+  snprintf(buf, cap, "%s/%s", test_tmpdir, name);
+}
 
 static void test_batch_and_drop_remainder(void **state) {
   (void)state;
@@ -596,5 +584,5 @@ int main(void) {
     cmocka_unit_test(test_from_tensors),
     cmocka_unit_test(test_mrpc_eval_file),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

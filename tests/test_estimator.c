@@ -66,12 +66,6 @@ static int file_exists_in(const char *dir, const char *name) {
   return est_file_exists(p);
 }
 
-static char *slurp(const char *path, size_t *size) {
-  uint8_t *d = NULL;
-  if (est_read_file(path, &d, size) != EST_OK) return NULL;
-  return (char *)d;
-}
-
 /* Predictions arrive once per example, in input order, and match a forward pass by hand. */
 typedef struct pred_check {
   int64_t next;
@@ -183,7 +177,7 @@ static void test_train_evaluate_predict(void **state) {
   snprintf(results, sizeof results, "%s/eval_results.txt", dir);
   assert_int_equal(est_eval_result_write(&res, results), EST_OK);
   size_t size;
-  char *text = slurp(results, &size);
+  char *text = test_read_file(results, &size);
   assert_non_null(strstr(text, "\nglobal_step = 120\n"));
   assert_non_null(strstr(text, "auc = "));
   assert_true(strstr(text, "eval_accuracy = ") < strstr(text, "eval_loss = "));
@@ -233,7 +227,7 @@ static void test_keep_max_and_state_file(void **state) {
   char path[4096];
   snprintf(path, sizeof path, "%s/checkpoint", dir);
   size_t size;
-  char *text = slurp(path, &size);
+  char *text = test_read_file(path, &size);
   assert_string_equal(text,
                       "model_checkpoint_path: \"model.ckpt-45\"\n"
                       "all_model_checkpoint_paths: \"model.ckpt-40\"\n"
@@ -247,7 +241,7 @@ static void test_keep_max_and_state_file(void **state) {
   /* steps: that many more, from the restored global step; the history carries over. */
   assert_int_equal(est_estimator_train(e, &tin, 12, 0), EST_OK);
   assert_true(log_contains("Restoring parameters from"));
-  text = slurp(path, &size);
+  text = test_read_file(path, &size);
   assert_string_equal(text,
                       "model_checkpoint_path: \"model.ckpt-57\"\n"
                       "all_model_checkpoint_paths: \"model.ckpt-55\"\n"
@@ -424,11 +418,11 @@ static void test_corrupt_checkpoint(void **state) {
   snprintf(state_path, sizeof state_path, "%s/checkpoint", dir);
   corrupt_byte(data, 3);
   size_t n0, s0;
-  char *before = slurp(data, &n0), *state_before = slurp(state_path, &s0);
+  char *before = test_read_file(data, &n0), *state_before = test_read_file(state_path, &s0);
   assert_int_equal(est_estimator_train(e, &tin, 0, 20), EST_ERR_DATA_LOSS);
   assert_non_null(strstr(est_error_message(), "model.ckpt-10"));
   size_t n1, s1;
-  char *after = slurp(data, &n1), *state_after = slurp(state_path, &s1);
+  char *after = test_read_file(data, &n1), *state_after = test_read_file(state_path, &s1);
   assert_true(n0 == n1 && !memcmp(before, after, n0));
   assert_string_equal(state_before, state_after);
   assert_false(file_exists_in(dir, "model.ckpt-20.index"));

@@ -49,15 +49,9 @@ static double result_value(const char *model_dir, const char *key) {
   return v;
 }
 
-static uint8_t *read_all(const char *path, size_t *size) {
-  uint8_t *d = NULL;
-  assert_int_equal(est_read_file(path, &d, size), EST_OK);
-  return d;
-}
-
 static void assert_same_file(const char *a, const char *b) {
   size_t na, nb;
-  uint8_t *da = read_all(a, &na), *db = read_all(b, &nb);
+  char *da = test_read_file(a, &na), *db = test_read_file(b, &nb);
   assert_int_equal(na, nb);
   assert_memory_equal(da, db, na);
   free(da);

@@ -12,19 +12,9 @@
 #include "est/est.h"
 #include "test_util.h"
 
-static size_t unhex(const char *hex, uint8_t *out) {
-  size_t n = 0;
-  for (const char *p = hex; p[0] && p[1]; p += 2) {
-    unsigned v;
-    sscanf(p, "%2x", &v);
-    out[n++] = (uint8_t)v;
-  }
-  return n;
-}
-
 static void expect_bytes(const est_example *ex, const char *hex) {
   uint8_t want[512], *got;
-  size_t wn = unhex(hex, want), n;
+  size_t wn = test_unhex(hex, want), n;
   assert_int_equal(est_example_serialize(ex, &got, &n), EST_OK);
   assert_int_equal(n, wn);
   assert_memory_equal(got, want, n);
@@ -46,7 +36,7 @@ static void expect_json(const uint8_t *data, size_t n, const char *json) {
 
 static void expect_hex_json(const char *hex, const char *json) {
   uint8_t buf[512];
-  size_t n = unhex(hex, buf);
+  size_t n = test_unhex(hex, buf);
   expect_json(buf, n, json);
 }
 
@@ -67,8 +57,8 @@ static void test_serialize_vectors(void **state) {
   assert_int_equal(est_example_serialize(&ex, &buf, &n), EST_OK);
   est_tfrecord_frame(h, f, buf, n);
   uint8_t wh[12], wf[4];
-  unhex("2d000000000000003c418afb", wh);
-  unhex("2a037b9c", wf);
+  test_unhex("2d000000000000003c418afb", wh);
+  test_unhex("2a037b9c", wf);
   assert_memory_equal(h, wh, 12);
   assert_memory_equal(f, wf, 4);
   free(buf);
@@ -146,7 +136,7 @@ static void test_malformed(void **state) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     uint8_t buf[64];
-    size_t n = unhex(bad[i], buf);
+    size_t n = test_unhex(bad[i], buf);
     est_example ex;
     est_example_init(&ex);
     assert_int_equal(est_example_parse(&ex, buf, n), EST_ERR_INVALID_ARGUMENT);
@@ -161,7 +151,7 @@ static void test_malformed(void **state) {
   }
   /* every truncation of the main vector: an error or a valid prefix, never a crash */
   uint8_t buf[64];
-  size_t n = unhex(MAIN_HEX, buf);
+  size_t n = test_unhex(MAIN_HEX, buf);
   for (size_t len = 0; len < n; len++) {
     est_example ex;
     est_example_init(&ex);
@@ -174,7 +164,7 @@ static void test_malformed(void **state) {
 /* Builds {key: feature} where feature is given as the hex of a serialized Feature. */
 static size_t one_feature(uint8_t *out, const char *key, const char *feature_hex) {
   uint8_t feat[256];
-  size_t fn = unhex(feature_hex, feat), kn = strlen(key);
+  size_t fn = test_unhex(feature_hex, feat), kn = strlen(key);
   size_t entry = 2 + kn + 2 + fn; /* all lengths < 128 in these tests */
   size_t o = 0;
   out[o++] = 0x0a;
@@ -440,7 +430,7 @@ static void test_some_features(void **state) {
                     "0a070a016912021a00";
   expect_bytes(&ex, hex);
   uint8_t buf[128];
-  size_t n = unhex(hex, buf);
+  size_t n = test_unhex(hex, buf);
   expect_json(buf, n, "{\"\": {\"int64\": [3, 270, 86942]}, \"b\": {\"bytes\": []}, \"f\": {\"float\": []}, "
                       "\"i\": {\"int64\": []}}");
   /* The spec parser finds the empty key; the empty lists are present (not missing). */
@@ -481,7 +471,7 @@ static void test_parser_rules(void **state) {
   for (size_t i = 0; i < sizeof skipped / sizeof *skipped; i++) {
     expect_hex_json(skipped[i], skipped_json[i]);
     uint8_t buf[64];
-    size_t n = unhex(skipped[i], buf);
+    size_t n = test_unhex(skipped[i], buf);
     int64_t a = -5, dflt = 42;
     est_feature_spec s = fixed("a", EST_DT_INT64, 0, NULL);
     s.default_value = &dflt;
@@ -494,7 +484,7 @@ static void test_parser_rules(void **state) {
   const char *refused[] = {"13" "0a00", "0c" "0a00", "00" "0a00"};
   for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
     uint8_t buf[16];
-    size_t n = unhex(refused[i], buf);
+    size_t n = test_unhex(refused[i], buf);
     est_example ex;
     est_example_init(&ex);
     assert_int_equal(est_example_parse(&ex, buf, n), EST_ERR_INVALID_ARGUMENT);

@@ -16,19 +16,6 @@
 #include "est/file.h"
 #include "test_util.h"
 
-static char g_tmp[4096];
-
-static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(g_tmp, sizeof g_tmp);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(g_tmp);
-  return 0;
-}
 
 /* Runs a shell command; on failure, fails the test with its output. */
 static void run_ok(const char *fmt, ...) {
@@ -43,24 +30,14 @@ static void run_ok(const char *fmt, ...) {
   free(out);
 }
 
-static char *read_whole(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("cannot open %s", path);
-  char *buf = calloc(1, 1 << 20);
-  size_t n = fread(buf, 1, (1 << 20) - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  return buf;
-}
-
 static void test_installed_library_builds_the_example(void **state) {
   (void)state;
   char prefix[4200], program[4200], data[4200], model_a[4200], model_b[4200];
-  snprintf(prefix, sizeof prefix, "%s/prefix", g_tmp);
-  snprintf(program, sizeof program, "%s/lr", g_tmp);
-  snprintf(data, sizeof data, "%s/data", g_tmp);
-  snprintf(model_a, sizeof model_a, "%s/model_installed", g_tmp);
-  snprintf(model_b, sizeof model_b, "%s/model_in_tree", g_tmp);
+  snprintf(prefix, sizeof prefix, "%s/prefix", test_tmpdir);
+  snprintf(program, sizeof program, "%s/lr", test_tmpdir);
+  snprintf(data, sizeof data, "%s/data", test_tmpdir);
+  snprintf(model_a, sizeof model_a, "%s/model_installed", test_tmpdir);
+  snprintf(model_b, sizeof model_b, "%s/model_in_tree", test_tmpdir);
 
   run_ok("'%s' --install '%s' --prefix '%s'", EST_CMAKE, EST_BINARY_DIR, prefix);
   char pc[4300];
@@ -91,7 +68,7 @@ static void test_installed_library_builds_the_example(void **state) {
   char pa[4300], pb[4300];
   snprintf(pa, sizeof pa, "%s/predictions.tsv", model_a);
   snprintf(pb, sizeof pb, "%s/predictions.tsv", model_b);
-  char *a = read_whole(pa), *b = read_whole(pb);
+  char *a = test_read_file(pa, NULL), *b = test_read_file(pb, NULL);
   int lines = 0;
   for (char *p = a; *p; p++) lines += *p == '\n';
   assert_int_equal(lines, 64);
@@ -102,7 +79,8 @@ static void test_installed_library_builds_the_example(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_installed_library_builds_the_example, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_installed_library_builds_the_example,
+                                      test_tmpdir_setup, test_tmpdir_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,20 +17,6 @@
 #define SMALL_CONFIG EST_TEST_DATA "/run_classifier/bert_config_h32.json"
 #define UNCASED EST_TEST_DATA "/vocab_uncased.txt"
 
-static char tmp[256];
-
-static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmp, sizeof tmp);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmp);
-  return 0;
-}
-
 static char *read_text(const char *dir, const char *name) {
   char path[1024];
   est_path_join(path, sizeof path, dir, name);
@@ -160,8 +146,8 @@ static void copy_file(const char *from, const char *to) {
 static void test_mrpc_records_match_reference_and_train(void **state) {
   (void)state;
   char data[512], out[512], path[1024];
-  snprintf(data, sizeof data, "%s/mrpc", tmp);
-  snprintf(out, sizeof out, "%s/out", tmp);
+  snprintf(data, sizeof data, "%s/mrpc", test_tmpdir);
+  snprintf(out, sizeof out, "%s/out", test_tmpdir);
   assert_int_equal(est_mkdirs(data), EST_OK);
   est_path_join(path, sizeof path, data, "train.tsv");
   copy_file(EST_TEST_DATA "/glue_mini/MRPC/dev.tsv", path);
@@ -218,7 +204,7 @@ static void test_mrpc_records_match_reference_and_train(void **state) {
 static void test_cola_end_to_end_and_resume(void **state) {
   (void)state;
   char out[512];
-  snprintf(out, sizeof out, "%s/cola", tmp);
+  snprintf(out, sizeof out, "%s/cola", test_tmpdir);
   /* 10 training examples / batch 4 * 2 epochs = 5 steps; a checkpoint every 2. */
 #define COLA_RUN                                                                                       \
   EST_BIN " run_classifier --task_name=cola --do_train --do_eval --do_predict --data_dir=" EST_TEST_DATA     \
@@ -271,8 +257,8 @@ static void test_cola_end_to_end_and_resume(void **state) {
 static void test_resume_is_exact(void **state) {
   (void)state;
   char full[512], cut[512], from[1024], to[1024];
-  snprintf(full, sizeof full, "%s/full", tmp);
-  snprintf(cut, sizeof cut, "%s/cut", tmp);
+  snprintf(full, sizeof full, "%s/full", test_tmpdir);
+  snprintf(cut, sizeof cut, "%s/cut", test_tmpdir);
   char *log = run_ok(COLA_RUN "4", full);
   free(log);
   /* The state a run killed just after saving step 6 leaves: checkpoints 0..6 only. */
@@ -305,7 +291,7 @@ static void test_resume_is_exact(void **state) {
 static void test_mrpc_eval_predict_only(void **state) {
   (void)state;
   char out[512];
-  snprintf(out, sizeof out, "%s/mrpc_eval", tmp);
+  snprintf(out, sizeof out, "%s/mrpc_eval", test_tmpdir);
   char *log = run_ok(EST_BIN " run_classifier --task_name=mrpc --do_eval --do_predict --data_dir=" EST_TEST_DATA
                              "/glue_mini/MRPC --vocab_file=" UNCASED " --bert_config_file=" SMALL_CONFIG
                              " --output_dir=%s --max_seq_length=48 --eval_batch_size=64 --num_threads=2",
@@ -328,7 +314,7 @@ static void test_mrpc_eval_predict_only(void **state) {
 static void test_finetune_tf_checkpoint(void **state) {
   (void)state;
   char out[512];
-  snprintf(out, sizeof out, "%s/jack", tmp);
+  snprintf(out, sizeof out, "%s/jack", test_tmpdir);
   char *log = run_ok(EST_BIN " run_classifier --task_name=tsv --tsv_labels=bright,dull --tsv_test_label_column=-1"
                              " --do_train --do_eval --do_predict --data_dir=" EST_TEST_DATA "/run_classifier/jack"
                              " --vocab_file=" EST_TEST_DATA "/keras_bert_tiny/vocab.txt --bert_config_file=" EST_TEST_DATA
@@ -378,7 +364,7 @@ static void test_finetune_tf_checkpoint(void **state) {
   /* Predict-only into an empty output_dir with --init_checkpoint = the fine-tuned
    * checkpoint loads everything, head included: the same probabilities. */
   char out2[512];
-  snprintf(out2, sizeof out2, "%s/jack_predict", tmp);
+  snprintf(out2, sizeof out2, "%s/jack_predict", test_tmpdir);
   log = run_ok(EST_BIN " run_classifier --task_name=tsv --tsv_labels=bright,dull --tsv_test_label_column=-1"
                        " --do_predict --data_dir=" EST_TEST_DATA "/run_classifier/jack --vocab_file=" EST_TEST_DATA
                        "/keras_bert_tiny/vocab.txt --bert_config_file=" EST_TEST_DATA
@@ -395,11 +381,12 @@ static void test_finetune_tf_checkpoint(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(test_mrpc_records_match_reference_and_train, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_cola_end_to_end_and_resume, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_resume_is_exact, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_mrpc_eval_predict_only, setup, teardown),
-    cmocka_unit_test_setup_teardown(test_finetune_tf_checkpoint, setup, teardown),
+    cmocka_unit_test_setup_teardown(test_mrpc_records_match_reference_and_train,
+                                    test_tmpdir_setup, test_tmpdir_teardown),
+    cmocka_unit_test_setup_teardown(test_cola_end_to_end_and_resume, test_tmpdir_setup, test_tmpdir_teardown),
+    cmocka_unit_test_setup_teardown(test_resume_is_exact, test_tmpdir_setup, test_tmpdir_teardown),
+    cmocka_unit_test_setup_teardown(test_mrpc_eval_predict_only, test_tmpdir_setup, test_tmpdir_teardown),
+    cmocka_unit_test_setup_teardown(test_finetune_tf_checkpoint, test_tmpdir_setup, test_tmpdir_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

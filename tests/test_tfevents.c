@@ -13,16 +13,6 @@
 #include "est/est.h"
 #include "test_util.h"
 
-static size_t unhex(const char *hex, uint8_t *out) {
-  size_t n = 0;
-  for (const char *p = hex; p[0] && p[1]; p += 2) {
-    unsigned v;
-    sscanf(p, "%2x", &v);
-    out[n++] = (uint8_t)v;
-  }
-  return n;
-}
-
 /* Hand-assembled from event.proto / summary.proto: wall_time=1.5 (field 1, fixed64),
  * step=7 (field 2, varint), summary (field 5) { value (1) { tag (1) "loss", simple_value
  * (2, fixed32) 0.5 } }. */
@@ -31,19 +21,19 @@ static void test_event_bytes(void **state) {
   const char *tag = "loss";
   float v = 0.5f;
   uint8_t *got, want[64];
-  size_t n, wn = unhex("09000000000000f83f" "1007" "2a0d" "0a0b" "0a046c6f7373" "150000003f", want);
+  size_t n, wn = test_unhex("09000000000000f83f" "1007" "2a0d" "0a0b" "0a046c6f7373" "150000003f", want);
   assert_int_equal(est_event_serialize_scalars(1.5, 7, NULL, 1, &tag, &v, &got, &n), EST_OK);
   assert_int_equal(n, wn);
   assert_memory_equal(got, want, n);
   free(got);
   /* file_version event; step 0 is omitted (proto3), a zero scalar is not (oneof) */
-  wn = unhex("09000000000000f03f" "1a0d627261696e2e4576656e743a32", want);
+  wn = test_unhex("09000000000000f03f" "1a0d627261696e2e4576656e743a32", want);
   assert_int_equal(est_event_serialize_scalars(1.0, 0, "brain.Event:2", 0, NULL, NULL, &got, &n), EST_OK);
   assert_int_equal(n, wn);
   assert_memory_equal(got, want, n);
   free(got);
   v = 0.0f;
-  wn = unhex("2a0a" "0a08" "0a01" "78" "1500000000", want);
+  wn = test_unhex("2a0a" "0a08" "0a01" "78" "1500000000", want);
   tag = "x";
   assert_int_equal(est_event_serialize_scalars(0, 0, NULL, 1, &tag, &v, &got, &n), EST_OK);
   assert_int_equal(n, wn);

@@ -14,45 +14,6 @@
 #include "est/est.h"
 #include "test_util.h"
 
-static char tmpdir[4096];
-
-static int setup(void **state) {
-  (void)state;
-  test_make_tmpdir(tmpdir, sizeof tmpdir);
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  test_remove_tree(tmpdir);
-  return 0;
-}
-
-static const char *tmp_path(const char *name) {
-  static char buf[8][4200];
-  static int k;
-  char *p = buf[k++ & 7];
-  snprintf(p, 4200, "%s/%s", tmpdir, name);
-  return p;
-}
-
-static size_t unhex(const char *hex, uint8_t *out) {
-  size_t n = 0;
-  for (const char *p = hex; p[0] && p[1]; p += 2) {
-    unsigned v;
-    sscanf(p, "%2x", &v);
-    out[n++] = (uint8_t)v;
-  }
-  return n;
-}
-
-static void write_bytes(const char *path, const void *data, size_t n) {
-  FILE *f = fopen(path, "wb");
-  assert_non_null(f);
-  if (n) assert_int_equal(fwrite(data, 1, n, f), n);
-  fclose(f);
-}
-
 static const char *THREE_HEX =
     "000000000000000029039807d8ea82a201000000000000000175de4161786ee4280500000000000000eab2043e68656c6c6fbb1f1c19";
 static const char *THREE_GZIP_HEX =
@@ -111,7 +72,7 @@ static void test_frame_vectors(void **state) {
   };
   for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
     uint8_t want[64], got[64], h[12], f[4];
-    size_t n = unhex(v[i].hex, want), len = strlen(v[i].payload);
+    size_t n = test_unhex(v[i].hex, want), len = strlen(v[i].payload);
     est_tfrecord_frame(h, f, v[i].payload, len);
     memcpy(got, h, 12);
     memcpy(got + 12, v[i].payload, len);
@@ -124,7 +85,7 @@ static void test_frame_vectors(void **state) {
 /* The writer produces the 54-byte three-record file exactly; it appears only on close. */
 static void test_writer_exact_and_atomic(void **state) {
   (void)state;
-  const char *p = tmp_path("three.tfrecord");
+  const char *p = test_tmp_path("three.tfrecord");
   est_tfrecord_writer *w;
   assert_int_equal(est_tfrecord_writer_open(&w, p, EST_COMPRESSION_NONE), EST_OK);
   assert_int_equal(est_tfrecord_writer_write(w, "", 0), EST_OK);
@@ -133,14 +94,14 @@ static void test_writer_exact_and_atomic(void **state) {
   assert_false(est_file_exists(p));
   assert_int_equal(est_tfrecord_writer_close(w), EST_OK);
   uint8_t *data, want[64];
-  size_t n, wn = unhex(THREE_HEX, want);
+  size_t n, wn = test_unhex(THREE_HEX, want);
   assert_int_equal(est_read_file(p, &data, &n), EST_OK);
   assert_int_equal(n, 54);
   assert_memory_equal(data, want, wn);
   free(data);
   expect_three(p, EST_COMPRESSION_NONE);
   /* abort leaves no file behind */
-  const char *q = tmp_path("aborted.tfrecord");
+  const char *q = test_tmp_path("aborted.tfrecord");
   assert_int_equal(est_tfrecord_writer_open(&w, q, EST_COMPRESSION_GZIP), EST_OK);
   assert_int_equal(est_tfrecord_writer_write(w, "x", 1), EST_OK);
   est_tfrecord_writer_abort(w);
@@ -152,21 +113,23 @@ static void test_writer_exact_and_atomic(void **state) {
 static void test_compressed_vectors_and_roundtrip(void **state) {
   (void)state;
   uint8_t buf[128];
-  size_t n = unhex(THREE_GZIP_HEX, buf);
-  write_bytes(tmp_path("v.gz"), buf, n);
-  expect_three(tmp_path("v.gz"), EST_COMPRESSION_GZIP);
-  n = unhex(THREE_ZLIB_HEX, buf);
-  write_bytes(tmp_path("v.zlib"), buf, n);
-  expect_three(tmp_path("v.zlib"), EST_COMPRESSION_ZLIB);
+  size_t n = test_unhex(THREE_GZIP_HEX, buf);
+  test_write_bytes(test_tmp_path("v.gz"), buf, n);
+  expect_three(test_tmp_path("v.gz"), EST_COMPRESSION_GZIP);
+  n = test_unhex(THREE_ZLIB_HEX, buf);
+  test_write_bytes(test_tmp_path("v.zlib"), buf, n);
+  expect_three(test_tmp_path("v.zlib"), EST_COMPRESSION_ZLIB);
   /* Read as the wrong kind: a clean error, never garbage records. */
   size_t count;
-  assert_int_equal(read_all(tmp_path("v.zlib"), EST_COMPRESSION_GZIP, &count, NULL, NULL), EST_ERR_DATA_LOSS);
+  assert_int_equal(read_all(test_tmp_path("v.zlib"), EST_COMPRESSION_GZIP, &count, NULL, NULL),
+                   EST_ERR_DATA_LOSS);
   assert_non_null(strstr(est_error_message(), "inflate() failed"));
-  assert_int_equal(read_all(tmp_path("v.gz"), EST_COMPRESSION_NONE, &count, NULL, NULL), EST_ERR_DATA_LOSS);
+  assert_int_equal(read_all(test_tmp_path("v.gz"), EST_COMPRESSION_NONE, &count, NULL, NULL),
+                   EST_ERR_DATA_LOSS);
 
   est_compression cs[2] = {EST_COMPRESSION_GZIP, EST_COMPRESSION_ZLIB};
   for (int k = 0; k < 2; k++) {
-    const char *p = tmp_path(k ? "rt.zlib" : "rt.gz");
+    const char *p = test_tmp_path(k ? "rt.zlib" : "rt.gz");
     est_tfrecord_writer *w;
     assert_int_equal(est_tfrecord_writer_open(&w, p, cs[k]), EST_OK);
     assert_int_equal(est_tfrecord_writer_write(w, "", 0), EST_OK);
@@ -195,9 +158,9 @@ static void test_negative_vectors(void **state) {
   };
   for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
     uint8_t buf[64];
-    size_t n = unhex(v[i].hex, buf), count;
-    const char *p = tmp_path("neg.tfrecord");
-    write_bytes(p, buf, n);
+    size_t n = test_unhex(v[i].hex, buf), count;
+    const char *p = test_tmp_path("neg.tfrecord");
+    test_write_bytes(p, buf, n);
     assert_int_equal(read_all(p, EST_COMPRESSION_NONE, &count, NULL, NULL), v[i].st);
     assert_int_equal(count, 0);
     if (v[i].msg) {
@@ -219,7 +182,7 @@ static void write_records(const char *path, est_compression c, size_t n, char (*
 static void test_read_write_empty_and_ends(void **state) {
   (void)state;
   char recs[4][64] = {"foo", "bar", "", "xxxx"};
-  const char *p = tmp_path("rw.tfrecord");
+  const char *p = test_tmp_path("rw.tfrecord");
   write_records(p, EST_COMPRESSION_NONE, 4, recs);
   est_tfrecord_reader *r;
   const uint8_t *d;
@@ -248,18 +211,21 @@ static void test_read_write_empty_and_ends(void **state) {
   est_tfrecord_reader_close(r);
 
   /* Empty file: EOF at once; an empty writer gives an empty file. */
-  write_records(tmp_path("empty.tfrecord"), EST_COMPRESSION_NONE, 0, NULL);
+  write_records(test_tmp_path("empty.tfrecord"), EST_COMPRESSION_NONE, 0, NULL);
   struct stat sb;
-  assert_int_equal(stat(tmp_path("empty.tfrecord"), &sb), 0);
+  assert_int_equal(stat(test_tmp_path("empty.tfrecord"), &sb), 0);
   assert_int_equal(sb.st_size, 0);
   size_t count;
-  assert_int_equal(read_all(tmp_path("empty.tfrecord"), EST_COMPRESSION_NONE, &count, NULL, NULL), EST_ERR_OUT_OF_RANGE);
+  assert_int_equal(read_all(test_tmp_path("empty.tfrecord"), EST_COMPRESSION_NONE, &count, NULL, NULL),
+                   EST_ERR_OUT_OF_RANGE);
   assert_int_equal(count, 0);
-  write_records(tmp_path("empty.gz"), EST_COMPRESSION_GZIP, 0, NULL);
-  assert_int_equal(read_all(tmp_path("empty.gz"), EST_COMPRESSION_GZIP, &count, NULL, NULL), EST_ERR_OUT_OF_RANGE);
+  write_records(test_tmp_path("empty.gz"), EST_COMPRESSION_GZIP, 0, NULL);
+  assert_int_equal(read_all(test_tmp_path("empty.gz"), EST_COMPRESSION_GZIP, &count, NULL, NULL),
+                   EST_ERR_OUT_OF_RANGE);
   assert_int_equal(count, 0);
   /* A missing file is NOT_FOUND naming the path. */
-  assert_int_equal(est_tfrecord_reader_open(&r, tmp_path("nope"), EST_COMPRESSION_NONE), EST_ERR_NOT_FOUND);
+  assert_int_equal(est_tfrecord_reader_open(&r, test_tmp_path("nope"), EST_COMPRESSION_NONE),
+                   EST_ERR_NOT_FOUND);
   assert_non_null(strstr(est_error_message(), "nope"));
   uint64_t c64;
   assert_int_equal(est_tfrecord_count(p, EST_COMPRESSION_NONE, &c64), EST_OK);
@@ -271,7 +237,7 @@ static void test_many_records(void **state) {
   (void)state;
   est_compression cs[3] = {EST_COMPRESSION_NONE, EST_COMPRESSION_ZLIB, EST_COMPRESSION_GZIP};
   for (int k = 0; k < 3; k++) {
-    const char *p = tmp_path("many.tfrecord");
+    const char *p = test_tmp_path("many.tfrecord");
     est_tfrecord_writer *w;
     assert_int_equal(est_tfrecord_writer_open(&w, p, cs[k]), EST_OK);
     char buf[32];
@@ -316,7 +282,7 @@ static void test_random_lengths_and_seek(void **state) {
   for (size_t i = 0; i < total; i++) all[i] = (uint8_t)(i * 31 + (i >> 9));
   est_compression cs[3] = {EST_COMPRESSION_NONE, EST_COMPRESSION_ZLIB, EST_COMPRESSION_GZIP};
   for (int k = 0; k < 3; k++) {
-    const char *p = tmp_path("random.tfrecord");
+    const char *p = test_tmp_path("random.tfrecord");
     est_tfrecord_writer *w;
     assert_int_equal(est_tfrecord_writer_open(&w, p, cs[k]), EST_OK);
     size_t at = 0;
@@ -371,7 +337,7 @@ static void test_random_lengths_and_seek(void **state) {
 static void test_named_corruptions(void **state) {
   (void)state;
   char recs[2][64] = {"abcdefgh", "ijkl"};
-  const char *p = tmp_path("c.tfrecord");
+  const char *p = test_tmp_path("c.tfrecord");
   write_records(p, EST_COMPRESSION_NONE, 1, recs);
   uint8_t *orig;
   size_t n;
@@ -382,14 +348,14 @@ static void test_named_corruptions(void **state) {
     uint8_t buf[64];
     memcpy(buf, orig, n);
     buf[v[i].at] ^= 0x01;
-    write_bytes(p, buf, n);
+    test_write_bytes(p, buf, n);
     size_t count;
     assert_int_equal(read_all(p, EST_COMPRESSION_NONE, &count, NULL, NULL), EST_ERR_DATA_LOSS);
     assert_non_null(strstr(est_error_message(), v[i].msg));
   }
   free(orig);
   /* 15 junk bytes read from offset 1: no "Is this even" note away from offset 0 */
-  write_bytes(p, "xabcdefghijklmno", 16);
+  test_write_bytes(p, "xabcdefghijklmno", 16);
   est_tfrecord_reader *r;
   const uint8_t *d;
   assert_int_equal(est_tfrecord_reader_open(&r, p, EST_COMPRESSION_NONE), EST_OK);
@@ -409,14 +375,14 @@ static void test_named_corruptions(void **state) {
 static void test_every_byte_flip(void **state) {
   (void)state;
   uint8_t orig[64], buf[64], got[64];
-  size_t n = unhex(THREE_HEX, orig);
-  const char *p = tmp_path("flip.tfrecord");
+  size_t n = test_unhex(THREE_HEX, orig);
+  const char *p = test_tmp_path("flip.tfrecord");
   uint8_t masks[3] = {0x01, 0x80, 0xff};
   for (size_t i = 0; i < n; i++)
     for (int m = 0; m < 3; m++) {
       memcpy(buf, orig, n);
       buf[i] ^= masks[m];
-      write_bytes(p, buf, n);
+      test_write_bytes(p, buf, n);
       size_t count, gsize;
       est_status st = read_all(p, EST_COMPRESSION_NONE, &count, got, &gsize);
       assert_int_equal(st, EST_ERR_DATA_LOSS); /* every byte is covered by a CRC */
@@ -472,10 +438,10 @@ static size_t inflated_size(const uint8_t *z, size_t n, int gzip) {
 static void test_every_truncation(void **state) {
   (void)state;
   uint8_t orig[128], got[64];
-  size_t n = unhex(THREE_HEX, orig);
-  const char *p = tmp_path("cut.tfrecord");
+  size_t n = test_unhex(THREE_HEX, orig);
+  const char *p = test_tmp_path("cut.tfrecord");
   for (size_t len = 0; len < n; len++) {
-    write_bytes(p, orig, len);
+    test_write_bytes(p, orig, len);
     size_t count = 0, gsize = 0;
     est_status st = read_all(p, EST_COMPRESSION_NONE, &count, got, &gsize);
     expect_cut_three(p, len, st, count);
@@ -484,10 +450,10 @@ static void test_every_truncation(void **state) {
   const char *hexes[2] = {THREE_GZIP_HEX, THREE_ZLIB_HEX};
   est_compression cs[2] = {EST_COMPRESSION_GZIP, EST_COMPRESSION_ZLIB};
   for (int k = 0; k < 2; k++) {
-    size_t cn = unhex(hexes[k], orig);
+    size_t cn = test_unhex(hexes[k], orig);
     int mid_record = 0;
     for (size_t len = 0; len < cn; len++) {
-      write_bytes(p, orig, len);
+      test_write_bytes(p, orig, len);
       size_t count = 0, gsize = 0;
       est_status st = read_all(p, cs[k], &count, got, &gsize);
       size_t avail = inflated_size(orig, len, cs[k] == EST_COMPRESSION_GZIP);
@@ -505,25 +471,27 @@ static void test_every_truncation(void **state) {
 static void test_gzip_members_and_trailers(void **state) {
   (void)state;
   uint8_t buf[256];
-  size_t n = unhex(THREE_GZIP_HEX, buf);
+  size_t n = test_unhex(THREE_GZIP_HEX, buf);
   memcpy(buf + n, buf, n);
-  write_bytes(tmp_path("two.gz"), buf, 2 * n);
+  test_write_bytes(test_tmp_path("two.gz"), buf, 2 * n);
   size_t count;
-  assert_int_equal(read_all(tmp_path("two.gz"), EST_COMPRESSION_GZIP, &count, NULL, NULL), EST_ERR_OUT_OF_RANGE);
+  assert_int_equal(read_all(test_tmp_path("two.gz"), EST_COMPRESSION_GZIP, &count, NULL, NULL),
+                   EST_ERR_OUT_OF_RANGE);
   assert_int_equal(count, 6);
-  n = unhex(THREE_ZLIB_HEX, buf);
+  n = test_unhex(THREE_ZLIB_HEX, buf);
   memcpy(buf + n, "trailing junk", 13);
-  write_bytes(tmp_path("trail.zlib"), buf, n + 13);
-  expect_three(tmp_path("trail.zlib"), EST_COMPRESSION_ZLIB);
+  test_write_bytes(test_tmp_path("trail.zlib"), buf, n + 13);
+  expect_three(test_tmp_path("trail.zlib"), EST_COMPRESSION_ZLIB);
   /* A gzip file holding only the first record (16 bytes), without its trailer, reads
    * one record then EOF: the cut falls on a record boundary. */
   char one[1][64] = {""};
-  write_records(tmp_path("one.gz"), EST_COMPRESSION_GZIP, 1, one);
+  write_records(test_tmp_path("one.gz"), EST_COMPRESSION_GZIP, 1, one);
   uint8_t *data;
-  assert_int_equal(est_read_file(tmp_path("one.gz"), &data, &n), EST_OK);
-  write_bytes(tmp_path("one_cut.gz"), data, n - 8); /* drop CRC-32 + ISIZE */
+  assert_int_equal(est_read_file(test_tmp_path("one.gz"), &data, &n), EST_OK);
+  test_write_bytes(test_tmp_path("one_cut.gz"), data, n - 8); /* drop CRC-32 + ISIZE */
   free(data);
-  assert_int_equal(read_all(tmp_path("one_cut.gz"), EST_COMPRESSION_GZIP, &count, NULL, NULL), EST_ERR_OUT_OF_RANGE);
+  assert_int_equal(read_all(test_tmp_path("one_cut.gz"), EST_COMPRESSION_GZIP, &count, NULL, NULL),
+                   EST_ERR_OUT_OF_RANGE);
   assert_int_equal(count, 1);
 }
 
@@ -537,7 +505,7 @@ static void test_bad_trailer_checksum_keeps_data(void **state) {
   est_compression cs[2] = {EST_COMPRESSION_GZIP, EST_COMPRESSION_ZLIB};
   for (int k = 0; k < 2; k++) {
     for (int records = 1; records <= 3000; records *= 50) { /* 1, 50, 2500: 1 and 3 windows */
-      const char *p = tmp_path("badtrailer");
+      const char *p = test_tmp_path("badtrailer");
       est_tfrecord_writer *w;
       assert_int_equal(est_tfrecord_writer_open(&w, p, cs[k]), EST_OK);
       char buf[64];
@@ -551,7 +519,7 @@ static void test_bad_trailer_checksum_keeps_data(void **state) {
       assert_int_equal(est_read_file(p, &data, &size), EST_OK);
       /* gzip: CRC-32 then ISIZE close the member; zlib: Adler-32 closes the stream */
       data[size - (cs[k] == EST_COMPRESSION_GZIP ? 8 : 4)] ^= 0x01;
-      write_bytes(p, data, size);
+      test_write_bytes(p, data, size);
       free(data);
 
       est_tfrecord_reader *r;
@@ -592,9 +560,9 @@ static void test_read_error(void **state) {
   est_tfrecord_reader *r;
   const uint8_t *d;
   size_t n;
-  assert_int_equal(est_tfrecord_reader_open(&r, tmpdir, EST_COMPRESSION_NONE), EST_OK);
+  assert_int_equal(est_tfrecord_reader_open(&r, test_tmpdir, EST_COMPRESSION_NONE), EST_OK);
   assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_IO);
-  assert_non_null(strstr(est_error_message(), tmpdir));
+  assert_non_null(strstr(est_error_message(), test_tmpdir));
   assert_int_equal(est_tfrecord_reader_offset(r), 0);
   assert_int_equal(est_tfrecord_reader_next(r, &d, &n), EST_ERR_IO);
   est_tfrecord_reader_close(r);
@@ -607,9 +575,9 @@ static void test_read_error(void **state) {
 static void test_retry_after_error(void **state) {
   (void)state;
   uint8_t buf[64];
-  size_t n = unhex(THREE_HEX, buf);
-  const char *p = tmp_path("growing.tfrecord");
-  write_bytes(p, buf, n - 1); /* "hello" without the last byte of its footer */
+  size_t n = test_unhex(THREE_HEX, buf);
+  const char *p = test_tmp_path("growing.tfrecord");
+  test_write_bytes(p, buf, n - 1); /* "hello" without the last byte of its footer */
   est_tfrecord_reader *r;
   const uint8_t *d;
   size_t len;
@@ -634,12 +602,12 @@ static void test_retry_after_error(void **state) {
   est_tfrecord_reader_close(r);
 
   /* ZLIB stream cut in its last block: two records, then the same error at 33 each time. */
-  n = unhex(THREE_ZLIB_HEX, buf);
-  const char *z = tmp_path("cut.zlib");
+  n = test_unhex(THREE_ZLIB_HEX, buf);
+  const char *z = test_tmp_path("cut.zlib");
   size_t cut = n;
   while (cut > 0 && inflated_size(buf, cut, 0) > 33 + EST_TFRECORD_HEADER_SIZE) cut--;
   assert_true(inflated_size(buf, cut, 0) > 33);
-  write_bytes(z, buf, cut);
+  test_write_bytes(z, buf, cut);
   assert_int_equal(est_tfrecord_reader_open(&r, z, EST_COMPRESSION_ZLIB), EST_OK);
   assert_int_equal(est_tfrecord_reader_next(r, &d, &len), EST_OK);
   assert_int_equal(est_tfrecord_reader_next(r, &d, &len), EST_OK);
@@ -655,7 +623,8 @@ static void test_retry_after_error(void **state) {
 static void test_real_tf_file(void **state) {
   (void)state;
   uint64_t count;
-  assert_int_equal(est_tfrecord_count(EST_TEST_DATA "/mrpc_eval.tf_record", EST_COMPRESSION_NONE, &count), EST_OK);
+  assert_int_equal(est_tfrecord_count(EST_TEST_DATA "/mrpc_eval.tf_record", EST_COMPRESSION_NONE, &count),
+                   EST_OK);
   assert_int_equal(count, 408);
 }
 
@@ -675,7 +644,7 @@ static void test_compression_parse(void **state) {
 /* `est tfrecord dump|count` through the real binary. */
 static void test_cli(void **state) {
   (void)state;
-  const char *p = tmp_path("cli.tfrecord");
+  const char *p = test_tmp_path("cli.tfrecord");
   est_tfrecord_writer *w;
   assert_int_equal(est_tfrecord_writer_open(&w, p, EST_COMPRESSION_GZIP), EST_OK);
   for (int i = 0; i < 2; i++) {
@@ -704,21 +673,22 @@ static void test_cli(void **state) {
   assert_int_equal(test_run(&out, 0, "%s tfrecord count %s --compression GZIP", EST_BIN, p), 0);
   assert_string_equal(out, "2\n");
   free(out);
-  assert_int_equal(test_run(&out, 0, "%s tfrecord count %s", EST_BIN, EST_TEST_DATA "/mrpc_eval.tf_record"), 0);
+  assert_int_equal(test_run(&out, 0, "%s tfrecord count %s", EST_BIN, EST_TEST_DATA "/mrpc_eval.tf_record"),
+                   0);
   assert_string_equal(out, "408\n");
   free(out);
   /* a corrupt file: exit 1 and the byte offset */
   uint8_t buf[64];
-  size_t n = unhex(THREE_HEX, buf);
+  size_t n = test_unhex(THREE_HEX, buf);
   buf[46] ^= 1; /* in the payload of the third record (record at 33, payload at 45) */
-  write_bytes(tmp_path("bad.tfrecord"), buf, n);
-  assert_int_equal(test_run(&out, 1, "%s tfrecord count %s", EST_BIN, tmp_path("bad.tfrecord")), 1);
+  test_write_bytes(test_tmp_path("bad.tfrecord"), buf, n);
+  assert_int_equal(test_run(&out, 1, "%s tfrecord count %s", EST_BIN, test_tmp_path("bad.tfrecord")), 1);
   assert_non_null(strstr(out, "corrupted record at 45"));
   free(out);
   /* records that are not Examples: the record index is named */
   char recs[2][64] = {"", "hello"};
-  write_records(tmp_path("notex.tfrecord"), EST_COMPRESSION_NONE, 2, recs);
-  assert_int_equal(test_run(&out, 1, "%s tfrecord dump %s", EST_BIN, tmp_path("notex.tfrecord")), 1);
+  write_records(test_tmp_path("notex.tfrecord"), EST_COMPRESSION_NONE, 2, recs);
+  assert_int_equal(test_run(&out, 1, "%s tfrecord dump %s", EST_BIN, test_tmp_path("notex.tfrecord")), 1);
   assert_non_null(strstr(out, "{}\n")); /* the empty record is an empty Example */
   assert_non_null(strstr(out, "record 1 is not a tf.train.Example"));
   free(out);
@@ -757,5 +727,5 @@ int main(void) {
       cmocka_unit_test(test_compression_parse),
       cmocka_unit_test(test_cli),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

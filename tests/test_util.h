@@ -3,6 +3,7 @@
 #define EST_TEST_UTIL_H
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,11 @@
 /* A fresh directory under $TMPDIR (or /tmp): "est-test-XXXXXX". */
 static inline void test_make_tmpdir(char *buf, size_t size) {
   const char *base = getenv("TMPDIR");
-  snprintf(buf, size, "%s/est-test-XXXXXX", base && *base ? base : "/tmp");
+  int n = snprintf(buf, size, "%s/est-test-XXXXXX", base && *base ? base : "/tmp");
+  if (n < 0 || (size_t)n >= size) {
+    fprintf(stderr, "TMPDIR is too long for a test directory (%zu bytes at most)\n", size - 1);
+    abort();
+  }
   if (!mkdtemp(buf)) {
     perror("mkdtemp");
     abort();
@@ -23,6 +28,77 @@ static inline void test_remove_tree(const char *dir) {
   char cmd[4200];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", dir);
+}
+
+/* A tmpdir fixture for cmocka (cmocka_unit_test_setup_teardown or a group's setup):
+ * a fresh test_tmpdir before, removed with everything in it after. */
+static char test_tmpdir[256];
+
+static inline int test_tmpdir_setup(void **state) {
+  (void)state;
+  test_make_tmpdir(test_tmpdir, sizeof test_tmpdir);
+  return 0;
+}
+
+static inline int test_tmpdir_teardown(void **state) {
+  (void)state;
+  test_remove_tree(test_tmpdir);
+  return 0;
+}
+
+/* "<test_tmpdir>/<name>" in one of 8 rotating buffers, so a call can take a few. */
+static inline const char *test_tmp_path(const char *name) {
+  static char buf[8][1024];
+  static unsigned k;
+  char *p = buf[k++ & 7];
+  snprintf(p, sizeof buf[0], "%s/%s", test_tmpdir, name);
+  return p;
+}
+
+/* Hex digits ("0a1b2c") to bytes; `out` has room for strlen(hex) / 2. Returns the count. */
+static inline size_t test_unhex(const char *hex, uint8_t *out) {
+  size_t n = 0;
+  for (const char *p = hex; p[0] && p[1]; p += 2) {
+    unsigned v;
+    if (sscanf(p, "%2x", &v) != 1) fail_msg("not a hex digit pair at '%.2s'", p);
+    out[n++] = (uint8_t)v;
+  }
+  return n;
+}
+
+/* The same into a malloc'ed buffer (never NULL, even for ""); *size is its length. */
+static inline uint8_t *test_unhex_alloc(const char *hex, size_t *size) {
+  uint8_t *out = malloc(strlen(hex) / 2 + 1);
+  *size = test_unhex(hex, out);
+  return out;
+}
+
+/* Writes a file with plain stdio: no temp file, no fsync, so a test can rewrite one
+ * thousands of times, and it does not lean on the est_file code some tests check. */
+static inline void test_write_bytes(const char *path, const void *data, size_t size) {
+  FILE *f = fopen(path, "wb");
+  if (!f) fail_msg("cannot create %s", path);
+  if (size && fwrite(data, 1, size, f) != size) fail_msg("cannot write %s", path);
+  if (fclose(f) != 0) fail_msg("cannot close %s", path);
+}
+
+/* A whole file, malloc'ed with a NUL after its last byte (so text reads as a string);
+ * *size (when not NULL) is its length. Fails the test when the file cannot be read. */
+static inline char *test_read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) fail_msg("cannot open %s", path);
+  size_t cap = 1 << 16, len = 0, got;
+  char *buf = malloc(cap);
+  while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+    len += got;
+    if (cap - len < 2) buf = realloc(buf, cap *= 2);
+  }
+  int failed = ferror(f);
+  fclose(f);
+  if (failed) fail_msg("cannot read %s", path);
+  buf[len] = 0;
+  if (size) *size = len;
+  return buf;
 }
 
 /* Runs a shell command, captures stdout (+ stderr when `merge_stderr`) into a malloc'ed
