@@ -17,7 +17,6 @@
 #include "io/bundle.h"
 #include "test_util.h"
 
-
 /* Asserts that file `path` holds exactly the bytes of hex string `h`. */
 static void assert_file_hex(const char *path, const char *h) {
   size_t n, m;

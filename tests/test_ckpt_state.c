@@ -20,10 +20,7 @@ static void write_text(const char *dir, const char *name, const char *text) {
 static char *read_text(const char *dir, const char *name) {
   char p[512];
   est_path_join(p, sizeof p, dir, name);
-  uint8_t *d;
-  size_t n;
-  assert_int_equal(est_read_file(p, &d, &n), EST_OK);
-  return (char *)d;
+  return test_read_file(p, NULL);
 }
 
 static void test_read_real_file(void **state) {

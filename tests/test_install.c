@@ -16,7 +16,6 @@
 #include "est/file.h"
 #include "test_util.h"
 
-
 /* Runs a shell command; on failure, fails the test with its output. */
 static void run_ok(const char *fmt, ...) {
   char cmd[16384];

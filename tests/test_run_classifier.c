@@ -20,10 +20,7 @@
 static char *read_text(const char *dir, const char *name) {
   char path[1024];
   est_path_join(path, sizeof path, dir, name);
-  uint8_t *data;
-  size_t size;
-  if (est_read_file(path, &data, &size) != EST_OK) fail_msg("cannot read %s: %s", path, est_error_message());
-  return (char *)data;
+  return test_read_file(path, NULL);
 }
 
 /* Runs est (stderr merged into *log) and fails the test unless it exits 0. */

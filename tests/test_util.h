@@ -1,4 +1,5 @@
-/* Shared helpers for est's cmocka tests (header-only; include after cmocka.h). */
+/* Shared helpers for est's cmocka tests (header-only; include after cmocka.h; the tests
+ * link libest). */
 #ifndef EST_TEST_UTIL_H
 #define EST_TEST_UTIL_H
 
@@ -9,6 +10,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "est/file.h"
 
 /* A fresh directory under $TMPDIR (or /tmp): "est-test-XXXXXX". */
 static inline void test_make_tmpdir(char *buf, size_t size) {
@@ -82,23 +85,14 @@ static inline void test_write_bytes(const char *path, const void *data, size_t s
   if (fclose(f) != 0) fail_msg("cannot close %s", path);
 }
 
-/* A whole file, malloc'ed with a NUL after its last byte (so text reads as a string);
- * *size (when not NULL) is its length. Fails the test when the file cannot be read. */
+/* est_read_file (the whole file, NUL after its last byte, so text reads as a string),
+ * failing the test with the reason when the file cannot be read; size may be NULL. */
 static inline char *test_read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) fail_msg("cannot open %s", path);
-  size_t cap = 1 << 16, len = 0, got;
-  char *buf = malloc(cap);
-  while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-    len += got;
-    if (cap - len < 2) buf = realloc(buf, cap *= 2);
-  }
-  int failed = ferror(f);
-  fclose(f);
-  if (failed) fail_msg("cannot read %s", path);
-  buf[len] = 0;
-  if (size) *size = len;
-  return buf;
+  uint8_t *data = NULL;
+  size_t n = 0;
+  if (est_read_file(path, &data, &n) != EST_OK) fail_msg("cannot read %s: %s", path, est_error_message());
+  if (size) *size = n;
+  return (char *)data;
 }
 
 /* Runs a shell command, captures stdout (+ stderr when `merge_stderr`) into a malloc'ed
