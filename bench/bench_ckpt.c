@@ -108,8 +108,9 @@ int main(int argc, char **argv) {
   printf("%d tensors, %zu floats (%.1f MB)\n", nv, total, bytes / 1e6);
 
   char prefix[4096], st_path[4096];
-  est_path_join(prefix, sizeof prefix, dir, "model.ckpt-1");
-  est_path_join(st_path, sizeof st_path, dir, "model.safetensors");
+  if (est_path_join(prefix, sizeof prefix, dir, "model.ckpt-1") != EST_OK ||
+      est_path_join(st_path, sizeof st_path, dir, "model.safetensors") != EST_OK)
+    goto fail;
   double t0 = now();
   if (est_ckpt_save(prefix, (size_t)nv, (const char *const *)names, vars) != EST_OK) goto fail;
   report("ckpt save (fsync)", now() - t0, bytes);

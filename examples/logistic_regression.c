@@ -217,8 +217,10 @@ static est_status make_data(const char *dir, int num_train, int num_eval, int F,
   float w_true[MAX_FEATURES];
   for (int j = 0; j < F; j++) w_true[j] = (float)est_rng_normal(&rng);
   char path[4096];
-  st = write_split(est_path_join(path, sizeof path, dir, "train.tf_record"), num_train, F, w_true, seed + 1);
-  if (st == EST_OK) st = write_split(est_path_join(path, sizeof path, dir, "eval.tf_record"), num_eval, F, w_true, seed + 2);
+  st = est_path_join(path, sizeof path, dir, "train.tf_record");
+  if (st == EST_OK) st = write_split(path, num_train, F, w_true, seed + 1);
+  if (st == EST_OK) st = est_path_join(path, sizeof path, dir, "eval.tf_record");
+  if (st == EST_OK) st = write_split(path, num_eval, F, w_true, seed + 2);
   if (st == EST_OK) EST_LOG_INFO("Wrote %d train and %d eval examples to %s", num_train, num_eval, dir);
   return st;
 }
@@ -232,10 +234,10 @@ typedef struct inputs {
   est_tfrecord_input train, eval;
 } inputs;
 
-static void make_inputs(inputs *in, const char *data_dir, int F) {
+static est_status make_inputs(inputs *in, const char *data_dir, int F) {
   memset(in, 0, sizeof *in);
-  est_path_join(in->train_path, sizeof in->train_path, data_dir, "train.tf_record");
-  est_path_join(in->eval_path, sizeof in->eval_path, data_dir, "eval.tf_record");
+  est_status st = est_path_join(in->train_path, sizeof in->train_path, data_dir, "train.tf_record");
+  if (st == EST_OK) st = est_path_join(in->eval_path, sizeof in->eval_path, data_dir, "eval.tf_record");
   in->train_paths[0] = in->train_path;
   in->eval_paths[0] = in->eval_path;
   /* tf.io.FixedLenFeature([F], tf.float32) and FixedLenFeature([], tf.int64) -> int32. */
@@ -245,6 +247,7 @@ static void make_inputs(inputs *in, const char *data_dir, int F) {
                                    .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100, .prefetch = 2};
   in->eval = in->train;
   in->eval.paths = in->eval_paths;
+  return st;
 }
 
 /* ==== 4. The command line =========================================================== */
@@ -259,7 +262,8 @@ static est_status report(const est_eval_result *r, const char *model_dir) {
   EST_LOG_INFO("***** Eval results *****");
   for (size_t i = 0; i < r->count; i++) EST_LOG_INFO("  %s = %.9g", r->names[i], r->values[i]);
   char path[4096];
-  return est_eval_result_write(r, est_path_join(path, sizeof path, model_dir, "eval_results.txt"));
+  est_status st = est_path_join(path, sizeof path, model_dir, "eval_results.txt");
+  return st == EST_OK ? est_eval_result_write(r, path) : st;
 }
 
 static int usage(void) {
@@ -332,7 +336,10 @@ int main(int argc, char **argv) {
   rc.keep_checkpoint_max = (int)keep;
   rc.log_step_count_steps = log_steps;
   inputs in;
-  make_inputs(&in, data_dir, (int)features);
+  if (make_inputs(&in, data_dir, (int)features) != EST_OK) {
+    fprintf(stderr, "error: %s\n", est_error_message());
+    return 2;
+  }
   est_input_fn train_input = est_tfrecord_input_fn(&in.train), eval_input = est_tfrecord_input_fn(&in.eval);
 
   est_estimator *e;
@@ -350,9 +357,9 @@ int main(int argc, char **argv) {
     if (st == EST_OK) st = report(&result, model_dir);
   } else if (st == EST_OK && !strcmp(cmd, "predict")) {
     char path[4096];
-    est_path_join(path, sizeof path, model_dir, "predictions.tsv");
     est_atomic_file *f;
-    st = est_atomic_open(&f, path);
+    st = est_path_join(path, sizeof path, model_dir, "predictions.tsv");
+    if (st == EST_OK) st = est_atomic_open(&f, path);
     if (st == EST_OK) {
       st = est_estimator_predict(e, &eval_input, NULL, write_prediction, est_atomic_stream(f));
       if (st == EST_OK) st = est_atomic_commit(f);

@@ -114,6 +114,25 @@ static void test_atomic_file(void **state) {
   test_remove_tree(dir);
 }
 
+/* est_path_join: one separator, and a path that does not fit is an error, never a cut path. */
+static void test_path_join(void **state) {
+  (void)state;
+  char buf[8];
+  assert_int_equal(est_path_join(buf, sizeof buf, "a", "b"), EST_OK);
+  assert_string_equal(buf, "a/b");
+  assert_int_equal(est_path_join(buf, sizeof buf, "a/", "b"), EST_OK);
+  assert_string_equal(buf, "a/b");
+  assert_int_equal(est_path_join(buf, sizeof buf, "", "b"), EST_OK);
+  assert_string_equal(buf, "b");
+  assert_int_equal(est_path_join(buf, sizeof buf, "dir", "fil"), EST_OK); /* 8 bytes with the NUL */
+  assert_string_equal(buf, "dir/fil");
+  assert_int_equal(est_path_join(buf, sizeof buf, "dir", "file"), EST_ERR_INVALID_ARGUMENT);
+  assert_string_equal(buf, "");
+  assert_non_null(strstr(est_error_message(), "dir/file (8 bytes) does not fit a 8-byte buffer"));
+  assert_int_equal(est_path_join(buf, sizeof buf, "dir/", "file"), EST_ERR_INVALID_ARGUMENT);
+  assert_int_equal(est_path_join(buf, 0, "", ""), EST_ERR_INVALID_ARGUMENT);
+}
+
 static void test_flags(void **state) {
   (void)state;
   const char *vocab = NULL;
@@ -163,6 +182,7 @@ int main(void) {
     cmocka_unit_test(test_half_and_bfloat16),
     cmocka_unit_test(test_rng_is_counter_based),
     cmocka_unit_test(test_atomic_file),
+    cmocka_unit_test(test_path_join),
     cmocka_unit_test(test_flags),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -70,9 +70,7 @@ static est_status single_index_in(const char *dir, char *prefix, size_t size) {
     return est_error(EST_ERR_INVALID_ARGUMENT,
                      "%s has no `checkpoint` state file and several checkpoints (%s, %s, ...): name one prefix", dir,
                      first, second);
-  if (strlen(dir) + 1 + strlen(first) >= size) return est_error(EST_ERR_INVALID_ARGUMENT, "path too long: %s", dir);
-  est_path_join(prefix, size, dir, first);
-  return EST_OK;
+  return est_path_join(prefix, size, dir, first);
 }
 
 /* Like tf.train.load_checkpoint: a directory means its latest checkpoint, and a path to
@@ -85,7 +83,7 @@ static est_status source_open(source *s, const char *path) {
   if (est_is_directory(path)) {
     est_status st = est_ckpt_latest(path, prefix, sizeof prefix);
     char state_file[4200];
-    est_path_join(state_file, sizeof state_file, path, "checkpoint");
+    if (est_path_join(state_file, sizeof state_file, path, "checkpoint") != EST_OK) return est_error_code();
     if (st == EST_ERR_NOT_FOUND && !est_file_exists(state_file)) st = single_index_in(path, prefix, sizeof prefix);
     if (st != EST_OK) return st;
   } else if (n > 6 && n < sizeof prefix && !strcmp(path + n - 6, ".index") && est_file_exists(path)) {

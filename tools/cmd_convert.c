@@ -154,10 +154,10 @@ int est_cmd_convert(int argc, char **argv) {
       goto done;
     }
     char path[4096];
-    est_path_join(path, sizeof path, out_dir, SPLITS[i].file);
+    est_status st = est_path_join(path, sizeof path, out_dir, SPLITS[i].file);
     EST_LOG_INFO("***** Converting %s split to %s *****", SPLITS[i].name, path);
     EST_LOG_INFO("  Num examples = %zu (%zu actual, %zu padding)", ex.count, real, added);
-    est_status st = est_file_based_convert_examples_to_features(&ex, label_list, nlabels, (int)seq, tok, path);
+    if (st == EST_OK) st = est_file_based_convert_examples_to_features(&ex, label_list, nlabels, (int)seq, tok, path);
     est_examples_free(&ex);
     if (st != EST_OK) {
       fprintf(stderr, "est convert: %s\n", est_error_message());

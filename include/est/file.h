@@ -48,8 +48,10 @@ est_status est_mkdirs(const char *path);
 int est_file_exists(const char *path);
 int est_is_directory(const char *path);
 
-/* dir + "/" + name into buf (no double slash); returns buf. */
-char *est_path_join(char *buf, size_t size, const char *dir, const char *name);
+/* dir + "/" + name into buf (no double slash; an empty dir gives name). A result longer than
+ * size - 1 bytes is EST_ERR_INVALID_ARGUMENT naming the whole path, and buf is left "" (never a
+ * truncated path, which would name some other file). */
+est_status est_path_join(char *buf, size_t size, const char *dir, const char *name);
 
 #ifdef __cplusplus
 }

@@ -134,7 +134,8 @@ est_status est_processor_get_examples(est_processor *p, const char *data_dir, es
 est_status est_processor_get_labels(est_processor *p, const char *data_dir, const char *const **labels,
                                     size_t *n);
 
-/* The file a split reads (for messages): data_dir + "/" + name, into buf. */
+/* The file a split reads (for messages): data_dir + "/" + name, into buf ("" when it does
+ * not fit; the error stays recorded). */
 const char *est_processor_split_path(const est_processor *p, const char *data_dir, est_split split,
                                      char *buf, size_t size);
 

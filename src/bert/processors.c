@@ -274,7 +274,8 @@ const char *est_processor_split_path(const est_processor *p, const char *data_di
     snprintf(buf, size, "%s", data_dir);
     return buf;
   }
-  return est_path_join(buf, size, data_dir, L.file);
+  est_path_join(buf, size, data_dir, L.file); /* "" when it does not fit */
+  return buf;
 }
 
 static int max3(int a, int b, int c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
@@ -297,7 +298,7 @@ typedef est_status (*row_fn)(void *ctx, const layout *L, const est_tsv *t, size_
 
 static est_status for_each_row(const layout *L, const char *data_dir, est_tsv *t, char *path, size_t psize,
                                row_fn fn, void *ctx) {
-  est_path_join(path, psize, data_dir, L->file);
+  if (est_path_join(path, psize, data_dir, L->file) != EST_OK) return est_error_code();
   est_status st = est_tsv_read(t, path);
   if (st != EST_OK) return st;
   if (L->strip_bom && t->nrows > 0 && t->ncols[0] > 0 && !strncmp(t->rows[0][0], "\xEF\xBB\xBF", 3))

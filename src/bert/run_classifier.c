@@ -358,7 +358,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   if (st != EST_OK) goto done;
 
   if (c->do_train) {
-    est_path_join(path, sizeof path, c->output_dir, "train.tf_record");
+    if ((st = est_path_join(path, sizeof path, c->output_dir, "train.tf_record")) != EST_OK) goto done;
     st = write_records_on_chief(task, 0, (int)c->max_seq_length, path);
     if (st != EST_OK) goto done;
     EST_LOG_INFO("***** Running training *****");
@@ -373,7 +373,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   }
 
   if (c->do_eval) {
-    est_path_join(path, sizeof path, c->output_dir, "eval.tf_record");
+    if ((st = est_path_join(path, sizeof path, c->output_dir, "eval.tf_record")) != EST_OK) goto done;
     st = write_records_on_chief(task, 1, (int)c->max_seq_length, path);
     if (st != EST_OK) goto done;
     EST_LOG_INFO("***** Running evaluation *****");
@@ -384,14 +384,14 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     st = est_estimator_evaluate(e, &input_fn, 0, NULL, NULL, &result);
     if (st != EST_OK) goto done;
     char out_path[4096];
-    est_path_join(out_path, sizeof out_path, c->output_dir, "eval_results.txt");
+    if ((st = est_path_join(out_path, sizeof out_path, c->output_dir, "eval_results.txt")) != EST_OK) goto done;
     /* every rank holds the same reduced metrics; one file, from the chief */
     if (est_dist_is_chief()) st = write_eval_results(&result, out_path);
     if (st != EST_OK) goto done;
   }
 
   if (c->do_predict) {
-    est_path_join(path, sizeof path, c->output_dir, "predict.tf_record");
+    if ((st = est_path_join(path, sizeof path, c->output_dir, "predict.tf_record")) != EST_OK) goto done;
     st = write_records_on_chief(task, 2, (int)c->max_seq_length, path);
     if (st != EST_OK) goto done;
     EST_LOG_INFO("***** Running prediction*****");
@@ -412,7 +412,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
       goto done;
     }
     char out_path[4096];
-    est_path_join(out_path, sizeof out_path, c->output_dir, "test_results.tsv");
+    if ((st = est_path_join(out_path, sizeof out_path, c->output_dir, "test_results.tsv")) != EST_OK) goto done;
     st = est_run_classifier_write_test_results(out_path, preds.probs, (size_t)preds.count, params.num_labels);
     if (st != EST_OK) goto done;
   }

@@ -156,10 +156,15 @@ int est_is_directory(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-char *est_path_join(char *buf, size_t size, const char *dir, const char *name) {
+est_status est_path_join(char *buf, size_t size, const char *dir, const char *name) {
   size_t d = strlen(dir);
-  if (d == 0) snprintf(buf, size, "%s", name);
-  else if (dir[d - 1] == '/') snprintf(buf, size, "%s%s", dir, name);
-  else snprintf(buf, size, "%s/%s", dir, name);
-  return buf;
+  const char *sep = (d == 0 || dir[d - 1] == '/') ? "" : "/";
+  int n = snprintf(buf, size, "%s%s%s", dir, sep, name);
+  if (n < 0 || (size_t)n >= size) {
+    /* A cut path names another file (or a directory above it): never hand one back. */
+    if (size > 0) buf[0] = 0;
+    return est_error(EST_ERR_INVALID_ARGUMENT, "path %s%s%s (%d bytes) does not fit a %zu-byte buffer", dir, sep,
+                     name, n, size);
+  }
+  return EST_OK;
 }

@@ -124,7 +124,7 @@ static est_status parse_string(text_parser *t, char **out) {
 est_status est_ckpt_state_read(const char *dir, est_ckpt_state *out) {
   memset(out, 0, sizeof *out);
   char path[4096];
-  est_path_join(path, sizeof path, dir, "checkpoint");
+  if (est_path_join(path, sizeof path, dir, "checkpoint") != EST_OK) return est_error_code();
   uint8_t *data;
   size_t size;
   est_status st = est_read_file(path, &data, &size);
@@ -239,7 +239,7 @@ est_status est_ckpt_state_write(const char *dir, const est_ckpt_state *st) {
   if (!st->model_checkpoint_path || !*st->model_checkpoint_path)
     return est_error(EST_ERR_INVALID_ARGUMENT, "checkpoint state for %s has no model_checkpoint_path", dir);
   char path[4096];
-  est_path_join(path, sizeof path, dir, "checkpoint");
+  if (est_path_join(path, sizeof path, dir, "checkpoint") != EST_OK) return est_error_code();
   est_atomic_file *f;
   est_status s = est_atomic_open(&f, path);
   if (s != EST_OK) return s;
@@ -268,8 +268,9 @@ est_status est_ckpt_latest(const char *dir, char *prefix, size_t size) {
   if (s != EST_OK) return s;
   char full[4096], index[4200];
   if (st.model_checkpoint_path[0] == '/') snprintf(full, sizeof full, "%s", st.model_checkpoint_path);
-  else est_path_join(full, sizeof full, dir, st.model_checkpoint_path);
+  else s = est_path_join(full, sizeof full, dir, st.model_checkpoint_path);
   est_ckpt_state_clear(&st);
+  if (s != EST_OK) return s;
   snprintf(index, sizeof index, "%s.index", full);
   if (!est_file_exists(index))
     return est_error(EST_ERR_NOT_FOUND, "%s/checkpoint names %s, but %s does not exist", dir, full, index);
@@ -324,8 +325,8 @@ est_status est_ckpt_remove(const char *prefix) {
   struct dirent *ent;
   while (st == EST_OK && (ent = readdir(d))) {
     if (!strncmp(ent->d_name, base, bn) && ent->d_name[bn] == '.' && is_shard_suffix(ent->d_name + bn + 1)) {
-      est_path_join(path, sizeof path, dir, ent->d_name);
-      st = remove_file(path);
+      st = est_path_join(path, sizeof path, dir, ent->d_name);
+      if (st == EST_OK) st = remove_file(path);
     }
   }
   closedir(d);

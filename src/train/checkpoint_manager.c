@@ -77,7 +77,7 @@ void est_ckpt_manager_close(est_ckpt_manager *m) {
 
 char *est_ckpt_manager_full_path(const est_ckpt_manager *m, const char *path, char *buf, size_t size) {
   if (path[0] == '/') snprintf(buf, size, "%s", path);
-  else est_path_join(buf, size, m->dir, path);
+  else if (est_path_join(buf, size, m->dir, path) != EST_OK) return NULL;
   return buf;
 }
 
@@ -85,7 +85,7 @@ est_status est_ckpt_manager_save(est_ckpt_manager *m, int64_t step, size_t n, co
                                  const est_tensor *tensors, char *prefix_out, size_t size) {
   char rel[64], prefix[4096];
   snprintf(rel, sizeof rel, "model.ckpt-%lld", (long long)step);
-  est_path_join(prefix, sizeof prefix, m->dir, rel);
+  if (est_path_join(prefix, sizeof prefix, m->dir, rel) != EST_OK) return est_error_code();
   EST_LOG_INFO("Saving checkpoints for %lld into %s/model.ckpt.", (long long)step, m->dir);
   est_status s = est_ckpt_save(prefix, n, names, tensors);
   if (s != EST_OK) return est_error_prefix("saving checkpoint %s: ", prefix);
@@ -119,8 +119,7 @@ est_status est_ckpt_manager_save(est_ckpt_manager *m, int64_t step, size_t n, co
   maybe_die(step, "state");
   for (size_t i = 0; i < drop; i++) {
     char full[4096];
-    est_ckpt_manager_full_path(m, m->paths[i], full, sizeof full);
-    if (est_ckpt_remove(full) != EST_OK) EST_LOG_WARN("could not delete old checkpoint: %s", est_error_message());
+    if (!est_ckpt_manager_full_path(m, m->paths[i], full, sizeof full) || est_ckpt_remove(full) != EST_OK) EST_LOG_WARN("could not delete old checkpoint: %s", est_error_message());
     free(m->paths[i]);
   }
   if (drop) memmove(m->paths, m->paths + drop, (m->count - drop) * sizeof *m->paths);

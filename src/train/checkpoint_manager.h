@@ -30,7 +30,8 @@ void est_ckpt_manager_close(est_ckpt_manager *m);
 est_status est_ckpt_manager_save(est_ckpt_manager *m, int64_t step, size_t n, const char *const *names,
                                  const est_tensor *tensors, char *prefix, size_t size);
 
-/* Full prefix of a path from the state file (relative paths are joined onto dir). */
+/* Full prefix of a path from the state file (relative paths are joined onto dir); NULL
+ * (the error recorded) when it does not fit in size bytes. */
 char *est_ckpt_manager_full_path(const est_ckpt_manager *m, const char *path, char *buf, size_t size);
 
 #endif

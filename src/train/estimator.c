@@ -180,7 +180,8 @@ est_summaries *est_eval_summaries(est_estimator *e, const char *name) {
   char sub[512], dir[4096];
   if (name && *name) snprintf(sub, sizeof sub, "eval_%s", name);
   else snprintf(sub, sizeof sub, "eval");
-  est_path_join(dir, sizeof dir, e->model_dir, sub);
+  int fits = est_path_join(dir, sizeof dir, e->model_dir, sub) == EST_OK;
+  if (!fits) EST_LOG_WARN("no evaluation events: %s", est_error_message());
   for (size_t i = 0; i < e->num_eval_summaries; i++)
     if (!strcmp(e->eval_summaries[i].dir, dir)) return &e->eval_summaries[i];
   if (e->num_eval_summaries == EST_MAX_EVAL_WRITERS) {
@@ -190,7 +191,7 @@ est_summaries *est_eval_summaries(est_estimator *e, const char *name) {
     e->num_eval_summaries--;
   }
   est_summaries *s = &e->eval_summaries[e->num_eval_summaries++];
-  est_summaries_init(s, dir, est_is_chief(e));
+  est_summaries_init(s, dir, fits && est_is_chief(e));
   return s;
 }
 
