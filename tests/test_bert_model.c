@@ -269,6 +269,7 @@ static void test_thread_count_changes_only_gemm_rounding(void **state) {
   est_set_num_threads(1);
   assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 3, a, NULL, NULL), EST_OK);
   est_set_num_threads(2);
+  if (test_threads_that_ran() != 2) fail_msg("the second run did not get 2 OpenMP threads");
   assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 3, b, NULL, NULL), EST_OK);
   for (int i = 0; i < 26; i++) assert_float_equal(a[i], b[i], 1e-6f * (1.0f + fabsf(a[i])));
   tiny_close(&t);

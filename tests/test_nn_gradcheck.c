@@ -14,6 +14,7 @@
 #include "est/nn.h"
 #include "est/rng.h"
 #include "est/threads.h"
+#include "test_util.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
@@ -576,6 +577,7 @@ static void test_results_independent_of_thread_count(void **state) {
   }
   run_non_gemm_ops(1, a);
   run_non_gemm_ops(2, b);
+  if (test_threads_that_ran() != 2) fail_msg("the second run did not get 2 OpenMP threads");
   est_set_num_threads(2);
   for (int i = 0; i < NOUT; i++) {
     if (memcmp(a[i], b[i], CAP * sizeof(float)) != 0) fail_msg("output %d differs between 1 and 2 threads", i);

@@ -16,6 +16,7 @@
 #include "est/variables.h"
 #include "est/optimizer.h"
 #include "reference/optimizer_golden.h"
+#include "test_util.h"
 
 static est_var_store *store_with(int n, const char *const *names, const int64_t *sizes) {
   est_var_store *vs;
@@ -315,6 +316,7 @@ static void test_thread_count_independence(void **state) {
   float *result[2][3];
   for (int run = 0; run < 2; run++) {
     omp_set_num_threads(run + 1);
+    if (test_threads_that_ran() != run + 1) fail_msg("run %d did not get %d OpenMP threads", run, run + 1);
     est_var_store *vs = store_with(4, names, sizes);
     est_vars_initialize(vs, 0);
     for (size_t i = 0; i < 4; i++) {

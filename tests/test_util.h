@@ -3,6 +3,7 @@
 #ifndef EST_TEST_UTIL_H
 #define EST_TEST_UTIL_H
 
+#include <omp.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -118,6 +119,23 @@ static inline int test_run(char **output, int merge_stderr, const char *fmt, ...
   if (output) *output = buf;
   else free(buf);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* How many distinct OpenMP threads run iterations of a static parallel loop, as est's
+ * kernels are written, under the current thread setting. A test that compares 1 thread
+ * with 2 asserts this is 2 for its second run: with OMP_THREAD_LIMIT=1, one CPU or a
+ * setting that did not take, it would otherwise compare one thread with itself and pass. */
+static inline int test_threads_that_ran(void) {
+  enum { MAXT = 256, ITERS = 4096 };
+  unsigned char seen[MAXT] = {0};
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < ITERS; i++) {
+    int t = omp_get_thread_num();
+    if (t < MAXT) seen[t] = 1; /* every writer stores the same value */
+  }
+  int n = 0;
+  for (int t = 0; t < MAXT; t++) n += seen[t];
+  return n;
 }
 
 #endif
