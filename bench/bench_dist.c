@@ -223,7 +223,7 @@ int main(int argc, char **argv) {
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   if (len <= 0) return 1;
   self[len] = 0;
-  /* OpenBLAS picks its kernels from the CPU when these are unset (performance.md). */
+  /* OpenBLAS picks its kernels from the CPU when these are unset (docs/performance.md §1). */
   unsetenv("OPENBLAS_CORETYPE");
   unsetenv("OPENBLAS_L2_SIZE");
   printf("bench_dist: %d cores, BERT seq %d, global batch %d, median of %d steps, loopback TCP\n", cores, seq, batch,

@@ -1,4 +1,4 @@
-/* Checkpoint hex vectors copied from the project format spec (formats.md 3.9), which
+/* Checkpoint hex vectors as docs/checkpoint.md §9 gives them, which
  * reproduced (a) and (b) byte for byte from files real TensorFlow wrote
  * (tensorflow/rust test resources) and (c)-(e) with the same verified algorithm. */
 #ifndef EST_TESTS_CKPT_VECTORS_H

@@ -1,5 +1,5 @@
-/* TF checkpoints (tensor bundle): the spec's byte-exact vectors (formats.md 3.9), real
- * TF-written files, round trips of every dtype, and the error cases of formats.md 5
+/* TF checkpoints (tensor bundle): the byte-exact vectors of docs/checkpoint.md §9, real
+ * TF-written files, round trips of every dtype, and the error cases of docs/checkpoint.md §10
  * (tensor_bundle_test.cc). Corruption sweeps live in test_ckpt_corrupt.c. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -531,7 +531,7 @@ static void test_big_string(void **state) {
 }
 
 /* tensor_bundle_test StringTensors, the 2^32-byte string: a length above UINT32_MAX
- * enters the length checksum as 8 little-endian bytes, not 4 (formats.md 3.5). Decoded
+ * enters the length checksum as 8 little-endian bytes, not 4 (docs/checkpoint.md §5). Decoded
  * from a hand-made entry ["abc", <len bytes>], so nothing of that size is allocated: with
  * the right checksum the lengths are accepted (and the missing bytes found); with the
  * other width they are not. (The "abc" before it keeps the CRC register away from its

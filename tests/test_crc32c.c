@@ -1,4 +1,4 @@
-/* CRC32C: published vectors (formats.md §0, crc32c_test.cc), Extend, Mask, and the
+/* CRC32C: published vectors (docs/encoding.md §2, crc32c_test.cc), Extend, Mask, and the
  * hardware path against the table path at every length and alignment. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -694,7 +694,7 @@ static int find_scalar(const scalar_log *l, const char *tag, int64_t step, float
   return 0;
 }
 
-/* BERT's schedule (bert_reference.md 4.1, MRPC: init 2e-5, T = 343, W = 34) as the
+/* BERT's schedule (docs/optimizer.md §1, MRPC: init 2e-5, T = 343, W = 34) as the
  * learning_rate summaries of a real training run record it. */
 static void test_summaries_and_bert_schedule(void **state) {
   (void)state;
@@ -745,7 +745,7 @@ static void test_summaries_and_bert_schedule(void **state) {
   test_remove_tree(dir);
 }
 
-/* ---- AdamWeightDecay through the estimator: bert_reference.md 5.3 ------------------------- */
+/* ---- AdamWeightDecay through the estimator: docs/optimizer.md §5 ------------------------ */
 
 /* loss = mean((x - w)^2), x = [0.4, 0.2, -0.5], w starting at [0.1, -0.2, -0.1] (from
  * init_checkpoint), AdamWeightDecay(lr 0.2, no decay, no clipping). */

@@ -1,5 +1,5 @@
-/* tf.train.Example: the encodings of formats.md §2 byte for byte, the parser rules of
- * §2.3, and tf.io.parse_single_example semantics + error texts (§2.4, §5 items 27-45). */
+/* tf.train.Example: the encodings of docs/example.md §2 byte for byte, the parser rules of
+ * §3, and tf.io.parse_single_example semantics + error texts (§4, §6 cases 27-45). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -42,7 +42,7 @@ static void expect_hex_json(const char *hex, const char *json) {
 
 static const char *MAIN_HEX = "0a2b0a150a09696e7075745f69647312081a060a0465e70f660a120a096c6162656c5f69647312051a030a0101";
 
-/* §2.2: the main vector, its TFRecord framing, and the table of other vectors. */
+/* §2: the main vector, its TFRecord framing, and the table of other vectors. */
 static void test_serialize_vectors(void **state) {
   (void)state;
   est_example ex;
@@ -237,7 +237,7 @@ static void test_specs_defaults_and_required(void **state) {
   free(d.values);
 }
 
-/* 37, 40, 45: dense shapes, counts, dtypes; BERT's label_ids cases from §2.4. */
+/* 37, 40, 45: dense shapes, counts, dtypes; BERT's label_ids cases from §4. */
 static void test_specs_dense(void **state) {
   (void)state;
   uint8_t buf[256];
@@ -409,7 +409,7 @@ static void test_specs_validate(void **state) {
   assert_string_equal(est_error_message(), "Invalid config dtype: int32");
 }
 
-/* 32 SomeFeatures and the writer rules of 2.2: the empty-string key, an empty list of
+/* 32 SomeFeatures and the writer rules of §2: the empty-string key, an empty list of
  * each kind (the Feature is then `0a 00` / `12 00` / `1a 00`: set, but nothing inside),
  * multi-byte varints 3, 270, 86942; every map entry holds both its key and its value. */
 static void test_some_features(void **state) {
@@ -456,7 +456,7 @@ static void test_some_features(void **state) {
   est_example_clear(&ex);
 }
 
-/* 2.3, what the fast parser accepts: a map entry's key and value in either order,
+/* §3, what the fast parser accepts: a map entry's key and value in either order,
  * unknown top-level fields of every non-group wire type, groups and field 0 refused.
  * Lists: the first tag decides packed or unpacked; of a packed list only the first run is
  * read (the generic parser, protobuf's semantics, appends every run). */
@@ -537,7 +537,7 @@ static void test_parser_rules(void **state) {
   free(v.values);
 }
 
-/* 2.4 messages for each dtype: "(data type: string)" when required, the bytes_list
+/* §4 messages for each dtype: "(data type: string)" when required, the bytes_list
  * count error, too many floats. */
 static void test_specs_messages_per_dtype(void **state) {
   (void)state;

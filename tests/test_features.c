@@ -1,5 +1,5 @@
 /* convert_single_example / file_based_convert_examples_to_features: the vectors of
- * bert_reference.md §5.4, _truncate_seq_pair, padding examples, errors, and parity with the
+ * docs/run_classifier.md §10, _truncate_seq_pair, padding examples, errors, and parity with the
  * eval.tf_record that TF's run_classifier.py wrote for MRPC dev (408 records). */
 #include <setjmp.h>
 #include <stdarg.h>

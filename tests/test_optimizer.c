@@ -65,7 +65,7 @@ static void test_adam_weight_decay_reference_trajectory(void **state) {
   est_vars_free(vs);
 }
 
-/* bert_reference.md §4.1, MRPC: init 2e-5, T = 343, W = 34. */
+/* docs/optimizer.md §1, MRPC: init 2e-5, T = 343, W = 34. */
 static void test_bert_learning_rate_schedule(void **state) {
   (void)state;
   static const struct { int64_t t; float lr; } v[] = {

@@ -1,5 +1,5 @@
 /* DataProcessors and _read_tsv: column choices, guids, header skipping and labels of every
- * task (bert_reference.md §2.3) on excerpts of the real GLUE files (tests/data/glue_mini) and
+ * task (docs/run_classifier.md §3) on excerpts of the real GLUE files (tests/data/glue_mini) and
  * on hand-written MNLI/XNLI files in GLUE's layout; malformed input is an error with file:line. */
 #include <setjmp.h>
 #include <stdarg.h>

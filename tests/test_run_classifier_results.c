@@ -107,7 +107,7 @@ static void test_test_results_lines(void **state) {
 
 static void test_train_step_arithmetic(void **state) {
   (void)state;
-  /* bert_reference.md 2.9.6: MRPC 3668 / 32 * 3 = 343.875 -> 343 steps, 34 warm-up. */
+  /* docs/run_classifier.md §9 step 6: MRPC 3668 / 32 * 3 = 343.875 -> 343 steps, 34 warm-up. */
   assert_int_equal(est_run_classifier_num_train_steps(3668, 32, 3.0), 343);
   assert_int_equal(est_run_classifier_num_warmup_steps(343, 0.1), 34);
   /* XNLI-zh: 392702 / 32 * 2 = 24543.875 -> 24543. */

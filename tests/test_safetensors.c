@@ -1,5 +1,5 @@
-/* safetensors: the spec's vectors (formats.md 4.4) and the Rust reference's test cases
- * (formats.md 5, items 73-92), round trips, and a byte-flip / truncation sweep. */
+/* safetensors: the vectors of docs/safetensors.md §4 and the Rust reference's test cases
+ * (docs/safetensors.md §5, cases 73-92), round trips, and a byte-flip / truncation sweep. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,7 +12,7 @@
 #include "est/safetensors.h"
 #include "test_util.h"
 
-/* formats.md 4.4 "mini BERT-like vector" (284 bytes). */
+/* docs/safetensors.md §4 "mini BERT-like vector" (284 bytes). */
 static const char MINI_HEX[] =
     "f8000000000000007b225f5f6d657461646174615f5f223a7b22666f726d6174223a227074227d2c22676c6f62616c5f"
     "73746570223a7b226474797065223a22493634222c227368617065223a5b5d2c22646174615f6f666673657473223a5b"
@@ -258,7 +258,7 @@ static void test_reader_rules(void **state) {
   static const uint8_t no_header[8] = {60, 0, 0, 0, 0, 0, 0, 0};
   assert_int_equal(est_safetensors_open_memory(&st, no_header, 8, "mem"), EST_ERR_DATA_LOSS);
   assert_non_null(strstr(est_error_message(), "InvalidHeaderLength"));
-  /* The limit is N > 100,000,000 (formats.md 4.3), checked before the file size. */
+  /* The limit is N > 100,000,000 (docs/safetensors.md §3), checked before the file size. */
   static const uint8_t just_over[8] = {0x01, 0xe1, 0xf5, 0x05, 0, 0, 0, 0}; /* 100000001 */
   assert_int_equal(est_safetensors_open_memory(&st, just_over, 8, "mem"), EST_ERR_DATA_LOSS);
   assert_non_null(strstr(est_error_message(), "mem: HeaderTooLarge: "));

@@ -1,4 +1,4 @@
-/* LevelDB-format tables (formats.md 3.2, and the SSTable list of formats.md 5, from
+/* LevelDB-format tables (docs/checkpoint.md §2, and its SSTable cases 46-56 in §10, from
  * TSL table_test.cc): builder round trips over block sizes, restart points, separators,
  * the oversized-entry rule, hand-made blocks (zero restarts, snappy, bad type/entries). */
 #include <setjmp.h>

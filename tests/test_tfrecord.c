@@ -1,4 +1,4 @@
-/* TFRecord: the byte vectors of formats.md §1.4, the upstream edge cases of §5 (1-26),
+/* TFRecord: the byte vectors of docs/tfrecord.md §4, the upstream edge cases of §5 (1-26),
  * GZIP/ZLIB, every single-byte corruption and every truncation of a small file. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,7 +60,7 @@ static void expect_three(const char *path, est_compression c) {
   est_tfrecord_reader_close(r);
 }
 
-/* §1.4: framing of "", "a", "hello" and TF's "The Quick Brown Fox" file, byte for byte. */
+/* §4: framing of "", "a", "hello" and TF's "The Quick Brown Fox" file, byte for byte. */
 static void test_frame_vectors(void **state) {
   (void)state;
   struct { const char *payload, *hex; } v[] = {
@@ -108,8 +108,8 @@ static void test_writer_exact_and_atomic(void **state) {
   assert_false(est_file_exists(q));
 }
 
-/* The GZIP / ZLIB vectors of §1.4 decompress to the three records; our own compressed
- * output round-trips (byte equality of compressed bytes is not expected, §1.2). */
+/* The GZIP / ZLIB vectors of §4 decompress to the three records; our own compressed
+ * output round-trips (byte equality of compressed bytes is not expected, §2). */
 static void test_compressed_vectors_and_roundtrip(void **state) {
   (void)state;
   uint8_t buf[128];
@@ -145,7 +145,7 @@ static void test_compressed_vectors_and_roundtrip(void **state) {
   }
 }
 
-/* §1.4 negative vectors: the status and TF's message with its offset. */
+/* §4 negative vectors: the status and TF's message with its offset. */
 static void test_negative_vectors(void **state) {
   (void)state;
   struct { const char *hex; est_status st; const char *msg; } v[] = {
@@ -393,7 +393,7 @@ static void test_every_byte_flip(void **state) {
 }
 
 /* What reading the first `avail` bytes of the 54-byte three-record stream must give
- * (formats.md 1.3): a clean EOF on a record boundary, else "truncated record at" the
+ * (docs/tfrecord.md §3): a clean EOF on a record boundary, else "truncated record at" the
  * record's offset (1-12 bytes of it) or its payload's offset (13 bytes or more). */
 static void expect_cut_three(const char *path, size_t avail, est_status st, size_t count) {
   static const size_t starts[4] = {0, 16, 33, 54};
@@ -433,7 +433,7 @@ static size_t inflated_size(const uint8_t *z, size_t n, int gzip) {
 
 /* Cut at every length: clean EOF exactly at record boundaries, DATA_LOSS "truncated
  * record" with TF's offset elsewhere. The GZIP and ZLIB vectors cut at every length
- * follow the same rule on the bytes their prefix decompresses to (formats.md 1.3: a cut
+ * follow the same rule on the bytes their prefix decompresses to (docs/tfrecord.md §3: a cut
  * on a record boundary of the decompressed stream is a clean EOF, mid-record truncated). */
 static void test_every_truncation(void **state) {
   (void)state;

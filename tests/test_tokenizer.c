@@ -1,5 +1,5 @@
-/* FullTokenizer: every case of tokenization_test.py (bert_reference.md §5.1), the extra
- * vectors of §5.4, vocab quirks, invalid UTF-8, Chinese/cased/uncased vocabularies, and a
+/* FullTokenizer: every case of tokenization_test.py (docs/tokenizer.md §5), the extra
+ * vectors of §6, vocab quirks, invalid UTF-8, Chinese/cased/uncased vocabularies, and a
  * golden file of BasicTokenizer outputs made by tests/reference/bert_tokenizer_ref.py. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -122,7 +122,7 @@ static void test_char_classes(void **state) {
   assert_true(est_tok_is_punctuation(0x2014));    /* Pd */
 }
 
-/* bert_reference.md §5.4, BasicTokenizer lower / cased under Unicode 14. */
+/* docs/tokenizer.md §6, BasicTokenizer lower / cased under Unicode 14. */
 static void test_basic_extra_vectors(void **state) {
   (void)state;
   est_vocab *v = vocab_from(VOCAB_A);

@@ -99,7 +99,7 @@ est_status est_ckpt_save(const char *prefix, size_t n, const char *const *names,
 
 /* ---- the `checkpoint` state file ---------------------------------------------------- */
 
-/* Text-proto CheckpointState in <dir>/checkpoint (formats.md 3.8). Paths are as stored in
+/* Text-proto CheckpointState in <dir>/checkpoint (docs/checkpoint.md §8). Paths are as stored in
  * the file (usually relative to dir); all_model_checkpoint_paths is oldest first. */
 typedef struct est_ckpt_state {
   char *model_checkpoint_path;

@@ -25,7 +25,7 @@
  *     // error: "train.tf_record record 17: Feature: label_ids (data type: int64) is required
  *     //         but could not be found."
  *
- * Wire format and parser rules: formats.md §2 (packed or unpacked lists, concatenated
+ * Wire format and parser rules: docs/example.md §2-§3 (packed or unpacked lists, concatenated
  * Examples merge with the last duplicate key winning, a Feature with no kind is missing,
  * map entries must hold exactly a key and a value).
  */

@@ -12,7 +12,7 @@
  *     // one tf.train.Example per example: int64 input_ids[S], input_mask[S],
  *     // segment_ids[S], label_ids[1], is_real_example[1]; written atomically.
  *
- * Rules (bert_reference.md §2.4): text_b is used only when non-NULL and non-empty, and a text_b
+ * Rules (docs/run_classifier.md §4): text_b is used only when non-NULL and non-empty, and a text_b
  * that tokenizes to nothing also gives the single-sentence layout; pairs are truncated to S-3
  * tokens by dropping the last token of the longer side (ties: from b); singles keep their first
  * S-2 tokens. PaddingInputExamples become all zeros with is_real_example 0. The first 5

@@ -16,7 +16,7 @@
  *     attention and cross-entropy WRITE (=) theirs.
  *   - Any gradient pointer may be NULL when that gradient is not wanted.
  *
- * Numerics follow google-research/bert modeling.py (see the spec): layer norm eps
+ * Numerics follow google-research/bert modeling.py (docs/bert.md §2): layer norm eps
  * 1e-12, additive -10000 attention mask applied after the 1/sqrt(Dh) scale, inverted
  * dropout, "gelu" = the tanh approximation.
  *

@@ -20,7 +20,7 @@
  * at its est_variable.offset), so an update is one flat loop over the buffers (split in
  * chunks across OpenMP threads, the same chunks whatever the thread count, so results do
  * not depend on it). All arithmetic is float32 in TensorFlow's op order with no fused
- * multiply-adds, matching the TF kernels term by term (bert_reference.md §4; TF's
+ * multiply-adds, matching the TF kernels term by term (docs/optimizer.md; TF's
  * training_ops.cc for Adam and Momentum). Frozen (non-trainable) variables are skipped.
  */
 #ifndef EST_OPTIMIZER_H
@@ -38,7 +38,7 @@ extern "C" {
 
 /* ---- learning rate ------------------------------------------------------------------ */
 
-/* BERT's create_optimizer schedule in float32 (bert_reference.md §4.1), t = global_step
+/* BERT's create_optimizer schedule in float32 (docs/optimizer.md §1), t = global_step
  * before this step's increment:
  *   decay(t) = init_lr * (1 - min(t, T) / T)             (polynomial_decay, power 1, end 0)
  *   lr(t)    = t < W ? init_lr * (t / W) : decay(t)      (when W > 0)

@@ -14,8 +14,8 @@
  *   language "zh" unless configured), sst-2 (alias sst2), qnli, rte, wnli (GLUE layout
  *   index/text/text/label, guid "<split>-<index>"; not in the reference), and tsv: a user's own
  *   TSV files with the columns chosen in est_tsv_task_config.
- * Column choices, guids, header skipping and labels are the reference's (bert_reference.md
- * §2.3). Files are read like Python's csv.reader(delimiter="\t", quotechar=None): quotes are
+ * Column choices, guids, header skipping and labels are the reference's (docs/run_classifier.md
+ * §3). Files are read like Python's csv.reader(delimiter="\t", quotechar=None): quotes are
  * ordinary characters, a line's trailing '\r' is dropped, a UTF-8 BOM is kept as text (it
  * only ever sits in a skipped header or an unused column for the GLUE files).
  * Stricter than the reference, which fails later or not at all: a row with too few columns,

@@ -68,7 +68,7 @@ typedef struct est_distribution {
 /* How the per-rank gradients of one step combine. */
 typedef enum est_grad_reduction {
   EST_GRAD_MEAN = 0,   /* the mean: N ranks with a global batch B train as one process with B */
-  EST_GRAD_SUM = 1,    /* the sum (TPU CrossShardOptimizer, bert_reference.md 4.1): N times the
+  EST_GRAD_SUM = 1,    /* the sum (TPU CrossShardOptimizer, docs/optimizer.md §4): N times the
                         * mean, as BERT's TPU runs apply it; one process: the same as MEAN */
 } est_grad_reduction;
 

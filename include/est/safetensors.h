@@ -1,4 +1,4 @@
-/* est/safetensors.h — HuggingFace safetensors files (formats.md 4).
+/* est/safetensors.h — HuggingFace safetensors files (docs/safetensors.md).
  *
  * Layout: u64 LE header length N, N bytes of JSON
  *   {"__metadata__":{"k":"v"}, "name":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}, ...}

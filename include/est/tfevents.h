@@ -7,7 +7,7 @@
  *     est_events_writer_add_scalars(w, 100, 2, tags, v); // one Event with two values
  *     est_events_writer_close(w);
  *
- * The file is TFRecord-framed (formats.md §7); the first record is an Event with
+ * The file is TFRecord-framed (docs/events.md §1); the first record is an Event with
  * file_version "brain.Event:2". Event files are append-only logs that TensorBoard reads
  * while training runs, so they are not atomic files: every add is written through to the
  * OS at once (flush() additionally fsyncs).

@@ -12,7 +12,7 @@
  *     est_tfrecord_writer_write(w, bytes, size);   // once per record
  *     est_tfrecord_writer_close(w);                 // atomic: the file appears only now
  *
- * Framing (formats.md §1): u64 length, masked crc32c(length bytes), payload, masked
+ * Framing (docs/tfrecord.md §1): u64 length, masked crc32c(length bytes), payload, masked
  * crc32c(payload), all little-endian. GZIP/ZLIB compress the whole framed stream; offsets
  * in this API are always offsets into the uncompressed stream, as TF's.
  */

@@ -11,7 +11,7 @@
  *     for (size_t i = 0; i < n; i++) printf("%s ", est_vocab_token(v, ids[i]));
  *     est_tokenizer_free(tok); est_vocab_free(v);
  *
- * Behaviour (bert_reference.md §1 and §8.12):
+ * Behaviour (docs/tokenizer.md §1-§3):
  * - Input bytes are UTF-8; invalid bytes are dropped (Python decode(errors="ignore")).
  * - Cc/Cf, U+0000 and U+FFFD are removed; \t \n \r and Zs become spaces; U+2028/U+2029
  *   split tokens like spaces (Python's str.split()).

@@ -1,5 +1,5 @@
 /* run_classifier.py's model_fn_builder + create_model as an est_model_fn: the BERT
- * classifier (est/bert_model.h) plugged into the Estimator (bert_reference.md 2.7, 2.8).
+ * classifier (est/bert_model.h) plugged into the Estimator (docs/run_classifier.md §7, §8).
  *
  *   TRAIN    loss = mean over the batch of -log softmax(logits)[label] (padding rows included,
  *            as the reference); gradients accumulated into the store; AdamWeightDecay with

@@ -1,6 +1,6 @@
 /* run_classifier.py's DataProcessors as data: each (task, split) is a row layout -- which
  * file, whether its first line is a header, which columns hold text_a / text_b / label /
- * guid -- and one loop turns TSV rows into InputExamples (bert_reference.md §2.3). */
+ * guid -- and one loop turns TSV rows into InputExamples (docs/run_classifier.md §3). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* run_classifier.py's main(): flag checks, then train / eval / predict through the
- * Estimator with the BERT classifier model_fn (bert_reference.md 2.6, 2.9). */
+ * Estimator with the BERT classifier model_fn (docs/run_classifier.md §6, §9). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

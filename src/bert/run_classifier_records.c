@@ -1,5 +1,5 @@
 /* The text side of run_classifier's main(): processor, labels, tokenizer, and the
- * train/eval/predict.tf_record files written from the TSVs (bert_reference.md 2.3-2.5). */
+ * train/eval/predict.tf_record files written from the TSVs (docs/run_classifier.md §3-§5). */
 #include <stdlib.h>
 #include <string.h>
 

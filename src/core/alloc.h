@@ -2,7 +2,7 @@
  *
  * est_alloc returns zeroed memory aligned to 64 bytes (one cache line, one zmm load).
  * Blocks of 2 MiB and more are mmap'ed with MADV_HUGEPAGE: first touch of fresh 4 KiB
- * pages costs ~0.35 GB/s in this VM (see the performance notes), so big buffers
+ * pages costs ~0.35 GB/s in this VM (docs/performance.md §3), so big buffers
  * (parameters, activations, Adam moments) are allocated once, huge-paged, and reused. */
 #ifndef EST_CORE_ALLOC_H
 #define EST_CORE_ALLOC_H

@@ -1,4 +1,4 @@
-/* Tensor-bundle index and entry encoding over memory buffers (formats.md 3.3-3.5;
+/* Tensor-bundle index and entry encoding over memory buffers (docs/checkpoint.md §3-§5;
  * TF tensor_bundle.cc). Shared by the checkpoint reader, the writer and the fuzzer. */
 #include "io/bundle.h"
 

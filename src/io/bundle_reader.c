@@ -1,5 +1,5 @@
 /* est_ckpt_reader: a checkpoint's .index parsed once into memory, data shards read with
- * pread on demand (formats.md 3.1-3.5). */
+ * pread on demand (docs/checkpoint.md §1-§5). */
 #include "est/ckpt.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* Partitioned variables in a tensor bundle: the slice keys, the checks that the slices
- * tile the tensor, and assembling the full tensor from them (formats.md 3.4; TF's
+ * tile the tensor, and assembling the full tensor from them (docs/checkpoint.md §4; TF's
  * BundleReader::GetSliceValue in tensor_bundle.cc).
  *
  * A variable saved in parts (tf.compat.v1.get_variable with a partitioner, or

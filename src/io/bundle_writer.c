@@ -1,4 +1,4 @@
-/* est_ckpt_writer: one-shard bundles as TF1's Saver writes them (formats.md 3, 6):
+/* est_ckpt_writer: one-shard bundles as TF1's Saver writes them (docs/checkpoint.md §11):
  * data in name order without padding, then an uncompressed index with masked CRCs. */
 #include "est/ckpt.h"
 

@@ -1,4 +1,4 @@
-/* The `checkpoint` state file (text-format CheckpointState, formats.md 3.8),
+/* The `checkpoint` state file (text-format CheckpointState, docs/checkpoint.md §8),
  * tf.train.latest_checkpoint, and deleting a checkpoint's files. */
 #include "est/ckpt.h"
 

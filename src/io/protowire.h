@@ -20,7 +20,7 @@
  *     est_pw_end_sub(&b, m);                   // inserts the minimal length varint
  *     if (b.failed) ...; use b.data/b.size; est_pw_buf_free(&b);
  *
- * Wire format (formats.md §0): tag = field<<3 | wire type, little-endian fixed32/64,
+ * Wire format (docs/encoding.md §1, §4): tag = field<<3 | wire type, little-endian fixed32/64,
  * LEB128 varints of at most 10 bytes.
  */
 #ifndef EST_IO_PROTOWIRE_H

@@ -1,5 +1,5 @@
 /* LevelDB-format table: whole-table parser over a memory buffer, and a byte-exact builder
- * (formats.md 3.2; TSL table.cc, block.cc, format.cc, table_builder.cc, block_builder.cc). */
+ * (docs/checkpoint.md §2; TSL table.cc, block.cc, format.cc, table_builder.cc, block_builder.cc). */
 #include "io/sstable.h"
 
 #include <limits.h>

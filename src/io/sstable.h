@@ -1,6 +1,6 @@
 /* sstable.h — LevelDB-format tables as TensorFlow's checkpoint .index uses them (internal).
  *
- * Layout (formats.md 3.2): data blocks, an empty metaindex block, an index block whose
+ * Layout (docs/checkpoint.md §2): data blocks, an empty metaindex block, an index block whose
  * entries map a separator key to each data block's (offset, size), and a 48-byte footer
  * ending in the magic 0xdb4775248b80fb57. Every block is followed by a type byte
  * (0 none, 1 snappy) and the masked crc32c of block ‖ type.

@@ -60,7 +60,7 @@ static est_status zlib_start(est_tfrecord_reader *r) {
   if (r->zinit) inflateEnd(&r->zs);
   memset(&r->zs, 0, sizeof r->zs);
   r->zinit = 0;
-  /* windowBits 15 = zlib wrapper, 15+16 = gzip wrapper (formats.md §1.2). */
+  /* windowBits 15 = zlib wrapper, 15+16 = gzip wrapper (docs/tfrecord.md §2). */
   int wbits = r->comp == EST_COMPRESSION_GZIP ? MAX_WBITS + 16 : MAX_WBITS;
   if (inflateInit2(&r->zs, wbits) != Z_OK)
     return est_error(EST_ERR_NO_MEMORY, "%s: inflateInit2 failed", r->path);
@@ -106,7 +106,7 @@ static ssize_t read_inflate(est_tfrecord_reader *r, uint8_t *dst, size_t n) {
       zs->avail_in = (uInt)got;
     }
     /* A stream cut short ends like EOF here: TF then reports a clean end at a record
-     * boundary and "truncated record" inside one (formats.md §1.3). */
+     * boundary and "truncated record" inside one (docs/tfrecord.md §3). */
     if (zs->avail_in == 0 && r->zin_eof) break;
     int ret = inflate(zs, Z_NO_FLUSH);
     if (ret == Z_STREAM_END) {

@@ -53,7 +53,7 @@ est_status est_tfrecord_writer_open(est_tfrecord_writer **out, const char *path,
   }
   if (c != EST_COMPRESSION_NONE) {
     /* TF's ZlibCompressionOptions: level 6 (default), memLevel 9, windowBits 15 (zlib
-     * wrapper) or 31 (gzip wrapper), default strategy (formats.md §1.2). */
+     * wrapper) or 31 (gzip wrapper), default strategy (docs/tfrecord.md §2). */
     int wbits = c == EST_COMPRESSION_GZIP ? MAX_WBITS + 16 : MAX_WBITS;
     if (deflateInit2(&w->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, wbits, 9, Z_DEFAULT_STRATEGY) != Z_OK) {
       writer_free(w);

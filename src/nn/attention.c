@@ -2,7 +2,7 @@
  *
  * Work is split by (example, head) pairs across OpenMP threads; each pair's small GEMMs
  * ([S,Dh].[Dh,S] and [S,S].[S,Dh]) run single-threaded in OpenBLAS. Threading inside such
- * small products costs more than it gains (see the performance notes), and a per-pair
+ * small products costs more than it gains (docs/performance.md §1), and a per-pair
  * split gives results that do not depend on the thread count.
  *
  * Per pair (b, h), with Q, K, V the [S, Dh] slices (row stride N*Dh):

@@ -2,7 +2,7 @@
 """Golden tensors for est's BERT classifier, computed by an independent PyTorch model.
 
 Builds google-research/bert's classifier (modeling.py BertModel + run_classifier.py
-create_model, as described in the spec) directly from torch ops -- no est code, no
+create_model, as docs/bert.md describes them) directly from torch ops -- no est code, no
 HuggingFace -- from weights drawn here with a fixed seed, then writes, per configuration:
 
   tests/data/golden/<name>/bert_config.json  the BertConfig (loaded by est's JSON reader)
@@ -155,7 +155,7 @@ def forward(p, cfg, num_labels, ids, mask, segs, labels):
 
 
 def learning_rate(t):
-    # float32 arithmetic as the TF graph (bert_reference.md 4.1)
+    # float32 arithmetic as the TF graph (docs/optimizer.md §1)
     f = np.float32
     decay = f(INIT_LR) * (f(1) - f(min(t, NUM_TRAIN_STEPS)) / f(NUM_TRAIN_STEPS))
     if NUM_WARMUP_STEPS > 0 and t < NUM_WARMUP_STEPS:

@@ -2,7 +2,7 @@
 """Reference outputs for est's tokenizer tests (developer tool; `make test` does not run it).
 
 A plain transcription of google-research/bert tokenization.py's behaviour as described in
-shared/spec/bert_reference.md section 1 (BasicTokenizer + WordpieceTokenizer), run under
+docs/tokenizer.md sections 1-3 (BasicTokenizer + WordpieceTokenizer), run under
 CPython's own str.lower(), str.split(), str.strip() and unicodedata, which is what the
 reference relies on. It writes tests/data/tokenizer_golden.tsv: one line per case,
 "<input bytes in hex>\t<do_lower_case 0|1>\t<space-separated ids>".
