@@ -119,7 +119,8 @@ est_status est_ckpt_manager_save(est_ckpt_manager *m, int64_t step, size_t n, co
   maybe_die(step, "state");
   for (size_t i = 0; i < drop; i++) {
     char full[4096];
-    if (!est_ckpt_manager_full_path(m, m->paths[i], full, sizeof full) || est_ckpt_remove(full) != EST_OK) EST_LOG_WARN("could not delete old checkpoint: %s", est_error_message());
+    if (!est_ckpt_manager_full_path(m, m->paths[i], full, sizeof full) || est_ckpt_remove(full) != EST_OK)
+      EST_LOG_WARN("could not delete old checkpoint: %s", est_error_message());
     free(m->paths[i]);
   }
   if (drop) memmove(m->paths, m->paths + drop, (m->count - drop) * sizeof *m->paths);
