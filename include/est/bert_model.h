@@ -1,5 +1,6 @@
-/* est/bert_model.h — BertConfig and the BERT sequence classifier (modeling.py BertModel +
- * run_classifier.py create_model), trained on a variable store.
+/* est/bert_model.h — the BERT sequence classifier (modeling.py BertModel + run_classifier.py
+ * create_model), trained on a variable store: the encoder of est/bert_encoder.h with the
+ * classifier head below on its pooled output, composed behind one API.
  *
  *     est_bert_config cfg;
  *     est_bert_config_from_json_file(&cfg, "bert_config.json");
@@ -21,6 +22,9 @@
  * output_weights [C,H], output_bias [C]), so BERT checkpoints load by name.
  * The step loop allocates nothing: reserve() sizes one activation buffer for the largest
  * batch; smaller batches (the last partial eval batch) use a prefix of it.
+ *
+ * The head alone (est_bert_classifier_head_*) is the same computation on any [B,H] input,
+ * e.g. an encoder reserved forward-only for serving.
  */
 #ifndef EST_BERT_MODEL_H
 #define EST_BERT_MODEL_H
@@ -28,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "est/bert_encoder.h"
 #include "est/nn.h"
 #include "est/status.h"
 #include "est/variables.h"
@@ -35,37 +40,6 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- BertConfig ------------------------------------------------------------------- */
-
-typedef struct est_bert_config {
-  int vocab_size;                    /* required; 0 = unset */
-  int hidden_size;                   /* 768 */
-  int num_hidden_layers;             /* 12 */
-  int num_attention_heads;           /* 12 */
-  int intermediate_size;             /* 3072 */
-  est_activation hidden_act;         /* "gelu" (tanh form); see est/nn.h for the spellings */
-  double hidden_dropout_prob;        /* 0.1 */
-  double attention_probs_dropout_prob; /* 0.1 */
-  int max_position_embeddings;       /* 512 */
-  int type_vocab_size;               /* 16 (the constructor default; released models use 2) */
-  double initializer_range;          /* 0.02 */
-} est_bert_config;
-
-/* modeling.BertConfig's constructor defaults, with vocab_size unset (0). */
-est_bert_config est_bert_config_default(void);
-
-/* Reads bert_config.json: every known key overrides its default; unknown keys (e.g.
- * "directionality", "pooler_fc_size") are ignored. Errors name the file and the field:
- * a missing vocab_size, a value of the wrong type or range, an "Unsupported activation",
- * "The hidden size (%d) is not a multiple of the number of attention heads (%d)". */
-est_status est_bert_config_from_json_file(est_bert_config *cfg, const char *path);
-/* The same from a JSON text; `source` names it in messages. */
-est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *json, const char *source);
-/* Checks ranges and the head divisibility; `source` prefixes messages (may be NULL). */
-est_status est_bert_config_validate(const est_bert_config *cfg, const char *source);
-/* to_json_string: all fields, keys sorted, indent 2, trailing newline. Free with free(). */
-char *est_bert_config_to_json_string(const est_bert_config *cfg);
 
 /* ---- the classifier ----------------------------------------------------------------- */
 
@@ -100,7 +74,8 @@ est_status est_bert_classifier_forward(est_bert_classifier *m, const int32_t *in
                                        float *per_example_loss_out, float *loss_out);
 
 /* Backward of the last forward (which needs labels) with d loss = 1: ADDS every
- * parameter gradient into the store's gradient buffer (zero it first for a fresh step). */
+ * parameter gradient into the store's gradient buffer (zero it first for a fresh step).
+ * One backward per forward (a second one is EST_ERR_FAILED_PRECONDITION). */
 est_status est_bert_classifier_backward(est_bert_classifier *m);
 
 /* Backward calls fn(ctx, offset, count) as soon as a group of parameter gradients is final
@@ -110,8 +85,8 @@ est_status est_bert_classifier_backward(est_bert_classifier *m);
  * are floats of the store's gradient buffer (est_variable.offset, .count); a group is one
  * range unless padding between its variables splits it (a count not a multiple of 16
  * floats); padding and frozen variables are never reported. The Estimator's model_fn
- * forwards these to est_grads_ready. NULL fn: no calls (the default). */
-typedef void (*est_bert_grads_ready_fn)(void *ctx, size_t offset, size_t count);
+ * forwards these to est_grads_ready. NULL fn: no calls (the default).
+ * (est_bert_grads_ready_fn: est/bert_encoder.h.) */
 void est_bert_classifier_set_grads_ready(est_bert_classifier *m, est_bert_grads_ready_fn fn, void *ctx);
 
 /* probabilities[batch, C] = softmax(logits), the predict output. */
@@ -125,6 +100,35 @@ const float *est_bert_classifier_pooled_output(const est_bert_classifier *m);
 
 int est_bert_classifier_num_labels(const est_bert_classifier *m);
 const est_bert_config *est_bert_classifier_config(const est_bert_classifier *m);
+/* The encoder inside (e.g. for est_bert_encoder_layer_output); owned by the classifier. */
+est_bert_encoder *est_bert_classifier_encoder(const est_bert_classifier *m);
+
+/* ---- the classifier head alone ---------------------------------------------------- */
+
+/* run_classifier create_model's head on a pooled output [B,H]: dropout (a hard-coded 0.1,
+ * in training, tensor id EST_BERT_DROPOUT_HEAD_FIRST) -> logits [B,C] = pooled_d .
+ * output_weights^T + output_bias -> softmax cross-entropy, loss = the batch mean.
+ * Owns its activations (one buffer, reserve); reads and writes only its own variables. */
+typedef struct est_bert_classifier_head est_bert_classifier_head;
+
+/* Declares output_weights [C,H] (truncated normal 0.02, hard-coded in run_classifier) and
+ * output_bias [C] (zeros) in `vs`. */
+est_status est_bert_classifier_head_create(est_bert_classifier_head **out, int hidden_size, int num_labels,
+                                           est_var_store *vs);
+void est_bert_classifier_head_free(est_bert_classifier_head *h);
+est_status est_bert_classifier_head_reserve(est_bert_classifier_head *h, int max_batch);
+size_t est_bert_classifier_head_activation_bytes(const est_bert_classifier_head *h);
+/* pooled [batch, H] (read during the call only); the rest as est_bert_classifier_forward.
+ * Errors: batch beyond the reservation, a label outside [0, C). */
+est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const float *pooled,
+                                            const int32_t *label_ids, int batch, int training,
+                                            uint64_t dropout_seed, uint64_t step, float *logits_out,
+                                            float *per_example_loss_out, float *loss_out);
+/* Backward of the last forward (with labels), d loss = 1: ADDS d loss / d pooled into
+ * d_pooled [batch, H] (e.g. est_bert_encoder_pooled_output_grad) and output_weights' and
+ * output_bias' gradients into the store, then reports that group as ready. */
+est_status est_bert_classifier_head_backward(est_bert_classifier_head *h, float *d_pooled);
+void est_bert_classifier_head_set_grads_ready(est_bert_classifier_head *h, est_bert_grads_ready_fn fn, void *ctx);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 #include "est/dist.h"
 #include "est/threads.h"
 #include "est/nn.h"
+#include "est/bert_encoder.h"
 #include "est/bert_model.h"
 #include "est/tokenizer.h"
 #include "est/processors.h"

@@ -6,15 +6,20 @@
  *
  *     // y[N,OC] = x[N,IC] . W[IC,OC] + b, then its gradients
  *     est_matmul_forward(y, x, W, b, N, IC, OC, 0);
- *     est_matmul_backward(dx, dW, db, dy, x, W, N, IC, OC, 0);   // all three +=
+ *     est_matmul_backward(dx, dW, db, dy, x, W, N, IC, OC, 0);   // dx, dW, db all +=
  *
- * Gradient conventions (the "d" arguments):
- *   - Parameter gradients (dW, db, dgamma, dbeta, embedding tables) ALWAYS accumulate
- *     (+=), so gradient accumulation over micro-batches is free. Zero them yourself.
- *   - Input gradients are documented per op: matmul ACCUMULATES into dinp (GEMM beta=1,
- *     it is free and it is what residual branches want); elementwise ops, layer norm,
- *     attention and cross-entropy WRITE (=) theirs.
+ * Backward has one rule: EVERY gradient a backward produces is ADDED (+=) into the
+ * buffer the caller passes, never written over it. That holds for parameter gradients
+ * (dW, db, dgamma, dbeta, embedding tables), so gradient accumulation over micro-batches
+ * is free, and for input gradients (dinp, dq/dk/dv, dlogits), so a tensor read by two
+ * ops (a residual connection, a tied embedding table, Q/K/V reading one input) gets the
+ * sum of both gradients by handing both backwards the same buffer. Consequences:
+ *   - Zero a gradient buffer yourself before the first backward that adds into it.
+ *   - An input gradient may NOT alias the output gradient it is computed from (dinp ==
+ *     dout would read what it has already added to).
  *   - Any gradient pointer may be NULL when that gradient is not wanted.
+ * tests/test_nn_gradcheck.c checks the rule for every op: a backward into a non-zero
+ * buffer gives that buffer plus the gradient.
  *
  * Numerics follow google-research/bert modeling.py (docs/bert.md §2): layer norm eps
  * 1e-12, additive -10000 attention mask applied after the 1/sqrt(Dh) scale, inverted
@@ -62,7 +67,7 @@ void est_matmul_backward_ref(float *dinp, float *dweight, float *dbias, const fl
 /* out[N,C] = (inp - mean) * rstd * gamma[C] + beta[C]; mean[N], rstd[N] are saved for backward. */
 void est_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                            const float *beta, int N, int C);
-/* dinp[N,C] written (=); dgamma[C], dbeta[C] +=. */
+/* dinp[N,C] +=; dgamma[C], dbeta[C] +=. dinp must not alias dout. */
 void est_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                             const float *gamma, const float *mean, const float *rstd, int N, int C);
 
@@ -86,7 +91,7 @@ const char *est_activation_name(est_activation act);
 
 /* out[n] = act(inp[n]); out may alias inp. */
 void est_activation_forward(float *out, const float *inp, size_t n, est_activation act);
-/* dinp[n] = dout[n] * act'(inp[n]) written (=); dinp may alias dout. */
+/* dinp[n] += dout[n] * act'(inp[n]); dinp must not alias dout. */
 void est_activation_backward(float *dinp, const float *dout, const float *inp, size_t n, est_activation act);
 
 /* Scalar reference tanh-GELU and its derivative in double precision, for tests of the
@@ -106,7 +111,8 @@ void est_dropout_mask(uint8_t *mask, size_t start, size_t n, float prob, uint64_
  * (may be NULL). out may alias inp. */
 void est_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float prob, uint64_t seed,
                          uint64_t step, uint32_t tensor_id);
-/* dinp[n] = dout * mask / (1-prob) written (=); may alias. prob == 0: copy. */
+/* dinp[n] += dout * mask / (1-prob); dinp must not alias dout. prob == 0: dinp += dout
+ * (mask unread; a caller may rather skip the op and use dout itself). */
 void est_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float prob);
 
 /* ---------------------------------------------------------------------------------- */
@@ -122,12 +128,14 @@ size_t est_attention_scratch_floats(int B, int N, int S);
 void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
                            const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                            int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id);
-/* dq, dk, dv [B,S,N*Dh] written (=). */
+/* dq, dk, dv [B,S,N*Dh] += (each may be NULL). scratch as forward's; its contents are
+ * overwritten. */
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,
                             const float *k, const float *v, const float *probs, const uint8_t *dropout_mask,
                             int B, int S, int N, int Dh, float dropout_prob);
 /* Plain-loop references (double accumulation, libm exp), same arguments minus scratch;
- * the dropout mask is read, not drawn (pass the fast forward's mask). */
+ * the dropout mask is read, not drawn (pass the fast forward's mask). The backward adds
+ * (+=) into dq, dk, dv like the fast one; none may be NULL. */
 void est_attention_forward_ref(float *ctx, float *probs, const uint8_t *dropout_mask, const float *q,
                                const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                                int Dh, float dropout_prob);
@@ -144,7 +152,8 @@ void est_attention_backward_ref(float *dq, float *dk, float *dv, const float *dc
 est_status est_embeddings_forward(float *out, const int32_t *input_ids, const int32_t *token_type_ids,
                                   const float *word, const float *type, const float *pos, int B, int S,
                                   int H, int V, int T);
-/* dword, dtype, dpos += (scatter-add: repeated ids add up). Ids must have passed forward. */
+/* dword, dtype, dpos += (scatter-add: repeated ids add up); each may be NULL. Ids must
+ * have passed forward. There is no input gradient (ids are integers). */
 void est_embeddings_backward(float *dword, float *dtype, float *dpos, const float *dout,
                              const int32_t *input_ids, const int32_t *token_type_ids, int B, int S, int H,
                              int V, int T);
@@ -159,7 +168,7 @@ void est_softmax_forward(float *out, const float *inp, int B, int C);
  * backward (may be NULL when no backward follows). A label outside [0,C) is an error. */
 est_status est_crossentropy_forward(float *losses, float *probs, const float *logits, const int32_t *labels,
                                     int B, int C);
-/* dlogits[B,C] = dloss * (probs - onehot(labels)) written (=); dloss is d(total)/d(losses[b]),
+/* dlogits[B,C] += dloss * (probs - onehot(labels)); dloss is d(total)/d(losses[b]),
  * e.g. 1/B for a batch mean. */
 void est_crossentropy_backward(float *dlogits, const float *probs, const int32_t *labels, float dloss, int B,
                                int C);

@@ -78,31 +78,30 @@ void est_activation_backward(float *dinp, const float *dout, const float *inp, s
   ptrdiff_t len = (ptrdiff_t)n;
   switch (act) {
   case EST_ACT_LINEAR:
-    if (dinp != dout)
 #pragma omp parallel for simd schedule(static)
-      for (ptrdiff_t i = 0; i < len; i++) dinp[i] = dout[i];
+    for (ptrdiff_t i = 0; i < len; i++) dinp[i] += dout[i];
     break;
   case EST_ACT_RELU:
 #pragma omp parallel for simd schedule(static)
-    for (ptrdiff_t i = 0; i < len; i++) dinp[i] = inp[i] > 0.0f ? dout[i] : 0.0f;
+    for (ptrdiff_t i = 0; i < len; i++) dinp[i] += inp[i] > 0.0f ? dout[i] : 0.0f;
     break;
   case EST_ACT_GELU:
 #pragma omp parallel for simd schedule(static)
-    for (ptrdiff_t i = 0; i < len; i++) dinp[i] = dout[i] * est_fast_gelu_grad(inp[i]);
+    for (ptrdiff_t i = 0; i < len; i++) dinp[i] += dout[i] * est_fast_gelu_grad(inp[i]);
     break;
   case EST_ACT_GELU_EXACT:
 #pragma omp parallel for schedule(static)
     for (ptrdiff_t i = 0; i < len; i++) {
       float x = inp[i];
       float cdf = 0.5f * (1.0f + erff(x * INV_SQRT2));
-      dinp[i] = dout[i] * (cdf + x * INV_SQRT_2PI * expf(-0.5f * x * x));
+      dinp[i] += dout[i] * (cdf + x * INV_SQRT_2PI * expf(-0.5f * x * x));
     }
     break;
   case EST_ACT_TANH:
 #pragma omp parallel for schedule(static)
     for (ptrdiff_t i = 0; i < len; i++) {
       float t = tanhf(inp[i]);
-      dinp[i] = dout[i] * (1.0f - t * t);
+      dinp[i] += dout[i] * (1.0f - t * t);
     }
     break;
   }

@@ -8,8 +8,9 @@
  * Per pair (b, h), with Q, K, V the [S, Dh] slices (row stride N*Dh):
  *   forward   P  = softmax(Q K^T / sqrt(Dh) + madd),  madd[j] = (1 - input_mask[b,j]) * -10000
  *             Pd = dropout(P);  ctx = Pd V
- *   backward  dV = Pd^T dctx;  dPd = dctx V^T;  dP = dropout_backward(dPd)
- *             dS = P * (dP - rowsum(dP * P)) / sqrt(Dh);  dQ = dS K;  dK = dS^T Q */
+ *   backward  dV += Pd^T dctx;  dPd = dctx V^T;  dP = dropout_backward(dPd)
+ *             dS = P * (dP - rowsum(dP * P)) / sqrt(Dh);  dQ += dS K;  dK += dS^T Q
+ * (the three input gradients accumulate: their GEMMs run with beta = 1) */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -103,9 +104,9 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
       for (size_t e = 0; e < SS; e++) pd[e] = m[e] ? p[e] * keep_scale : 0.0f;
       pdrop = pd;
     }
-    /* dV[S,Dh] = Pd^T dctx */
+    /* dV[S,Dh] += Pd^T dctx */
     if (dv)
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, pdrop, S, dctx + off, HD, 0.0f,
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, pdrop, S, dctx + off, HD, 1.0f,
                   dv + off, HD);
     /* dPd[S,S] = dctx V^T */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, dctx + off, HD, v + off, HD, 0.0f, dp, S);
@@ -123,8 +124,8 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
 #pragma omp simd
       for (int j = 0; j < S; j++) drow[j] = prow[j] * (drow[j] - dot) * scale;
     }
-    /* dQ[S,Dh] = dS K;  dK[S,Dh] = dS^T Q */
-    if (dq) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, k + off, HD, 0.0f, dq + off, HD);
-    if (dk) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, q + off, HD, 0.0f, dk + off, HD);
+    /* dQ[S,Dh] += dS K;  dK[S,Dh] += dS^T Q */
+    if (dq) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, k + off, HD, 1.0f, dq + off, HD);
+    if (dk) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, q + off, HD, 1.0f, dk + off, HD);
   }
 }

@@ -52,7 +52,6 @@ void est_attention_backward_ref(float *dq, float *dk, float *dv, const float *dc
   const int HD = N * Dh;
   const double scale = 1.0 / sqrt((double)Dh);
   double *dp = malloc((size_t)S * S * sizeof(double));
-  for (size_t e = 0; e < (size_t)B * S * HD; e++) dq[e] = dk[e] = dv[e] = 0.0f;
   for (int b = 0; b < B; b++)
     for (int h = 0; h < N; h++) {
       size_t base = ((size_t)b * N + h) * S * S;

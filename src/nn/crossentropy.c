@@ -37,5 +37,5 @@ void est_crossentropy_backward(float *dlogits, const float *probs, const int32_t
                                int C) {
   for (int b = 0; b < B; b++)
     for (int c = 0; c < C; c++)
-      dlogits[(size_t)b * C + c] = dloss * (probs[(size_t)b * C + c] - (c == labels[b] ? 1.0f : 0.0f));
+      dlogits[(size_t)b * C + c] += dloss * (probs[(size_t)b * C + c] - (c == labels[b] ? 1.0f : 0.0f));
 }

@@ -149,12 +149,13 @@ void est_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, 
 }
 
 void est_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float prob) {
+  ptrdiff_t len = (ptrdiff_t)n;
   if (prob <= 0.0f) {
-    if (dinp != dout) memmove(dinp, dout, n * sizeof(float));
+#pragma omp parallel for simd schedule(static)
+    for (ptrdiff_t i = 0; i < len; i++) dinp[i] += dout[i];
     return;
   }
   float scale = 1.0f / (1.0f - prob);
-  ptrdiff_t len = (ptrdiff_t)n;
 #pragma omp parallel for simd schedule(static)
-  for (ptrdiff_t i = 0; i < len; i++) dinp[i] = mask[i] ? dout[i] * scale : 0.0f;
+  for (ptrdiff_t i = 0; i < len; i++) dinp[i] += mask[i] ? dout[i] * scale : 0.0f;
 }

@@ -3,7 +3,7 @@
  * forward:  xhat = (x - mean) * rstd,  rstd = 1/sqrt(var + eps) with the biased variance,
  *           y = xhat * gamma + beta.
  * backward: with g = dy * gamma,
- *           dx = rstd * (g - mean_c(g) - xhat * mean_c(g * xhat))
+ *           dx += rstd * (g - mean_c(g) - xhat * mean_c(g * xhat))
  *           dgamma += sum_n dy * xhat,  dbeta += sum_n dy.
  * Rows are independent (parallel over n); the parameter gradients are column sums done
  * in a second, column-parallel pass so no two threads add into the same element. */
@@ -55,7 +55,7 @@ void est_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const floa
 #pragma omp simd
       for (int c = 0; c < C; c++) {
         float xhat = (x[c] - m) * s;
-        dx[c] = s * (dy[c] * gamma[c] - mg - xhat * mgx);
+        dx[c] += s * (dy[c] * gamma[c] - mg - xhat * mgx);
       }
     }
   }

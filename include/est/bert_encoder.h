@@ -1,0 +1,198 @@
+/* est/bert_encoder.h — BertConfig and the BERT encoder (modeling.py BertModel): embeddings,
+ * L post-LN transformer layers and the tanh pooler, forward and backward over named
+ * buffers. Task heads (the classifier in est/bert_model.h, a masked-LM + next-sentence
+ * head, a span head, serving) sit on top and never reach inside.
+ *
+ *     est_bert_encoder *enc;
+ *     est_bert_encoder_create(&enc, &cfg, vs);           // declares bert/... variables
+ *     my_head_create(&head, vs);                         // the head's own variables after them
+ *     est_vars_finalize(vs, seed);                       // or restore a checkpoint
+ *     est_bert_encoder_reserve(enc, 32, 128, 1);         // 1 = keep what backward needs
+ *     for (step...) {
+ *       est_vars_zero_grads(vs);
+ *       est_bert_encoder_forward(enc, ids, mask, segs, B, S, 1, seed, step);
+ *       const float *seq = est_bert_encoder_sequence_output(enc);    // [B,S,H]
+ *       const float *pooled = est_bert_encoder_pooled_output(enc);   // [B,H]
+ *       my_head_forward(head, seq, pooled, ..., &loss);
+ *       // the head's backward ADDS d loss/d output into the encoder's gradient buffers
+ *       my_head_backward(head, est_bert_encoder_sequence_output_grad(enc),
+ *                        est_bert_encoder_pooled_output_grad(enc));
+ *       est_bert_encoder_backward(enc);                  // parameter grads +=
+ *       est_optimizer_apply(opt, step);
+ *     }
+ *
+ * Shapes (T = B*S tokens, row-major, rows packed at the forward's B and S, whatever the
+ * reservation): sequence output and every layer output [B,S,H] = [T,H], pooled output [B,H],
+ * word embeddings [V,H].
+ *
+ * Buffers and ownership. The encoder owns one activation buffer (reserve) holding every
+ * activation, the two output gradients and the backward scratch; the views returned below
+ * point into it and stay valid until the next forward or reserve. Variables live in the
+ * caller's est_var_store; heads reach the encoder's through indices (e.g. a masked-LM head
+ * reads the tied word-embedding table with est_vars_value(vs, word_idx) and ADDS its part of
+ * the table's gradient with est_vars_grad(vs, word_idx), before the encoder's backward).
+ *
+ * What accumulates (the one rule of est/nn.h, kept here):
+ *   - est_bert_encoder_sequence_output_grad / _pooled_output_grad return d loss / d output
+ *     buffers that are zero after each forward (zeroed lazily, on the first request or in
+ *     backward) and into which any number of heads ADD (+=). A head that does not use an
+ *     output leaves its gradient alone, and it counts as zero.
+ *   - est_bert_encoder_backward ADDS every encoder parameter gradient into the store's
+ *     gradient buffer (zero it first for a fresh step; micro-batches accumulate for free).
+ *     It consumes the two output gradients (their contents are undefined afterwards).
+ *
+ * Shorter batches. Forward runs any batch <= max_batch and any seq_len <= max_seq_len of the
+ * reservation (serving runs each batch at the length of its longest example); the results
+ * equal those of a reservation of exactly that size.
+ *
+ * Dropout. With training = 1 the hidden and attention dropouts of the config are on, masks
+ * drawn from (dropout_seed, step, tensor id) (est/nn.h). The encoder uses tensor ids
+ * EST_BERT_DROPOUT_EMBEDDINGS and EST_BERT_DROPOUT_LAYER_BASE + 3*layer + {0,1,2}; heads pick
+ * theirs in [EST_BERT_DROPOUT_HEAD_FIRST, EST_BERT_DROPOUT_HEAD_LAST].
+ *
+ * Variables carry exactly TF's names and shapes, declared in this order (so a BERT checkpoint
+ * loads by name): bert/embeddings/{word_embeddings [V,H], token_type_embeddings [T,H],
+ * position_embeddings [P,H], LayerNorm/beta, LayerNorm/gamma}, then per layer N
+ * bert/encoder/layer_N/attention/self/{query,key,value}/{kernel [H,H],bias},
+ * attention/output/dense, attention/output/LayerNorm, intermediate/dense [H,I],
+ * output/dense [I,H], output/LayerNorm, then bert/pooler/dense/{kernel,bias}.
+ */
+#ifndef EST_BERT_ENCODER_H
+#define EST_BERT_ENCODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/nn.h"
+#include "est/status.h"
+#include "est/variables.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- BertConfig ------------------------------------------------------------------- */
+
+typedef struct est_bert_config {
+  int vocab_size;                    /* required; 0 = unset */
+  int hidden_size;                   /* 768 */
+  int num_hidden_layers;             /* 12 */
+  int num_attention_heads;           /* 12 */
+  int intermediate_size;             /* 3072 */
+  est_activation hidden_act;         /* "gelu" (tanh form); see est/nn.h for the spellings */
+  double hidden_dropout_prob;        /* 0.1 */
+  double attention_probs_dropout_prob; /* 0.1 */
+  int max_position_embeddings;       /* 512 */
+  int type_vocab_size;               /* 16 (the constructor default; released models use 2) */
+  double initializer_range;          /* 0.02 */
+} est_bert_config;
+
+/* modeling.BertConfig's constructor defaults, with vocab_size unset (0). */
+est_bert_config est_bert_config_default(void);
+
+/* Reads bert_config.json: every known key overrides its default; unknown keys (e.g.
+ * "directionality", "pooler_fc_size") are ignored. Errors name the file and the field:
+ * a missing vocab_size, a value of the wrong type or range, an "Unsupported activation",
+ * "The hidden size (%d) is not a multiple of the number of attention heads (%d)". */
+est_status est_bert_config_from_json_file(est_bert_config *cfg, const char *path);
+/* The same from a JSON text; `source` names it in messages. */
+est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *json, const char *source);
+/* Checks ranges and the head divisibility; `source` prefixes messages (may be NULL). */
+est_status est_bert_config_validate(const est_bert_config *cfg, const char *source);
+/* to_json_string: all fields, keys sorted, indent 2, trailing newline. Free with free(). */
+char *est_bert_config_to_json_string(const est_bert_config *cfg);
+
+/* ---- gradient-ready reports ------------------------------------------------------- */
+
+/* Called by a backward as soon as a group of parameter gradients is final, so that (with
+ * data parallelism) its all-reduce can overlap the rest of backward. offset and count are
+ * floats of the store's gradient buffer (est_variable.offset, .count). */
+typedef void (*est_bert_grads_ready_fn)(void *ctx, size_t offset, size_t count);
+
+/* Reports variables first..last of `vs` (consecutive indices, e.g. one head's group) to fn:
+ * adjacent variables merge into maximal runs with no padding between them (one call per
+ * group when every count is a multiple of 16 floats), frozen variables and padding are never
+ * reported. fn NULL: nothing. For heads reporting their own groups the encoder's way. */
+void est_bert_report_grads_ready(const est_var_store *vs, size_t first, size_t last, est_bert_grads_ready_fn fn,
+                                 void *ctx);
+
+/* ---- dropout tensor ids ----------------------------------------------------------- */
+
+enum {
+  EST_BERT_DROPOUT_EMBEDDINGS = 1,
+  EST_BERT_DROPOUT_HEAD_FIRST = 2,    /* 2 is run_classifier's dropout on the pooled output */
+  EST_BERT_DROPOUT_HEAD_LAST = 99,
+  EST_BERT_DROPOUT_LAYER_BASE = 100,  /* + 3*layer + {0 attention probs, 1 attention output, 2 ffn output} */
+};
+
+/* ---- the encoder -------------------------------------------------------------------- */
+
+typedef struct est_bert_encoder est_bert_encoder;
+
+/* Validates cfg and declares the encoder's variables in `vs` (not yet finalized), with
+ * BERT's initialisers: truncated normal(initializer_range) for tables and kernels, zeros
+ * for biases and beta, ones for gamma. */
+est_status est_bert_encoder_create(est_bert_encoder **out, const est_bert_config *cfg, est_var_store *vs);
+void est_bert_encoder_free(est_bert_encoder *e);
+
+/* Allocates the activation buffer for batches of up to max_batch examples of up to
+ * max_seq_len tokens (huge pages, one allocation). with_backward = 1 keeps every layer's
+ * activations, dropout masks and the gradient scratch, as training needs; 0 is forward only
+ * (evaluation, serving): layers share their scratch and only the layer outputs are kept,
+ * far less memory; forward with training = 1 and backward are then errors. Call again to grow
+ * (sizes are the maxima of all calls; with_backward once 1 stays 1). Errors: a size <= 0, a
+ * max_seq_len beyond max_position_embeddings ("Cannot use sequence length ..."). */
+est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_seq_len, int with_backward);
+/* Bytes held by the activation buffer. */
+size_t est_bert_encoder_activation_bytes(const est_bert_encoder *e);
+
+/* One forward pass. input_ids, input_mask, segment_ids: [batch, seq_len] int32, row-major
+ * and packed at seq_len (input_mask/segment_ids may be NULL: all ones / all zeros).
+ * training = 1 turns the config's dropouts on. The store must be finalized. Errors: batch
+ * or seq_len beyond the reservation, an id outside the vocabulary ("input_ids[b][s] = id").
+ * A failed forward leaves nothing to run backward on. */
+est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_ids, const int32_t *input_mask,
+                                    const int32_t *segment_ids, int batch, int seq_len, int training,
+                                    uint64_t dropout_seed, uint64_t step);
+
+/* Views of the last forward's outputs (valid until the next forward or reserve):
+ * embedding output (after LayerNorm and dropout) [T,H]; layer_output(l), l in
+ * [0, num_hidden_layers), [T,H] (extract_features' layers; -1 is the sequence output);
+ * sequence output = the last layer's output [T,H]; pooled output tanh(first token . Wp + bp)
+ * [B,H]. batch()/seq_len() give the last forward's B and S (0 before any). */
+const float *est_bert_encoder_embedding_output(const est_bert_encoder *e);
+const float *est_bert_encoder_layer_output(const est_bert_encoder *e, int layer);
+const float *est_bert_encoder_sequence_output(const est_bert_encoder *e);
+const float *est_bert_encoder_pooled_output(const est_bert_encoder *e);
+int est_bert_encoder_batch(const est_bert_encoder *e);
+int est_bert_encoder_seq_len(const est_bert_encoder *e);
+
+/* d loss / d sequence output [T,H] and d loss / d pooled output [B,H] of the last forward:
+ * zero after each forward, heads ADD into them, backward consumes them. NULL when the
+ * reservation has no backward or no forward succeeded since it. */
+float *est_bert_encoder_sequence_output_grad(est_bert_encoder *e);
+float *est_bert_encoder_pooled_output_grad(est_bert_encoder *e);
+
+/* Backward of the last forward from the two output gradients: ADDS every encoder parameter
+ * gradient into the store's gradient buffer and reports the groups as they are final (the
+ * pooler, each layer from the top down, the embeddings last). Errors: no successful forward
+ * since the last reserve, a reservation without backward. */
+est_status est_bert_encoder_backward(est_bert_encoder *e);
+
+/* Sets the gradient-ready callback of backward (NULL fn: none, the default). */
+void est_bert_encoder_set_grads_ready(est_bert_encoder *e, est_bert_grads_ready_fn fn, void *ctx);
+
+/* Store indices of the variables a head may share or report around: the word-embedding
+ * table [V,H] (tied to a masked-LM head's output layer), and the first and last index of
+ * the encoder's variables (all of them consecutive, in the order above). */
+size_t est_bert_encoder_word_embeddings_index(const est_bert_encoder *e);
+size_t est_bert_encoder_first_variable(const est_bert_encoder *e);
+size_t est_bert_encoder_last_variable(const est_bert_encoder *e);
+
+const est_bert_config *est_bert_encoder_config(const est_bert_encoder *e);
+est_var_store *est_bert_encoder_vars(const est_bert_encoder *e);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,362 @@
+/* BERT encoder (modeling.py BertModel): embeddings -> L post-LN transformer layers -> tanh
+ * pooler on the first token. Variables, the activation buffer and forward here; backward in
+ * encoder_backward.c.
+ *
+ * Variables live in the caller's est_var_store under TF's names; activations live in one
+ * buffer sized by est_bert_encoder_reserve (carved into named regions below), so the step
+ * loop allocates nothing. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bert/encoder_internal.h"
+#include "core/alloc.h"
+
+/* ---- variables ---------------------------------------------------------------------- */
+
+static est_status declare(est_var_store *vs, int *idx, est_initializer init, int rank, int64_t d0, int64_t d1,
+                          const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+static est_status declare(est_var_store *vs, int *idx, est_initializer init, int rank, int64_t d0, int64_t d1,
+                          const char *fmt, ...) {
+  char name[EST_VAR_NAME_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(name, sizeof name, fmt, ap);
+  va_end(ap);
+  int64_t dims[2] = {d0, d1};
+  return est_vars_declare(vs, name, rank, dims, init, idx);
+}
+
+est_status est_bert_encoder_create(est_bert_encoder **out, const est_bert_config *cfg, est_var_store *vs) {
+  *out = NULL;
+  est_status st = est_bert_config_validate(cfg, "BertConfig");
+  if (st) return st;
+  est_bert_encoder *e = calloc(1, sizeof *e);
+  if (!e) return est_error(EST_ERR_NO_MEMORY, "out of memory creating the BERT encoder");
+  e->cfg = *cfg;
+  e->vs = vs;
+  e->lv = calloc((size_t)cfg->num_hidden_layers, sizeof *e->lv);
+  e->la = calloc((size_t)cfg->num_hidden_layers, sizeof *e->la);
+  if (!e->lv || !e->la) {
+    est_bert_encoder_free(e);
+    return est_error(EST_ERR_NO_MEMORY, "out of memory creating the BERT encoder");
+  }
+  const int64_t H = cfg->hidden_size, I = cfg->intermediate_size;
+  const est_initializer W = est_init_truncated_normal((float)cfg->initializer_range);
+  const est_initializer Z = est_init_zeros(), O = est_init_ones();
+#define D(...) \
+  if ((st = declare(vs, __VA_ARGS__))) goto fail
+  D(&e->word, W, 2, cfg->vocab_size, H, "bert/embeddings/word_embeddings");
+  D(&e->type, W, 2, cfg->type_vocab_size, H, "bert/embeddings/token_type_embeddings");
+  D(&e->pos, W, 2, cfg->max_position_embeddings, H, "bert/embeddings/position_embeddings");
+  D(&e->emb_b, Z, 1, H, 0, "bert/embeddings/LayerNorm/beta");
+  D(&e->emb_g, O, 1, H, 0, "bert/embeddings/LayerNorm/gamma");
+  for (int l = 0; l < cfg->num_hidden_layers; l++) {
+    enc_layer_vars *v = &e->lv[l];
+    const char *p = "bert/encoder/layer_";
+    D(&v->q_w, W, 2, H, H, "%s%d/attention/self/query/kernel", p, l);
+    D(&v->q_b, Z, 1, H, 0, "%s%d/attention/self/query/bias", p, l);
+    D(&v->k_w, W, 2, H, H, "%s%d/attention/self/key/kernel", p, l);
+    D(&v->k_b, Z, 1, H, 0, "%s%d/attention/self/key/bias", p, l);
+    D(&v->v_w, W, 2, H, H, "%s%d/attention/self/value/kernel", p, l);
+    D(&v->v_b, Z, 1, H, 0, "%s%d/attention/self/value/bias", p, l);
+    D(&v->ao_w, W, 2, H, H, "%s%d/attention/output/dense/kernel", p, l);
+    D(&v->ao_b, Z, 1, H, 0, "%s%d/attention/output/dense/bias", p, l);
+    D(&v->ln1_b, Z, 1, H, 0, "%s%d/attention/output/LayerNorm/beta", p, l);
+    D(&v->ln1_g, O, 1, H, 0, "%s%d/attention/output/LayerNorm/gamma", p, l);
+    D(&v->i_w, W, 2, H, I, "%s%d/intermediate/dense/kernel", p, l);
+    D(&v->i_b, Z, 1, I, 0, "%s%d/intermediate/dense/bias", p, l);
+    D(&v->o_w, W, 2, I, H, "%s%d/output/dense/kernel", p, l);
+    D(&v->o_b, Z, 1, H, 0, "%s%d/output/dense/bias", p, l);
+    D(&v->ln2_b, Z, 1, H, 0, "%s%d/output/LayerNorm/beta", p, l);
+    D(&v->ln2_g, O, 1, H, 0, "%s%d/output/LayerNorm/gamma", p, l);
+  }
+  D(&e->pool_w, W, 2, H, H, "bert/pooler/dense/kernel");
+  D(&e->pool_b, Z, 1, H, 0, "bert/pooler/dense/bias");
+#undef D
+  *out = e;
+  return EST_OK;
+fail:
+  est_bert_encoder_free(e);
+  return est_error_prefix("declaring BERT variables: ");
+}
+
+void est_bert_encoder_free(est_bert_encoder *e) {
+  if (!e) return;
+  est_free(e->buf);
+  free(e->la);
+  free(e->lv);
+  free(e);
+}
+
+void est_bert_encoder_set_grads_ready(est_bert_encoder *e, est_bert_grads_ready_fn fn, void *ctx) {
+  e->ready_fn = fn;
+  e->ready_ctx = fn ? ctx : NULL;
+}
+
+/* The store pads every variable to a cache line and the padding belongs to no variable, so
+ * adjacent variables merge into maximal runs with no padding between them. */
+void est_bert_report_grads_ready(const est_var_store *vs, size_t first, size_t last, est_bert_grads_ready_fn fn,
+                                 void *ctx) {
+  if (!fn) return;
+  size_t off = 0, count = 0;
+  for (size_t i = first; i <= last; i++) {
+    const est_variable *v = est_vars_at(vs, i);
+    if (v->trainable && count && v->offset == off + count) {
+      count += v->count;
+      continue;
+    }
+    if (count) fn(ctx, off, count);
+    off = v->offset;
+    count = v->trainable ? v->count : 0;
+  }
+  if (count) fn(ctx, off, count);
+}
+
+size_t est_bert_encoder_word_embeddings_index(const est_bert_encoder *e) { return (size_t)e->word; }
+size_t est_bert_encoder_first_variable(const est_bert_encoder *e) { return (size_t)e->word; }
+size_t est_bert_encoder_last_variable(const est_bert_encoder *e) { return (size_t)e->pool_b; }
+const est_bert_config *est_bert_encoder_config(const est_bert_encoder *e) { return &e->cfg; }
+est_var_store *est_bert_encoder_vars(const est_bert_encoder *e) { return e->vs; }
+
+/* ---- activation buffer -------------------------------------------------------------- */
+
+/* Bump allocator over the activation buffer: a sizing pass with base == NULL, then the
+ * real pass. Every region starts on a cache line. */
+typedef struct carver {
+  char *base;
+  size_t off;
+} carver;
+
+static void *carve(carver *c, size_t bytes) {
+  size_t at = (c->off + 63) & ~(size_t)63;
+  c->off = at + bytes;
+  return c->base ? c->base + at : NULL;
+}
+
+#define CARVE_F(c, n) ((float *)carve(c, (size_t)(n) * sizeof(float)))
+#define CARVE_U8(c, n) ((uint8_t *)carve(c, (size_t)(n)))
+
+/* One layer's activations; y is always the layer's own. masks: dropout masks wanted. */
+static void layout_layer(enc_layer_acts *a, carver *c, size_t B, size_t S, size_t H, size_t I, size_t N,
+                         int masks) {
+  const size_t T = B * S;
+  a->q = CARVE_F(c, T * H);
+  a->k = CARVE_F(c, T * H);
+  a->v = CARVE_F(c, T * H);
+  a->probs = CARVE_F(c, B * N * S * S);
+  a->pmask = masks ? CARVE_U8(c, B * N * S * S) : NULL;
+  a->ctx = CARVE_F(c, T * H);
+  a->amask = masks ? CARVE_U8(c, T * H) : NULL;
+  a->a_pre = CARVE_F(c, T * H);
+  a->ln1_mean = CARVE_F(c, T);
+  a->ln1_rstd = CARVE_F(c, T);
+  a->a = CARVE_F(c, T * H);
+  a->h_pre = CARVE_F(c, T * I);
+  a->omask = masks ? CARVE_U8(c, T * H) : NULL;
+  a->y_pre = CARVE_F(c, T * H);
+  a->ln2_mean = CARVE_F(c, T);
+  a->ln2_rstd = CARVE_F(c, T);
+}
+
+static void layout(est_bert_encoder *e, carver *c) {
+  const size_t B = (size_t)e->max_B, S = (size_t)e->max_S, T = B * S;
+  const size_t H = (size_t)e->cfg.hidden_size, I = (size_t)e->cfg.intermediate_size;
+  const size_t N = (size_t)e->cfg.num_attention_heads;
+  const int bw = e->with_backward;
+  e->ids = (int32_t *)carve(c, T * sizeof(int32_t));
+  e->types = (int32_t *)carve(c, T * sizeof(int32_t));
+  e->emb_sum = CARVE_F(c, T * H);
+  e->emb_mean = CARVE_F(c, T);
+  e->emb_rstd = CARVE_F(c, T);
+  e->emb_ln = CARVE_F(c, T * H);
+  e->emb_out = CARVE_F(c, T * H);
+  e->emb_mask = bw ? CARVE_U8(c, T * H) : NULL;
+  for (int l = 0; l < e->cfg.num_hidden_layers; l++) {
+    enc_layer_acts *a = &e->la[l];
+    if (bw || l == 0) layout_layer(a, c, B, S, H, I, N, bw);
+    else *a = e->la[0];  /* forward only: one layer's scratch serves all */
+    a->y = CARVE_F(c, T * H);
+  }
+  e->first = CARVE_F(c, B * H);
+  e->pool_pre = CARVE_F(c, B * H);
+  e->pooled = CARVE_F(c, B * H);
+  e->att_scratch = bw ? CARVE_F(c, est_attention_scratch_floats((int)B, (int)N, (int)S)) : NULL;
+  e->h = CARVE_F(c, T * I);
+  enc_grads *d = &e->d;
+  memset(d, 0, sizeof *d);
+  if (!bw) return;
+  d->hidden = CARVE_F(c, T * H);
+  d->pooled = CARVE_F(c, B * H);
+  d->pool_pre = CARVE_F(c, B * H);
+  d->first = CARVE_F(c, B * H);
+  d->attn_out = CARVE_F(c, T * H);
+  d->ffn_out = CARVE_F(c, T * H);
+  d->inter = CARVE_F(c, T * I);
+  d->inter_pre = e->h;
+  d->attn_dense = CARVE_F(c, T * H);
+  d->ctx = CARVE_F(c, T * H);
+  d->q = CARVE_F(c, 3 * T * H);
+  d->k = d->q ? d->q + T * H : NULL;
+  d->v = d->q ? d->q + 2 * T * H : NULL;
+  d->emb_ln = d->ffn_out;
+  d->emb_sum = d->attn_out;
+}
+
+est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_seq_len, int with_backward) {
+  if (max_batch <= 0 || max_seq_len <= 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "reserve: batch %d and sequence length %d must be positive",
+                     max_batch, max_seq_len);
+  if (max_seq_len > e->cfg.max_position_embeddings)
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "Cannot use sequence length %d because the BERT model was only trained up to sequence "
+                     "length %d", max_seq_len, e->cfg.max_position_embeddings);
+  with_backward = with_backward || e->with_backward;
+  if (e->buf && max_batch <= e->max_B && max_seq_len <= e->max_S && with_backward == e->with_backward)
+    return EST_OK;
+  est_free(e->buf);
+  e->buf = NULL;
+  e->buf_bytes = 0;
+  e->valid = 0;
+  e->B = e->S = 0;
+  e->max_B = max_batch > e->max_B ? max_batch : e->max_B;
+  e->max_S = max_seq_len > e->max_S ? max_seq_len : e->max_S;
+  e->with_backward = with_backward;
+  carver c = {NULL, 0};
+  layout(e, &c);
+  e->buf = est_alloc(c.off);
+  if (!e->buf)
+    return est_error(EST_ERR_NO_MEMORY, "cannot allocate %.1f MiB of activations for batch %d x %d tokens",
+                     (double)c.off / 1048576.0, e->max_B, e->max_S);
+  e->buf_bytes = c.off;
+  c = (carver){e->buf, 0};
+  layout(e, &c);
+  return EST_OK;
+}
+
+size_t est_bert_encoder_activation_bytes(const est_bert_encoder *e) { return e->buf_bytes; }
+
+void est_bert_zero(float *p, size_t n) {
+  enum { CHUNK = 1 << 15 };  /* floats per work item */
+  ptrdiff_t nchunks = (ptrdiff_t)((n + CHUNK - 1) / CHUNK);
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t c = 0; c < nchunks; c++) {
+    size_t off = (size_t)c * CHUNK, len = n - off < CHUNK ? n - off : CHUNK;
+    memset(p + off, 0, len * sizeof(float));
+  }
+}
+
+/* ---- forward ------------------------------------------------------------------------ */
+
+/* y[n] += x[n] (residual connections) */
+static void add_inplace(float *y, const float *x, size_t n) {
+  ptrdiff_t len = (ptrdiff_t)n;
+#pragma omp parallel for simd schedule(static)
+  for (ptrdiff_t i = 0; i < len; i++) y[i] += x[i];
+}
+
+est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_ids, const int32_t *input_mask,
+                                    const int32_t *segment_ids, int batch, int seq_len, int training,
+                                    uint64_t dropout_seed, uint64_t step) {
+  e->valid = 0;
+  if (!est_vars_finalized(e->vs))
+    return est_error(EST_ERR_FAILED_PRECONDITION, "BERT forward: the variable store is not finalized");
+  if (!input_ids) return est_error(EST_ERR_INVALID_ARGUMENT, "BERT forward: input_ids is NULL");
+  if (!e->buf || batch <= 0 || seq_len <= 0 || batch > e->max_B || seq_len > e->max_S)
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "BERT forward: batch %d x sequence length %d exceeds the reservation %d x %d", batch, seq_len,
+                     e->max_B, e->max_S);
+  const est_bert_config *cfg = &e->cfg;
+  if (training && !e->with_backward && (cfg->hidden_dropout_prob > 0 || cfg->attention_probs_dropout_prob > 0))
+    return est_error(EST_ERR_FAILED_PRECONDITION,
+                     "BERT forward: training (dropout) needs a reservation with backward");
+  const int B = batch, S = seq_len, T = B * S, H = cfg->hidden_size, I = cfg->intermediate_size;
+  const int N = cfg->num_attention_heads, Dh = H / N;
+  const float p_h = training ? (float)cfg->hidden_dropout_prob : 0.0f;
+  const float p_a = training ? (float)cfg->attention_probs_dropout_prob : 0.0f;
+#define V(idx) enc_value(e, idx)
+
+  /* embeddings -> LayerNorm -> dropout */
+  est_status st = est_embeddings_forward(e->emb_sum, input_ids, segment_ids, V(e->word), V(e->type), V(e->pos), B,
+                                         S, H, cfg->vocab_size, cfg->type_vocab_size);
+  if (st) return est_error_prefix("BERT embeddings: ");
+  memcpy(e->ids, input_ids, (size_t)T * sizeof(int32_t));
+  e->has_types = segment_ids != NULL;
+  if (segment_ids) memcpy(e->types, segment_ids, (size_t)T * sizeof(int32_t));
+  est_layernorm_forward(e->emb_ln, e->emb_mean, e->emb_rstd, e->emb_sum, V(e->emb_g), V(e->emb_b), T, H);
+  est_dropout_forward(e->emb_out, e->emb_mask, e->emb_ln, (size_t)T * H, p_h, dropout_seed, step,
+                      EST_BERT_DROPOUT_EMBEDDINGS);
+
+  const float *x = e->emb_out;
+  for (int l = 0; l < cfg->num_hidden_layers; l++) {
+    const enc_layer_vars *w = &e->lv[l];
+    enc_layer_acts *a = &e->la[l];
+    uint32_t drop_id = EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l;
+    /* self-attention: Q, K, V projections [T,H] -> per-head attention -> ctx [T,H] */
+    est_matmul_forward(a->q, x, V(w->q_w), V(w->q_b), T, H, H, 0);
+    est_matmul_forward(a->k, x, V(w->k_w), V(w->k_b), T, H, H, 0);
+    est_matmul_forward(a->v, x, V(w->v_w), V(w->v_b), T, H, H, 0);
+    est_attention_forward(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v, input_mask, B, S, N, Dh,
+                          p_a, dropout_seed, step, drop_id);
+    /* A = LayerNorm(dropout(ctx Wao + bao) + x) */
+    est_matmul_forward(a->a_pre, a->ctx, V(w->ao_w), V(w->ao_b), T, H, H, 0);
+    est_dropout_forward(a->a_pre, a->amask, a->a_pre, (size_t)T * H, p_h, dropout_seed, step, drop_id + 1);
+    add_inplace(a->a_pre, x, (size_t)T * H);
+    est_layernorm_forward(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, V(w->ln1_g), V(w->ln1_b), T, H);
+    /* Y = LayerNorm(dropout(act(A Wi + bi) Wo + bo) + A) */
+    est_matmul_forward(a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0);
+    est_activation_forward(e->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
+    est_matmul_forward(a->y_pre, e->h, V(w->o_w), V(w->o_b), T, I, H, 0);
+    est_dropout_forward(a->y_pre, a->omask, a->y_pre, (size_t)T * H, p_h, dropout_seed, step, drop_id + 2);
+    add_inplace(a->y_pre, a->a, (size_t)T * H);
+    est_layernorm_forward(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, V(w->ln2_g), V(w->ln2_b), T, H);
+    x = a->y;
+  }
+
+  /* pooler: tanh(first token . Wp + bp) [B,H] */
+  for (int b = 0; b < B; b++) memcpy(e->first + (size_t)b * H, x + (size_t)b * S * H, (size_t)H * sizeof(float));
+  est_matmul_forward(e->pool_pre, e->first, V(e->pool_w), V(e->pool_b), B, H, H, 0);
+  est_activation_forward(e->pooled, e->pool_pre, (size_t)B * H, EST_ACT_TANH);
+#undef V
+
+  e->B = B;
+  e->S = S;
+  e->p_hidden = p_h;
+  e->p_attn = p_a;
+  e->seq_grad_zeroed = e->pooled_grad_zeroed = 0;
+  e->valid = 1;
+  return EST_OK;
+}
+
+/* ---- views -------------------------------------------------------------------------- */
+
+const float *est_bert_encoder_embedding_output(const est_bert_encoder *e) { return e->emb_out; }
+
+const float *est_bert_encoder_layer_output(const est_bert_encoder *e, int layer) {
+  if (layer < 0 || layer >= e->cfg.num_hidden_layers || !e->la) return NULL;
+  return e->la[layer].y;
+}
+
+const float *est_bert_encoder_sequence_output(const est_bert_encoder *e) {
+  return e->cfg.num_hidden_layers ? e->la[e->cfg.num_hidden_layers - 1].y : e->emb_out;
+}
+
+const float *est_bert_encoder_pooled_output(const est_bert_encoder *e) { return e->pooled; }
+int est_bert_encoder_batch(const est_bert_encoder *e) { return e->B; }
+int est_bert_encoder_seq_len(const est_bert_encoder *e) { return e->S; }
+
+float *est_bert_encoder_sequence_output_grad(est_bert_encoder *e) {
+  if (!e->valid || !e->with_backward) return NULL;
+  if (!e->seq_grad_zeroed) est_bert_zero(e->d.hidden, (size_t)e->B * e->S * e->cfg.hidden_size);
+  e->seq_grad_zeroed = 1;
+  return e->d.hidden;
+}
+
+float *est_bert_encoder_pooled_output_grad(est_bert_encoder *e) {
+  if (!e->valid || !e->with_backward) return NULL;
+  if (!e->pooled_grad_zeroed) est_bert_zero(e->d.pooled, (size_t)e->B * e->cfg.hidden_size);
+  e->pooled_grad_zeroed = 1;
+  return e->d.pooled;
+}

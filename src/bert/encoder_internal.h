@@ -1,0 +1,84 @@
+/* Internal: the BERT encoder's state, shared by encoder.c (variables, reservation,
+ * forward) and encoder_backward.c. Public API and the buffer rules: est/bert_encoder.h. */
+#ifndef EST_BERT_ENCODER_INTERNAL_H
+#define EST_BERT_ENCODER_INTERNAL_H
+
+#include "est/bert_encoder.h"
+
+/* Store indices of one transformer layer's variables. */
+typedef struct enc_layer_vars {
+  int q_w, q_b, k_w, k_b, v_w, v_b;   /* attention/self/{query,key,value}/{kernel,bias} */
+  int ao_w, ao_b, ln1_g, ln1_b;       /* attention/output/dense, attention/output/LayerNorm */
+  int i_w, i_b, o_w, o_b, ln2_g, ln2_b; /* intermediate/dense, output/dense, output/LayerNorm */
+} enc_layer_vars;
+
+/* What one layer keeps for its backward pass. T = B*S tokens. In a forward-only
+ * reservation every layer points at the same scratch, except y. */
+typedef struct enc_layer_acts {
+  float *q, *k, *v;             /* [T,H] */
+  float *probs;                 /* [B,N,S,S] attention probabilities before dropout */
+  uint8_t *pmask;               /* [B,N,S,S] attention dropout mask (NULL forward-only) */
+  float *ctx;                   /* [T,H] attention context (heads concatenated) */
+  uint8_t *amask;               /* [T,H] dropout mask of the attention output dense */
+  float *a_pre, *ln1_mean, *ln1_rstd, *a; /* [T,H] residual sum, [T] stats, [T,H] LayerNorm out */
+  float *h_pre;                 /* [T,I] intermediate dense out (the activation's output is
+                                   recomputed in backward: one [T,I] buffer for all layers) */
+  uint8_t *omask;               /* [T,H] dropout mask of the output dense */
+  float *y_pre, *ln2_mean, *ln2_rstd, *y; /* [T,H] residual sum, stats, layer output */
+} enc_layer_acts;
+
+/* Activation gradients: scratch of the layer at hand, reused from the top layer down.
+ * Each name is d(loss)/d(the tensor named), all zeroed before the first op adds in. */
+typedef struct enc_grads {
+  float *hidden;      /* [T,H] d layer output on entry to a layer, d layer input on exit;
+                         on entry to backward it is the public sequence-output gradient */
+  float *pooled;      /* [B,H] the public pooled-output gradient */
+  float *pool_pre;    /* [B,H] d(first . Wp + bp), before tanh */
+  float *first;       /* [B,H] d first-token rows of the sequence output */
+  float *attn_out;    /* [T,H] d A, the attention block's output (LayerNorm 1's output) */
+  float *ffn_out;     /* [T,H] d(act(A Wi + bi) Wo + bo), after the output dropout's backward */
+  float *inter;       /* [T,I] d act(A Wi + bi) */
+  float *inter_pre;   /* [T,I] d(A Wi + bi): the act(h_pre) buffer `h`, free by then */
+  float *attn_dense;  /* [T,H] d(ctx Wao + bao), after the attention-output dropout's backward */
+  float *ctx;         /* [T,H] d ctx */
+  float *q, *k, *v;   /* [T,H] each, consecutive: d Q, d K, d V */
+  float *emb_ln;      /* [T,H] d LayerNorm(embedding sum) = the ffn_out buffer, free by then */
+  float *emb_sum;     /* [T,H] d embedding sum = the attn_out buffer, free by then */
+} enc_grads;
+
+struct est_bert_encoder {
+  est_bert_config cfg;
+  est_var_store *vs;
+  int word, type, pos, emb_g, emb_b;
+  enc_layer_vars *lv;
+  int pool_w, pool_b;
+
+  /* reservation */
+  int max_B, max_S, with_backward;
+  void *buf;
+  size_t buf_bytes;
+  int32_t *ids, *types;                   /* copies of the last batch, for backward */
+  float *emb_sum, *emb_mean, *emb_rstd, *emb_ln, *emb_out;
+  uint8_t *emb_mask;
+  enc_layer_acts *la;
+  float *first, *pool_pre, *pooled;       /* [B,H] */
+  float *att_scratch;
+  float *h;                               /* [T,I] act(h_pre) of the layer at hand */
+  enc_grads d;
+
+  /* the last forward */
+  int B, S, has_types, valid;
+  int seq_grad_zeroed, pooled_grad_zeroed; /* output gradients zeroed since the forward */
+  float p_hidden, p_attn;
+
+  est_bert_grads_ready_fn ready_fn;
+  void *ready_ctx;
+};
+
+static inline float *enc_value(const est_bert_encoder *e, int idx) { return est_vars_value(e->vs, (size_t)idx); }
+static inline float *enc_grad(const est_bert_encoder *e, int idx) { return est_vars_grad(e->vs, (size_t)idx); }
+
+/* p[0..n) = 0, split over the OpenMP threads. */
+void est_bert_zero(float *p, size_t n);
+
+#endif
