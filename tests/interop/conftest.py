@@ -32,11 +32,16 @@ def est(*args, check=True, stdin=None):
 
 
 def est_json_lines(*args):
-    return [json.loads(line) for line in est(*args).splitlines()]
+    return [est_json(line) for line in est(*args).splitlines()]
+
+
+def est_json(text):
+    """json.loads, but "-0" (how %.9g prints -0.0) stays a float -0.0."""
+    return json.loads(text, parse_int=lambda t: -0.0 if t == "-0" else int(t))
 
 
 def est_ckpt_get(prefix, name):
-    return json.loads(est("ckpt", "get", prefix, name))
+    return est_json(est("ckpt", "get", prefix, name))
 
 
 def est_ckpt_ls(prefix):
