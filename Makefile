@@ -7,6 +7,7 @@
 #   make test SAN=1 the same suite under AddressSanitizer + UBSan (build-san/)
 #   make demo       install deps, build, fine-tune a small BERT on the bundled SST-2
 #   make bench      benchmarks that run est and its peer side by side
+#   make interop    TensorFlow/HuggingFace read est's files and est reads theirs (PyPI venv)
 #   make install PREFIX=/usr/local
 
 PREFIX ?= /usr/local
@@ -21,7 +22,7 @@ BUILD_DIR   := build
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release
 endif
 
-.PHONY: all build configure deps test demo bench install clean fuzz
+.PHONY: all build configure deps test demo bench install clean fuzz interop
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -47,6 +48,10 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory build
 	@sh bench/run_all.sh $(BUILD_DIR)
+
+interop: deps
+	@$(MAKE) --no-print-directory build
+	@sh tests/interop/run.sh $(BUILD_DIR)
 
 fuzz: deps
 	@sh tests/fuzz/run.sh

@@ -7,6 +7,8 @@
 # Defaults: build/, data/SST-2/train.tsv (column 0, header skipped), data/vocab.txt (uncased).
 # The npm package is installed on first use into $HF_TOKENIZERS_DIR (default
 # /tmp/est-bench-hf), outside the repository. Needs node + npm; est itself does not.
+# When the `make interop` venv exists (.venv-interop/, or $INTEROP_VENV), the PyPI package
+# `tokenizers` runs too (bench_tokenizer_hf.py), the same setup from Python.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -36,6 +38,17 @@ echo "$theirs"
 t_est=$(echo "$ours" | sed -E 's/.* ([0-9.]+) s = .*/\1/')
 t_hf=$(echo "$theirs" | sed -E 's/.* ([0-9.]+) s = .*/\1/')
 awk -v a="$t_est" -v b="$t_hf" 'BEGIN { printf "speed ratio (HF time / est time): %.1fx\n", b / a }'
+
+venv="${INTEROP_VENV:-$root/.venv-interop}"
+if [ -x "$venv/bin/python" ]; then
+  py=$(cd "$work" && RAYON_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false \
+       "$venv/bin/python" "$root/bench/bench_tokenizer_hf.py" "$vocab" "$work/sentences.txt" "$work/hfpy_ids.txt" "$repeats")
+  echo "$py"
+  t_py=$(echo "$py" | sed -E 's/.* ([0-9.]+) s = .*/\1/')
+  awk -v a="$t_est" -v b="$t_py" 'BEGIN { printf "speed ratio (HF Python time / est time): %.1fx\n", b / a }'
+  echo "sentences where Python and node HF ids differ: $(paste -d'\t' "$work/hfpy_ids.txt" "$work/hf_ids.txt" | awk -F'\t' '$1 != $2' | wc -l)"
+  echo "sentences where est and Python HF ids differ: $(paste -d'\t' "$work/est_ids.txt" "$work/hfpy_ids.txt" | awk -F'\t' '$1 != $2' | wc -l)"
+fi
 
 # Same ids on every sentence? Print the count and the first few differing lines.
 differ=$(paste -d'\t' "$work/est_ids.txt" "$work/hf_ids.txt" | awk -F'\t' '$1 != $2' | wc -l)

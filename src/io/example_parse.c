@@ -123,67 +123,121 @@ static inline void *sink_slot(sink *s) {
   return (uint8_t *)s->var->values + i * s->esize;
 }
 
-/* Decodes the list of a Feature (bytes after the oneof tag) as TF's fast parser does:
- * the first tag decides packed vs unpacked; only the first packed run is read. */
-static int decode_list(est_dtype t, const uint8_t *p, size_t n, sink *out) {
-  est_pw_reader r = est_pw_reader_make(p, n), list;
-  if (!est_pw_read_sub(&r, &list)) return 0;
-  if (est_pw_eof(&list)) return 1;
-  uint8_t first = *list.pos;
+/* ---- reading as TF's fast parser reads ---------------------------------------------
+ *
+ * TF's FastParseExample reads through protobuf's CodedInputStream, which is laxer than the
+ * wire format in ways est must copy to accept and reject exactly what TF does (found by
+ * tests/interop's differential fuzzing against TF 2.15):
+ *  - a nested length (Features, a map entry, a Feature's list, a packed run) that overruns
+ *    the enclosing message, or is >= 2^31, is clamped to it (PushLimit keeps the old limit);
+ *  - an unknown top-level length-delimited field that overruns the input is skipped to the
+ *    end (Skip()'s failure is ignored); one >= 2^31 is not skipped at all;
+ *  - varints (tags, lengths, values) may take 10 bytes, the bits past 32/64 dropped;
+ *  - map-entry tags are read as varints (any encoding of 0x0a / 0x12), exactly two of them,
+ *    and a missing key is the empty key;
+ *  - a packed float run of n bytes holds n/4 floats (the rest is ignored), and only the
+ *    first packed run of a list is read: what follows it in the Feature is ignored.
+ * Strings (keys, Feature values, bytes_list elements) must still fit inside their limit. */
+
+/* ReadVarint64: up to 10 bytes, the 10th may not continue; bits past 64 are dropped. */
+static inline int tf_varint(const uint8_t **p, const uint8_t *end, uint64_t *v) {
+  const uint8_t *q = *p;
+  uint64_t x = 0;
+  for (int i = 0; i < 10; i++) {
+    if (q >= end) return 0;
+    uint8_t b = *q++;
+    x |= i < 9 ? (uint64_t)(b & 0x7f) << (7 * i) : (uint64_t)b << 63;
+    if (b < 0x80) {
+      *v = x;
+      *p = q;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* ReadVarint32: the same bytes, the low 32 bits kept. */
+static inline int tf_varint32(const uint8_t **p, const uint8_t *end, uint32_t *v) {
+  uint64_t x;
+  if (!tf_varint(p, end, &x)) return 0;
+  *v = (uint32_t)x;
+  return 1;
+}
+
+/* PushLimit(len) at p inside [p, end): the new end, clamped to end. */
+static inline const uint8_t *tf_limit(const uint8_t *p, const uint8_t *end, uint32_t len) {
+  return len <= INT32_MAX && len < (size_t)(end - p) ? p + len : end;
+}
+
+/* ParseString: a length, then that many bytes, all before end. */
+static inline int tf_string(const uint8_t **p, const uint8_t *end, const uint8_t **d, size_t *n) {
+  uint32_t len;
+  if (!tf_varint32(p, end, &len) || len > (size_t)(end - *p)) return 0;
+  *d = *p;
+  *n = len;
+  *p += len;
+  return 1;
+}
+
+/* Decodes the list of a Feature (p..end: the bytes after the oneof tag). */
+static int decode_list(est_dtype t, const uint8_t *p, const uint8_t *end, sink *out) {
+  uint32_t len;
+  if (!tf_varint32(&p, end, &len)) return 0;
+  const uint8_t *lim = tf_limit(p, end, len);
+  if (p == lim) return 1;
   if (t == EST_DT_STRING) {
-    while (!est_pw_eof(&list)) {
+    while (p < lim) {
       const uint8_t *d;
-      size_t len;
-      if (*list.pos != 0x0a) return 0;
-      list.pos++;
-      if (!est_pw_read_bytes(&list, &d, &len)) return 0;
+      size_t n;
+      if (*p++ != 0x0a || !tf_string(&p, lim, &d, &n)) return 0;
       est_bytes *b = sink_slot(out);
       if (b) {
         b->data = (uint8_t *)d;
-        b->size = len;
-      } else if (out->oom) return 0;
+        b->size = n;
+      } else if (out->oom) {
+        return 0;
+      } /* else a fixed slice already full: counted, and refused after the loop */
     }
     return 1;
   }
-  if (first == 0x0a) { /* packed */
-    est_pw_reader packed;
-    list.pos++;
-    if (!est_pw_read_sub(&list, &packed)) return 0;
+  if (*p == 0x0a) { /* packed */
+    p++;
+    uint32_t plen;
+    if (!tf_varint32(&p, lim, &plen)) return 0;
+    const uint8_t *pend = tf_limit(p, lim, plen);
     if (t == EST_DT_FLOAT) {
-      uint32_t u;
-      if (est_pw_left(&packed) % 4) return 0;
-      while (est_pw_read_fixed32(&packed, &u)) {
+      size_t nf = plen / 4;
+      if (nf > (size_t)(pend - p) / 4) return 0;
+      for (size_t i = 0; i < nf; i++, p += 4) {
         float *f = sink_slot(out);
-        if (f) *f = est_pw_float_from_bits(u);
+        if (f) *f = est_pw_float_from_bits(est_pw_decode_fixed32(p));
         else if (out->oom) return 0;
       }
     } else if (!out->var) {
       /* The hot path (input_ids & co.): straight into the caller's buffer, with one- and
        * two-byte varints (token ids < 16384) decoded inline. */
       int64_t *dst = (int64_t *)out->fixed;
-      size_t cnt = out->count, lim = out->limit;
-      const uint8_t *q = packed.pos, *end = packed.end;
-      while (q < end) {
+      size_t cnt = out->count, lim_n = out->limit;
+      const uint8_t *q = p;
+      while (q < pend) {
         uint64_t v;
         if (q[0] < 0x80) {
           v = q[0];
           q += 1;
-        } else if (q + 1 < end && q[1] < 0x80) {
+        } else if (q + 1 < pend && q[1] < 0x80) {
           v = (uint64_t)(q[0] & 0x7f) | (uint64_t)q[1] << 7;
           q += 2;
-        } else {
-          est_pw_reader t = {q, end};
-          if (!est_pw_read_varint(&t, &v)) return 0;
-          q = t.pos;
+        } else if (!tf_varint(&q, pend, &v)) {
+          return 0;
         }
-        if (cnt < lim) dst[cnt] = (int64_t)v;
+        if (cnt < lim_n) dst[cnt] = (int64_t)v;
         cnt++;
       }
       out->count = cnt;
     } else {
-      while (!est_pw_eof(&packed)) {
+      while (p < pend) {
         uint64_t v;
-        if (!est_pw_read_varint(&packed, &v)) return 0;
+        if (!tf_varint(&p, pend, &v)) return 0;
         int64_t *x = sink_slot(out);
         if (x) *x = (int64_t)v;
         else if (out->oom) return 0;
@@ -192,25 +246,69 @@ static int decode_list(est_dtype t, const uint8_t *p, size_t n, sink *out) {
     return 1;
   }
   uint8_t want = t == EST_DT_FLOAT ? 0x0d : 0x08; /* unpacked: tag + value, repeated */
-  if (first != want) return 0;
-  while (!est_pw_eof(&list)) {
-    if (*list.pos != want) return 0;
-    list.pos++;
+  if (*p != want) return 0;
+  while (p < lim) {
+    if (*p++ != want) return 0;
     if (t == EST_DT_FLOAT) {
-      uint32_t u;
-      if (!est_pw_read_fixed32(&list, &u)) return 0;
+      if (lim - p < 4) return 0;
       float *f = sink_slot(out);
-      if (f) *f = est_pw_float_from_bits(u);
+      if (f) *f = est_pw_float_from_bits(est_pw_decode_fixed32(p));
       else if (out->oom) return 0;
+      p += 4;
     } else {
       uint64_t v;
-      if (!est_pw_read_varint(&list, &v)) return 0;
+      if (!tf_varint(&p, lim, &v)) return 0;
       int64_t *x = sink_slot(out);
       if (x) *x = (int64_t)v;
       else if (out->oom) return 0;
     }
   }
   return 1;
+}
+
+/* SkipExtraneousTag: an unknown field before, between or after `features`. */
+static int tf_skip_field(const uint8_t **p, const uint8_t *end) {
+  uint32_t tag, v32;
+  if (!tf_varint32(p, end, &tag)) return 0;
+  switch (tag & 7) {
+    case EST_PW_VARINT: return tf_varint32(p, end, &v32);
+    case EST_PW_FIXED64:
+      if (end - *p < 8) return 0;
+      *p += 8;
+      return 1;
+    case EST_PW_LEN:
+      if (!tf_varint32(p, end, &v32)) return 0;
+      if (v32 <= INT32_MAX) *p = v32 < (size_t)(end - *p) ? *p + v32 : end;
+      return 1;
+    case EST_PW_FIXED32:
+      if (end - *p < 4) return 0;
+      *p += 4;
+      return 1;
+    default: return 0; /* groups, wire types 6 and 7 */
+  }
+}
+
+/* ParseFeatureMapEntry at p (after the entry's 0x0a tag), inside [p, end). */
+static int tf_map_entry(const uint8_t **p, const uint8_t *end, const uint8_t **key, size_t *key_size,
+                        const uint8_t **value, size_t *value_size) {
+  uint32_t len;
+  if (!tf_varint32(p, end, &len)) return 0;
+  const uint8_t *lim = tf_limit(*p, end, len);
+  static const uint8_t empty = 0;
+  *key = *value = &empty;
+  *key_size = *value_size = 0;
+  for (int i = 0; i < 2; i++) {
+    uint32_t tag;
+    if (*p >= lim || !tf_varint32(p, lim, &tag)) return 0;
+    if (tag == 0x0a) {
+      if (!tf_string(p, lim, key, key_size)) return 0;
+    } else if (tag == 0x12) {
+      if (!tf_string(p, lim, value, value_size)) return 0;
+    } else {
+      return 0;
+    }
+  }
+  return *p == lim;
 }
 
 typedef struct found_feature {
@@ -231,21 +329,20 @@ est_status est_example_parse_specs(const est_feature_spec *specs, size_t n, cons
   est_status st = EST_OK;
 
   /* Pass 1: the Example's structure, remembering the Features we were asked for. */
-  est_pw_reader r = est_pw_reader_make(data, size);
-  while (!est_pw_eof(&r) && st == EST_OK) {
-    uint32_t field;
-    int wt;
-    est_pw_reader features;
-    if (!est_pw_read_tag(&r, &field, &wt)) goto malformed;
-    if (field != 1 || wt != EST_PW_LEN) {
-      if (!est_pw_skip(&r, wt)) goto malformed;
+  const uint8_t *p = data, *end = data + size;
+  while (p < end && st == EST_OK) {
+    if (*p != 0x0a) {
+      if (!tf_skip_field(&p, end)) goto malformed;
       continue;
     }
-    if (!est_pw_read_sub(&r, &features)) goto malformed;
-    while (!est_pw_eof(&features) && st == EST_OK) {
+    p++;
+    uint32_t flen;
+    if (!tf_varint32(&p, end, &flen)) goto malformed;
+    const uint8_t *fend = tf_limit(p, end, flen);
+    while (p < fend && st == EST_OK) {
       const uint8_t *key, *value;
       size_t key_size, value_size;
-      if (!est_example_next_entry(&features, &key, &key_size, &value, &value_size)) goto malformed;
+      if (*p++ != 0x0a || !tf_map_entry(&p, fend, &key, &key_size, &value, &value_size)) goto malformed;
       for (size_t i = 0; i < n; i++) {
         /* keys may hold any bytes (even NUL): compare lengths, then bytes */
         if (found[i].key_size != key_size || memcmp(specs[i].key, key, key_size)) continue;
@@ -296,7 +393,7 @@ est_status est_example_parse_specs(const est_feature_spec *specs, size_t n, cons
     } else {
       sk.var = out[i];
     }
-    if (!decode_list(s->dtype, f->value + 1, f->size - 1, &sk)) {
+    if (!decode_list(s->dtype, f->value + 1, f->value + f->size, &sk)) {
       if (sk.oom) st = est_error(EST_ERR_NO_MEMORY, "%s%sout of memory parsing feature %s", desc ? desc : "",
                                  desc ? ": " : "", s->key);
       else st = spec_error(desc, "Key: %s.  Can't parse serialized Example: Parsing %s failed.", s->key, list_name(s->dtype));
