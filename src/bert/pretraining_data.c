@@ -1,14 +1,14 @@
 /* create_pretraining_data.py's main(): vocab checks, documents, the two shuffles, and the
  * records, written round robin. The instances go to an unlinked spill file (fixed-size
- * records, see pretraining_internal.h) and are read back through mmap in the order of the
- * final shuffle, so memory holds the documents and 4 bytes per instance (est/pretraining.h). */
+ * records, see pretraining_internal.h) and are read back with pread in the order of the
+ * final shuffle, so memory holds the documents and 4 bytes per instance (est/pretraining.h);
+ * the spilled data sits in the page cache, which the kernel may drop, not in our heap. */
 #include <errno.h>
 #include <libgen.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -257,15 +257,27 @@ static est_status generate(pt_generator *g, const est_pretraining_config *cfg, s
 }
 
 /* Writes the spilled instances in the order of the final shuffle, round robin. */
-static est_status write_records(const est_pretraining_config *cfg, const int32_t *recs, size_t words,
-                                const uint32_t *perm, uint64_t count, est_tfrecord_writer **w, size_t nw) {
+static est_status write_records(const est_pretraining_config *cfg, const spill *sp, const uint32_t *perm,
+                                est_tfrecord_writer **w, size_t nw) {
   uint8_t *buf = malloc(pt_example_max_size(cfg->max_seq_length, cfg->max_predictions_per_seq));
-  if (!buf) return est_error(EST_ERR_NO_MEMORY, "create_pretraining_data: out of memory");
+  int32_t *rec = malloc(sp->record_bytes);
+  if (!buf || !rec) {
+    free(buf);
+    free(rec);
+    return est_error(EST_ERR_NO_MEMORY, "create_pretraining_data: out of memory");
+  }
   est_status st = EST_OK;
   double last = now_seconds();
+  const uint64_t count = sp->count;
   for (uint64_t i = 0; i < count && st == EST_OK; i++) {
-    size_t n = pt_example_serialize(recs + (size_t)perm[i] * words, cfg->max_seq_length,
-                                    cfg->max_predictions_per_seq, buf);
+    off_t at = (off_t)perm[i] * (off_t)sp->record_bytes;
+    ssize_t got = pread(fileno(sp->f), rec, sp->record_bytes, at);
+    if (got != (ssize_t)sp->record_bytes) {
+      st = est_error(EST_ERR_IO, "reading instance %u back from the spill file in %s: %s", perm[i], sp->dir,
+                     got < 0 ? strerror(errno) : "short read");
+      break;
+    }
+    size_t n = pt_example_serialize(rec, cfg->max_seq_length, cfg->max_predictions_per_seq, buf);
     st = est_tfrecord_writer_write(w[i % nw], buf, n);
     if (cfg->progress_seconds > 0 && (i & 4095) == 0 && now_seconds() - last >= cfg->progress_seconds) {
       last = now_seconds();
@@ -273,6 +285,7 @@ static est_status write_records(const est_pretraining_config *cfg, const int32_t
     }
   }
   free(buf);
+  free(rec);
   return st;
 }
 
@@ -299,8 +312,6 @@ est_status est_create_pretraining_data(const est_pretraining_config *cfg, const 
   uint32_t *order = NULL, *perm = NULL;
   est_tfrecord_writer **w = NULL;
   spill sp = {0};
-  void *map = MAP_FAILED;
-  size_t map_size = 0;
   char *dir_copy = NULL;
 
   if ((st = est_tokenizer_open(&tok, vocab_file, cfg->do_lower_case)) != EST_OK) goto done;
@@ -400,16 +411,9 @@ est_status est_create_pretraining_data(const est_pretraining_config *cfg, const 
   for (uint64_t i = 0; i < sp.count; i++) perm[i] = (uint32_t)i;
   est_pyrandom_shuffle(&rng, perm, (size_t)sp.count, sizeof *perm);   /* rng.shuffle(instances) */
 
-  map_size = (size_t)sp.count * sp.record_bytes;
-  if (map_size && (map = mmap(NULL, map_size, PROT_READ, MAP_SHARED, fileno(sp.f), 0)) == MAP_FAILED) {
-    st = est_error(EST_ERR_IO, "mapping the instance spill file in %s (%zu bytes): %s", sp.dir, map_size,
-                   strerror(errno));
-    goto done;
-  }
   EST_LOG_INFO("*** Writing to output files ***");
   for (size_t i = 0; i < n_outputs; i++) EST_LOG_INFO("  %s", output_files[i]);
-  if (map_size && (st = write_records(cfg, map, sp.record_bytes / sizeof(int32_t), perm, sp.count, w, n_outputs)) != EST_OK)
-    goto done;
+  if ((st = write_records(cfg, &sp, perm, w, n_outputs)) != EST_OK) goto done;
   for (size_t i = 0; i < n_outputs; i++) {
     est_tfrecord_writer *wi = w[i];
     w[i] = NULL;
@@ -423,7 +427,6 @@ done:
     for (size_t i = 0; i < n_outputs; i++) est_tfrecord_writer_abort(w[i]);
     free(w);
   }
-  if (map != MAP_FAILED) munmap(map, map_size);
   if (sp.f) fclose(sp.f);
   free(dir_copy);
   free(perm);
