@@ -10,6 +10,7 @@ static const est_command commands[] = {
   {"ckpt", "list, print or convert TF checkpoints and safetensors files", est_cmd_ckpt},
   {"tokenize", "BERT FullTokenizer: stdin lines to WordPiece tokens or ids", est_cmd_tokenize},
   {"convert", "GLUE/TSV task files to run_classifier's train/eval/predict.tf_record", est_cmd_convert},
+  {"create_pretraining_data", "raw text to masked-LM/next-sentence TFRecords, as create_pretraining_data.py", est_cmd_create_pretraining_data},
   {"run_classifier", "fine-tune / evaluate / predict with BERT, as run_classifier.py", est_cmd_run_classifier},
   {NULL, NULL, NULL},
 };
