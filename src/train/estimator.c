@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "est/ckpt.h"
+#include "est/dist.h"
 #include "est/file.h"
 #include "est/log.h"
 #include "est/optimizer.h"
@@ -28,8 +29,8 @@ double est_now_seconds(void) {
 }
 
 int est_is_chief(const est_estimator *e) { return est_run_config_is_chief(&e->config); }
-int est_world_size(const est_estimator *e) { return e->config.distribution ? e->config.distribution->world_size : 1; }
-int est_rank(const est_estimator *e) { return e->config.distribution ? e->config.distribution->rank : 0; }
+int est_world_size(const est_estimator *e) { return e->config.distribution->world_size; }
+int est_rank(const est_estimator *e) { return e->config.distribution->rank; }
 
 char *est_format_f32(float v, char *buf, size_t size) {
   if (isnan(v)) return snprintf(buf, size, "nan"), buf;
@@ -144,6 +145,8 @@ est_status est_estimator_create(est_estimator **out, const est_model_fn *fn, con
   e->config.model_dir = e->model_dir;
   e->config.warm_start_from = e->warm_start_from;
   e->config.warm_start_vars = e->warm_start_vars;
+  /* One process runs on the one-rank distribution: the same code path as N ranks. */
+  if (!e->config.distribution) e->config.distribution = est_dist_one_rank();
   if (est_is_chief(e) && est_mkdirs(e->model_dir) != EST_OK) {
     est_estimator_free(e);
     return est_error_prefix("model_dir: ");
