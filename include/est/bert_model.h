@@ -126,6 +126,12 @@ const float *est_bert_classifier_pooled_output(const est_bert_classifier *m);
 int est_bert_classifier_num_labels(const est_bert_classifier *m);
 const est_bert_config *est_bert_classifier_config(const est_bert_classifier *m);
 
+/* The variables BERT trains without weight decay (optimization.py's
+ * exclude_from_weight_decay): est_adam_weight_decay_config.exclude_from_weight_decay /
+ * num_exclude of a BERT model_fn. */
+enum { EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY = 3 };
+extern const char *const est_bert_exclude_from_weight_decay[EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY];
+
 #ifdef __cplusplus
 }
 #endif

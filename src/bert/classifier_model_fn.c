@@ -130,8 +130,9 @@ static est_status classifier_create_optimizer(void *model, est_var_store *vars, 
    * eps 1e-6, exclude LayerNorm/layer_norm/bias), clip_by_global_norm(1.0). */
   est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
   c.init_lr = m->p->learning_rate;
-  c.num_train_steps = m->p->num_train_steps;
-  c.num_warmup_steps = m->p->num_warmup_steps;
+  c.schedule = est_lr_schedule_bert(m->p->num_train_steps, m->p->num_warmup_steps);
+  c.exclude_from_weight_decay = est_bert_exclude_from_weight_decay;
+  c.num_exclude = EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY;
   return est_optimizer_create_adam_weight_decay(out, vars, &c);
 }
 
