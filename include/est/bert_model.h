@@ -114,6 +114,12 @@ est_status est_bert_classifier_backward(est_bert_classifier *m);
 typedef void (*est_bert_grads_ready_fn)(void *ctx, size_t offset, size_t count);
 void est_bert_classifier_set_grads_ready(est_bert_classifier *m, est_bert_grads_ready_fn fn, void *ctx);
 
+/* The rows of every later forward are rows [first_row, first_row + batch) of a larger
+ * global batch (data parallelism: est_model_context.first_row): dropout masks are drawn
+ * at those rows' places in it, so N ranks drop exactly what one process does. 0 (the
+ * default): the batch is the whole batch. */
+void est_bert_classifier_set_first_row(est_bert_classifier *m, int64_t first_row);
+
 /* probabilities[batch, C] = softmax(logits), the predict output. */
 void est_bert_classifier_probabilities(float *probabilities, const float *logits, int batch, int num_labels);
 

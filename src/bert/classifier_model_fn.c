@@ -88,6 +88,7 @@ static est_status classifier_build(const est_model_context *ctx, est_var_store *
   if (st == EST_OK) st = est_bert_classifier_reserve(m->bert, m->max_batch, m->seq_len);
   if (st == EST_OK && ctx->mode == EST_MODE_TRAIN && ctx->grads)
     est_bert_classifier_set_grads_ready(m->bert, forward_grads_ready, ctx->grads);
+  if (st == EST_OK) est_bert_classifier_set_first_row(m->bert, ctx->first_row);
   size_t B = (size_t)m->max_batch, C = (size_t)m->num_labels;
   if (st == EST_OK) {
     m->logits = malloc(B * C * sizeof(float));

@@ -72,6 +72,7 @@ struct est_bert_classifier {
   /* est_bert_classifier_set_grads_ready */
   est_bert_grads_ready_fn ready_fn;
   void *ready_ctx;
+  int64_t first_row;            /* est_bert_classifier_set_first_row */
 };
 
 /* ---- variables ---------------------------------------------------------------------- */
@@ -156,6 +157,10 @@ void est_bert_classifier_free(est_bert_classifier *m) {
   free(m->la);
   free(m->lv);
   free(m);
+}
+
+void est_bert_classifier_set_first_row(est_bert_classifier *m, int64_t first_row) {
+  m->first_row = first_row > 0 ? first_row : 0;
 }
 
 void est_bert_classifier_set_grads_ready(est_bert_classifier *m, est_bert_grads_ready_fn fn, void *ctx) {
@@ -318,6 +323,8 @@ est_status est_bert_classifier_forward(est_bert_classifier *m, const int32_t *in
   const float p_h = training ? (float)cfg->hidden_dropout_prob : 0.0f;
   const float p_a = training ? (float)cfg->attention_probs_dropout_prob : 0.0f;
   const float p_c = training ? CLASSIFIER_DROPOUT : 0.0f;
+  /* dropout masks at the rows' places in the global batch (est_bert_classifier_set_first_row) */
+  const size_t row0 = (size_t)m->first_row, row0_th = row0 * (size_t)S * (size_t)H;
   est_status st;
 
   /* embeddings -> LayerNorm -> dropout */
@@ -328,7 +335,8 @@ est_status est_bert_classifier_forward(est_bert_classifier *m, const int32_t *in
   m->has_types = segment_ids != NULL;
   if (segment_ids) memcpy(m->types, segment_ids, (size_t)T * sizeof(int32_t));
   est_layernorm_forward(m->emb_ln, m->emb_mean, m->emb_rstd, m->emb_sum, V(m, m->emb_g), V(m, m->emb_b), T, H);
-  est_dropout_forward(m->emb_out, m->emb_mask, m->emb_ln, (size_t)T * H, p_h, dropout_seed, step, DROP_EMBEDDINGS);
+  est_dropout_forward_at(m->emb_out, m->emb_mask, m->emb_ln, (size_t)T * H, row0_th, p_h, dropout_seed, step,
+                         DROP_EMBEDDINGS);
 
   const float *x = m->emb_out;
   for (int l = 0; l < cfg->num_hidden_layers; l++) {
@@ -339,18 +347,18 @@ est_status est_bert_classifier_forward(est_bert_classifier *m, const int32_t *in
     est_matmul_forward(a->q, x, V(m, w->q_w), V(m, w->q_b), T, H, H, 0);
     est_matmul_forward(a->k, x, V(m, w->k_w), V(m, w->k_b), T, H, H, 0);
     est_matmul_forward(a->v, x, V(m, w->v_w), V(m, w->v_b), T, H, H, 0);
-    est_attention_forward(a->ctx, a->probs, a->pmask, m->att_scratch, a->q, a->k, a->v, input_mask, B, S, N, Dh,
-                          p_a, dropout_seed, step, drop_id);
+    est_attention_forward_at(a->ctx, a->probs, a->pmask, m->att_scratch, a->q, a->k, a->v, input_mask, B, S, N, Dh,
+                             p_a, dropout_seed, step, drop_id, (int64_t)row0);
     /* A = LayerNorm(dropout(ctx Wao + bao) + x) */
     est_matmul_forward(a->a_pre, a->ctx, V(m, w->ao_w), V(m, w->ao_b), T, H, H, 0);
-    est_dropout_forward(a->a_pre, a->amask, a->a_pre, (size_t)T * H, p_h, dropout_seed, step, drop_id + 1);
+    est_dropout_forward_at(a->a_pre, a->amask, a->a_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 1);
     add_inplace(a->a_pre, x, (size_t)T * H);
     est_layernorm_forward(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, V(m, w->ln1_g), V(m, w->ln1_b), T, H);
     /* Y = LayerNorm(dropout(act(A Wi + bi) Wo + bo) + A) */
     est_matmul_forward(a->h_pre, a->a, V(m, w->i_w), V(m, w->i_b), T, H, I, 0);
     est_activation_forward(m->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
     est_matmul_forward(a->y_pre, m->h, V(m, w->o_w), V(m, w->o_b), T, I, H, 0);
-    est_dropout_forward(a->y_pre, a->omask, a->y_pre, (size_t)T * H, p_h, dropout_seed, step, drop_id + 2);
+    est_dropout_forward_at(a->y_pre, a->omask, a->y_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 2);
     add_inplace(a->y_pre, a->a, (size_t)T * H);
     est_layernorm_forward(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, V(m, w->ln2_g), V(m, w->ln2_b), T, H);
     x = a->y;
@@ -360,7 +368,8 @@ est_status est_bert_classifier_forward(est_bert_classifier *m, const int32_t *in
   for (int b = 0; b < B; b++) memcpy(m->first + (size_t)b * H, x + (size_t)b * S * H, (size_t)H * sizeof(float));
   est_matmul_forward(m->pool_pre, m->first, V(m, m->pool_w), V(m, m->pool_b), B, H, H, 0);
   est_activation_forward(m->pooled, m->pool_pre, (size_t)B * H, EST_ACT_TANH);
-  est_dropout_forward(m->pooled_d, m->pool_mask, m->pooled, (size_t)B * H, p_c, dropout_seed, step, DROP_CLASSIFIER);
+  est_dropout_forward_at(m->pooled_d, m->pool_mask, m->pooled, (size_t)B * H, row0 * (size_t)H, p_c, dropout_seed,
+                         step, DROP_CLASSIFIER);
   est_matmul_forward(m->logits, m->pooled_d, V(m, m->out_w), V(m, m->out_b), B, H, C, 1);
   if (logits_out) memcpy(logits_out, m->logits, (size_t)B * C * sizeof(float));
 
