@@ -15,7 +15,7 @@ est_status est_agree(est_estimator *e, est_status local, const char *what) {
   int64_t mine = (int64_t)local, *all = calloc((size_t)world, sizeof *all);
   if (!all) return local != EST_OK ? local : est_error(EST_ERR_NO_MEMORY, "out of memory");
   /* The local message survives the collective unless the collective itself fails. */
-  char why[1024] = "";
+  char why[2048] = "";  /* the whole message: one process passes it through too */
   if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
   est_status st = d->allgather_i64(d->ctx, &mine, 1, all);
   if (st != EST_OK) {

@@ -136,7 +136,7 @@ static est_status agree_on_start(est_estimator *e, est_status local, uint64_t *s
   const est_distribution *d = e->config.distribution;
   int64_t mine[4] = {(int64_t)local, (int64_t)*seed, global_step, has_checkpoint};
   int64_t *all = calloc((size_t)world * 4, sizeof *all);
-  char why[1024] = "";
+  char why[2048] = "";
   if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
   est_status st = all ? d->allgather_i64(d->ctx, mine, 4, all) : est_error(EST_ERR_NO_MEMORY, "out of memory");
   if (st == EST_OK && local != EST_OK) st = est_error(local, "%s", why);
