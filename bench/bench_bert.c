@@ -18,6 +18,14 @@
 #include "est/threads.h"
 #include "est/variables.h"
 
+/* AdamWeightDecay as BERT's create_optimizer sets it up, with the model's exclusions. */
+static inline est_adam_weight_decay_config bert_awd_config(void) {
+  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  c.exclude_from_weight_decay = est_bert_exclude_from_weight_decay;
+  c.num_exclude = EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY;
+  return c;
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -77,10 +85,9 @@ int main(int argc, char **argv) {
   CHECK(est_bert_classifier_reserve(m, batch, seq));
   est_optimizer *opt = NULL;
   if (train) {
-    est_adam_weight_decay_config oc = est_adam_weight_decay_config_default();
+    est_adam_weight_decay_config oc = bert_awd_config();
     oc.init_lr = 2e-5;
-    oc.num_train_steps = 1000;
-    oc.num_warmup_steps = 100;
+    oc.schedule = est_lr_schedule_bert(1000, 100);
     CHECK(est_optimizer_create_adam_weight_decay(&opt, vs, &oc));
   }
 

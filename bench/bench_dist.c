@@ -28,6 +28,14 @@
 #include "est/rng.h"
 #include "est/threads.h"
 
+/* AdamWeightDecay as BERT's create_optimizer sets it up, with the model's exclusions. */
+static inline est_adam_weight_decay_config bert_awd_config(void) {
+  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  c.exclude_from_weight_decay = est_bert_exclude_from_weight_decay;
+  c.num_exclude = EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY;
+  return c;
+}
+
 #ifndef EST_MPIEXEC
 #define EST_MPIEXEC "mpirun"
 #endif
@@ -93,7 +101,7 @@ static int train_one(const model_size *ms, int steps, int global_batch, int seq)
   BCHECK(est_bert_classifier_create(&m, &cfg, 2, vs));
   BCHECK(est_vars_finalize(vs, 1));
   BCHECK(est_bert_classifier_reserve(m, local, seq));
-  est_adam_weight_decay_config oc = est_adam_weight_decay_config_default();
+  est_adam_weight_decay_config oc = bert_awd_config();
   est_optimizer *opt;
   BCHECK(est_optimizer_create_adam_weight_decay(&opt, vs, &oc));
   est_dist_grad_sync *sync;

@@ -21,6 +21,16 @@
 #include "est/optimizer.h"
 #include "est/rng.h"
 
+/* BERT's exclusions from weight decay (a model_fn passes its own; the optimizer has no
+ * list of its own), for the models here that name variables as BERT does. */
+static const char *const BERT_NO_DECAY[] = {"LayerNorm", "layer_norm", "bias"};
+static inline est_adam_weight_decay_config bert_awd_config(void) {
+  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  c.exclude_from_weight_decay = BERT_NO_DECAY;
+  c.num_exclude = 3;
+  return c;
+}
+
 /* ---- data ------------------------------------------------------------------------------ */
 
 typedef struct tm_data {
@@ -256,10 +266,9 @@ static inline est_status tm_init(void *model, est_var_store *vs) {
 
 static inline est_status tm_optimizer(void *model, est_var_store *vs, est_optimizer **out) {
   tm_model *m = model;
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  est_adam_weight_decay_config c = bert_awd_config();
   c.init_lr = m->p->lr;
-  c.num_train_steps = m->p->num_train_steps;
-  c.num_warmup_steps = m->p->num_warmup_steps;
+  c.schedule = est_lr_schedule_bert(m->p->num_train_steps, m->p->num_warmup_steps);
   return est_optimizer_create_adam_weight_decay(out, vs, &c);
 }
 

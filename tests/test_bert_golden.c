@@ -23,6 +23,14 @@
 #include "est/threads.h"
 #include "est/variables.h"
 
+/* AdamWeightDecay as BERT's create_optimizer sets it up, with the model's exclusions. */
+static inline est_adam_weight_decay_config bert_awd_config(void) {
+  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  c.exclude_from_weight_decay = est_bert_exclude_from_weight_decay;
+  c.num_exclude = EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY;
+  return c;
+}
+
 /* ---- golden files --------------------------------------------------------------------- */
 
 typedef struct entry {
@@ -243,10 +251,9 @@ static void check_config(const char *name) {
   assert_int_equal(est_bert_classifier_backward(f.m), EST_ERR_FAILED_PRECONDITION);
 
   /* 3 steps of AdamWeightDecay on the same batch */
-  est_adam_weight_decay_config oc = est_adam_weight_decay_config_default();
+  est_adam_weight_decay_config oc = bert_awd_config();
   oc.init_lr = f.g.init_lr;
-  oc.num_train_steps = f.g.num_train_steps;
-  oc.num_warmup_steps = f.g.num_warmup_steps;
+  oc.schedule = est_lr_schedule_bert(f.g.num_train_steps, f.g.num_warmup_steps);
   oc.clip_norm = 1.0;
   est_optimizer *opt;
   assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, f.vs, &oc), EST_OK);

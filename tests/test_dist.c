@@ -172,6 +172,34 @@ static void test_hook_entries_and_validation(void **state) {
   assert_int_equal(est_run_config_validate(&rc), EST_OK);
 }
 
+/* est_dist_one_rank: rank 0 of 1, every collective the identity. */
+static void test_one_rank_distribution(void **state) {
+  (void)state;
+  const est_distribution *d = est_dist_one_rank();
+  assert_int_equal(d->rank, 0);
+  assert_int_equal(d->world_size, 1);
+  float f[3] = {1, 2, 3};
+  double g[2] = {0.5, -1};
+  assert_int_equal(d->allreduce_mean(d->ctx, f, 3), EST_OK);
+  assert_int_equal(d->allreduce_sum(d->ctx, g, 2), EST_OK);
+  assert_int_equal(d->broadcast(d->ctx, f, 3), EST_OK);
+  assert_true(f[0] == 1 && f[1] == 2 && f[2] == 3 && g[0] == 0.5 && g[1] == -1);
+  int64_t send[2] = {7, 8}, recv[2] = {0, 0};
+  assert_int_equal(d->allgather_i64(d->ctx, send, 2, recv), EST_OK);
+  assert_true(recv[0] == 7 && recv[1] == 8);
+  void *rows;
+  size_t total;
+  assert_int_equal(d->gather_rows(d->ctx, send, 2, sizeof send[0], &rows, &total), EST_OK);
+  assert_int_equal(total, 2);
+  assert_memory_equal(rows, send, sizeof send);
+  free(rows);
+  assert_int_equal(d->barrier(d->ctx), EST_OK);
+  assert_int_equal(d->grads_begin(d->ctx, NULL, 1.0), EST_OK);
+  assert_int_equal(d->grads_ready(d->ctx, 0, 5), EST_OK);
+  assert_int_equal(d->grads_finish(d->ctx), EST_OK);
+  assert_int_equal(d->grads_begin(d->ctx, NULL, 0.5), EST_ERR_INVALID_ARGUMENT); /* one rank weighs 1 */
+}
+
 static void test_timeout_setting(void **state) {
   (void)state;
   double before = est_dist_timeout();
@@ -192,6 +220,7 @@ int main(void) {
       cmocka_unit_test(test_configure_single_process),
       cmocka_unit_test(test_hook_entries_and_validation),
       cmocka_unit_test(test_timeout_setting),
+      cmocka_unit_test(test_one_rank_distribution),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -767,12 +767,11 @@ static est_status adam_init(void *model, est_var_store *vs) {
 }
 static est_status adam_opt(void *model, est_var_store *vs, est_optimizer **out) {
   (void)model;
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  est_adam_weight_decay_config c = bert_awd_config();
   c.init_lr = 0.2;
   c.weight_decay_rate = 0.0;
   c.clip_norm = 0.0;
-  c.num_train_steps = 0;
-  c.num_warmup_steps = 0;
+  c.schedule = est_lr_schedule_bert(0, 0);
   return est_optimizer_create_adam_weight_decay(out, vs, &c);
 }
 static est_status adam_call(void *model, est_var_store *vs, const est_features *f, est_mode mode, int64_t step,

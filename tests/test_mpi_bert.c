@@ -28,6 +28,14 @@
 #include "est/rng.h"
 #include "test_util.h"
 
+/* AdamWeightDecay as BERT's create_optimizer sets it up, with the model's exclusions. */
+static inline est_adam_weight_decay_config bert_awd_config(void) {
+  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  c.exclude_from_weight_decay = est_bert_exclude_from_weight_decay;
+  c.num_exclude = EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY;
+  return c;
+}
+
 enum { S = 16, NEX = 64, BATCH = 8, LABELS = 3, VOCAB = 120 };
 
 static est_bert_config small_config(void) {
@@ -90,10 +98,9 @@ static int worker(int steps, const char *out_prefix) {
   const size_t P = est_vars_size(vs);
   WCHECK(est_dist_broadcast(est_vars_params(vs), P * sizeof(float), 0));
   WCHECK(est_bert_classifier_reserve(m, BATCH, S));
-  est_adam_weight_decay_config oc = est_adam_weight_decay_config_default();
+  est_adam_weight_decay_config oc = bert_awd_config();
   oc.init_lr = 1e-3;
-  oc.num_train_steps = steps;
-  oc.num_warmup_steps = 2;
+  oc.schedule = est_lr_schedule_bert(steps, 2);
   est_optimizer *opt;
   WCHECK(est_optimizer_create_adam_weight_decay(&opt, vs, &oc));
   est_dist_grad_sync *sync;

@@ -183,10 +183,9 @@ static est_status ov_call(void *model, est_var_store *vs, const est_features *f,
 
 static est_status noclip_optimizer(void *model, est_var_store *vs, est_optimizer **out) {
   tm_model *m = model;
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  est_adam_weight_decay_config c = bert_awd_config();
   c.init_lr = m->p->lr;
-  c.num_train_steps = m->p->num_train_steps;
-  c.num_warmup_steps = m->p->num_warmup_steps;
+  c.schedule = est_lr_schedule_bert(m->p->num_train_steps, m->p->num_warmup_steps);
   c.clip_norm = 0.0;
   return est_optimizer_create_adam_weight_decay(out, vs, &c);
 }

@@ -10,10 +10,8 @@
  *     1e-5; the rows are distinct, so an order mix-up shows);
  *   - a train_batch_size that does not divide over the ranks stops every rank with a
  *     message naming the flag, without a hang.
- * Training itself is not compared with one process here: its input is shuffled per shard
- * and the classifier's dropout (0.1, hard-coded as in the reference) draws masks per
- * batch position, so 2 ranks see other batches than one process. Exact training
- * equivalence is test_mpi_bert.c's (same model, no shuffle, no dropout).
+ * Training itself is compared with one process in test_mpi_train_equivalence.c (dropout
+ * on, the default global input order); test_mpi_bert.c checks the model step for step.
  */
 #include <setjmp.h>
 #include <stdarg.h>

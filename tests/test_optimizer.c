@@ -18,6 +18,16 @@
 #include "reference/optimizer_golden.h"
 #include "test_util.h"
 
+/* BERT's exclusions from weight decay (a model_fn passes its own; the optimizer has no
+ * list of its own), for the models here that name variables as BERT does. */
+static const char *const BERT_NO_DECAY[] = {"LayerNorm", "layer_norm", "bias"};
+static inline est_adam_weight_decay_config bert_awd_config(void) {
+  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  c.exclude_from_weight_decay = BERT_NO_DECAY;
+  c.num_exclude = 3;
+  return c;
+}
+
 static est_var_store *store_with(int n, const char *const *names, const int64_t *sizes) {
   est_var_store *vs;
   assert_int_equal(est_vars_create(&vs), EST_OK);
@@ -35,7 +45,7 @@ static void test_adam_weight_decay_reference_trajectory(void **state) {
   float *w = est_vars_value(vs, 0), *g = est_vars_grad(vs, 0);
   const float init[3] = {0.1f, -0.2f, -0.1f}, x[3] = {0.4f, 0.2f, -0.5f};
   memcpy(w, init, sizeof init);
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  est_adam_weight_decay_config c = bert_awd_config();
   c.init_lr = 0.2;
   c.weight_decay_rate = 0.0;
   c.clip_norm = 0;  /* raw apply_gradients: no clipping, no schedule */
@@ -94,8 +104,8 @@ static void test_bert_learning_rate_schedule(void **state) {
   est_var_store *vs = store_with(1, names, (int64_t[]){4});
   float *w = est_vars_value(vs, 0), *g = est_vars_grad(vs, 0);
   for (int i = 0; i < 4; i++) w[i] = 1.0f + (float)i, g[i] = 0.5f;
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
-  c.init_lr = 2e-5; c.num_train_steps = 343; c.num_warmup_steps = 34;
+  est_adam_weight_decay_config c = bert_awd_config();
+  c.init_lr = 2e-5; c.schedule = est_lr_schedule_bert(343, 34);
   est_optimizer *opt;
   assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &c), EST_OK);
   assert_true(est_optimizer_learning_rate(opt, 34) == est_learning_rate_bert(34, 2e-5, 343, 34));
@@ -115,7 +125,7 @@ static void test_weight_decay_exclusions_and_dense_updates(void **state) {
   };
   const int decays[] = {1, 0, 1, 0, 1, 0, 0};
   est_var_store *vs = store_with(7, names, (int64_t[]){6, 3, 4, 2, 2, 1, 5});
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  est_adam_weight_decay_config c = bert_awd_config();
   c.init_lr = 0.1;
   c.clip_norm = 0;
   est_optimizer *opt;
@@ -193,7 +203,7 @@ static void test_clip_by_global_norm(void **state) {
   est_vars_value(vs, 1)[0] = 7.0f;                  /* frozen: never touched */
   assert_float_equal(est_optimizer_global_norm(vs), 13.0f, 0);
 
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  est_adam_weight_decay_config c = bert_awd_config();
   c.init_lr = 0.5;
   est_optimizer *opt;
   assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &c), EST_OK);
@@ -323,8 +333,8 @@ static void test_thread_count_independence(void **state) {
       const est_variable *v = est_vars_at(vs, i);
       for (size_t k = 0; k < v->count; k++) est_vars_value(vs, i)[k] = sinf((float)(k + 7 * i));
     }
-    est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
-    c.init_lr = 1e-3; c.num_train_steps = 10; c.num_warmup_steps = 2;
+    est_adam_weight_decay_config c = bert_awd_config();
+    c.init_lr = 1e-3; c.schedule = est_lr_schedule_bert(10, 2);
     est_optimizer *opt;
     assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &c), EST_OK);
     for (int step = 0; step < 4; step++) {
@@ -377,8 +387,8 @@ static void check_golden(est_optimizer *(*make)(est_var_store *), const float (*
 }
 
 static est_optimizer *make_awd(est_var_store *vs) {
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
-  c.init_lr = 0.1; c.num_train_steps = 10; c.num_warmup_steps = 2;
+  est_adam_weight_decay_config c = bert_awd_config();
+  c.init_lr = 0.1; c.schedule = est_lr_schedule_bert(10, 2);
   est_optimizer *opt;
   assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &c), EST_OK);
   return opt;
@@ -416,7 +426,7 @@ static void test_bad_arguments(void **state) {
   assert_int_equal(est_vars_create(&vs), EST_OK);
   assert_int_equal(est_vars_declare(vs, "w", 1, (int64_t[]){2}, est_init_zeros(), NULL), EST_OK);
   est_optimizer *opt;
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  est_adam_weight_decay_config c = bert_awd_config();
   assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &c), EST_ERR_FAILED_PRECONDITION);
   assert_int_equal(est_vars_finalize(vs, 1), EST_OK);
   c.beta1 = 1.0;
@@ -426,6 +436,93 @@ static void test_bad_arguments(void **state) {
   mc.clip_norm = -1;
   assert_int_equal(est_optimizer_create_momentum(&opt, vs, &mc), EST_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(est_error_message(), "clip_norm"));
+  est_vars_free(vs);
+}
+
+/* tf.compat.v1.train's decays (values from their formulas in double; float32 is within
+ * a few ulps), BERT's warmup in front of any of them, and the optimizer using its
+ * config's schedule. */
+static void test_learning_rate_schedules(void **state) {
+  (void)state;
+  const float rel = 1e-6f;
+  est_lr_schedule s = est_lr_schedule_constant();
+  assert_true(est_lr_schedule_value(&s, 0.1, 0) == 0.1f);
+  assert_true(est_lr_schedule_value(&s, 0.1, 100000) == 0.1f);
+
+  s = (est_lr_schedule){.decay = EST_LR_POLYNOMIAL, .decay_steps = 100, .end_learning_rate = 0.01, .power = 2};
+  assert_true(est_lr_schedule_value(&s, 0.1, 0) == 0.1f);
+  assert_float_equal(est_lr_schedule_value(&s, 0.1, 50), 0.0325f, 0.0325f * rel);
+  assert_float_equal(est_lr_schedule_value(&s, 0.1, 150), 0.01f, 0.01f * rel); /* cycle=False: stays at end */
+
+  s = (est_lr_schedule){.decay = EST_LR_EXPONENTIAL, .decay_steps = 10, .decay_rate = 0.5};
+  assert_float_equal(est_lr_schedule_value(&s, 0.1, 5), 0.07071067811865477f, 0.0707f * rel);
+  assert_float_equal(est_lr_schedule_value(&s, 0.1, 20), 0.025f, 0.025f * rel);
+  s.staircase = 1;
+  assert_true(est_lr_schedule_value(&s, 0.1, 5) == 0.1f);
+  assert_float_equal(est_lr_schedule_value(&s, 0.1, 15), 0.05f, 0.05f * rel);
+
+  s = (est_lr_schedule){.decay = EST_LR_COSINE, .decay_steps = 100, .alpha = 0.1};
+  assert_true(est_lr_schedule_value(&s, 0.1, 0) == 0.1f);
+  assert_float_equal(est_lr_schedule_value(&s, 0.1, 50), 0.055f, 0.055f * rel);
+  assert_float_equal(est_lr_schedule_value(&s, 0.1, 100), 0.01f, 0.01f * rel);
+  assert_float_equal(est_lr_schedule_value(&s, 0.1, 500), 0.01f, 0.01f * rel);
+  /* BERT's warmup in front: linear to lr0 over W steps, then the (unshifted) decay */
+  s.warmup_steps = 10;
+  assert_true(est_lr_schedule_value(&s, 0.1, 0) == 0.0f);
+  assert_true(est_lr_schedule_value(&s, 0.1, 5) == 0.1f * 0.5f);
+  assert_float_equal(est_lr_schedule_value(&s, 0.1, 10), 0.09779754323328192f, 0.0978f * rel);
+
+  /* the BERT schedule is the polynomial one with power 1, bit for bit */
+  s = est_lr_schedule_bert(343, 34);
+  for (int64_t t = 0; t < 400; t += 7)
+    assert_true(est_lr_schedule_value(&s, 2e-5, t) == est_learning_rate_bert(t, 2e-5, 343, 34));
+
+  /* every optimizer runs on its config's schedule */
+  const char *names[] = {"w"};
+  est_var_store *vs = store_with(1, names, (int64_t[]){2});
+  est_adam_config ac = est_adam_config_default();
+  ac.schedule = (est_lr_schedule){.decay = EST_LR_EXPONENTIAL, .decay_steps = 10, .decay_rate = 0.5};
+  est_optimizer *opt;
+  assert_int_equal(est_optimizer_create_adam(&opt, vs, &ac), EST_OK);
+  assert_true(est_optimizer_learning_rate(opt, 20) == est_lr_schedule_value(&ac.schedule, 0.001, 20));
+  est_optimizer_free(opt);
+  est_momentum_config mc = est_momentum_config_default();
+  assert_true(mc.schedule.decay == EST_LR_CONSTANT);
+  mc.schedule = (est_lr_schedule){.decay = EST_LR_COSINE, .decay_steps = 100};
+  assert_int_equal(est_optimizer_create_momentum(&opt, vs, &mc), EST_OK);
+  assert_float_equal(est_optimizer_learning_rate(opt, 50), 0.005f, 0.005f * rel);
+  est_optimizer_free(opt);
+  est_adam_weight_decay_config wc = est_adam_weight_decay_config_default();
+  assert_true(wc.schedule.decay == EST_LR_POLYNOMIAL && wc.schedule.power == 1.0 && wc.schedule.end_learning_rate == 0);
+
+  /* bad schedules are refused, naming the field */
+  wc.schedule = (est_lr_schedule){.decay = EST_LR_EXPONENTIAL, .decay_steps = 10, .decay_rate = 0};
+  assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &wc), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "decay_rate"));
+  wc.schedule = (est_lr_schedule){.decay = (est_lr_decay)9};
+  assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &wc), EST_ERR_INVALID_ARGUMENT);
+  wc.schedule = est_lr_schedule_bert(10, (int64_t)INT32_MAX + 1);
+  assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &wc), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "warmup_steps"));
+  est_vars_free(vs);
+}
+
+/* The exclusions are the model's: without a list, every trainable variable decays. */
+static void test_no_exclusions_without_a_list(void **state) {
+  (void)state;
+  const char *names[] = {"bert/embeddings/LayerNorm/gamma", "output_bias", "w"};
+  est_var_store *vs = store_with(3, names, (int64_t[]){2, 1, 3});
+  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
+  est_optimizer *opt;
+  assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &c), EST_OK);
+  for (size_t i = 0; i < 3; i++) assert_int_equal(est_optimizer_decays(opt, i), 1);
+  est_optimizer_free(opt);
+  c = bert_awd_config();
+  assert_int_equal(est_optimizer_create_adam_weight_decay(&opt, vs, &c), EST_OK);
+  assert_int_equal(est_optimizer_decays(opt, 0), 0);
+  assert_int_equal(est_optimizer_decays(opt, 1), 0);
+  assert_int_equal(est_optimizer_decays(opt, 2), 1);
+  est_optimizer_free(opt);
   est_vars_free(vs);
 }
 
@@ -440,6 +537,8 @@ int main(void) {
     cmocka_unit_test(test_thread_count_independence),
     cmocka_unit_test(test_bit_exact_against_numpy_float32),
     cmocka_unit_test(test_bad_arguments),
+    cmocka_unit_test(test_learning_rate_schedules),
+    cmocka_unit_test(test_no_exclusions_without_a_list),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,6 +77,11 @@ int est_cmd_run_classifier(int argc, char **argv) {
                  "[est] How many recent checkpoints to keep (tf.estimator.RunConfig); 0 = all.", 0),
     EST_FLAG_INT("log_step_count_steps", &c.log_step_count_steps,
                  "[est] Log loss, examples/sec and ETA every this many steps (tf.estimator.RunConfig).", 0),
+    EST_FLAG_STRING("input_sharding", &c.input_sharding,
+                    "[est] Under mpirun: global = every rank reads the whole training input in one "
+                    "shuffled order and takes its slice of each global batch, so N ranks train exactly "
+                    "what one process trains (default); shard_first = TF's order, each rank shuffles its "
+                    "own record shard (reads 1/N of the input; the model depends on the rank count).", 0),
     EST_FLAG_INT("tsv_text_a_column", &c.tsv_text_a_column,
                  "[est] task tsv: 0-based column of text_a in train.tsv/dev.tsv/test.tsv.", 0),
     EST_FLAG_INT("tsv_text_b_column", &c.tsv_text_b_column,

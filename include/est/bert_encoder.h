@@ -179,6 +179,12 @@ float *est_bert_encoder_pooled_output_grad(est_bert_encoder *e);
  * since the last reserve, a reservation without backward. */
 est_status est_bert_encoder_backward(est_bert_encoder *e);
 
+/* The rows of every later forward are rows [first_row, first_row + batch) of a larger
+ * global batch (data parallelism: est_model_context.first_row): dropout masks are drawn
+ * at those rows' places in it, so N ranks drop exactly what one process does. 0 (the
+ * default): the batch is the whole batch. A head with dropout takes the same row. */
+void est_bert_encoder_set_first_row(est_bert_encoder *e, int64_t first_row);
+
 /* Sets the gradient-ready callback of backward (NULL fn: none, the default). */
 void est_bert_encoder_set_grads_ready(est_bert_encoder *e, est_bert_grads_ready_fn fn, void *ctx);
 

@@ -89,6 +89,12 @@ est_status est_bert_classifier_backward(est_bert_classifier *m);
  * (est_bert_grads_ready_fn: est/bert_encoder.h.) */
 void est_bert_classifier_set_grads_ready(est_bert_classifier *m, est_bert_grads_ready_fn fn, void *ctx);
 
+/* The rows of every later forward are rows [first_row, first_row + batch) of a larger
+ * global batch (data parallelism: est_model_context.first_row): dropout masks are drawn
+ * at those rows' places in it, so N ranks drop exactly what one process does. 0 (the
+ * default): the batch is the whole batch. */
+void est_bert_classifier_set_first_row(est_bert_classifier *m, int64_t first_row);
+
 /* probabilities[batch, C] = softmax(logits), the predict output. */
 void est_bert_classifier_probabilities(float *probabilities, const float *logits, int batch, int num_labels);
 
@@ -129,6 +135,14 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
  * output_bias' gradients into the store, then reports that group as ready. */
 est_status est_bert_classifier_head_backward(est_bert_classifier_head *h, float *d_pooled);
 void est_bert_classifier_head_set_grads_ready(est_bert_classifier_head *h, est_bert_grads_ready_fn fn, void *ctx);
+/* As est_bert_encoder_set_first_row, for the head's dropout on the pooled output. */
+void est_bert_classifier_head_set_first_row(est_bert_classifier_head *h, int64_t first_row);
+
+/* The variables BERT trains without weight decay (optimization.py's
+ * exclude_from_weight_decay): est_adam_weight_decay_config.exclude_from_weight_decay /
+ * num_exclude of a BERT model_fn. */
+enum { EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY = 3 };
+extern const char *const est_bert_exclude_from_weight_decay[EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY];
 
 #ifdef __cplusplus
 }

@@ -12,7 +12,7 @@
  *     est_dataset *ds;
  *     est_dataset_from_tfrecords(&ds, files, 1, EST_COMPRESSION_NONE);  // NOT_FOUND: names the file
  *     est_dataset_parse(ds, specs, 5, EST_DATASET_CAST_INT32);            // every int64 -> int32
- *     est_dataset_shard(ds, world_size, rank);                            // data parallel
+ *     est_dataset_shard_global_batches(ds, world_size, rank, 32);         // data parallel
  *     est_dataset_repeat(ds, -1);
  *     est_dataset_shuffle(ds, 100, seed);
  *     est_dataset_batch(ds, 32, 1);                                       // drop_remainder
@@ -27,11 +27,24 @@
  *     est_dataset_free(ds);
  *
  * The stages always run in this order, whatever order they are configured in:
- *   source (files in order, or in-memory records) -> shard -> repeat -> shuffle -> parse
- *   -> batch -> prefetch.
- * That is BERT's training order (repeat before shuffle, so epochs blur) and TF's usual
- * record-level sharding (every rank reads all files and keeps elements i with
- * i % num_shards == index, counted within each epoch, so ranks see disjoint data).
+ *   source (files in order, or in-memory records) -> shard -> repeat -> shuffle
+ *   -> global shard -> parse -> batch -> prefetch.
+ * That is BERT's training order (repeat before shuffle, so epochs blur). Data parallelism
+ * has two orders (one of the two shard stages is used, the one configured last):
+ *   - global (est_dataset_shard_global_batches): every rank reads and shuffles the WHOLE
+ *     input with the same seed, so all hold the same stream, and rank r of N keeps the
+ *     r-th slice of per_shard elements of every N * per_shard: with batch(per_shard)
+ *     its k-th batch is elements [k*N*b + r*b, k*N*b + (r+1)*b) of that stream (b =
+ *     per_shard), i.e. rows [r*b, (r+1)*b) of the k-th batch of N*b that ONE process
+ *     reading the same input unsharded gets. N ranks thus train on exactly the batches
+ *     of one process (PyTorch's DistributedSampler does the same over a shuffled index).
+ *     Costs: every rank reads every record (CRC + copy into its shuffle buffer; only its
+ *     own are parsed), so input I/O is N times one process's, and the shuffle buffer is
+ *     per rank over the whole input.
+ *   - shard first (est_dataset_shard, TF's record-level sharding): every rank reads all
+ *     files and keeps elements i with i % num_shards == index, counted within each
+ *     epoch, then repeats and shuffles its own shard: disjoint data per rank and 1/N of
+ *     the parsing and buffering, but the batches depend on the number of ranks.
  *
  * Shuffle is tf.data's: a buffer of N elements; each output is a uniformly random buffer
  * element (Philox stream keyed by the seed), whose place is taken by the last one; the
@@ -129,8 +142,14 @@ est_status est_dataset_parse(est_dataset *ds, const est_feature_spec *specs, siz
  * INVALID_ARGUMENT for one that is not int64. */
 est_status est_dataset_cast_int32(est_dataset *ds, const char *const *keys, size_t n);
 
-/* Keep elements i with i % num_shards == index. */
+/* Shard first (TF's Dataset.shard on the records): keep elements i with
+ * i % num_shards == index, before repeat and shuffle. */
 est_status est_dataset_shard(est_dataset *ds, int num_shards, int index);
+
+/* Global sharding: after repeat and shuffle, keep the elements i of the stream with
+ * (i / per_shard) % num_shards == index (see above: with batch(per_shard), this rank's
+ * slice of every global batch of num_shards * per_shard). per_shard >= 1. */
+est_status est_dataset_shard_global_batches(est_dataset *ds, int num_shards, int index, int64_t per_shard);
 
 /* count epochs; -1 forever (an empty input still ends). Default 1; 0 gives no data. */
 est_status est_dataset_repeat(est_dataset *ds, int64_t count);

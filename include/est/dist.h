@@ -123,6 +123,11 @@ int64_t est_dist_local_batch(int64_t global_batch, int rank, int world);
 est_status est_dist_interleave_rows(const void *const *blocks, const size_t *counts, int world,
                                     size_t row_bytes, void *out);
 
+/* The one-rank distribution (rank 0 of 1, every collective the identity): the Estimator
+ * runs on it when its run config names no distribution, so one process takes the same
+ * code path as N ranks. Static and stateless; valid for the program's life. */
+const est_distribution *est_dist_one_rank(void);
+
 /* Fills the Estimator's distribution hook (est_run_config.distribution) with this layer:
  * the gradient reduction as a bucketed est_dist_grad_sync (grads_begin/ready/finish:
  * buckets reported by the model through est_grads_ready start during backward), double

@@ -61,7 +61,11 @@
  * during training", nothing saved) -> distribution->allreduce_mean(gradients) ->
  * est_optimizer_apply(opt, global_step) -> global_step += 1 -> log / summary / save.
  *
- * With a distribution (N ranks, est/dist.h) every rank runs the same loop on its shard:
+ * With a distribution (N ranks, est/dist.h) every rank runs the same loop on its slice of
+ * every global batch (est_input_params says which; by default N ranks train on exactly
+ * the batches of one process, and model randomness keyed by est_model_context.first_row
+ * keeps them equal, so they end with one process's model up to float reassociation).
+ * One process runs the same loop on the one-rank distribution (est_dist_one_rank).
  *   - each step ends with one small all-reduce of (has a batch, failed, loss) after the
  *     gradient reduction, so all ranks take the same decision: a rank whose input ended
  *     ends training for all (as TF's input exhaustion: training stops when the FIRST
@@ -137,13 +141,23 @@ est_status est_features_get(const est_features *f, const char *name, est_dtype d
 
 /* ---- input_fn ---------------------------------------------------------------------- */
 
+/* How a rank's slice of the input is chosen (est_input_shard_dataset does exactly this):
+ *   TRAIN, sharding GLOBAL (the default): every rank reads the whole input, repeats and
+ *     shuffles it with `seed` (so all ranks hold one stream, the one a single process
+ *     reads), and rank shard_index takes elements [k*B + r*b, k*B + (r+1)*b) of it for
+ *     its k-th batch (b = batch_size, the per-rank batch; B = num_shards * b, the global
+ *     batch): rows [r*b, (r+1)*b) of the single process's k-th batch of B. The model's
+ *     context says where its rows sit (est_model_context.first_row = r * b).
+ *   TRAIN, sharding SHARD_FIRST (TF's order) and always EVAL / PREDICT: element i of the
+ *     input goes to rank i % num_shards (Dataset.shard on the records, before any repeat
+ *     or shuffle), which predict's in-order gather and eval's "loss" rely on. */
 typedef struct est_input_params {
   est_mode mode;
-  int batch_size;              /* the mode's batch size from the run config */
+  int batch_size;              /* the mode's (per-rank) batch size from the run config */
   uint64_t seed;               /* for shuffling: the run's seed */
-  int num_shards;              /* world_size; shard(num_shards, shard_index) for data parallelism: */
-  int shard_index;             /* element i to shard i % num_shards (Dataset.shard), which
-                                * predict's in-order gather and eval's "loss" rely on */
+  int num_shards;              /* world_size */
+  int shard_index;             /* rank */
+  est_input_sharding sharding; /* run_config.input_sharding */
 } est_input_params;
 
 /* An open input: a stream of batches. `next` returns EST_ERR_OUT_OF_RANGE at the end of
@@ -172,11 +186,17 @@ typedef struct est_input_fn {
 typedef struct est_dataset est_dataset;
 est_status est_input_from_dataset(est_dataset *ds, est_input *out);
 
+/* Configures `ds` (before its first batch) as the params say a rank's input is chosen
+ * (est_input_params above): est_dataset_shard_global_batches(ds, num_shards,
+ * shard_index, batch_size) for TRAIN with GLOBAL sharding, else est_dataset_shard(ds,
+ * num_shards, shard_index); nothing on one shard. */
+est_status est_input_shard_dataset(est_dataset *ds, const est_input_params *p);
+
 /* A ready-made input_fn over TFRecord files of tf.train.Example, shaped like BERT's
- * file_based_input_fn_builder: TRAIN reads the files -> shard -> repeat forever ->
+ * file_based_input_fn_builder: TRAIN reads the files -> repeat forever ->
  * shuffle(shuffle_buffer, seed) -> parse -> batch(drop_remainder = 1); EVAL and PREDICT
  * read them once in order -> parse -> batch(drop_remainder as configured). Batch size,
- * seed and sharding come from the estimator.
+ * seed and sharding (est_input_shard_dataset) come from the estimator.
  *
  *     est_tfrecord_input cfg = {.paths = files, .num_paths = 1, .specs = specs,
  *                               .num_specs = 3, .shuffle_buffer = 100, .prefetch = 2};
@@ -212,6 +232,11 @@ typedef struct est_model_context {
    * first): with data parallelism that range's all-reduce then overlaps the rest of
    * backward. Reporting nothing is correct too (the reduction then runs after `call`). */
   est_grads_notifier *grads;
+  /* TRAIN: this rank's rows are rows [first_row, first_row + batch_size) of every global
+   * batch (rank * batch_size; 0 in one process; see est_input_params). Randomness per
+   * example drawn at first_row + row (BERT's dropout masks are) is then the same on any
+   * number of ranks. 0 in EVAL / PREDICT. */
+  int64_t first_row;
 } est_model_context;
 
 /* Floats [offset, offset + count) of the var store's gradient buffer (est_variable.offset,

@@ -111,6 +111,10 @@ void est_dropout_mask(uint8_t *mask, size_t start, size_t n, float prob, uint64_
  * (may be NULL). out may alias inp. */
 void est_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float prob, uint64_t seed,
                          uint64_t step, uint32_t tensor_id);
+/* The same for elements [first, first + n) of a larger tensor (mask[i] is element
+ * first + i's): a batch that is rows of a larger global batch draws that batch's masks. */
+void est_dropout_forward_at(float *out, uint8_t *mask, const float *inp, size_t n, size_t first, float prob,
+                            uint64_t seed, uint64_t step, uint32_t tensor_id);
 /* dinp[n] += dout * mask / (1-prob); dinp must not alias dout. prob == 0: dinp += dout
  * (mask unread; a caller may rather skip the op and use dout itself). */
 void est_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float prob);
@@ -128,6 +132,12 @@ size_t est_attention_scratch_floats(int B, int N, int S);
 void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
                            const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                            int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id);
+/* The same for examples [first_example, first_example + B) of a larger batch: the
+ * dropout mask of example b is the larger batch's for example first_example + b. */
+void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
+                              const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
+                              int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
+                              int64_t first_example);
 /* dq, dk, dv [B,S,N*Dh] += (each may be NULL). scratch as forward's; its contents are
  * overwritten. */
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,

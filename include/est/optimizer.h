@@ -1,9 +1,13 @@
 /* est/optimizer.h — BERT's AdamWeightDecay, tf.train.AdamOptimizer and
- * tf.train.MomentumOptimizer over a variable store, with BERT's learning-rate schedule
- * (linear warmup + linear decay) and global-norm gradient clipping.
+ * tf.train.MomentumOptimizer over a variable store, each with its learning-rate schedule
+ * (BERT's linear warmup + linear decay, constant, polynomial, exponential, cosine) and
+ * global-norm gradient clipping.
  *
+ *     static const char *const no_decay[] = {"LayerNorm", "layer_norm", "bias"};  // the model's
  *     est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
- *     c.init_lr = 2e-5; c.num_train_steps = 343; c.num_warmup_steps = 34;
+ *     c.init_lr = 2e-5;
+ *     c.schedule = est_lr_schedule_bert(343, 34);             // 343 steps, 34 of warmup
+ *     c.exclude_from_weight_decay = no_decay; c.num_exclude = 3;
  *     est_optimizer *opt;
  *     est_optimizer_create_adam_weight_decay(&opt, vs, &c);   // after est_vars_finalize
  *     for (int64_t step = 0; step < 343; step++) {
@@ -38,12 +42,51 @@ extern "C" {
 
 /* ---- learning rate ------------------------------------------------------------------ */
 
-/* BERT's create_optimizer schedule in float32 (docs/optimizer.md §1), t = global_step
- * before this step's increment:
- *   decay(t) = init_lr * (1 - min(t, T) / T)             (polynomial_decay, power 1, end 0)
- *   lr(t)    = t < W ? init_lr * (t / W) : decay(t)      (when W > 0)
- * so lr(0) = 0 with warmup and the rate drops at t = W. Extensions for other models:
- * num_train_steps <= 0 means no decay (constant init_lr), num_warmup_steps <= 0 no warmup. */
+/* The decay of a schedule: tf.compat.v1.train's functions of the same names, op by op in
+ * float32 (t = global_step before this step's increment, T = decay_steps, lr0 = the
+ * optimizer's initial rate as float32):
+ *   CONSTANT     lr0
+ *   POLYNOMIAL   (lr0 - end) * pow(1 - min(t, T) / T, power) + end     (cycle=False)
+ *   EXPONENTIAL  lr0 * pow(decay_rate, t / T)       (staircase: floor(t / T))
+ *   COSINE       lr0 * ((1 - alpha) * 0.5 * (1 + cos(pi * min(t, T) / T)) + alpha)
+ * A decay with decay_steps <= 0 is CONSTANT. */
+typedef enum est_lr_decay {
+  EST_LR_CONSTANT = 0,
+  EST_LR_POLYNOMIAL = 1,
+  EST_LR_EXPONENTIAL = 2,
+  EST_LR_COSINE = 3,
+} est_lr_decay;
+
+/* A learning-rate schedule, optionally with BERT's linear warmup in front (optimization.py
+ * create_optimizer; docs/optimizer.md §1): with W = warmup_steps > 0,
+ *   lr(t) = t < W ? lr0 * (t / W) : decay(t)       (t and W through int32, as in BERT)
+ * so lr(0) = 0 and the decay is not shifted by the warmup (at t = W it is decay(W)). */
+typedef struct est_lr_schedule {
+  est_lr_decay decay;
+  int64_t decay_steps;        /* T; <= 0: constant */
+  double end_learning_rate;   /* POLYNOMIAL: 0 (BERT's; TF's default is 0.0001) */
+  double power;               /* POLYNOMIAL: 1 */
+  double decay_rate;          /* EXPONENTIAL */
+  int staircase;              /* EXPONENTIAL: 0 */
+  double alpha;               /* COSINE: the final fraction of lr0; 0 */
+  int64_t warmup_steps;       /* W; <= 0: no warmup; at most INT32_MAX */
+} est_lr_schedule;
+
+/* BERT's create_optimizer: POLYNOMIAL power 1 to 0 over num_train_steps, after
+ * num_warmup_steps of linear warmup. AdamWeightDecay's default is est_lr_schedule_bert(0, 0)
+ * (the BERT kind without steps yet, i.e. constant until they are set). */
+est_lr_schedule est_lr_schedule_bert(int64_t num_train_steps, int64_t num_warmup_steps);
+/* lr0 at every step (Adam's and Momentum's default). */
+est_lr_schedule est_lr_schedule_constant(void);
+
+/* The rate at `step` for an initial rate `init_lr`. */
+float est_lr_schedule_value(const est_lr_schedule *s, double init_lr, int64_t step);
+/* INVALID_ARGUMENT naming the field: an unknown decay, a negative power, a decay_rate
+ * <= 0, an alpha outside [0, 1], warmup_steps above INT32_MAX. */
+est_status est_lr_schedule_validate(const est_lr_schedule *s);
+
+/* est_lr_schedule_value(est_lr_schedule_bert(T, W), init_lr, step): BERT's schedule in
+ * float32; T <= 0 means no decay (constant init_lr), W <= 0 no warmup. */
 float est_learning_rate_bert(int64_t step, double init_lr, int64_t num_train_steps, int64_t num_warmup_steps);
 
 /* ---- configs ---------------------------------------------------------------------- */
@@ -55,15 +98,15 @@ float est_learning_rate_bert(int64_t step, double init_lr, int64_t num_train_ste
  *   theta -= lr(t) * u */
 typedef struct est_adam_weight_decay_config {
   double init_lr;                 /* 5e-5 (run_classifier's default learning_rate) */
-  int64_t num_train_steps;        /* T of the linear decay; <= 0: constant rate */
-  int64_t num_warmup_steps;       /* W; <= 0: no warmup */
+  est_lr_schedule schedule;       /* est_lr_schedule_bert(0, 0): set its steps */
   double weight_decay_rate;       /* 0.01 */
   double beta1, beta2, epsilon;   /* 0.9, 0.999, 1e-6 */
-  /* POSIX extended regexes searched anywhere in the variable name (Python's re.search;
-   * a plain word is a substring test). NULL: BERT's {"LayerNorm", "layer_norm", "bias"}.
-   * Copied at creation. */
+  /* Variables not decayed, chosen by the model (its model_fn passes them; BERT's are
+   * {"LayerNorm", "layer_norm", "bias"}): POSIX extended regexes searched anywhere in the
+   * variable name (Python's re.search; a plain word is a substring test). Used at
+   * creation only. NULL / 0: every trainable variable is decayed. */
   const char *const *exclude_from_weight_decay;
-  size_t num_exclude;             /* entries of exclude_from_weight_decay when not NULL */
+  size_t num_exclude;             /* entries of exclude_from_weight_decay */
   double clip_norm;               /* clip by global norm before the update; 1.0; 0 = off */
 } est_adam_weight_decay_config;
 
@@ -74,8 +117,7 @@ typedef struct est_adam_weight_decay_config {
  *   m += (g - m) * (1 - b1);  v += (g*g - v) * (1 - b2);  theta -= m * alpha / (sqrt(v) + eps) */
 typedef struct est_adam_config {
   double learning_rate;           /* 0.001 */
-  int64_t num_train_steps;        /* optional BERT-style schedule on learning_rate; 0: constant */
-  int64_t num_warmup_steps;       /* 0 */
+  est_lr_schedule schedule;       /* est_lr_schedule_constant() */
   double beta1, beta2, epsilon;   /* 0.9, 0.999, 1e-8 */
   double clip_norm;               /* 0 = off */
 } est_adam_config;
@@ -86,8 +128,7 @@ typedef struct est_adam_config {
  *   theta -= g * lr + accum * momentum * lr               (use_nesterov = 1) */
 typedef struct est_momentum_config {
   double learning_rate;           /* 0.01 */
-  int64_t num_train_steps;        /* optional schedule, as for Adam; 0: constant */
-  int64_t num_warmup_steps;
+  est_lr_schedule schedule;       /* est_lr_schedule_constant() */
   double momentum;                /* 0.9 */
   int use_nesterov;               /* 0 */
   double clip_norm;               /* 0 = off */
@@ -102,7 +143,8 @@ est_momentum_config est_momentum_config_default(void);
 typedef struct est_optimizer est_optimizer;
 
 /* The store must be finalized; slots are allocated once (zeroed) and reused. Errors: a
- * store not finalized, a bad hyper-parameter, an exclusion pattern that is not a regex. */
+ * store not finalized, a bad hyper-parameter or schedule, an exclusion pattern that is
+ * not a regex. */
 est_status est_optimizer_create_adam_weight_decay(est_optimizer **out, est_var_store *vs,
                                                   const est_adam_weight_decay_config *config);
 est_status est_optimizer_create_adam(est_optimizer **out, est_var_store *vs, const est_adam_config *config);
@@ -118,7 +160,7 @@ void est_optimizer_free(est_optimizer *opt); /* NULL is fine */
  * so the parameters become NaN; the caller's NaN-loss check is what stops training. */
 est_status est_optimizer_apply(est_optimizer *opt, int64_t global_step);
 
-/* The learning rate the update at `global_step` uses. */
+/* The learning rate the update at `global_step` uses (the config's schedule). */
 float est_optimizer_learning_rate(const est_optimizer *opt, int64_t global_step);
 
 /* sqrt(sum of g^2) over the trainable variables' gradients (float32 result of a double sum,

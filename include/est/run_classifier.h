@@ -62,6 +62,9 @@ typedef struct est_run_classifier_config {
   int64_t seed;                  /* initialisation, dropout and shuffling */
   int64_t keep_checkpoint_max;   /* 5, as tf.estimator.RunConfig */
   int64_t log_step_count_steps;  /* 100, as tf.estimator.RunConfig */
+  /* Under mpirun: "global" (NULL too): N ranks train on one process's batches; or
+   * "shard_first": TF's record sharding (est_input_sharding, est/run_config.h). */
+  const char *input_sharding;
   /* The generic TSV task (task_name "tsv"; est/processors.h): 0-based columns, -1 none. */
   int64_t tsv_text_a_column;     /* 0 */
   int64_t tsv_text_b_column;     /* -1: single-sentence */

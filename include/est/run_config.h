@@ -24,7 +24,9 @@ extern "C" {
 
 typedef struct est_var_store est_var_store;   /* est/variables.h */
 
-/* Data parallelism hook. A single process needs none (config.distribution = NULL).
+/* Data parallelism hook. A single process needs none (config.distribution = NULL: the
+ * Estimator then runs on est_dist_one_rank(), est/dist.h, whose collectives are the
+ * identity, so one process and N ranks take the same code path).
  * An MPI layer fills one in (est_dist_configure_run_config): the estimator then combines
  * the gradient buffer after each model call, sums metric accumulators after evaluation,
  * broadcasts the chief's initial parameters, gathers every rank's input position into
@@ -72,6 +74,21 @@ typedef enum est_grad_reduction {
                         * mean, as BERT's TPU runs apply it; one process: the same as MEAN */
 } est_grad_reduction;
 
+/* How N ranks split the TRAIN input (est_input_params.sharding; the input_fn applies it,
+ * e.g. est_input_shard_dataset). EVAL and PREDICT always shard the records (element i to
+ * rank i % N), which predict's in-order gather and eval's batches rely on. */
+typedef enum est_input_sharding {
+  /* Every rank reads and shuffles the whole input with the run's seed and takes rows
+   * [r*b, (r+1)*b) of each global batch of N*b (b = the per-rank train batch): N ranks
+   * train on exactly one process's batches (est_dataset_shard_global_batches). Each rank
+   * reads all the input. */
+  EST_INPUT_SHARDING_GLOBAL = 0,
+  /* TF's order: each rank keeps records i % N == r, then repeats and shuffles its shard
+   * alone (est_dataset_shard): 1/N of the parsing and shuffle buffering per rank, but
+   * other batches (and so another model) for every rank count. */
+  EST_INPUT_SHARDING_SHARD_FIRST = 1,
+} est_input_sharding;
+
 typedef struct est_run_config {
   const char *model_dir;            /* checkpoints, events, eval/ (required) */
 
@@ -104,6 +121,7 @@ typedef struct est_run_config {
 
   const est_distribution *distribution;   /* NULL: one process */
   est_grad_reduction grad_reduction;      /* EST_GRAD_MEAN */
+  est_input_sharding input_sharding;      /* EST_INPUT_SHARDING_GLOBAL */
 } est_run_config;
 
 est_run_config est_run_config_default(void);

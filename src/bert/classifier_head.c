@@ -28,6 +28,7 @@ struct est_bert_classifier_head {
   float p;
   est_bert_grads_ready_fn ready_fn;
   void *ready_ctx;
+  int64_t first_row; /* est_bert_classifier_head_set_first_row */
 };
 
 est_status est_bert_classifier_head_create(est_bert_classifier_head **out, int hidden_size, int num_labels,
@@ -91,6 +92,10 @@ est_status est_bert_classifier_head_reserve(est_bert_classifier_head *h, int max
 
 size_t est_bert_classifier_head_activation_bytes(const est_bert_classifier_head *h) { return h->buf_bytes; }
 
+void est_bert_classifier_head_set_first_row(est_bert_classifier_head *h, int64_t first_row) {
+  h->first_row = first_row > 0 ? first_row : 0;
+}
+
 void est_bert_classifier_head_set_grads_ready(est_bert_classifier_head *h, est_bert_grads_ready_fn fn, void *ctx) {
   h->ready_fn = fn;
   h->ready_ctx = fn ? ctx : NULL;
@@ -106,7 +111,8 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
                      h->max_B);
   const int B = batch, H = h->H, C = h->C;
   const float p = training ? CLASSIFIER_DROPOUT : 0.0f;
-  est_dropout_forward(h->pooled_d, h->mask, pooled, (size_t)B * H, p, dropout_seed, step, EST_BERT_DROPOUT_HEAD_FIRST);
+  est_dropout_forward_at(h->pooled_d, h->mask, pooled, (size_t)B * H, (size_t)h->first_row * (size_t)H, p,
+                         dropout_seed, step, EST_BERT_DROPOUT_HEAD_FIRST);
   est_matmul_forward(h->logits, h->pooled_d, est_vars_value(h->vs, (size_t)h->out_w),
                      est_vars_value(h->vs, (size_t)h->out_b), B, H, C, 1);
   if (logits_out) memcpy(logits_out, h->logits, (size_t)B * C * sizeof(float));

@@ -88,6 +88,7 @@ static est_status classifier_build(const est_model_context *ctx, est_var_store *
   if (st == EST_OK) st = est_bert_classifier_reserve(m->bert, m->max_batch, m->seq_len);
   if (st == EST_OK && ctx->mode == EST_MODE_TRAIN && ctx->grads)
     est_bert_classifier_set_grads_ready(m->bert, forward_grads_ready, ctx->grads);
+  if (st == EST_OK) est_bert_classifier_set_first_row(m->bert, ctx->first_row);
   size_t B = (size_t)m->max_batch, C = (size_t)m->num_labels;
   if (st == EST_OK) {
     m->logits = malloc(B * C * sizeof(float));
@@ -130,8 +131,9 @@ static est_status classifier_create_optimizer(void *model, est_var_store *vars, 
    * eps 1e-6, exclude LayerNorm/layer_norm/bias), clip_by_global_norm(1.0). */
   est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
   c.init_lr = m->p->learning_rate;
-  c.num_train_steps = m->p->num_train_steps;
-  c.num_warmup_steps = m->p->num_warmup_steps;
+  c.schedule = est_lr_schedule_bert(m->p->num_train_steps, m->p->num_warmup_steps);
+  c.exclude_from_weight_decay = est_bert_exclude_from_weight_decay;
+  c.num_exclude = EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY;
   return est_optimizer_create_adam_weight_decay(out, vars, &c);
 }
 

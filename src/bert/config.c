@@ -148,3 +148,8 @@ char *est_bert_config_to_json_string(const est_bert_config *c) {
   free(text);
   return out;
 }
+
+/* optimization.py's AdamWeightDecayOptimizer(exclude_from_weight_decay=...) in
+ * create_optimizer: fixed by BERT, not by bert_config.json. */
+const char *const est_bert_exclude_from_weight_decay[EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY] = {"LayerNorm",
+                                                                                               "layer_norm", "bias"};

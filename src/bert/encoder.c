@@ -91,6 +91,10 @@ void est_bert_encoder_free(est_bert_encoder *e) {
   free(e);
 }
 
+void est_bert_encoder_set_first_row(est_bert_encoder *e, int64_t first_row) {
+  e->first_row = first_row > 0 ? first_row : 0;
+}
+
 void est_bert_encoder_set_grads_ready(est_bert_encoder *e, est_bert_grads_ready_fn fn, void *ctx) {
   e->ready_fn = fn;
   e->ready_ctx = fn ? ctx : NULL;
@@ -276,6 +280,8 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
   const int N = cfg->num_attention_heads, Dh = H / N;
   const float p_h = training ? (float)cfg->hidden_dropout_prob : 0.0f;
   const float p_a = training ? (float)cfg->attention_probs_dropout_prob : 0.0f;
+  /* dropout masks at the rows' places in the global batch (est_bert_encoder_set_first_row) */
+  const size_t row0 = (size_t)e->first_row, row0_th = row0 * (size_t)S * (size_t)H;
 #define V(idx) enc_value(e, idx)
 
   /* embeddings -> LayerNorm -> dropout */
@@ -286,8 +292,8 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
   e->has_types = segment_ids != NULL;
   if (segment_ids) memcpy(e->types, segment_ids, (size_t)T * sizeof(int32_t));
   est_layernorm_forward(e->emb_ln, e->emb_mean, e->emb_rstd, e->emb_sum, V(e->emb_g), V(e->emb_b), T, H);
-  est_dropout_forward(e->emb_out, e->emb_mask, e->emb_ln, (size_t)T * H, p_h, dropout_seed, step,
-                      EST_BERT_DROPOUT_EMBEDDINGS);
+  est_dropout_forward_at(e->emb_out, e->emb_mask, e->emb_ln, (size_t)T * H, row0_th, p_h, dropout_seed, step,
+                         EST_BERT_DROPOUT_EMBEDDINGS);
 
   const float *x = e->emb_out;
   for (int l = 0; l < cfg->num_hidden_layers; l++) {
@@ -298,18 +304,18 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
     est_matmul_forward(a->q, x, V(w->q_w), V(w->q_b), T, H, H, 0);
     est_matmul_forward(a->k, x, V(w->k_w), V(w->k_b), T, H, H, 0);
     est_matmul_forward(a->v, x, V(w->v_w), V(w->v_b), T, H, H, 0);
-    est_attention_forward(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v, input_mask, B, S, N, Dh,
-                          p_a, dropout_seed, step, drop_id);
+    est_attention_forward_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v, input_mask, B, S, N, Dh,
+                             p_a, dropout_seed, step, drop_id, (int64_t)row0);
     /* A = LayerNorm(dropout(ctx Wao + bao) + x) */
     est_matmul_forward(a->a_pre, a->ctx, V(w->ao_w), V(w->ao_b), T, H, H, 0);
-    est_dropout_forward(a->a_pre, a->amask, a->a_pre, (size_t)T * H, p_h, dropout_seed, step, drop_id + 1);
+    est_dropout_forward_at(a->a_pre, a->amask, a->a_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 1);
     add_inplace(a->a_pre, x, (size_t)T * H);
     est_layernorm_forward(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, V(w->ln1_g), V(w->ln1_b), T, H);
     /* Y = LayerNorm(dropout(act(A Wi + bi) Wo + bo) + A) */
     est_matmul_forward(a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0);
     est_activation_forward(e->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
     est_matmul_forward(a->y_pre, e->h, V(w->o_w), V(w->o_b), T, I, H, 0);
-    est_dropout_forward(a->y_pre, a->omask, a->y_pre, (size_t)T * H, p_h, dropout_seed, step, drop_id + 2);
+    est_dropout_forward_at(a->y_pre, a->omask, a->y_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 2);
     add_inplace(a->y_pre, a->a, (size_t)T * H);
     est_layernorm_forward(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, V(w->ln2_g), V(w->ln2_b), T, H);
     x = a->y;

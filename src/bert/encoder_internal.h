@@ -73,6 +73,7 @@ struct est_bert_encoder {
 
   est_bert_grads_ready_fn ready_fn;
   void *ready_ctx;
+  int64_t first_row; /* est_bert_encoder_set_first_row */
 };
 
 static inline float *enc_value(const est_bert_encoder *e, int idx) { return est_vars_value(e->vs, (size_t)idx); }

@@ -38,6 +38,11 @@ void est_bert_classifier_free(est_bert_classifier *m) {
   free(m);
 }
 
+void est_bert_classifier_set_first_row(est_bert_classifier *m, int64_t first_row) {
+  est_bert_encoder_set_first_row(m->enc, first_row);
+  est_bert_classifier_head_set_first_row(m->head, first_row);
+}
+
 void est_bert_classifier_set_grads_ready(est_bert_classifier *m, est_bert_grads_ready_fn fn, void *ctx) {
   est_bert_classifier_head_set_grads_ready(m->head, fn, ctx);
   est_bert_encoder_set_grads_ready(m->enc, fn, ctx);

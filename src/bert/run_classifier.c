@@ -84,6 +84,9 @@ est_status est_run_classifier_validate(const est_run_classifier_config *c) {
     return est_error(EST_ERR_INVALID_ARGUMENT, "--keep_checkpoint_max=%lld: must be >= 0 (0 keeps all)",
                      (long long)c->keep_checkpoint_max);
   if (c->seed < 0) return est_error(EST_ERR_INVALID_ARGUMENT, "--seed=%lld: must be >= 0", (long long)c->seed);
+  if (c->input_sharding && strcmp(c->input_sharding, "global") && strcmp(c->input_sharding, "shard_first"))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--input_sharding=%s: must be global or shard_first",
+                     c->input_sharding);
 
   /* The task (the reference looks it up after creating output_dir; est before any work). */
   est_tsv_task_config tc = est_tsv_task_config_default();
@@ -190,7 +193,7 @@ static est_status rc_open(void *ctx, const est_input_params *p, est_input *out) 
   est_status st = est_dataset_from_tfrecords(&ds, &in->path, 1, EST_COMPRESSION_NONE);
   if (st != EST_OK) return st;
   st = est_dataset_parse(ds, specs, 5, EST_DATASET_CAST_INT32);
-  if (st == EST_OK && p->num_shards > 1) st = est_dataset_shard(ds, p->num_shards, p->shard_index);
+  if (st == EST_OK) st = est_input_shard_dataset(ds, p);
   if (st == EST_OK && in->is_training) st = est_dataset_repeat(ds, -1);
   if (st == EST_OK && in->is_training) st = est_dataset_shuffle(ds, 100, p->seed);
   if (st == EST_OK) st = est_dataset_batch(ds, p->batch_size, in->is_training);
@@ -340,8 +343,10 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   rc.train_batch_size = (int)c->train_batch_size;
   rc.eval_batch_size = (int)c->eval_batch_size;
   rc.predict_batch_size = (int)c->predict_batch_size;
+  rc.input_sharding = c->input_sharding && !strcmp(c->input_sharding, "shard_first") ? EST_INPUT_SHARDING_SHARD_FIRST
+                                                                                    : EST_INPUT_SHARDING_GLOBAL;
   /* Under mpirun the batch flags are GLOBAL (as TPUEstimator's over its shards): each rank
-   * trains on train_batch_size / N examples of its record shard per step. */
+   * trains on train_batch_size / N examples per step (its slice of the global batch). */
   const int world = est_dist_world_size();
   if (c->do_train && c->train_batch_size % world != 0) {
     st = est_error(EST_ERR_INVALID_ARGUMENT,

@@ -21,10 +21,13 @@ enum {
   S_BATCHES, S_ELEMENTS, S_FINISHED,
   S_EPOCH, S_FILE, S_OFFSET, S_RECORD, S_ORDINAL, S_EMITTED, S_SOURCE_DONE,
   S_RNG_POSITION, S_SHUFFLE_COUNT,
+  /* Global sharding: its block (0 = none: a state from before it existed reads as that)
+   * and the elements seen after the shuffle. num_shards / shard_index above are its N, r. */
+  S_SHARD_BLOCK, S_GLOBAL_POSITION,
   S_SLOTS = EST_DATASET_STATE_HEADER, /* then (file, offset, record) per buffered element */
 };
 static const int64_t STATE_MAGIC = 0x4553544453000001; /* "ESTDS", version 1 */
-_Static_assert((int)S_SHUFFLE_COUNT < (int)EST_DATASET_STATE_HEADER, "state header overflow");
+_Static_assert((int)S_GLOBAL_POSITION < (int)EST_DATASET_STATE_HEADER, "state header overflow");
 
 struct est_dataset {
   /* configuration */
@@ -40,6 +43,7 @@ struct est_dataset {
 
   /* producer side */
   int64_t batches, elements;
+  int64_t global_position;  /* elements out of the shuffle so far (global sharding) */
   int finished;
 
   /* buffers and queues (guarded by mu while the thread runs) */
@@ -209,6 +213,20 @@ est_status est_dataset_shard(est_dataset *ds, int num_shards, int index) {
     return est_error(EST_ERR_INVALID_ARGUMENT, "dataset shard: index %d is not in [0, num_shards %d)", index, num_shards);
   ds->src.num_shards = num_shards;
   ds->src.shard_index = index;
+  ds->src.shard_block = 0;
+  return EST_OK;
+}
+
+est_status est_dataset_shard_global_batches(est_dataset *ds, int num_shards, int index, int64_t per_shard) {
+  est_status st;
+  if ((st = configurable(ds, "shard"))) return st;
+  if (num_shards < 1 || index < 0 || index >= num_shards)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "dataset shard: index %d is not in [0, num_shards %d)", index, num_shards);
+  if (per_shard < 1 || per_shard > (INT64_C(1) << 40))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "dataset shard: per_shard %lld must be >= 1", (long long)per_shard);
+  ds->src.num_shards = num_shards;
+  ds->src.shard_index = index;
+  ds->src.shard_block = per_shard;
   return EST_OK;
 }
 
@@ -280,6 +298,8 @@ static void capture_state(const est_dataset *ds, int64_t *s) {
   s[S_SOURCE_DONE] = p->done;
   s[S_RNG_POSITION] = (int64_t)ds->sh.rng.position;
   s[S_SHUFFLE_COUNT] = ds->sh.count;
+  s[S_SHARD_BLOCK] = ds->src.shard_block;
+  s[S_GLOBAL_POSITION] = ds->global_position;
   for (int64_t k = 0; k < ds->sh.buffer_size; k++) {
     int64_t *slot = &s[S_SLOTS + 3 * k];
     if (k < ds->sh.count) {
@@ -292,6 +312,20 @@ static void capture_state(const est_dataset *ds, int64_t *s) {
   }
 }
 
+/* The next element this dataset keeps: out of the shuffle buffer (or the source), and
+ * with global sharding only those of this shard's slices: element i of the shuffled
+ * stream when (i / block) % num_shards == shard_index. Every shard reads (and shuffles)
+ * the whole stream; only the kept elements are parsed. */
+static est_status next_element(est_dataset *ds, ds_element *e) {
+  const ds_source *src = &ds->src;
+  for (;;) {
+    est_status st = ds->sh.buffer_size ? ds_shuffle_next(&ds->sh, &ds->src, e) : ds_source_next(&ds->src, e);
+    if (st || src->shard_block == 0 || src->num_shards == 1) return st;
+    const int64_t i = ds->global_position++;
+    if ((i / src->shard_block) % src->num_shards == src->shard_index) return EST_OK;
+  }
+}
+
 /* Fills b with the next batch (or the end / an error) and the state after it. */
 static void produce(est_dataset *ds, ds_batchbuf *b) {
   est_status st = EST_OK;
@@ -301,7 +335,7 @@ static void produce(est_dataset *ds, ds_batchbuf *b) {
   } else {
     while (b->batch.size < ds->batch_size) {
       ds_element e;
-      st = ds->sh.buffer_size ? ds_shuffle_next(&ds->sh, &ds->src, &e) : ds_source_next(&ds->src, &e);
+      st = next_element(ds, &e);
       if (st) break;
       if ((st = ds_batchbuf_parse(b, &ds->feat, &e, ds_source_name(&ds->src, e.file)))) break;
       b->batch.size++;
@@ -500,6 +534,7 @@ est_status est_dataset_set_state(est_dataset *ds, const int64_t *s, size_t n) {
       (st = check_config(s, S_SEED, (int64_t)ds->sh.seed, "shuffle seed")) ||
       (st = check_config(s, S_NUM_SHARDS, ds->src.num_shards, "num_shards")) ||
       (st = check_config(s, S_SHARD_INDEX, ds->src.shard_index, "shard index")) ||
+      (st = check_config(s, S_SHARD_BLOCK, ds->src.shard_block, "global sharding per_shard")) ||
       (st = check_config(s, S_REPEAT, ds->src.repeat, "repeat count")))
     return st;
   const int64_t nfiles = (int64_t)ds_source_num_files(&ds->src);
@@ -510,6 +545,7 @@ est_status est_dataset_set_state(est_dataset *ds, const int64_t *s, size_t n) {
   if (s[S_OFFSET] < 0) return bad_state("offset", s[S_OFFSET]);
   if (s[S_RECORD] < 0 || s[S_ORDINAL] < 0 || s[S_EMITTED] < 0) return bad_state("record counter", s[S_RECORD]);
   if (s[S_RNG_POSITION] < 0) return bad_state("rng position", s[S_RNG_POSITION]);
+  if (s[S_GLOBAL_POSITION] < 0) return bad_state("global position", s[S_GLOBAL_POSITION]);
   if (s[S_SHUFFLE_COUNT] < 0 || s[S_SHUFFLE_COUNT] > ds->sh.buffer_size)
     return bad_state("shuffle buffer count", s[S_SHUFFLE_COUNT]);
 
@@ -568,6 +604,7 @@ est_status est_dataset_set_state(est_dataset *ds, const int64_t *s, size_t n) {
                               s[S_SOURCE_DONE] != 0};
   ds->batches = s[S_BATCHES];
   ds->elements = s[S_ELEMENTS];
+  ds->global_position = s[S_GLOBAL_POSITION];
   ds->finished = s[S_FINISHED] != 0;
   memcpy(ds->cstate, s, n * sizeof *s);
   ds->cbatches = ds->batches;

@@ -1,5 +1,6 @@
 /* Internals of the input pipeline (est/dataset.h), shared by its stage files:
  * source.c (records from files or memory, shard, repeat), shuffle.c (the buffer),
+ * dataset.c's global sharding after the shuffle,
  * batch.c (parse into reusable batch buffers) and dataset.c (API, state, prefetch). */
 #ifndef EST_DATA_DATASET_INTERNAL_H
 #define EST_DATA_DATASET_INTERNAL_H
@@ -42,6 +43,10 @@ typedef struct ds_source {
   size_t *mem_offset, *mem_size;
   size_t nmem;
   int num_shards, shard_index;
+  /* 0: the records are sharded here (TF's Dataset.shard, before shuffle). > 0: global
+   * sharding (est_dataset_shard_global_batches): the source passes every record and the
+   * dataset keeps its slices of `shard_block` after shuffle. */
+  int64_t shard_block;
   int64_t repeat;   /* -1 forever */
   ds_position pos;
   est_tfrecord_reader *reader;  /* NULL, or open on reader_file */

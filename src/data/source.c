@@ -86,7 +86,7 @@ est_status ds_source_next(ds_source *s, ds_element *e) {
       p->offset = (int64_t)est_tfrecord_reader_offset(s->reader);
     }
     const int64_t record = p->record++, ordinal = p->ordinal++;
-    if (s->num_shards > 1 && ordinal % s->num_shards != s->shard_index) continue;
+    if (s->num_shards > 1 && s->shard_block == 0 && ordinal % s->num_shards != s->shard_index) continue;
     p->emitted++;
     *e = (ds_element){data, size, p->file, offset, record};
     return EST_OK;

@@ -1,4 +1,4 @@
-/* Internal to est's MPI layer (src/dist and src/train/distribution_local.c). */
+/* Internal to est's distribution layer (src/dist). */
 #ifndef EST_DIST_INTERNAL_H
 #define EST_DIST_INTERNAL_H
 

@@ -46,6 +46,14 @@ static void masked_softmax_rows(float *p, const float *madd, int S) {
 void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
                            const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                            int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id) {
+  est_attention_forward_at(ctx, probs, dropout_mask, scratch, q, k, v, input_mask, B, S, N, Dh, dropout_prob, seed,
+                           step, tensor_id, 0);
+}
+
+void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
+                              const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
+                              int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
+                              int64_t first_example) {
   const int HD = N * Dh;
   const float scale = 1.0f / sqrtf((float)Dh);
   const size_t SS = (size_t)S * S;
@@ -71,7 +79,7 @@ void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, floa
       if (dropout) {
         uint8_t *m = dropout_mask + (size_t)bh * SS;
         float *tmp = scratch + (size_t)bh * SS;
-        est_dropout_mask(m, (size_t)bh * SS, SS, dropout_prob, seed, step, tensor_id);
+        est_dropout_mask(m, ((size_t)first_example * N + (size_t)bh) * SS, SS, dropout_prob, seed, step, tensor_id);
         for (size_t e = 0; e < SS; e++) tmp[e] = m[e] ? p[e] * keep_scale : 0.0f;
         pd = tmp;
       }

@@ -133,6 +133,11 @@ void est_dropout_mask(uint8_t *mask, size_t start, size_t n, float prob, uint64_
 
 void est_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, float prob, uint64_t seed,
                          uint64_t step, uint32_t tensor_id) {
+  est_dropout_forward_at(out, mask, inp, n, 0, prob, seed, step, tensor_id);
+}
+
+void est_dropout_forward_at(float *out, uint8_t *mask, const float *inp, size_t n, size_t first, float prob,
+                            uint64_t seed, uint64_t step, uint32_t tensor_id) {
   if (prob <= 0.0f) {
     if (out != inp) memmove(out, inp, n * sizeof(float));
     return;
@@ -143,7 +148,7 @@ void est_dropout_forward(float *out, uint8_t *mask, const float *inp, size_t n, 
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t c = 0; c < nchunks; c++) {
     size_t off = (size_t)c * CHUNK, len = n - off < CHUNK ? n - off : CHUNK;
-    fill_mask(mask + off, off, len, threshold, seed, step, tensor_id);
+    fill_mask(mask + off, first + off, len, threshold, seed, step, tensor_id);
     for (size_t i = off; i < off + len; i++) out[i] = mask[i] ? inp[i] * scale : 0.0f;
   }
 }

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "est/ckpt.h"
+#include "est/dist.h"
 #include "est/file.h"
 #include "est/log.h"
 #include "est/optimizer.h"
@@ -28,8 +29,8 @@ double est_now_seconds(void) {
 }
 
 int est_is_chief(const est_estimator *e) { return est_run_config_is_chief(&e->config); }
-int est_world_size(const est_estimator *e) { return e->config.distribution ? e->config.distribution->world_size : 1; }
-int est_rank(const est_estimator *e) { return e->config.distribution ? e->config.distribution->rank : 0; }
+int est_world_size(const est_estimator *e) { return e->config.distribution->world_size; }
+int est_rank(const est_estimator *e) { return e->config.distribution->rank; }
 
 char *est_format_f32(float v, char *buf, size_t size) {
   if (isnan(v)) return snprintf(buf, size, "nan"), buf;
@@ -144,6 +145,26 @@ est_status est_estimator_create(est_estimator **out, const est_model_fn *fn, con
   e->config.model_dir = e->model_dir;
   e->config.warm_start_from = e->warm_start_from;
   e->config.warm_start_vars = e->warm_start_vars;
+  /* The estimator runs on a distribution whatever the config says, so one process takes
+   * the same code path as N ranks: the caller's, or one rank's. A one-rank distribution
+   * may leave collectives out (each is the identity): est_dist_one_rank's fill them in. */
+  const est_distribution *one = est_dist_one_rank();
+  e->dist = config->distribution ? *config->distribution : *one;
+  if (e->dist.world_size == 1) {
+    if (!e->dist.allreduce_mean) e->dist.allreduce_mean = one->allreduce_mean;
+    if (!e->dist.allreduce_sum) e->dist.allreduce_sum = one->allreduce_sum;
+    if (!e->dist.broadcast) e->dist.broadcast = one->broadcast;
+    if (!e->dist.allgather_i64) e->dist.allgather_i64 = one->allgather_i64;
+    if (!e->dist.barrier) e->dist.barrier = one->barrier;
+    if (!e->dist.gather_rows) e->dist.gather_rows = one->gather_rows;
+    if (!e->dist.abort) e->dist.abort = one->abort;
+    if (!e->dist.grads_begin) {
+      e->dist.grads_begin = one->grads_begin;
+      e->dist.grads_ready = one->grads_ready;
+      e->dist.grads_finish = one->grads_finish;
+    }
+  }
+  e->config.distribution = &e->dist;
   if (est_is_chief(e) && est_mkdirs(e->model_dir) != EST_OK) {
     est_estimator_free(e);
     return est_error_prefix("model_dir: ");
@@ -239,7 +260,9 @@ est_status est_session_create(est_estimator *e, est_mode mode, uint64_t seed, es
   s->mode = mode;
   s->ctx = (est_model_context){.mode = mode, .batch_size = batch_size_for(e, mode), .seed = seed,
                                .params = e->fn.params, .config = &e->config,
-                               .grads = mode == EST_MODE_TRAIN ? &s->notifier : NULL};
+                               .grads = mode == EST_MODE_TRAIN ? &s->notifier : NULL,
+                               .first_row = mode == EST_MODE_TRAIN
+                                                ? (int64_t)est_rank(e) * batch_size_for(e, mode) : 0};
   if (est_vars_create(&s->vars) != EST_OK) return est_error_code();
   EST_LOG_INFO("Calling model_fn.");
   est_status st = e->fn.build(&s->ctx, s->vars, &s->model);
@@ -455,7 +478,8 @@ est_status est_open_input(est_estimator *e, const est_input_fn *fn, est_mode mod
   memset(in, 0, sizeof *in);
   if (!fn || !fn->open) return est_error(EST_ERR_INVALID_ARGUMENT, "input_fn has no open function");
   est_input_params p = {.mode = mode, .batch_size = batch_size_for(e, mode), .seed = seed,
-                        .num_shards = est_world_size(e), .shard_index = est_rank(e)};
+                        .num_shards = est_world_size(e), .shard_index = est_rank(e),
+                        .sharding = e->config.input_sharding};
   est_status st = fn->open(fn->ctx, &p, in);
   if (st != EST_OK) {
     memset(in, 0, sizeof *in);

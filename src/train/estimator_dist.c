@@ -1,6 +1,7 @@
 /* The Estimator's collectives over its distribution hook (est_run_config.distribution):
  * agreement on failure, and the per-step gradient reduction with the model's
- * est_grads_ready reports forwarded to the hook. In one process all are no-ops. */
+ * est_grads_ready reports forwarded to the hook. One process runs them too, over the
+ * one-rank distribution (est_dist_one_rank), where each is the identity. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +11,11 @@
 
 est_status est_agree(est_estimator *e, est_status local, const char *what) {
   const int world = est_world_size(e);
-  if (world <= 1) return local;
   const est_distribution *d = e->config.distribution;
   int64_t mine = (int64_t)local, *all = calloc((size_t)world, sizeof *all);
   if (!all) return local != EST_OK ? local : est_error(EST_ERR_NO_MEMORY, "out of memory");
   /* The local message survives the collective unless the collective itself fails. */
-  char why[1024] = "";
+  char why[2048] = "";  /* the whole message: one process passes it through too */
   if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
   est_status st = d->allgather_i64(d->ctx, &mine, 1, all);
   if (st != EST_OK) {
@@ -36,7 +36,7 @@ est_status est_agree(est_estimator *e, est_status local, const char *what) {
 /* The hook to use for this step's gradients, or NULL for allreduce_mean. */
 static const est_distribution *grads_hook(const est_estimator *e) {
   const est_distribution *d = e->config.distribution;
-  return d && d->world_size > 1 && d->grads_begin ? d : NULL;
+  return d->grads_begin ? d : NULL;
 }
 
 est_status est_grads_step_begin(est_estimator *e, est_session *s) {
@@ -64,7 +64,6 @@ est_status est_grads_ready(est_grads_notifier *n, size_t offset, size_t count) {
 
 est_status est_grads_step_finish(est_estimator *e, est_session *s) {
   const int world = est_world_size(e);
-  if (world <= 1) return EST_OK;
   est_grads_notifier *n = &s->notifier;
   const est_distribution *d = e->config.distribution;
   est_status st;

@@ -34,6 +34,13 @@ est_status est_input_from_dataset(est_dataset *ds, est_input *out) {
   return EST_OK;
 }
 
+est_status est_input_shard_dataset(est_dataset *ds, const est_input_params *p) {
+  if (p->num_shards <= 1) return EST_OK;
+  if (p->mode == EST_MODE_TRAIN && p->sharding == EST_INPUT_SHARDING_GLOBAL)
+    return est_dataset_shard_global_batches(ds, p->num_shards, p->shard_index, p->batch_size);
+  return est_dataset_shard(ds, p->num_shards, p->shard_index);
+}
+
 static est_status tfrecord_open(void *ctx, const est_input_params *p, est_input *out) {
   const est_tfrecord_input *c = ctx;
   est_dataset *ds;
@@ -41,7 +48,7 @@ static est_status tfrecord_open(void *ctx, const est_input_params *p, est_input 
   if (st != EST_OK) return st;
   const int training = p->mode == EST_MODE_TRAIN;
   st = est_dataset_parse(ds, c->specs, c->num_specs, c->cast);
-  if (st == EST_OK && p->num_shards > 1) st = est_dataset_shard(ds, p->num_shards, p->shard_index);
+  if (st == EST_OK) st = est_input_shard_dataset(ds, p);
   if (st == EST_OK && training) st = est_dataset_repeat(ds, -1);
   if (st == EST_OK && training && c->shuffle_buffer > 1) st = est_dataset_shuffle(ds, c->shuffle_buffer, p->seed);
   if (st == EST_OK) st = est_dataset_batch(ds, p->batch_size, training ? 1 : c->drop_remainder);

@@ -18,7 +18,8 @@ enum { EST_MAX_EVAL_WRITERS = 8, EST_INPUT_STATE_MAX = 1 << 20 };
 
 struct est_estimator {
   est_model_fn fn;
-  est_run_config config;     /* strings point at the copies below */
+  est_run_config config;     /* strings point at the copies below; distribution at dist */
+  est_distribution dist;     /* the config's, or est_dist_one_rank's; never NULL */
   char *model_dir;
   char *warm_start_from;
   char *warm_start_vars;

@@ -47,29 +47,22 @@ static est_status gather_input_state(est_estimator *e, est_input *in, int64_t **
 }
 
 static est_status gather_rows(est_estimator *e, const int64_t *local, size_t n, int64_t **out, size_t *n_out) {
-  int world = est_world_size(e);
-  if (world > 1) {
-    const est_distribution *d = e->config.distribution;
-    int64_t mine = (int64_t)n, *all_n = calloc((size_t)world, sizeof *all_n);
-    if (!all_n) return est_error(EST_ERR_NO_MEMORY, "out of memory");
-    est_status st = d->allgather_i64(d->ctx, &mine, 1, all_n);
-    for (int r = 0; st == EST_OK && r < world; r++)
-      if (all_n[r] != mine) st = est_error(EST_ERR_FAILED_PRECONDITION, "input state sizes differ across ranks");
-    free(all_n);
-    if (st != EST_OK) return st;
-  }
+  const int world = est_world_size(e);
+  const est_distribution *d = e->config.distribution;
+  int64_t mine = (int64_t)n, *all_n = calloc((size_t)world, sizeof *all_n);
+  if (!all_n) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+  est_status st = d->allgather_i64(d->ctx, &mine, 1, all_n);
+  for (int r = 0; st == EST_OK && r < world; r++)
+    if (all_n[r] != mine) st = est_error(EST_ERR_FAILED_PRECONDITION, "input state sizes differ across ranks");
+  free(all_n);
+  if (st != EST_OK) return st;
   if (n == 0) return EST_OK;
   int64_t *all = calloc((size_t)world * n, sizeof *all);
   if (!all) return est_error(EST_ERR_NO_MEMORY, "out of memory");
-  if (world > 1) {
-    const est_distribution *d = e->config.distribution;
-    est_status st = d->allgather_i64(d->ctx, local, n, all);
-    if (st != EST_OK) {
-      free(all);
-      return st;
-    }
-  } else {
-    memcpy(all, local, n * sizeof *all);
+  st = d->allgather_i64(d->ctx, local, n, all);
+  if (st != EST_OK) {
+    free(all);
+    return st;
   }
   *out = all;
   *n_out = n;
@@ -140,11 +133,10 @@ static uint64_t pick_seed(est_estimator *e, const est_restored *rs) {
 static est_status agree_on_start(est_estimator *e, est_status local, uint64_t *seed, int64_t global_step,
                                  int has_checkpoint) {
   const int world = est_world_size(e);
-  if (world <= 1) return local;
   const est_distribution *d = e->config.distribution;
   int64_t mine[4] = {(int64_t)local, (int64_t)*seed, global_step, has_checkpoint};
   int64_t *all = calloc((size_t)world * 4, sizeof *all);
-  char why[1024] = "";
+  char why[2048] = "";
   if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
   est_status st = all ? d->allgather_i64(d->ctx, mine, 4, all) : est_error(EST_ERR_NO_MEMORY, "out of memory");
   if (st == EST_OK && local != EST_OK) st = est_error(local, "%s", why);
@@ -219,11 +211,9 @@ static est_status start(trainer *t, const est_input_fn *input_fn, const char *la
    * others waiting in the broadcast below until the collective timeout. */
   est_status st = est_agree(e, start_local(t, input_fn, latest, rs, seed), "starting training");
   if (st != EST_OK) return st;
-  if (est_world_size(e) > 1) {
-    const est_distribution *d = e->config.distribution;
-    st = d->broadcast(d->ctx, est_vars_params(t->s.vars), est_vars_size(t->s.vars));
-    if (st != EST_OK) return est_error_prefix("broadcasting the initial parameters: ");
-  }
+  const est_distribution *d = e->config.distribution;
+  st = d->broadcast(d->ctx, est_vars_params(t->s.vars), est_vars_size(t->s.vars));
+  if (st != EST_OK) return est_error_prefix("broadcasting the initial parameters: ");
   est_log_variables(t->s.vars);
   EST_LOG_INFO("Create CheckpointSaverHook.");
   if (latest[0]) {
@@ -273,6 +263,7 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
   const int64_t summary_every = rc->save_summary_steps;
   const int64_t save_steps = rc->save_checkpoints_steps;
   const double save_secs = save_steps > 0 ? 0.0 : rc->save_checkpoints_secs > 0 ? rc->save_checkpoints_secs : 600.0;
+  const est_distribution *dist = rc->distribution;
   const int world = est_world_size(e);
   const int batch = rc->train_batch_size;
   double t_log = est_now_seconds(), t_save = t_log, t_begin = t_log;
@@ -302,51 +293,40 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
       if (local != EST_OK)
         est_error_prefix("model_fn %s (train) at global step %lld: ", e->fn.name ? e->fn.name : "", (long long)gs);
     }
-    float step_loss = spec.loss;
-    if (world > 1) {
-      /* Every rank joins both reductions whatever happened locally, so the collective
-       * sequence stays the same on all: first the gradients (whose buckets may already
-       * be in flight), then one sum of (has a batch, failed, loss) that lets every rank
-       * take the same decision about this step. */
-      st = est_grads_step_finish(e, &t.s);
-      if (st != EST_OK) {
-        est_error_prefix("at global step %lld: ", (long long)gs);
-        break;
-      }
-      const est_distribution *d = rc->distribution;
-      double flags[3] = {have && local == EST_OK, local != EST_OK, have && local == EST_OK ? step_loss : 0.0};
-      char why[1024] = "";
-      if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
-      st = d->allreduce_sum(d->ctx, flags, 3);
-      if (st != EST_OK) {
-        est_error_prefix("all-reduce at global step %lld: ", (long long)gs);
-        break;
-      }
-      if (local != EST_OK) {
-        st = est_error(local, "%s", why);
-        break;
-      }
-      if (flags[1] > 0) {
-        st = est_error(EST_ERR_ABORTED, "training stopped at global step %lld: %g other rank(s) failed (their logs say why)",
-                       (long long)gs, flags[1]);
-        break;
-      }
-      if (flags[0] < world) {
-        /* TF's input exhaustion: the first shard to run out ends training for all. */
-        EST_LOG_INFO("Input ended at global step %lld (on %d of %d ranks).", (long long)gs, world - (int)flags[0], world);
-        break;
-      }
-      step_loss = (float)(flags[2] / world);
-    } else {
-      if (local != EST_OK) {
-        st = local;
-        break;
-      }
-      if (!have) {
-        EST_LOG_INFO("Input ended at global step %lld.", (long long)gs);
-        break;
-      }
+    /* Every rank joins both reductions whatever happened locally, so the collective
+     * sequence stays the same on all: first the gradients (whose buckets may already be
+     * in flight), then one sum of (has a batch, failed, loss) that lets every rank take
+     * the same decision about this step. Over one rank both are the identity. */
+    st = est_grads_step_finish(e, &t.s);
+    if (st != EST_OK) {
+      est_error_prefix("at global step %lld: ", (long long)gs);
+      break;
     }
+    double flags[3] = {have && local == EST_OK, local != EST_OK, have && local == EST_OK ? spec.loss : 0.0};
+    char why[2048] = "";  /* the whole message (status.c keeps 2048 bytes) */
+    if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
+    st = dist->allreduce_sum(dist->ctx, flags, 3);
+    if (st != EST_OK) {
+      est_error_prefix("all-reduce at global step %lld: ", (long long)gs);
+      break;
+    }
+    if (local != EST_OK) {
+      st = est_error(local, "%s", why);
+      break;
+    }
+    if (flags[1] > 0) {
+      st = est_error(EST_ERR_ABORTED, "training stopped at global step %lld: %g other rank(s) failed (their logs say why)",
+                     (long long)gs, flags[1]);
+      break;
+    }
+    if (flags[0] < world) {
+      /* TF's input exhaustion: the first shard to run out ends training for all. */
+      if (world == 1) EST_LOG_INFO("Input ended at global step %lld.", (long long)gs);
+      else EST_LOG_INFO("Input ended at global step %lld (on %d of %d ranks).", (long long)gs, world - (int)flags[0], world);
+      break;
+    }
+    /* The mean of the ranks' losses; exactly the loss itself over one rank. */
+    const float step_loss = (float)(flags[2] / world);
     if (!isfinite(step_loss)) {
       /* NanTensorHook: stop before the update; the last checkpoint stays the last good one. */
       char lb[32];
@@ -394,11 +374,10 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
 
     int due = save_steps > 0 ? t.s.global_step - t.saved_step >= save_steps
                              : est_now_seconds() - t_save >= save_secs;
-    if (save_steps <= 0 && world > 1) {
+    if (save_steps <= 0) {
       /* Time-based saves follow the chief's clock so every rank joins the same save. */
-      const est_distribution *d = rc->distribution;
       float flag = (float)due;
-      st = d->broadcast(d->ctx, &flag, 1);
+      st = dist->broadcast(dist->ctx, &flag, 1);
       if (st != EST_OK) break;
       due = flag != 0.0f;
     }

@@ -38,7 +38,7 @@ struct est_optimizer {
   opt_kind kind;
   est_var_store *vs;
   double init_lr;
-  int64_t num_train_steps, num_warmup_steps;
+  est_lr_schedule schedule;
   double clip_norm;
   /* float32 constants exactly as the TF graph holds them */
   float b1, b2, one_minus_b1, one_minus_b2, eps, weight_decay, momentum;
@@ -56,16 +56,18 @@ struct est_optimizer {
 };
 
 est_adam_weight_decay_config est_adam_weight_decay_config_default(void) {
-  return (est_adam_weight_decay_config){
-      .init_lr = 5e-5, .weight_decay_rate = 0.01, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-6, .clip_norm = 1.0};
+  return (est_adam_weight_decay_config){.init_lr = 5e-5, .schedule = est_lr_schedule_bert(0, 0),
+                                        .weight_decay_rate = 0.01, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-6,
+                                        .clip_norm = 1.0};
 }
 
 est_adam_config est_adam_config_default(void) {
-  return (est_adam_config){.learning_rate = 0.001, .beta1 = 0.9, .beta2 = 0.999, .epsilon = 1e-8};
+  return (est_adam_config){.learning_rate = 0.001, .schedule = est_lr_schedule_constant(), .beta1 = 0.9,
+                           .beta2 = 0.999, .epsilon = 1e-8};
 }
 
 est_momentum_config est_momentum_config_default(void) {
-  return (est_momentum_config){.learning_rate = 0.01, .momentum = 0.9};
+  return (est_momentum_config){.learning_rate = 0.01, .schedule = est_lr_schedule_constant(), .momentum = 0.9};
 }
 
 void est_optimizer_free(est_optimizer *opt) {
@@ -119,23 +121,20 @@ static est_status build_chunks(est_optimizer *opt) {
 }
 
 static est_status create(est_optimizer **out, est_var_store *vs, opt_kind kind, int nslots, double lr,
-                         int64_t num_train_steps, int64_t num_warmup_steps, double clip_norm) {
+                         const est_lr_schedule *schedule, double clip_norm) {
   *out = NULL;
   if (!vs || !est_vars_finalized(vs))
     return est_error(EST_ERR_FAILED_PRECONDITION, "optimizer: the variable store is not finalized");
   if (!(lr >= 0) || !isfinite(lr)) return est_error(EST_ERR_INVALID_ARGUMENT, "optimizer: learning rate %g", lr);
   if (!(clip_norm >= 0) || !isfinite(clip_norm))
     return est_error(EST_ERR_INVALID_ARGUMENT, "optimizer: clip_norm %g must be >= 0 (0 = off)", clip_norm);
-  if (num_warmup_steps > INT32_MAX)
-    return est_error(EST_ERR_INVALID_ARGUMENT, "optimizer: num_warmup_steps %lld does not fit int32 (as in BERT)",
-                     (long long)num_warmup_steps);
+  if (est_lr_schedule_validate(schedule) != EST_OK) return est_error_prefix("optimizer: ");
   est_optimizer *opt = calloc(1, sizeof *opt);
   if (!opt) return est_error(EST_ERR_NO_MEMORY, "out of memory creating the optimizer");
   opt->kind = kind;
   opt->vs = vs;
   opt->init_lr = lr;
-  opt->num_train_steps = num_train_steps;
-  opt->num_warmup_steps = num_warmup_steps;
+  opt->schedule = *schedule;
   opt->clip_norm = clip_norm;
   opt->nslots = nslots;
   size_t bytes = est_vars_size(vs) * sizeof(float);
@@ -157,7 +156,6 @@ static est_status check_beta(const char *name, double b) {
 
 est_status est_optimizer_create_adam_weight_decay(est_optimizer **out, est_var_store *vs,
                                                   const est_adam_weight_decay_config *c) {
-  static const char *const bert_exclusions[] = {"LayerNorm", "layer_norm", "bias"};
   est_status st;
   *out = NULL;
   if ((st = check_beta("beta1", c->beta1)) || (st = check_beta("beta2", c->beta2))) return st;
@@ -165,8 +163,7 @@ est_status est_optimizer_create_adam_weight_decay(est_optimizer **out, est_var_s
     return est_error(EST_ERR_INVALID_ARGUMENT, "optimizer: epsilon %g and weight_decay_rate %g must be >= 0",
                      c->epsilon, c->weight_decay_rate);
   est_optimizer *opt;
-  if ((st = create(&opt, vs, OPT_ADAM_WEIGHT_DECAY, 2, c->init_lr, c->num_train_steps, c->num_warmup_steps,
-                   c->clip_norm)))
+  if ((st = create(&opt, vs, OPT_ADAM_WEIGHT_DECAY, 2, c->init_lr, &c->schedule, c->clip_norm)))
     return st;
   opt->suffix[0] = "adam_m";
   opt->suffix[1] = "adam_v";
@@ -185,12 +182,16 @@ est_status est_optimizer_create_adam_weight_decay(est_optimizer **out, est_var_s
     est_optimizer_free(opt);
     return est_error(EST_ERR_NO_MEMORY, "out of memory creating the optimizer");
   }
-  const char *const *pats = c->exclude_from_weight_decay ? c->exclude_from_weight_decay : bert_exclusions;
-  size_t npats = c->exclude_from_weight_decay ? c->num_exclude : 3;
-  /* _do_use_weight_decay: no decay at all when the rate is 0, else decay unless a
-   * pattern re.search-matches the name. */
+  /* _do_use_weight_decay: no decay at all when the rate is 0, else decay unless one of
+   * the model's patterns re.search-matches the name. */
+  const char *const *pats = c->exclude_from_weight_decay;
+  const size_t npats = pats ? c->num_exclude : 0;
   for (size_t i = 0; i < nv; i++) opt->decays[i] = c->weight_decay_rate != 0;
   for (size_t p = 0; p < npats && c->weight_decay_rate != 0; p++) {
+    if (!pats[p]) {
+      est_optimizer_free(opt);
+      return est_error(EST_ERR_INVALID_ARGUMENT, "optimizer: exclude_from_weight_decay pattern %zu is NULL", p);
+    }
     regex_t re;
     int rc = regcomp(&re, pats[p], REG_EXTENDED | REG_NOSUB);
     if (rc) {
@@ -217,7 +218,7 @@ est_status est_optimizer_create_adam(est_optimizer **out, est_var_store *vs, con
   if ((st = check_beta("beta1", c->beta1)) || (st = check_beta("beta2", c->beta2))) return st;
   if (!(c->epsilon >= 0)) return est_error(EST_ERR_INVALID_ARGUMENT, "optimizer: epsilon %g must be >= 0", c->epsilon);
   est_optimizer *opt;
-  if ((st = create(&opt, vs, OPT_ADAM, 2, c->learning_rate, c->num_train_steps, c->num_warmup_steps, c->clip_norm)))
+  if ((st = create(&opt, vs, OPT_ADAM, 2, c->learning_rate, &c->schedule, c->clip_norm)))
     return st;
   opt->suffix[0] = "Adam";
   opt->suffix[1] = "Adam_1";
@@ -244,8 +245,7 @@ est_status est_optimizer_create_momentum(est_optimizer **out, est_var_store *vs,
   if (!(c->momentum >= 0) || !isfinite(c->momentum))
     return est_error(EST_ERR_INVALID_ARGUMENT, "optimizer: momentum %g must be >= 0", c->momentum);
   est_optimizer *opt;
-  if ((st = create(&opt, vs, OPT_MOMENTUM, 1, c->learning_rate, c->num_train_steps, c->num_warmup_steps,
-                   c->clip_norm)))
+  if ((st = create(&opt, vs, OPT_MOMENTUM, 1, c->learning_rate, &c->schedule, c->clip_norm)))
     return st;
   opt->suffix[0] = "Momentum";
   opt->momentum = (float)c->momentum;
@@ -291,7 +291,7 @@ float est_optimizer_global_norm(est_var_store *vs) {
 }
 
 float est_optimizer_learning_rate(const est_optimizer *opt, int64_t global_step) {
-  return est_learning_rate_bert(global_step, opt->init_lr, opt->num_train_steps, opt->num_warmup_steps);
+  return est_lr_schedule_value(&opt->schedule, opt->init_lr, global_step);
 }
 
 /* AdamWeightDecayOptimizer.apply_gradients, per element, in optimization.py's op order. */

@@ -21,6 +21,7 @@ est_run_config est_run_config_default(void) {
       .warm_start_vars = NULL,
       .distribution = NULL,
       .grad_reduction = EST_GRAD_MEAN,
+      .input_sharding = EST_INPUT_SHARDING_GLOBAL,
   };
 }
 
@@ -61,6 +62,10 @@ est_status est_run_config_validate(const est_run_config *rc) {
       return est_error(EST_ERR_INVALID_ARGUMENT,
                        "RunConfig: distribution needs all of grads_begin, grads_ready and grads_finish or none");
   }
+  if (rc->input_sharding != EST_INPUT_SHARDING_GLOBAL && rc->input_sharding != EST_INPUT_SHARDING_SHARD_FIRST)
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "RunConfig: input_sharding is %d, must be EST_INPUT_SHARDING_GLOBAL or _SHARD_FIRST",
+                     (int)rc->input_sharding);
   if (rc->grad_reduction != EST_GRAD_MEAN && rc->grad_reduction != EST_GRAD_SUM)
     return est_error(EST_ERR_INVALID_ARGUMENT, "RunConfig: grad_reduction is %d, must be EST_GRAD_MEAN or EST_GRAD_SUM",
                      (int)rc->grad_reduction);
