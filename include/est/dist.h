@@ -59,9 +59,12 @@ est_status est_dist_init(int *argc, char ***argv);
  * MPI_Finalize could block forever, so it aborts the job instead. */
 void est_dist_finalize(void);
 
-/* Stops every rank of the job with `exit_code` (MPI_Abort). Call it on any fatal error
- * while world_size > 1, so the peers don't wait for this rank until their timeout.
- * In a single process it returns and the caller exits as usual. */
+/* Stops every rank of the job with `exit_code`. Call it on any fatal error while
+ * world_size > 1, so the peers don't wait for this rank until their timeout. When every
+ * rank calls it within 10 s (a failure they all agreed on) it returns, and each caller
+ * finalizes and exits with its code, so every rank's error reaches mpirun's output;
+ * otherwise (a peer stuck or dead) it ends the job with MPI_Abort. In a single process it
+ * returns and the caller exits as usual. */
 void est_dist_abort(int exit_code);
 
 /* 1 when this build has MPI support compiled in. */

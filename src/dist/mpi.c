@@ -15,6 +15,7 @@
 #include <mpi.h>
 #include <sched.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,7 +31,8 @@ static struct {
   int broken;          /* a collective failed or timed out: no clean finalize possible */
   int rank, world;
   MPI_Comm comm;
-} g = {0, 0, 0, 0, 1, MPI_COMM_NULL};
+  MPI_Comm stop_comm;  /* a second duplicate, only for est_dist_abort's stop barrier */
+} g = {0, 0, 0, 0, 1, MPI_COMM_NULL, MPI_COMM_NULL};
 
 int est_dist_built_with_mpi(void) { return 1; }
 int est_dist_active(void) { return g.active; }
@@ -90,6 +92,9 @@ est_status est_dist_init(int *argc, char ***argv) {
   int rc = MPI_Comm_dup(MPI_COMM_WORLD, &g.comm);
   if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Comm_dup");
   MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN);
+  rc = MPI_Comm_dup(MPI_COMM_WORLD, &g.stop_comm);
+  if (rc != MPI_SUCCESS) return mpi_fail(rc, "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(g.stop_comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(g.comm, &g.rank);
   MPI_Comm_size(g.comm, &g.world);
   g.active = 1;
@@ -116,6 +121,7 @@ void est_dist_finalize(void) {
   }
   MPI_Comm_free(&g.comm);
   g.comm = MPI_COMM_NULL;
+  if (g.stop_comm != MPI_COMM_NULL) MPI_Comm_free(&g.stop_comm);
   g.active = 0;
   if (g.we_initialised) {
     int finalized = 0;
@@ -128,8 +134,36 @@ void est_dist_finalize(void) {
   est_log_set_rank(0, 1);
 }
 
+/* A failure every rank agreed on (the Estimator's step and eval agreements) brings every
+ * rank here, each after printing its own error: then nobody waits in a collective and the
+ * job may end normally, so no rank's last words are lost (MPI_Abort kills the others while
+ * their output may still be on its way to mpirun). The stop barrier runs on a communicator
+ * of its own, so it can never be matched against a collective a peer is still inside.
+ * A rank that does not come within STOP_GRACE_S is stuck or dead: abort the job. */
+enum { STOP_GRACE_S = 10 };
+
 void est_dist_abort(int exit_code) {
   if (!g.active || g.world <= 1) return;
+  fflush(stdout);
+  fflush(stderr);
+  if (!g.broken && g.stop_comm != MPI_COMM_NULL) {
+    MPI_Request req;
+    if (MPI_Ibarrier(g.stop_comm, &req) == MPI_SUCCESS) {
+      double deadline = est_dist_now() + STOP_GRACE_S;
+      int done = 0;
+      while (!done && est_dist_now() < deadline) {
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+        if (!done) {
+          struct timespec ts = {0, 1000000}; /* 1 ms: nothing to move but one barrier */
+          nanosleep(&ts, NULL);
+        }
+      }
+      if (done) {
+        EST_LOG_ERROR("every one of the %d ranks stopped (exit code %d)", g.world, exit_code);
+        return; /* the caller finalizes and exits with its code */
+      }
+    }
+  }
   EST_LOG_ERROR("stopping all %d ranks (exit code %d)", g.world, exit_code);
   MPI_Abort(MPI_COMM_WORLD, exit_code);
 }
