@@ -15,5 +15,6 @@ int est_cmd_ckpt(int argc, char **argv);
 int est_cmd_tokenize(int argc, char **argv);
 int est_cmd_convert(int argc, char **argv);
 int est_cmd_run_classifier(int argc, char **argv);
+int est_cmd_predict(int argc, char **argv);
 
 #endif
