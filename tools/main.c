@@ -12,6 +12,7 @@ static const est_command commands[] = {
   {"convert", "GLUE/TSV task files to run_classifier's train/eval/predict.tf_record", est_cmd_convert},
   {"run_classifier", "fine-tune / evaluate / predict with BERT, as run_classifier.py", est_cmd_run_classifier},
   {"predict", "class probabilities of new text with an exported classifier", est_cmd_predict},
+  {"serve", "serve an exported classifier with TensorFlow Serving's REST API", est_cmd_serve},
   {NULL, NULL, NULL},
 };
 

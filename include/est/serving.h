@@ -157,13 +157,24 @@ typedef struct est_request {
   void *json;                       /* the parsed body (owns the strings) */
 } est_request;
 
+/* What a tokenized instance must respect (from the servable's est_model.json). */
+typedef struct est_request_limits {
+  int max_seq_length;
+  int vocab_size;
+  int type_vocab_size;
+  size_t max_instances;             /* 0: no limit */
+} est_request_limits;
+
 /* Parses a :predict ({"instances": [...]} or {"inputs": ...}) or :classify
  * ({"examples": [...]}) body. Instances: a string (text_a), {"text_a", "text_b"}, or
- * {"input_ids", "input_mask", "segment_ids"} (lists of integers, equal lengths, at most
- * max_seq_length, ids below vocab_size). INVALID_ARGUMENT with a message saying what and
- * where ("instances[3].input_ids[7]: ..."). */
+ * {"input_ids", "input_mask", "segment_ids"} (lists of integers of equal length, 1 to
+ * max_seq_length; ids below vocab_size, mask 0/1, segments below type_vocab_size; mask and
+ * segments may be left out: all ones / zeros). Columnar "inputs": a list of strings, or an
+ * object of equally long lists named text_a/text_b or input_ids/input_mask/segment_ids.
+ * INVALID_ARGUMENT with a message saying what is wrong and where
+ * ("instances[3].input_ids[7]: ..."). On failure *out is empty. */
 est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
-                             int max_seq_length, int vocab_size);
+                             const est_request_limits *limits);
 void est_request_clear(est_request *r);
 
 #ifdef __cplusplus
