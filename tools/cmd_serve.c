@@ -108,6 +108,7 @@ int est_cmd_serve(int argc, char **argv) {
   sigwait(&stop_signals, &sig);
   EST_LOG_INFO("%s: no new connections; finishing the requests in flight", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   serve_http_quiesce(&http);
+  serve_server_drain(&server);
   serve_http_wait_idle(&http, 30);
   serve_http_stop(&http);
   serve_server_stop(&server);

@@ -137,11 +137,11 @@ void serve_release(serve_server *s, served_model *m) {
   pthread_mutex_unlock(&s->lock);
 }
 
-static est_status load_model(serve_server *s, served_model **out) {
+static est_status load_model(serve_server *s, const char *dir, served_model **out) {
   *out = NULL;
   served_model *m = calloc(1, sizeof *m);
   if (!m) return est_error(EST_ERR_NO_MEMORY, "model");
-  est_status st = est_servable_load(&m->servable, s->opt.model_base_path, s->opt.max_batch_size);
+  est_status st = est_servable_load(&m->servable, dir, s->opt.max_batch_size);
   if (st != EST_OK) {
     free(m);
     return st;
@@ -162,7 +162,7 @@ static void poll_versions(serve_server *s) {
   pthread_mutex_unlock(&s->lock);
   if (!newer) return;
   served_model *m;
-  if (load_model(s, &m) != EST_OK) {
+  if (load_model(s, dir, &m) != EST_OK) {
     EST_LOG_ERROR("version %lld under %s not loaded, still serving the current one: %s", (long long)v,
                   s->opt.model_base_path, est_error_message());
     pthread_mutex_lock(&s->lock);
@@ -301,7 +301,7 @@ static void *batcher_main(void *arg) {
       struct timespec t;
       deadline_in(&t, (double)s->opt.batch_timeout_micros * 1e-6);
       int rc = 0;
-      while (!s->stopping && rc != ETIMEDOUT && fill_for(s, m, maxb) < maxb)
+      while (!s->stopping && !s->draining && rc != ETIMEDOUT && fill_for(s, m, maxb) < maxb)
         rc = pthread_cond_timedwait(&s->work_cv, &s->lock, &t);
     }
     /* Take the head, then (batching) every later job of the same model that still fits. */
@@ -347,8 +347,18 @@ est_status serve_server_start(serve_server *s, const serve_options *opt) {
   pthread_cond_init(&s->poll_cv, NULL);
   s->batch_jobs = malloc((size_t)opt->max_batch_size * sizeof *s->batch_jobs);
   if (!s->batch_jobs) return est_error(EST_ERR_NO_MEMORY, "batch");
-  est_status st = load_model(s, &s->current);
-  if (st != EST_OK) return st;
+  /* The newest version that loads; broken newer ones are logged and passed over. */
+  char dir[4096];
+  int64_t below = INT64_MAX, v;
+  est_status st;
+  for (;;) {
+    st = est_export_resolve_below(opt->model_base_path, below, dir, sizeof dir, &v);
+    if (st != EST_OK) return st;
+    if ((st = load_model(s, dir, &s->current)) == EST_OK) break;
+    EST_LOG_ERROR("version %lld under %s not loaded: %s", (long long)v, opt->model_base_path, est_error_message());
+    if (s->failed_version < 0) s->failed_version = v;
+    below = v;
+  }
   EST_LOG_INFO("serving %s version %lld from %s", opt->model_name, (long long)s->current->version,
                est_servable_dir(s->current->servable));
   if (pthread_create(&s->batcher, NULL, batcher_main, s) != 0)
@@ -356,6 +366,13 @@ est_status serve_server_start(serve_server *s, const serve_options *opt) {
   if (opt->poll_wait_seconds > 0 && pthread_create(&s->poller, NULL, poller_main, s) != 0)
     return est_error(EST_ERR_INTERNAL, "cannot start the version poller");
   return EST_OK;
+}
+
+void serve_server_drain(serve_server *s) {
+  pthread_mutex_lock(&s->lock);
+  s->draining = true;
+  pthread_cond_broadcast(&s->work_cv);
+  pthread_mutex_unlock(&s->lock);
 }
 
 void serve_server_stop(serve_server *s) {

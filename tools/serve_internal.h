@@ -58,6 +58,7 @@ typedef struct serve_server {
   int64_t failed_version;          /* newest version that failed to load (not retried) */
   serve_job *head, *tail;
   size_t queued;                   /* examples waiting */
+  bool draining;                   /* batches stop waiting to fill */
   bool stopping;
   pthread_t batcher, poller;
   serve_metrics *metrics;
@@ -68,6 +69,8 @@ typedef struct serve_server {
 } serve_server;
 
 est_status serve_server_start(serve_server *s, const serve_options *opt);
+/* From now on batches run as soon as they have a job (for a graceful stop). */
+void serve_server_drain(serve_server *s);
 /* Stops the poller, answers every queued job, joins the threads, frees the models. */
 void serve_server_stop(serve_server *s);
 

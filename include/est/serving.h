@@ -78,6 +78,9 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
  * A path that is itself a version directory (it holds est_model.json) is returned as is,
  * its version parsed from its name (0 when not digits). */
 est_status est_export_resolve(const char *path, char *version_dir, size_t size, int64_t *version);
+/* The same among the versions below `below` (for falling back past a broken one). */
+est_status est_export_resolve_below(const char *path, int64_t below, char *version_dir, size_t size,
+                                    int64_t *version);
 
 /* ---- a loaded servable --------------------------------------------------------------- */
 

@@ -306,8 +306,13 @@ static int is_complete_version(const char *dir) {
 }
 
 est_status est_export_resolve(const char *path, char *version_dir, size_t size, int64_t *version) {
+  return est_export_resolve_below(path, INT64_MAX, version_dir, size, version);
+}
+
+est_status est_export_resolve_below(const char *path, int64_t below, char *version_dir, size_t size,
+                                    int64_t *version) {
   char p[4096];
-  if (est_file_exists(est_path_join(p, sizeof p, path, "est_model.json"))) {
+  if (below == INT64_MAX && est_file_exists(est_path_join(p, sizeof p, path, "est_model.json"))) {
     const char *slash = strrchr(path, '/');
     const char *leaf = slash ? slash + 1 : path;
     if (version) *version = all_digits(leaf) && strlen(leaf) <= 18 ? strtoll(leaf, NULL, 10) : 0;
@@ -321,11 +326,14 @@ est_status est_export_resolve(const char *path, char *version_dir, size_t size, 
   while ((e = readdir(d))) {
     if (!all_digits(e->d_name) || strlen(e->d_name) > 18) continue;
     int64_t v = strtoll(e->d_name, NULL, 10);
-    if (v <= best || !is_complete_version(est_path_join(p, sizeof p, path, e->d_name))) continue;
+    if (v <= best || v >= below || !is_complete_version(est_path_join(p, sizeof p, path, e->d_name))) continue;
     best = v;
   }
   closedir(d);
-  if (best < 0) return est_error(EST_ERR_NOT_FOUND, "export dir %s holds no complete version", path);
+  if (best < 0)
+    return below == INT64_MAX ? est_error(EST_ERR_NOT_FOUND, "export dir %s holds no complete version", path)
+                              : est_error(EST_ERR_NOT_FOUND, "export dir %s holds no complete version below %lld",
+                                          path, (long long)below);
   char name[32];
   snprintf(name, sizeof name, "%lld", (long long)best);
   if (strlen(path) + strlen(name) + 2 > size)
