@@ -17,5 +17,6 @@ int est_cmd_convert(int argc, char **argv);
 int est_cmd_run_classifier(int argc, char **argv);
 int est_cmd_predict(int argc, char **argv);
 int est_cmd_serve(int argc, char **argv);
+int est_cmd_extract_features(int argc, char **argv);
 
 #endif

@@ -13,6 +13,7 @@ static const est_command commands[] = {
   {"run_classifier", "fine-tune / evaluate / predict with BERT, as run_classifier.py", est_cmd_run_classifier},
   {"predict", "class probabilities of new text with an exported classifier", est_cmd_predict},
   {"serve", "serve an exported classifier with TensorFlow Serving's REST API", est_cmd_serve},
+  {"extract_features", "BERT feature vectors of text, as extract_features.py", est_cmd_extract_features},
   {NULL, NULL, NULL},
 };
 

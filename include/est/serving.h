@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "est/bert_model.h"
 #include "est/run_classifier.h"
@@ -140,6 +141,25 @@ void est_encoder_layers_free(est_encoder_layers *e);
 /* Runs the batch; out[k] receives layers[k]'s output [batch, seq_len, H]. */
 est_status est_encoder_layers_run(est_encoder_layers *e, const int32_t *input_ids, const int32_t *input_mask,
                                   const int32_t *segment_ids, int batch, int seq_len, float *const *out);
+
+/* ---- extract_features' output, as Python's json.dumps writes it ------------------------ */
+
+/* repr(round(v, ndigits)) for 0 <= ndigits <= 15: the value rounded half-even on its exact
+ * binary value (as Python's round), printed as the shortest string that reads back
+ * ("0.25", "-1.0", "1.2e-05", "-0.0"). Returns buf. */
+char *est_py_round_repr(double v, int ndigits, char *buf, size_t size);
+
+/* A JSON string as json.dumps(ensure_ascii=True) writes it: \" \\ \n \r \t \b \f, other
+ * controls and every non-ASCII code point as \uXXXX (lower-case hex, surrogate pairs above
+ * U+FFFF). `s` is UTF-8. */
+void est_py_json_string(FILE *out, const char *s);
+
+/* One extract_features.py output line (with its '\n'):
+ * {"linex_index": I, "features": [{"token": T, "layers": [{"index": L, "values": [...]}, ...]}, ...]}
+ * for the first num_tokens tokens; layer k's values come from values[k] + t * hidden,
+ * rounded to 6 places. */
+void est_extract_features_write(FILE *out, int64_t linex_index, const char *const *tokens, int num_tokens,
+                                const int *layer_indexes, int num_layers, const float *const *values, int hidden);
 
 /* ---- TF Serving REST request bodies ------------------------------------------------------ */
 
