@@ -224,6 +224,31 @@ static void test_endpoints_and_errors(void **state) {
   assert_true(fabs(json_number_value(json_array_get(json_array_get(json_object_get(j, "predictions"), 0), 0)) - pair[0]) <= 1e-5);
   json_decref(j);
   free(resp);
+  /* export -> serve = run_classifier --do_predict: test.tsv's texts against test_results.tsv */
+  {
+    char tr[700];
+    snprintf(tr, sizeof tr, "%s/test_results.tsv", out_dir);
+    char *results = test_read_file(tr, NULL);
+    double want[16];
+    assert_int_equal(serving_parse_floats(results, want, 16), 10);
+    free(results);
+    char *texts_out = NULL;
+    assert_int_equal(test_run(&texts_out, 0, SERVING_TEST_TEXTS), 0);
+    const char *rows5[5];
+    char *save, *line = strtok_r(texts_out, "\n", &save);
+    for (int i = 0; i < 5; i++, line = strtok_r(NULL, "\n", &save)) rows5[i] = line;
+    char *body = predict_body(rows5, 5);
+    assert_int_equal(http(p, "POST", "/v1/models/jack:predict", body, &resp), 200);
+    j = json_loads(resp, 0, NULL);
+    for (int i = 0; i < 5; i++)
+      for (int c = 0; c < 2; c++)
+        assert_true(fabs(json_number_value(json_array_get(json_array_get(json_object_get(j, "predictions"), i), c)) -
+                         want[2 * i + c]) <= 1e-5);
+    json_decref(j);
+    free(resp);
+    free(body);
+    free(texts_out);
+  }
   /* columnar */
   assert_int_equal(http(p, "POST", "/v1/models/jack:predict", "{\"inputs\": {\"text_a\": [\"all work and no play\","
                         " \"jack is a dull boy\"]}}", &resp), 200);
