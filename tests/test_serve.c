@@ -99,8 +99,8 @@ static int http(int port, const char *method, const char *path, const char *body
   int hn = snprintf(head, sizeof head,
                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
                     "Content-Length: %zu\r\n\r\n", method, path, blen);
-  ssize_t w = write(fd, head, (size_t)hn);
-  for (size_t off = 0; w >= 0 && off < blen; off += (size_t)w) w = write(fd, body + off, blen - off);
+  ssize_t w = send(fd, head, (size_t)hn, MSG_NOSIGNAL);
+  for (size_t off = 0; w >= 0 && off < blen; off += (size_t)w) w = send(fd, body + off, blen - off, MSG_NOSIGNAL);
   size_t cap = 8192, len = 0;
   char *buf = malloc(cap);
   ssize_t got;

@@ -70,8 +70,11 @@ int est_cmd_serve(int argc, char **argv) {
                                      (long long)ranges[i].v, (long long)ranges[i].lo, (long long)ranges[i].hi);
   if (r == EST_FLAGS_OK && !(poll >= 0 && poll <= 86400))
     r = EST_FLAGS_ERROR, est_error(EST_ERR_INVALID_ARGUMENT, "--file_system_poll_wait_seconds=%g: must be in [0, 86400]", poll);
-  if (r == EST_FLAGS_OK && (!*name || strpbrk(name, "/:")))
-    r = EST_FLAGS_ERROR, est_error(EST_ERR_INVALID_ARGUMENT, "--model_name=%s: must be non-empty, without '/' or ':'", name);
+  /* It appears in URLs and in the metrics' labels: keep it to characters neither escapes. */
+  if (r == EST_FLAGS_OK && (!*name || strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+                                          strlen(name)))
+    r = EST_FLAGS_ERROR,
+    est_error(EST_ERR_INVALID_ARGUMENT, "--model_name=%s: must be letters, digits, '_', '.' or '-'", name);
   if (r != EST_FLAGS_OK) {
     fprintf(stderr, "est serve: %s\n", est_error_message());
     return 2;

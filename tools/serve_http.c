@@ -273,9 +273,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!(r = calloc(1, sizeof *r))) return MHD_NO;
     r->t0 = now_seconds();
     *con_cls = r;
+    /* An announced oversize body is not stored; it is still read (and dropped) before the
+     * 413, because closing a socket with unread data resets it and the client could lose
+     * the answer. */
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > h->opt->max_request_bytes) r->too_big = true;
-    if (!r->too_big) return MHD_YES;
+    return MHD_YES;
   }
   if (*upload_data_size) {
     size_t n = *upload_data_size;
