@@ -15,7 +15,16 @@ BUILD=${1:-build}
 THREADS=${2:-2}
 DUR=${BENCH_SECONDS:-10}
 EST=$BUILD/est
+PY=/usr/bin/python3   # Debian's, where python3-torch/fastapi/uvicorn live
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+# Debian's OpenBLAS falls back to its generic Prescott (SSE3) kernels on a CPU it does not
+# recognise (e.g. a VM's "Intel Xeon Processor"), ~5x slower; both sides use OpenBLAS, so
+# both then get the AVX-512 kernels, and the script says so.
+BLAS_NOTE="OpenBLAS core detected"
+if OPENBLAS_VERBOSE=2 "$BUILD/est" --version 2>&1 | grep -q "Core: Prescott" && grep -q avx512f /proc/cpuinfo; then
+  export OPENBLAS_CORETYPE=SkylakeX
+  BLAS_NOTE="OPENBLAS_CORETYPE=SkylakeX for both (OpenBLAS did not recognise this AVX-512 CPU)"
+fi
 command -v wrk >/dev/null || { echo "serve_bench: wrk is needed (apt-get install wrk)" >&2; exit 1; }
 W=$(mktemp -d)
 PIDS=""
@@ -53,9 +62,9 @@ for c in 1 8 64; do echo "est $c $(run_wrk est "$EST_PORT" $c)"; done > "$W/est.
 EST_RSS=$(awk '/VmHWM/ {print $2}' /proc/$EST_PID/status)
 kill "$EST_PID"; wait "$EST_PID" 2>/dev/null || true
 
-PEER_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PEER_PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 EST_EXPORT="$VERSION" EST_WEIGHTS="$W/weights.safetensors" TORCH_THREADS="$THREADS" OMP_NUM_THREADS="$THREADS" \
-  python3 -m uvicorn serve_torch:app --app-dir bench --host 127.0.0.1 --port "$PEER_PORT" --log-level warning \
+  "$PY" -m uvicorn serve_torch:app --app-dir bench --host 127.0.0.1 --port "$PEER_PORT" --log-level warning \
   > "$W/peer.out" 2>&1 &
 PEER_PID=$!
 PIDS="$PEER_PID"
@@ -67,7 +76,7 @@ for c in 1 8 64; do echo "peer $c $(run_wrk peer "$PEER_PORT" $c)"; done > "$W/p
 PEER_RSS=$(awk '/VmHWM/ {print $2}' /proc/$PEER_PID/status)
 
 echo "serve bench: BERT-Tiny shape, 1 sentence of 16 tokens per request, ${DUR}s per row, $THREADS threads"
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); $BLAS_NOTE"
 printf "%-6s %12s %12s %9s %9s %9s %9s %8s %8s\n" conns est_req/s torch_req/s ratio est_p50 torch_p50 est_p99 torch_p99 non2xx
 paste "$W/est.res" "$W/peer.res" | awk '{
   printf "%-6s %12.1f %12.1f %8.1fx %7.2fms %7.2fms %7.2fms %7.2fms %4d/%d\n", $2, $3, $9, $3 / ($9 > 0 ? $9 : 1), $4, $10, $5, $11, $6, $12 }'

@@ -372,26 +372,79 @@ static void test_32_concurrent_clients(void **state) {
   assert_int_equal(server_stop(&s), 0);
 }
 
-/* With a long batch timeout the batcher waits for max_batch_size examples: four concurrent
- * one-example requests become exactly one forward pass of 4. */
+/* A request whose body has only partly arrived: headers + the first `sent` bytes. */
+static int partial_open(int port, const char *body, size_t sent) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_port = htons((uint16_t)port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+  char head[512];
+  int hn = snprintf(head, sizeof head, "POST /v1/models/jack:predict HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+                    "Content-Length: %zu\r\n\r\n", strlen(body));
+  assert_int_equal(send(fd, head, (size_t)hn, MSG_NOSIGNAL), hn);
+  assert_int_equal(send(fd, body, sent, MSG_NOSIGNAL), (ssize_t)sent);
+  return fd;
+}
+
+/* Sends the rest and reads the answer; returns the status. */
+static int partial_finish(int fd, const char *body, size_t sent, char **resp) {
+  size_t n = strlen(body) - sent;
+  assert_int_equal(send(fd, body + sent, n, MSG_NOSIGNAL), (ssize_t)n);
+  static char buf[65536];
+  size_t len = 0;
+  ssize_t got;
+  while (len < sizeof buf - 1 && (got = read(fd, buf + len, sizeof buf - 1 - len)) > 0) len += (size_t)got;
+  buf[len] = 0;
+  close(fd);
+  char *sep = strstr(buf, "\r\n\r\n");
+  *resp = strdup(sep ? sep + 4 : "");
+  return !strncmp(buf, "HTTP/1.", 7) ? atoi(buf + 9) : -1;
+}
+
+static void wait_metric(int port, const char *name, double value) {
+  for (int i = 0; metric(port, name) != value; i++) {
+    if (i > 6000) fail_msg("%s never reached %g", name, value);
+    usleep(10000);
+  }
+}
+
+/* The batcher waits (up to the minute of batch_timeout_micros) while a request is still
+ * arriving: with one request's body held back, three one-example requests queue, and when
+ * the fourth completes all four run as exactly one forward pass. */
 static void test_requests_coalesce(void **state) {
   (void)state;
   server s;
   server_start(&s, "coalesce", "--enable_batching --max_batch_size=4 --batch_timeout_micros=60000000"
                                " --file_system_poll_wait_seconds=0");
-  client c[4];
-  pthread_t t[4];
-  for (int i = 0; i < 4; i++) {
+  const char *body = "{\"instances\": [\"all work and no play\"]}";
+  int held = partial_open(s.port, body, 5);
+  wait_metric(s.port, "est_serving_requests_arriving{model_name=\"jack\"} ", 1);
+  client c[3];
+  pthread_t t[3];
+  for (int i = 0; i < 3; i++) {
     c[i] = (client){.port = s.port, .id = 12 * i, .rounds = 1};  /* 1 + (12i * 7) % 12 = 1 instance */
     assert_int_equal(pthread_create(&t[i], NULL, client_main, &c[i]), 0);
   }
-  for (int i = 0; i < 4; i++) {
+  wait_metric(s.port, "est_serving_queued_examples{model_name=\"jack\"} ", 3);
+  assert_int_equal(metric(s.port, "est_serving_batch_size_count{model_name=\"jack\"} "), 0);
+  char *resp;
+  assert_int_equal(partial_finish(held, body, 5, &resp), 200);
+  const char *texts[1] = {"all work and no play"};
+  assert_true(check_predictions(resp, "predictions", texts, 1));
+  free(resp);
+  for (int i = 0; i < 3; i++) {
     pthread_join(t[i], NULL);
     assert_int_equal(c[i].failures, 0);
     assert_int_equal(c[i].instances, 1);
   }
   assert_int_equal((int)metric(s.port, "est_serving_batch_size_count{model_name=\"jack\"} "), 1);
   assert_int_equal((int)metric(s.port, "est_serving_batch_size_sum{model_name=\"jack\"} "), 4);
+  /* a lone request runs as its own batch (nothing else is arriving: no minute-long wait) */
+  expect(s.port, "POST", "/v1/models/jack:predict", "{\"instances\": [\"play\"]}", 200, "predictions");
+  assert_int_equal((int)metric(s.port, "est_serving_batch_size_count{model_name=\"jack\"} "), 2);
   assert_int_equal(server_stop(&s), 0);
 }
 
@@ -482,20 +535,29 @@ static void *one_request(void *arg) {
   return NULL;
 }
 
-/* A request waiting in the queue (the batch waits up to a minute to fill) when SIGTERM comes
- * is answered, and the server exits 0 without waiting out the timeout. */
+/* A request waiting in the queue (its batch waits for a held-back request, up to a
+ * minute) when SIGTERM comes is answered at once, and the server exits 0 once the held
+ * connection is gone. */
 static void test_sigterm_finishes_in_flight(void **state) {
   (void)state;
   server s;
   server_start(&s, "sigterm", "--enable_batching --max_batch_size=4 --batch_timeout_micros=60000000"
                               " --file_system_poll_wait_seconds=0");
+  const char *body = "{\"instances\": [\"play\"]}";
+  int held = partial_open(s.port, body, 3);
+  wait_metric(s.port, "est_serving_requests_arriving{model_name=\"jack\"} ", 1);
   int ps[2] = {s.port, 0};
   pthread_t t;
   assert_int_equal(pthread_create(&t, NULL, one_request, ps), 0);
-  while (metric(s.port, "est_serving_queued_examples{model_name=\"jack\"} ") < 1) usleep(10000);
-  assert_int_equal(server_stop(&s), 0);
+  wait_metric(s.port, "est_serving_queued_examples{model_name=\"jack\"} ", 1);
+  kill(s.pid, SIGTERM);
   pthread_join(t, NULL);
   assert_int_equal(ps[1], 200);
+  close(held);
+  int status;
+  assert_int_equal(waitpid(s.pid, &status, 0), s.pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
   assert_true(log_has(&s, "SIGTERM: no new connections"));
   assert_true(log_has(&s, "stopped"));
   /* nothing listens any more */

@@ -3,7 +3,8 @@
  *
  * Batching, as TF Serving's BasicBatchScheduler: the batcher takes the oldest job, then
  * waits up to batch_timeout_micros for more jobs of the same model until max_batch_size
- * examples are there, and runs them as one forward pass at the batch's own length (its
+ * examples are there (but only while some POST is still arriving or being parsed; with
+ * none on its way, waiting would add latency and nothing else), and runs them as one forward pass at the batch's own length (its
  * longest row rounded up to 8). A job larger than max_batch_size runs alone, in pieces.
  * Versions: the poller looks at model_base_path every poll_wait_seconds; a newer complete
  * version is loaded beside the serving one and swapped in under the lock; the old one is
@@ -66,6 +67,7 @@ char *serve_metrics_text(serve_server *s) {
   pthread_mutex_lock(&s->lock);
   long long version = s->current ? (long long)s->current->version : -1;
   size_t queued = s->queued;
+  int preparing = s->preparing;
   pthread_mutex_unlock(&s->lock);
   pthread_mutex_lock(&m->lock);
   fprintf(f, "# HELP est_serving_request_count Requests answered, by HTTP status.\n"
@@ -104,6 +106,9 @@ char *serve_metrics_text(serve_server *s) {
   fprintf(f, "# HELP est_serving_queued_examples Examples waiting for the batcher.\n"
              "# TYPE est_serving_queued_examples gauge\nest_serving_queued_examples{model_name=\"%s\"} %zu\n",
           name, queued);
+  fprintf(f, "# HELP est_serving_requests_arriving POST requests begun and not yet queued.\n"
+             "# TYPE est_serving_requests_arriving gauge\nest_serving_requests_arriving{model_name=\"%s\"} %d\n",
+          name, preparing);
   fprintf(f, "# HELP est_serving_model_version The version being served.\n"
              "# TYPE est_serving_model_version gauge\nest_serving_model_version{model_name=\"%s\"} %lld\n",
           name, version);
@@ -208,8 +213,22 @@ static size_t queue_capacity(const serve_server *s) {
   return (size_t)s->opt.max_enqueued_batches * (size_t)s->opt.max_batch_size;
 }
 
+void serve_prepare_begin(serve_server *s) {
+  pthread_mutex_lock(&s->lock);
+  s->preparing++;
+  pthread_mutex_unlock(&s->lock);
+}
+
+void serve_prepare_abandon(serve_server *s) {
+  pthread_mutex_lock(&s->lock);
+  s->preparing--;
+  pthread_cond_signal(&s->work_cv);   /* a batch may have been waiting for this one */
+  pthread_mutex_unlock(&s->lock);
+}
+
 est_status serve_run_job(serve_server *s, serve_job *job) {
   pthread_mutex_lock(&s->lock);
+  s->preparing--;
   if (s->stopping || (s->queued > 0 && s->queued + (size_t)job->n > queue_capacity(s))) {
     pthread_mutex_unlock(&s->lock);
     return est_error(EST_ERR_ABORTED, s->stopping ? "the server is shutting down"
@@ -301,7 +320,9 @@ static void *batcher_main(void *arg) {
       struct timespec t;
       deadline_in(&t, (double)s->opt.batch_timeout_micros * 1e-6);
       int rc = 0;
-      while (!s->stopping && !s->draining && rc != ETIMEDOUT && fill_for(s, m, maxb) < maxb)
+      /* Waiting only makes sense while another request is on its way: a lone request
+       * (one connection) runs at once instead of paying the timeout. */
+      while (!s->stopping && !s->draining && s->preparing > 0 && rc != ETIMEDOUT && fill_for(s, m, maxb) < maxb)
         rc = pthread_cond_timedwait(&s->work_cv, &s->lock, &t);
     }
     /* Take the head, then (batching) every later job of the same model that still fits. */

@@ -25,6 +25,7 @@ typedef struct http_req {
   char *body;
   size_t len, cap;
   bool too_big;
+  bool preparing;              /* a POST announced to the batcher (serve_prepare_begin) */
   double t0;
 } http_req;
 
@@ -34,8 +35,14 @@ static double now_seconds(void) {
   return (double)t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+static void end_preparing(serve_http *h, http_req *r) {
+  if (r->preparing) serve_prepare_abandon(h->server);
+  r->preparing = false;
+}
+
 static enum MHD_Result respond(struct MHD_Connection *c, serve_http *h, http_req *r, unsigned status, char *body,
                                const char *content_type) {
+  end_preparing(h, r);
   if (!body) {
     status = MHD_HTTP_INTERNAL_SERVER_ERROR;
     body = strdup("{\"error\": \"out of memory\"}");
@@ -194,7 +201,10 @@ static enum MHD_Result handle_predict(struct MHD_Connection *c, serve_http *h, h
   est_status st = build_job(&job, m, &req);
   unsigned status = MHD_HTTP_OK;
   char *text = NULL;
-  if (st == EST_OK) st = serve_run_job(h->server, &job);
+  if (st == EST_OK) {
+    r->preparing = false; /* serve_run_job takes the announcement over */
+    st = serve_run_job(h->server, &job);
+  }
   if (st == EST_OK) text = answer_text(&job, &req, kind, meta);
   else status = st == EST_ERR_ABORTED ? MHD_HTTP_SERVICE_UNAVAILABLE
               : st == EST_ERR_INVALID_ARGUMENT ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR;
@@ -273,6 +283,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!(r = calloc(1, sizeof *r))) return MHD_NO;
     r->t0 = now_seconds();
     *con_cls = r;
+    /* From its headers on, a POST may become a job: a batch waiting to fill waits for it. */
+    if (!strcmp(method, "POST")) {
+      serve_prepare_begin(h->server);
+      r->preparing = true;
+    }
     /* An announced oversize body is not stored; it is still read (and dropped) before the
      * 413, because closing a socket with unread data resets it and the client could lose
      * the answer. */
@@ -309,6 +324,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
   serve_http *h = cls;
   http_req *r = *con_cls;
   if (r) {
+    end_preparing(h, r); /* a connection that broke off mid-body */
     free(r->body);
     free(r);
     *con_cls = NULL;

@@ -58,6 +58,7 @@ typedef struct serve_server {
   int64_t failed_version;          /* newest version that failed to load (not retried) */
   serve_job *head, *tail;
   size_t queued;                   /* examples waiting */
+  int preparing;                   /* POSTs begun (headers in) and not yet queued or answered */
   bool draining;                   /* batches stop waiting to fill */
   bool stopping;
   pthread_t batcher, poller;
@@ -78,6 +79,11 @@ void serve_server_stop(serve_server *s);
 served_model *serve_acquire(serve_server *s);
 void serve_release(serve_server *s, served_model *m);
 
+/* A POST announces itself when its headers are in (serve_prepare_begin), so that the batcher
+ * waits to fill a batch only while some request is still on its way; it then either queues
+ * its job (serve_run_job, which ends the announcement) or ends it (serve_prepare_abandon). */
+void serve_prepare_begin(serve_server *s);
+void serve_prepare_abandon(serve_server *s);
 /* Queues the job and waits for its answer. EST_ERR_ABORTED: the queue is full (503). */
 est_status serve_run_job(serve_server *s, serve_job *job);
 
