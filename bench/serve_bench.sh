@@ -5,6 +5,7 @@
 # (default 10) each. Prints requests/s, p50 and p99 latency per side and the ratios.
 #
 #   sh bench/serve_bench.sh [BUILD_DIR] [THREADS]
+#   BENCH_MODEL=base BENCH_CONNS=1 sh bench/serve_bench.sh   # BERT-Base shape, one connection
 #
 # Needs Debian's wrk, python3-torch, python3-fastapi and python3-uvicorn. est runs with
 # --enable_batching --max_batch_size=64 --batch_timeout_micros=500; both sides get THREADS
@@ -14,6 +15,8 @@ cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 THREADS=${2:-2}
 DUR=${BENCH_SECONDS:-10}
+CONNS=${BENCH_CONNS:-1 8 64}
+MODEL=${BENCH_MODEL:-tiny}
 EST=$BUILD/est
 PY=/usr/bin/python3   # Debian's, where python3-torch/fastapi/uvicorn live
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
@@ -31,8 +34,15 @@ PIDS=""
 trap 'for p in $PIDS; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"' EXIT
 
 # The model: one training step from scratch (the weights do not matter for speed), exported.
+CONFIG=data/bert_config.json
+if [ "$MODEL" = base ]; then
+  CONFIG="$W/bert_base.json"
+  printf '{"attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 768,
+ "initializer_range": 0.02, "intermediate_size": 3072, "max_position_embeddings": 512, "num_attention_heads": 12,
+ "num_hidden_layers": 12, "type_vocab_size": 2, "vocab_size": 30522}\n' > "$CONFIG"
+fi
 "$EST" run_classifier --task_name=sst-2 --do_train --do_export --data_dir=tests/data/glue_mini/SST-2 \
-  --vocab_file=data/vocab.txt --bert_config_file=data/bert_config.json --max_seq_length=128 \
+  --vocab_file=data/vocab.txt --bert_config_file="$CONFIG" --max_seq_length=128 \
   --train_batch_size=8 --num_train_epochs=1 --num_threads="$THREADS" --output_dir="$W/run" >/dev/null 2>&1
 VERSION=$(ls -d "$W"/run/export/[0-9]* | tail -1)
 "$EST" ckpt convert "$VERSION/variables/variables" "$W/weights.safetensors" >/dev/null
@@ -58,7 +68,7 @@ EST_PID=$!
 PIDS="$EST_PID"
 while ! grep -q "listening on" "$W/est.out"; do sleep 0.1; done
 EST_PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$W/est.out")
-for c in 1 8 64; do echo "est $c $(run_wrk est "$EST_PORT" $c)"; done > "$W/est.res"
+for c in $CONNS; do echo "est $c $(run_wrk est "$EST_PORT" $c)"; done > "$W/est.res"
 EST_RSS=$(awk '/VmHWM/ {print $2}' /proc/$EST_PID/status)
 kill "$EST_PID"; wait "$EST_PID" 2>/dev/null || true
 
@@ -72,10 +82,10 @@ until curl -s -o /dev/null -d '{"instances": ["x"]}' "http://127.0.0.1:$PEER_POR
   kill -0 "$PEER_PID" 2>/dev/null || { cat "$W/peer.out" >&2; exit 1; }
   sleep 0.2
 done
-for c in 1 8 64; do echo "peer $c $(run_wrk peer "$PEER_PORT" $c)"; done > "$W/peer.res"
+for c in $CONNS; do echo "peer $c $(run_wrk peer "$PEER_PORT" $c)"; done > "$W/peer.res"
 PEER_RSS=$(awk '/VmHWM/ {print $2}' /proc/$PEER_PID/status)
 
-echo "serve bench: BERT-Tiny shape, 1 sentence of 16 tokens per request, ${DUR}s per row, $THREADS threads"
+echo "serve bench: BERT-$MODEL shape, 1 sentence of 16 tokens per request, ${DUR}s per row, $THREADS threads"
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); $BLAS_NOTE"
 printf "%-6s %12s %12s %9s %9s %9s %9s %8s %8s\n" conns est_req/s torch_req/s ratio est_p50 torch_p50 est_p99 torch_p99 non2xx
 paste "$W/est.res" "$W/peer.res" | awk '{
