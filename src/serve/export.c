@@ -271,6 +271,7 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   tc.text_a_column = (int)c->tsv_text_a_column;
   tc.text_b_column = (int)c->tsv_text_b_column;
   tc.label_column = (int)c->tsv_label_column;
+  tc.skip_header = c->tsv_skip_header;
   tc.labels = c->tsv_labels;
   est_processor *proc = NULL;
   st = est_processor_create(&proc, c->task_name, &tc);
