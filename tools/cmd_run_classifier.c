@@ -9,6 +9,7 @@
 #include "est/flags.h"
 #include "est/log.h"
 #include "est/run_classifier.h"
+#include "est/serving.h"
 
 static const char usage[] =
     "usage: est run_classifier --task_name=TASK --data_dir=DIR --vocab_file=FILE\n"
@@ -24,6 +25,8 @@ static const char usage[] =
 
 int est_cmd_run_classifier(int argc, char **argv) {
   est_run_classifier_config c = est_run_classifier_config_default();
+  bool do_export = false;       /* [est] serving export (est/serving.h) */
+  const char *export_dir = NULL;
   est_flag flags[] = {
     /* Required parameters (run_classifier.py) */
     EST_FLAG_STRING("data_dir", &c.data_dir,
@@ -98,6 +101,11 @@ int est_cmd_run_classifier(int argc, char **argv) {
                     "[est] task tsv: comma-separated label list; its order is the column order of "
                     "test_results.tsv. Unset: the distinct labels of train.tsv, sorted.", 0),
     EST_FLAG_BOOL("tsv_skip_header", &c.tsv_skip_header, "[est] task tsv: skip the first line of each file.", 0),
+    EST_FLAG_BOOL("do_export", &do_export,
+                  "[est] After the other steps, export the newest checkpoint of output_dir as a servable "
+                  "(export_dir/<version>/: variables/, assets/vocab.txt, est_model.json) for est predict / "
+                  "est serve. Alone, it only exports.", 0),
+    EST_FLAG_STRING("export_dir", &export_dir, "[est] Where --do_export writes versions; default output_dir/export.", 0),
   };
   const int nflags = (int)(sizeof flags / sizeof flags[0]);
   char *pos[1];
@@ -116,6 +124,11 @@ int est_cmd_run_classifier(int argc, char **argv) {
     if (flags[i].is_set && flags[i].help && strstr(flags[i].help, "[TPU only"))
       EST_LOG_INFO("note: --%s is a TPU flag; est runs on the CPU and ignores it", flags[i].name);
   }
+  if (do_export && !c.do_train && !c.do_eval && !c.do_predict) {
+    if (est_export_classifier(&c, export_dir, NULL, 0) == EST_OK) return 0;
+    fprintf(stderr, "est run_classifier: error: %s\n", est_error_message());
+    return 1;
+  }
   est_status st = est_run_classifier_validate(&c);
   if (st != EST_OK) {
     fprintf(stderr, "est run_classifier: %s\n", est_error_message());
@@ -125,6 +138,7 @@ int est_cmd_run_classifier(int argc, char **argv) {
    * this is a single process and the dist calls are no-ops. */
   st = est_dist_init(&argc, &argv);
   if (st == EST_OK) st = est_run_classifier_main(&c);
+  if (st == EST_OK && do_export && est_dist_is_chief()) st = est_export_classifier(&c, export_dir, NULL, 0);
   if (st != EST_OK) {
     fprintf(stderr, "est run_classifier: error: %s\n", est_error_message());
     est_dist_abort(1); /* the other ranks would wait for this one until their timeout */

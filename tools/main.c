@@ -12,6 +12,9 @@ static const est_command commands[] = {
   {"convert", "GLUE/TSV task files to run_classifier's train/eval/predict.tf_record", est_cmd_convert},
   {"create_pretraining_data", "raw text to masked-LM/next-sentence TFRecords, as create_pretraining_data.py", est_cmd_create_pretraining_data},
   {"run_classifier", "fine-tune / evaluate / predict with BERT, as run_classifier.py", est_cmd_run_classifier},
+  {"predict", "class probabilities of new text with an exported classifier", est_cmd_predict},
+  {"serve", "serve an exported classifier with TensorFlow Serving's REST API", est_cmd_serve},
+  {"extract_features", "BERT feature vectors of text, as extract_features.py", est_cmd_extract_features},
   {NULL, NULL, NULL},
 };
 

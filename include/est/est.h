@@ -28,5 +28,6 @@
 #include "est/tokenizer.h"
 #include "est/processors.h"
 #include "est/features.h"
+#include "est/serving.h"
 
 #endif

@@ -1,0 +1,93 @@
+#!/bin/sh
+# `est serve` against PyTorch + FastAPI + uvicorn (bench/serve_torch.py), side by side: the same
+# exported BERT-Tiny-shaped classifier (data/bert_config.json), the same :predict request (one
+# 16-token sentence, bench/serve_post.lua), wrk at 1, 8 and 64 connections for BENCH_SECONDS
+# (default 10) each. Prints requests/s, p50 and p99 latency per side and the ratios.
+#
+#   sh bench/serve_bench.sh [BUILD_DIR] [THREADS]
+#   BENCH_MODEL=base BENCH_CONNS=1 sh bench/serve_bench.sh   # BERT-Base shape, one connection
+#
+# Needs Debian's wrk, python3-torch, python3-fastapi and python3-uvicorn. est runs with
+# --enable_batching --max_batch_size=64 --batch_timeout_micros=500; both sides get THREADS
+# (default 2) math threads. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset for both.
+set -eu
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+THREADS=${2:-2}
+DUR=${BENCH_SECONDS:-10}
+CONNS=${BENCH_CONNS:-1 8 64}
+MODEL=${BENCH_MODEL:-tiny}
+EST=$BUILD/est
+PY=/usr/bin/python3   # Debian's, where python3-torch/fastapi/uvicorn live
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+# Debian's OpenBLAS falls back to its generic Prescott (SSE3) kernels on a CPU it does not
+# recognise (e.g. a VM's "Intel Xeon Processor"), ~5x slower; both sides use OpenBLAS, so
+# both then get the AVX-512 kernels, and the script says so.
+BLAS_NOTE="OpenBLAS core detected"
+if OPENBLAS_VERBOSE=2 "$BUILD/est" --version 2>&1 | grep -q "Core: Prescott" && grep -q avx512f /proc/cpuinfo; then
+  export OPENBLAS_CORETYPE=SkylakeX
+  BLAS_NOTE="OPENBLAS_CORETYPE=SkylakeX for both (OpenBLAS did not recognise this AVX-512 CPU)"
+fi
+command -v wrk >/dev/null || { echo "serve_bench: wrk is needed (apt-get install wrk)" >&2; exit 1; }
+W=$(mktemp -d)
+PIDS=""
+trap 'for p in $PIDS; do kill "$p" 2>/dev/null || true; done; rm -rf "$W"' EXIT
+
+# The model: one training step from scratch (the weights do not matter for speed), exported.
+CONFIG=data/bert_config.json
+if [ "$MODEL" = base ]; then
+  CONFIG="$W/bert_base.json"
+  printf '{"attention_probs_dropout_prob": 0.1, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "hidden_size": 768,
+ "initializer_range": 0.02, "intermediate_size": 3072, "max_position_embeddings": 512, "num_attention_heads": 12,
+ "num_hidden_layers": 12, "type_vocab_size": 2, "vocab_size": 30522}\n' > "$CONFIG"
+fi
+"$EST" run_classifier --task_name=sst-2 --do_train --do_export --data_dir=tests/data/glue_mini/SST-2 \
+  --vocab_file=data/vocab.txt --bert_config_file="$CONFIG" --max_seq_length=128 \
+  --train_batch_size=8 --num_train_epochs=1 --num_threads="$THREADS" --output_dir="$W/run" >/dev/null 2>&1
+VERSION=$(ls -d "$W"/run/export/[0-9]* | tail -1)
+"$EST" ckpt convert "$VERSION/variables/variables" "$W/weights.safetensors" >/dev/null
+
+# wrk NAME PORT CONNECTIONS -> "rps p50 p99" (latencies in ms)
+run_wrk() {
+  t=2; [ "$3" -lt 2 ] && t=1
+  wrk -t"$t" -c"$3" -d"${DUR}s" --latency -s bench/serve_post.lua "http://127.0.0.1:$2/v1/models/bench:predict" \
+    > "$W/wrk_$1_$3.txt"
+  awk '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0; if (v ~ /s$/) return v * 1000; return v }
+    /Requests\/sec:/ { rps = $2 }
+    /^ +50%/ { p50 = ms($2) }
+    /^ +99%/ { p99 = ms($2) }
+    /Non-2xx/ { bad = $NF }
+    END { printf "%.1f %.2f %.2f %d\n", rps, p50, p99, bad }' "$W/wrk_$1_$3.txt"
+}
+
+"$EST" serve --model_base_path="$W/run/export" --model_name=bench --rest_api_port=0 --num_threads="$THREADS" \
+  --enable_batching --max_batch_size=64 --batch_timeout_micros=500 --file_system_poll_wait_seconds=0 \
+  > "$W/est.out" 2> "$W/est.err" &
+EST_PID=$!
+PIDS="$EST_PID"
+while ! grep -q "listening on" "$W/est.out"; do sleep 0.1; done
+EST_PORT=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$W/est.out")
+for c in $CONNS; do echo "est $c $(run_wrk est "$EST_PORT" $c)"; done > "$W/est.res"
+EST_RSS=$(awk '/VmHWM/ {print $2}' /proc/$EST_PID/status)
+kill "$EST_PID"; wait "$EST_PID" 2>/dev/null || true
+
+PEER_PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+EST_EXPORT="$VERSION" EST_WEIGHTS="$W/weights.safetensors" TORCH_THREADS="$THREADS" OMP_NUM_THREADS="$THREADS" \
+  "$PY" -m uvicorn serve_torch:app --app-dir bench --host 127.0.0.1 --port "$PEER_PORT" --log-level warning \
+  > "$W/peer.out" 2>&1 &
+PEER_PID=$!
+PIDS="$PEER_PID"
+until curl -s -o /dev/null -d '{"instances": ["x"]}' "http://127.0.0.1:$PEER_PORT/v1/models/bench:predict"; do
+  kill -0 "$PEER_PID" 2>/dev/null || { cat "$W/peer.out" >&2; exit 1; }
+  sleep 0.2
+done
+for c in $CONNS; do echo "peer $c $(run_wrk peer "$PEER_PORT" $c)"; done > "$W/peer.res"
+PEER_RSS=$(awk '/VmHWM/ {print $2}' /proc/$PEER_PID/status)
+
+echo "serve bench: BERT-$MODEL shape, 1 sentence of 16 tokens per request, ${DUR}s per row, $THREADS threads"
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); $BLAS_NOTE"
+printf "%-6s %12s %12s %9s %9s %9s %9s %8s %8s\n" conns est_req/s torch_req/s ratio est_p50 torch_p50 est_p99 torch_p99 non2xx
+paste "$W/est.res" "$W/peer.res" | awk '{
+  printf "%-6s %12.1f %12.1f %8.1fx %7.2fms %7.2fms %7.2fms %7.2fms %4d/%d\n", $2, $3, $9, $3 / ($9 > 0 ? $9 : 1), $4, $10, $5, $11, $6, $12 }'
+echo "peak RSS: est serve $((EST_RSS / 1024)) MiB, uvicorn+torch $((PEER_RSS / 1024)) MiB"

@@ -1,0 +1,206 @@
+/* est/serving.h — using a trained classifier: export it as TF's export_saved_model lays a
+ * servable out, load that export, and predict probabilities for new text.
+ *
+ *     // after run_classifier trained into out/: write out/export/<version>/
+ *     char dir[4096];
+ *     est_export_classifier(&rc_config, NULL, dir, sizeof dir);
+ *
+ *     est_servable *s;
+ *     est_servable_load(&s, "out/export", 32);          // a base dir: its highest version
+ *     est_featurizer *f;
+ *     est_featurizer_create(&f, s);                     // one per thread
+ *     int32_t ids[128], mask[128], segs[128]; int len;
+ *     est_featurizer_run(f, "a good film", NULL, ids, mask, segs, &len);
+ *     float probs[2];
+ *     est_servable_predict(s, ids, mask, segs, 1, 128, probs);   // rows of 128, run at 128
+ *
+ * An export version directory (docs/serving.md):
+ *     <base>/<version>/variables/variables.index                 the model's weights as a
+ *     <base>/<version>/variables/variables.data-00000-of-00001   TF tensor bundle (no Adam
+ *                                                                slots, no est/ tensors)
+ *     <base>/<version>/assets/vocab.txt
+ *     <base>/<version>/est_model.json   {"bert_config": {...}, "labels": [...],
+ *                                        "max_seq_length": N, "do_lower_case": b, "task": "..."}
+ * <version> is decimal seconds since the epoch. A version is built under a hidden
+ * "<base>/.tmp-*" directory and renamed into place, so a reader never sees half of one;
+ * readers ignore every entry that is not all digits.
+ */
+#ifndef EST_SERVING_H
+#define EST_SERVING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "est/bert_model.h"
+#include "est/run_classifier.h"
+#include "est/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- export ------------------------------------------------------------------------ */
+
+/* What a servable is, as est_model.json says it. */
+typedef struct est_model_meta {
+  est_bert_config bert_config;
+  size_t num_labels;
+  char **labels;               /* label strings in output order */
+  int max_seq_length;
+  bool do_lower_case;
+  char task[64];
+} est_model_meta;
+
+void est_model_meta_clear(est_model_meta *m);
+/* Reads est_model.json (errors name the file and the field). */
+est_status est_model_meta_read(est_model_meta *m, const char *path);
+/* The JSON text (keys sorted, indent 2, trailing newline); free() it. NULL: no memory. */
+char *est_model_meta_to_json(const est_model_meta *m);
+
+/* Writes a new version under export_base from checkpoint `ckpt_prefix`: the variables the
+ * classifier of meta's shape declares (each must be in the checkpoint with its shape),
+ * vocab_file as assets/vocab.txt, and est_model.json. The version is the current time in
+ * seconds, or the next free number after the newest existing one. The version directory
+ * path goes to version_dir (may be NULL). */
+est_status est_export_write(const char *export_base, const char *ckpt_prefix, const est_model_meta *meta,
+                            const char *vocab_file, char *version_dir, size_t size);
+
+/* run_classifier --do_export: exports the newest checkpoint of c->output_dir (labels from
+ * the task, as run_classifier's processor gives them) to export_dir, default
+ * <output_dir>/export. Checks the flags it needs (task_name, output_dir, vocab_file,
+ * bert_config_file, max_seq_length) and says which is wrong. */
+est_status est_export_classifier(const est_run_classifier_config *c, const char *export_dir, char *version_dir,
+                                 size_t size);
+
+/* The highest complete version under export_base (a directory named by digits holding
+ * est_model.json and variables/variables.index): its path and number. NOT_FOUND when none.
+ * A path that is itself a version directory (it holds est_model.json) is returned as is,
+ * its version parsed from its name (0 when not digits). */
+est_status est_export_resolve(const char *path, char *version_dir, size_t size, int64_t *version);
+/* The same among the versions below `below` (for falling back past a broken one). */
+est_status est_export_resolve_below(const char *path, int64_t below, char *version_dir, size_t size,
+                                    int64_t *version);
+
+/* ---- a loaded servable --------------------------------------------------------------- */
+
+typedef struct est_servable est_servable;
+
+/* Loads a version directory (or a base directory's highest version) with room for batches
+ * of up to max_batch examples at max_seq_length. Every weight is checked against its shape. */
+est_status est_servable_load(est_servable **out, const char *path, int max_batch);
+void est_servable_free(est_servable *s);
+
+const est_model_meta *est_servable_meta(const est_servable *s);
+int64_t est_servable_version(const est_servable *s);
+const char *est_servable_dir(const est_servable *s);
+int est_servable_max_batch(const est_servable *s);
+int est_servable_vocab_size(const est_servable *s);
+
+/* probabilities [batch, num_labels] for rows of seq_len tokens (input_ids, input_mask,
+ * segment_ids [batch, seq_len]); seq_len <= max_seq_length, any batch (run in pieces of
+ * max_batch). Not thread-safe: one caller at a time per servable. Ids are checked. */
+est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
+                                const int32_t *segment_ids, int batch, int seq_len, float *probabilities);
+
+/* The same for rows of `stride` int32s (e.g. max_seq_length) run at seq_len <= stride: only
+ * each row's first seq_len tokens are used (copied into the servable's scratch). */
+est_status est_servable_predict_strided(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
+                                        const int32_t *segment_ids, int batch, int stride, int seq_len,
+                                        float *probabilities);
+
+/* The length a batch runs at: its longest row rounded up to a multiple of 8, at most
+ * max_seq_length (and at least 1). Padding past a row's end is masked, so the result
+ * equals a full-length run (to float reassociation). */
+int est_serving_bucket_length(int longest, int max_seq_length);
+
+/* ---- text -> features ----------------------------------------------------------------- */
+
+/* run_classifier's convert_single_example with the servable's vocab, case and
+ * max_seq_length. Holds a tokenizer: one per thread. Must not outlive its servable. */
+typedef struct est_featurizer est_featurizer;
+
+est_status est_featurizer_create(est_featurizer **out, const est_servable *s);
+void est_featurizer_free(est_featurizer *f);
+/* Rows of max_seq_length int32s; *length (may be NULL) = number of real tokens. text_b
+ * NULL or "": single sentence. */
+est_status est_featurizer_run(est_featurizer *f, const char *text_a, const char *text_b, int32_t *input_ids,
+                              int32_t *input_mask, int32_t *segment_ids, int *length);
+
+/* ---- encoder layers (extract_features) -------------------------------------------------- */
+
+/* All-layer encoder outputs of a BERT checkpoint, for extract_features: layer l (0-based,
+ * 0 = the first encoder layer's output) of a batch, [batch, seq_len, H]. */
+typedef struct est_encoder_layers est_encoder_layers;
+
+/* Loads the bert/ variables of `ckpt_prefix` for the layers listed (0-based, distinct). */
+est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_config *cfg, const char *ckpt_prefix,
+                                   const int *layers, int num_layers, int max_batch, int seq_len);
+void est_encoder_layers_free(est_encoder_layers *e);
+/* Runs the batch; out[k] receives layers[k]'s output [batch, seq_len, H]. */
+est_status est_encoder_layers_run(est_encoder_layers *e, const int32_t *input_ids, const int32_t *input_mask,
+                                  const int32_t *segment_ids, int batch, int seq_len, float *const *out);
+
+/* ---- extract_features' output, as Python's json.dumps writes it ------------------------ */
+
+/* repr(round(v, ndigits)) for 0 <= ndigits <= 15: the value rounded half-even on its exact
+ * binary value (as Python's round), printed as the shortest string that reads back
+ * ("0.25", "-1.0", "1.2e-05", "-0.0"). Returns buf. */
+char *est_py_round_repr(double v, int ndigits, char *buf, size_t size);
+
+/* A JSON string as json.dumps(ensure_ascii=True) writes it: \" \\ \n \r \t \b \f, other
+ * controls and every non-ASCII code point as \uXXXX (lower-case hex, surrogate pairs above
+ * U+FFFF). `s` is UTF-8. */
+void est_py_json_string(FILE *out, const char *s);
+
+/* One extract_features.py output line (with its '\n'):
+ * {"linex_index": I, "features": [{"token": T, "layers": [{"index": L, "values": [...]}, ...]}, ...]}
+ * for the first num_tokens tokens; layer k's values come from values[k] + t * hidden,
+ * rounded to 6 places. */
+void est_extract_features_write(FILE *out, int64_t linex_index, const char *const *tokens, int num_tokens,
+                                const int *layer_indexes, int num_layers, const float *const *values, int hidden);
+
+/* ---- TF Serving REST request bodies ------------------------------------------------------ */
+
+/* One instance of a predict/classify request: either texts or already-tokenized rows. */
+typedef struct est_instance {
+  const char *text_a, *text_b;      /* text form (text_b may be NULL) */
+  int32_t *input_ids, *input_mask, *segment_ids; /* tokenized form: `length` each, else NULL */
+  int length;
+} est_instance;
+
+typedef enum est_request_kind { EST_REQUEST_PREDICT, EST_REQUEST_CLASSIFY } est_request_kind;
+
+typedef struct est_request {
+  est_instance *instances;
+  size_t count;
+  bool columnar;                    /* {"inputs": ...}: answer {"outputs": ...} */
+  char *signature_name;             /* NULL: serving_default */
+  void *json;                       /* the parsed body (owns the strings) */
+} est_request;
+
+/* What a tokenized instance must respect (from the servable's est_model.json). */
+typedef struct est_request_limits {
+  int max_seq_length;
+  int vocab_size;
+  int type_vocab_size;
+  size_t max_instances;             /* 0: no limit */
+} est_request_limits;
+
+/* Parses a :predict ({"instances": [...]} or {"inputs": ...}) or :classify
+ * ({"examples": [...]}) body. Instances: a string (text_a), {"text_a", "text_b"}, or
+ * {"input_ids", "input_mask", "segment_ids"} (lists of integers of equal length, 1 to
+ * max_seq_length; ids below vocab_size, mask 0/1, segments below type_vocab_size; mask and
+ * segments may be left out: all ones / zeros). Columnar "inputs": a list of strings, or an
+ * object of equally long lists named text_a/text_b or input_ids/input_mask/segment_ids.
+ * INVALID_ARGUMENT with a message saying what is wrong and where
+ * ("instances[3].input_ids[7]: ..."). On failure *out is empty. */
+est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
+                             const est_request_limits *limits);
+void est_request_clear(est_request *r);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,345 @@
+/* Export: a checkpoint + vocab + what the model is -> <base>/<version>/ as TF's
+ * export_saved_model lays a servable out (variables/, assets/), plus est_model.json.
+ * Atomic per version: everything is written under <base>/.tmp-<version>-<pid>/ and that
+ * directory is renamed to <base>/<version> (rename of a directory is atomic on POSIX), so a
+ * server polling <base> sees either no version or a complete one. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "est/ckpt.h"
+#include "est/file.h"
+#include "est/log.h"
+#include "est/processors.h"
+#include "est/serving.h"
+#include "est/variables.h"
+
+/* ---- est_model.json ------------------------------------------------------------------- */
+
+void est_model_meta_clear(est_model_meta *m) {
+  for (size_t i = 0; i < m->num_labels; i++) free(m->labels[i]);
+  free(m->labels);
+  memset(m, 0, sizeof *m);
+}
+
+char *est_model_meta_to_json(const est_model_meta *m) {
+  char *cfg_text = est_bert_config_to_json_string(&m->bert_config);
+  if (!cfg_text) return NULL;
+  json_t *cfg = json_loads(cfg_text, 0, NULL);
+  free(cfg_text);
+  json_t *labels = json_array();
+  for (size_t i = 0; i < m->num_labels; i++) json_array_append_new(labels, json_string(m->labels[i]));
+  json_t *root = json_object();
+  json_object_set_new(root, "bert_config", cfg);
+  json_object_set_new(root, "labels", labels);
+  json_object_set_new(root, "max_seq_length", json_integer(m->max_seq_length));
+  json_object_set_new(root, "do_lower_case", json_boolean(m->do_lower_case));
+  json_object_set_new(root, "task", json_string(m->task));
+  char *text = json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2));
+  json_decref(root);
+  if (!text) return NULL;
+  size_t n = strlen(text);
+  char *out = realloc(text, n + 2);
+  if (!out) {
+    free(text);
+    return NULL;
+  }
+  out[n] = '\n';
+  out[n + 1] = 0;
+  return out;
+}
+
+est_status est_model_meta_read(est_model_meta *m, const char *path) {
+  memset(m, 0, sizeof *m);
+  json_error_t err;
+  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+  est_status st = EST_OK;
+  json_t *cfg = json_object_get(root, "bert_config");
+  json_t *labels = json_object_get(root, "labels");
+  json_t *seq = json_object_get(root, "max_seq_length");
+  json_t *lower = json_object_get(root, "do_lower_case");
+  json_t *task = json_object_get(root, "task");
+  if (!json_is_object(cfg)) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"bert_config\" must be an object", path);
+  else if (!json_is_array(labels) || json_array_size(labels) < 1)
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be a non-empty array of strings", path);
+  else if (!json_is_integer(seq) || json_integer_value(seq) < 3 || json_integer_value(seq) > 1 << 20)
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"max_seq_length\" must be an integer >= 3", path);
+  else if (!json_is_boolean(lower))
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"do_lower_case\" must be true or false", path);
+  else if (task && !json_is_string(task))
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"task\" must be a string", path);
+  if (st == EST_OK) {
+    char *cfg_text = json_dumps(cfg, 0);
+    st = cfg_text ? est_bert_config_from_json_string(&m->bert_config, cfg_text, path)
+                  : est_error(EST_ERR_NO_MEMORY, "%s: bert_config", path);
+    free(cfg_text);
+  }
+  if (st == EST_OK) {
+    m->num_labels = json_array_size(labels);
+    m->labels = calloc(m->num_labels, sizeof *m->labels);
+    if (!m->labels) st = est_error(EST_ERR_NO_MEMORY, "%s: labels", path);
+    for (size_t i = 0; st == EST_OK && i < m->num_labels; i++) {
+      json_t *l = json_array_get(labels, i);
+      if (!json_is_string(l)) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: labels[%zu] must be a string", path, i);
+      else if (!(m->labels[i] = strdup(json_string_value(l)))) st = est_error(EST_ERR_NO_MEMORY, "%s: labels", path);
+    }
+  }
+  if (st == EST_OK) {
+    m->max_seq_length = (int)json_integer_value(seq);
+    m->do_lower_case = json_is_true(lower);
+    snprintf(m->task, sizeof m->task, "%s", task ? json_string_value(task) : "");
+    if (m->max_seq_length > m->bert_config.max_position_embeddings)
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: max_seq_length %d is above max_position_embeddings %d", path,
+                     m->max_seq_length, m->bert_config.max_position_embeddings);
+  }
+  json_decref(root);
+  if (st != EST_OK) est_model_meta_clear(m);
+  return st;
+}
+
+/* ---- writing a version ---------------------------------------------------------------- */
+
+static int all_digits(const char *s) {
+  if (!*s) return 0;
+  for (; *s; s++)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
+/* fsync a directory so a rename inside it survives a crash. */
+static est_status sync_dir(const char *dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return est_error(EST_ERR_IO, "open %s: %s", dir, strerror(errno));
+  int rc = fsync(fd);
+  close(fd);
+  if (rc != 0) return est_error(EST_ERR_IO, "fsync %s: %s", dir, strerror(errno));
+  return EST_OK;
+}
+
+/* The newest version number present under base (0 when none). */
+static int64_t newest_version(const char *base) {
+  int64_t best = 0;
+  DIR *d = opendir(base);
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!all_digits(e->d_name) || strlen(e->d_name) > 18) continue;
+    int64_t v = strtoll(e->d_name, NULL, 10);
+    if (v > best) best = v;
+  }
+  closedir(d);
+  return best;
+}
+
+/* Copies the weights the classifier of meta's shape declares from the checkpoint into the
+ * bundle prefix `dst` (optimizer slots, global_step and est/ tensors stay behind). */
+static est_status write_weights(const char *dst, const char *ckpt_prefix, const est_model_meta *meta) {
+  est_var_store *vs = NULL;
+  est_bert_classifier *m = NULL;
+  est_ckpt_reader *r = NULL;
+  est_ckpt_writer *w = NULL;
+  est_status st = est_vars_create(&vs);
+  if (st == EST_OK) st = est_bert_classifier_create(&m, &meta->bert_config, (int)meta->num_labels, vs);
+  if (st == EST_OK) st = est_vars_finalize(vs, 1);
+  if (st == EST_OK) st = est_ckpt_reader_open(&r, ckpt_prefix);
+  if (st == EST_OK) st = est_ckpt_writer_open(&w, dst);
+  for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
+    const est_variable *v = est_vars_at(vs, i);
+    if (!est_ckpt_reader_has(r, v->name)) {
+      st = est_error(EST_ERR_NOT_FOUND, "checkpoint %s has no variable %s (is it a classifier with %zu labels "
+                     "of this bert_config?)", ckpt_prefix, v->name, meta->num_labels);
+      break;
+    }
+    st = est_ckpt_reader_read_into(r, v->name, EST_DT_FLOAT, est_vars_value(vs, i), v->count * sizeof(float));
+    if (st != EST_OK) {
+      st = est_error_prefix("checkpoint %s, variable %s: ", ckpt_prefix, v->name);
+      break;
+    }
+    est_tensor t = est_vars_tensor(vs, i);
+    st = est_ckpt_writer_add(w, v->name, &t);
+  }
+  if (st == EST_OK) {
+    st = est_ckpt_writer_finish(w); /* frees w */
+    w = NULL;
+  }
+  est_ckpt_writer_abort(w);
+  est_ckpt_reader_close(r);
+  est_bert_classifier_free(m);
+  est_vars_free(vs);
+  return st;
+}
+
+static void remove_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char p[4096];
+      est_path_join(p, sizeof p, dir, e->d_name);
+      struct stat sb;
+      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(p);
+      else unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+}
+
+est_status est_export_write(const char *export_base, const char *ckpt_prefix, const est_model_meta *meta,
+                            const char *vocab_file, char *version_dir, size_t size) {
+  est_status st = est_mkdirs(export_base);
+  if (st != EST_OK) return st;
+  int64_t version = (int64_t)time(NULL);
+  int64_t newest = newest_version(export_base);
+  if (version <= newest) version = newest + 1;
+
+  char tmp[4096], final[4096], path[4096], name[64];
+  snprintf(name, sizeof name, ".tmp-%lld-%ld", (long long)version, (long)getpid());
+  if (strlen(export_base) + 80 > sizeof tmp)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "export dir %s: path too long", export_base);
+  est_path_join(tmp, sizeof tmp, export_base, name);
+  remove_tree(tmp);
+
+  uint8_t *vocab = NULL;
+  size_t vocab_size = 0;
+  char *json = NULL;
+  st = est_read_file(vocab_file, &vocab, &vocab_size);
+  if (st == EST_OK) st = est_mkdirs(est_path_join(path, sizeof path, tmp, "assets"));
+  if (st == EST_OK) st = est_write_file_atomic(est_path_join(path, sizeof path, tmp, "assets/vocab.txt"), vocab, vocab_size);
+  if (st == EST_OK) st = write_weights(est_path_join(path, sizeof path, tmp, "variables/variables"), ckpt_prefix, meta);
+  if (st == EST_OK) {
+    json = est_model_meta_to_json(meta);
+    if (!json) st = est_error(EST_ERR_NO_MEMORY, "writing est_model.json");
+  }
+  if (st == EST_OK) st = est_write_file_atomic(est_path_join(path, sizeof path, tmp, "est_model.json"), json, strlen(json));
+  if (st == EST_OK) st = sync_dir(est_path_join(path, sizeof path, tmp, "variables"));
+  if (st == EST_OK) st = sync_dir(tmp);
+  /* A concurrent exporter may have taken the number meanwhile: take the next one. */
+  for (int tries = 0; st == EST_OK; tries++, version++) {
+    snprintf(name, sizeof name, "%lld", (long long)version);
+    est_path_join(final, sizeof final, export_base, name);
+    if (rename(tmp, final) == 0) break;
+    if ((errno != EEXIST && errno != ENOTEMPTY) || tries > 100)
+      st = est_error(EST_ERR_IO, "rename %s -> %s: %s", tmp, final, strerror(errno));
+  }
+  if (st == EST_OK) st = sync_dir(export_base);
+  if (st != EST_OK) remove_tree(tmp);
+  free(vocab);
+  free(json);
+  if (st == EST_OK) {
+    EST_LOG_INFO("exported %s to %s", ckpt_prefix, final);
+    if (version_dir) snprintf(version_dir, size, "%s", final);
+  }
+  return st;
+}
+
+/* ---- run_classifier --do_export --------------------------------------------------------- */
+
+est_status est_export_classifier(const est_run_classifier_config *c, const char *export_dir, char *version_dir,
+                                 size_t size) {
+  const struct {
+    const char *name, *value;
+  } required[] = {{"task_name", c->task_name}, {"vocab_file", c->vocab_file},
+                  {"bert_config_file", c->bert_config_file}, {"output_dir", c->output_dir}};
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+    if (!required[i].value || !*required[i].value)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "--do_export: flag --%s must be specified", required[i].name);
+  char ckpt[4096];
+  est_status st = est_ckpt_latest(c->output_dir, ckpt, sizeof ckpt);
+  if (st != EST_OK) return est_error_prefix("--do_export: no checkpoint in --output_dir=%s: ", c->output_dir);
+
+  est_model_meta meta = {0};
+  st = est_bert_config_from_json_file(&meta.bert_config, c->bert_config_file);
+  if (st != EST_OK) return est_error_prefix("--bert_config_file: ");
+  if (c->max_seq_length < 3 || c->max_seq_length > meta.bert_config.max_position_embeddings)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--max_seq_length=%lld: must be in [3, max_position_embeddings %d]",
+                     (long long)c->max_seq_length, meta.bert_config.max_position_embeddings);
+  meta.max_seq_length = (int)c->max_seq_length;
+  meta.do_lower_case = c->do_lower_case;
+
+  /* The labels in output order, exactly as run_classifier's processor lists them. */
+  est_tsv_task_config tc = est_tsv_task_config_default();
+  tc.text_a_column = (int)c->tsv_text_a_column;
+  tc.text_b_column = (int)c->tsv_text_b_column;
+  tc.label_column = (int)c->tsv_label_column;
+  tc.skip_header = c->tsv_skip_header;
+  tc.labels = c->tsv_labels;
+  est_processor *proc = NULL;
+  st = est_processor_create(&proc, c->task_name, &tc);
+  if (st != EST_OK) return est_error_prefix("--task_name: ");
+  const char *const *labels;
+  size_t nlabels;
+  st = est_processor_get_labels(proc, c->data_dir, &labels, &nlabels);
+  if (st == EST_OK) {
+    snprintf(meta.task, sizeof meta.task, "%s", est_processor_name(proc));
+    meta.labels = calloc(nlabels, sizeof *meta.labels);
+    if (!meta.labels) st = est_error(EST_ERR_NO_MEMORY, "export labels");
+    for (size_t i = 0; st == EST_OK && i < nlabels; i++, meta.num_labels++)
+      if (!(meta.labels[i] = strdup(labels[i]))) st = est_error(EST_ERR_NO_MEMORY, "export labels");
+  }
+  est_processor_free(proc);
+
+  char base[4096];
+  if (st == EST_OK) {
+    if (export_dir && *export_dir) snprintf(base, sizeof base, "%s", export_dir);
+    else est_path_join(base, sizeof base, c->output_dir, "export");
+    st = est_export_write(base, ckpt, &meta, c->vocab_file, version_dir, size);
+  }
+  est_model_meta_clear(&meta);
+  return st;
+}
+
+/* ---- finding a version ------------------------------------------------------------------ */
+
+static int is_complete_version(const char *dir) {
+  char p[4096];
+  return est_file_exists(est_path_join(p, sizeof p, dir, "est_model.json")) &&
+         est_file_exists(est_path_join(p, sizeof p, dir, "variables/variables.index"));
+}
+
+est_status est_export_resolve(const char *path, char *version_dir, size_t size, int64_t *version) {
+  return est_export_resolve_below(path, INT64_MAX, version_dir, size, version);
+}
+
+est_status est_export_resolve_below(const char *path, int64_t below, char *version_dir, size_t size,
+                                    int64_t *version) {
+  char p[4096];
+  if (below == INT64_MAX && est_file_exists(est_path_join(p, sizeof p, path, "est_model.json"))) {
+    const char *slash = strrchr(path, '/');
+    const char *leaf = slash ? slash + 1 : path;
+    if (version) *version = all_digits(leaf) && strlen(leaf) <= 18 ? strtoll(leaf, NULL, 10) : 0;
+    snprintf(version_dir, size, "%s", path);
+    return EST_OK;
+  }
+  DIR *d = opendir(path);
+  if (!d) return est_error(EST_ERR_NOT_FOUND, "export dir %s: %s", path, strerror(errno));
+  int64_t best = -1;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (!all_digits(e->d_name) || strlen(e->d_name) > 18) continue;
+    int64_t v = strtoll(e->d_name, NULL, 10);
+    if (v <= best || v >= below || !is_complete_version(est_path_join(p, sizeof p, path, e->d_name))) continue;
+    best = v;
+  }
+  closedir(d);
+  if (best < 0)
+    return below == INT64_MAX ? est_error(EST_ERR_NOT_FOUND, "export dir %s holds no complete version", path)
+                              : est_error(EST_ERR_NOT_FOUND, "export dir %s holds no complete version below %lld",
+                                          path, (long long)below);
+  char name[32];
+  snprintf(name, sizeof name, "%lld", (long long)best);
+  if (strlen(path) + strlen(name) + 2 > size)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "export dir %s: path too long", path);
+  est_path_join(version_dir, size, path, name);
+  if (version) *version = best;
+  return EST_OK;
+}

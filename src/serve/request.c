@@ -1,0 +1,228 @@
+/* TF Serving REST request bodies -> est_instance lists (est/serving.h). The row format
+ * ({"instances": [...]}, {"examples": [...]}) and the columnar one ({"inputs": ...}) follow
+ * TF Serving's REST API (tensorflow_serving/g3doc/api_rest.md); the instance forms are
+ * est's: texts, or the three int lists of run_classifier's features. Every failure says
+ * where ("instances[2].input_ids[5]: ...") so a client can fix its request. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/serving.h"
+
+void est_request_clear(est_request *r) {
+  for (size_t i = 0; r->instances && i < r->count; i++) {
+    free(r->instances[i].input_ids);
+    free(r->instances[i].input_mask);
+    free(r->instances[i].segment_ids);
+  }
+  free(r->instances);
+  free(r->signature_name);
+  if (r->json) json_decref((json_t *)r->json);
+  memset(r, 0, sizeof *r);
+}
+
+/* A list of integers in [lo, hi) into a fresh int32 array; `where` names it. */
+static est_status int_list(const json_t *a, int32_t lo, int32_t hi, const char *where, int32_t **out, int *len) {
+  if (!json_is_array(a)) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: must be a list of integers", where);
+  size_t n = json_array_size(a);
+  *out = malloc((n ? n : 1) * sizeof(int32_t));
+  if (!*out) return est_error(EST_ERR_NO_MEMORY, "%s", where);
+  for (size_t i = 0; i < n; i++) {
+    const json_t *v = json_array_get(a, i);
+    if (!json_is_integer(v))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s[%zu]: must be an integer", where, i);
+    json_int_t x = json_integer_value(v);
+    if (x < lo || x >= hi)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s[%zu]: %lld is outside [%d, %d)", where, i, (long long)x, lo, hi);
+    (*out)[i] = (int32_t)x;
+  }
+  *len = (int)n;
+  return EST_OK;
+}
+
+/* Fills a tokenized instance from its three lists (mask/segs may be NULL). */
+static est_status tokenized(est_instance *in, const json_t *ids, const json_t *mask, const json_t *segs,
+                            const char *where, const est_request_limits *lim) {
+  char w[160];
+  int n = 0, m;
+  snprintf(w, sizeof w, "%s.input_ids", where);
+  est_status st = int_list(ids, 0, lim->vocab_size, w, &in->input_ids, &n);
+  if (st != EST_OK) return st;
+  if (n < 1 || n > lim->max_seq_length)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: %d tokens; must be 1 to max_seq_length %d", w, n,
+                     lim->max_seq_length);
+  in->length = n;
+  const struct {
+    const json_t *list;
+    const char *name;
+    int32_t hi, fill;
+    int32_t **dst;
+  } more[2] = {{mask, "input_mask", 2, 1, &in->input_mask}, {segs, "segment_ids", lim->type_vocab_size, 0, &in->segment_ids}};
+  for (int k = 0; k < 2; k++) {
+    snprintf(w, sizeof w, "%s.%s", where, more[k].name);
+    if (more[k].list && !json_is_null(more[k].list)) {
+      if ((st = int_list(more[k].list, 0, more[k].hi, w, more[k].dst, &m)) != EST_OK) return st;
+      if (m != n)
+        return est_error(EST_ERR_INVALID_ARGUMENT, "%s: %d values, but input_ids has %d", w, m, n);
+    } else {
+      if (!(*more[k].dst = malloc((size_t)n * sizeof(int32_t)))) return est_error(EST_ERR_NO_MEMORY, "%s", w);
+      for (int i = 0; i < n; i++) (*more[k].dst)[i] = more[k].fill;
+    }
+  }
+  return EST_OK;
+}
+
+static est_status text_field(const json_t *v, const char *where, int required, const char **out) {
+  *out = NULL;
+  if (!v || json_is_null(v)) {
+    if (required) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: missing (a string)", where);
+    return EST_OK;
+  }
+  if (!json_is_string(v)) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: must be a string", where);
+  *out = json_string_value(v);
+  return EST_OK;
+}
+
+/* One row-format instance. */
+static est_status row_instance(est_instance *in, const json_t *v, const char *where, const est_request_limits *lim) {
+  if (json_is_string(v)) {
+    in->text_a = json_string_value(v);
+    return EST_OK;
+  }
+  if (!json_is_object(v))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: must be a string or an object with \"text_a\" or \"input_ids\"",
+                     where);
+  const char *key;
+  json_t *val;
+  json_object_foreach((json_t *)v, key, val) {
+    if (strcmp(key, "text_a") && strcmp(key, "text_b") && strcmp(key, "input_ids") && strcmp(key, "input_mask") &&
+        strcmp(key, "segment_ids"))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: unknown input \"%s\" (the signature's inputs: text_a, text_b, "
+                       "input_ids, input_mask, segment_ids)", where, key);
+  }
+  const json_t *ids = json_object_get(v, "input_ids");
+  char w[160];
+  if (ids) {
+    if (json_object_get(v, "text_a") || json_object_get(v, "text_b"))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: give either texts or input_ids, not both", where);
+    return tokenized(in, ids, json_object_get(v, "input_mask"), json_object_get(v, "segment_ids"), where, lim);
+  }
+  if (json_object_get(v, "input_mask") || json_object_get(v, "segment_ids"))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: input_mask/segment_ids without input_ids", where);
+  snprintf(w, sizeof w, "%s.text_a", where);
+  est_status st = text_field(json_object_get(v, "text_a"), w, 1, &in->text_a);
+  snprintf(w, sizeof w, "%s.text_b", where);
+  if (st == EST_OK) st = text_field(json_object_get(v, "text_b"), w, 0, &in->text_b);
+  return st;
+}
+
+static est_status alloc_instances(est_request *r, size_t n, const char *what, const est_request_limits *lim) {
+  if (n == 0) return est_error(EST_ERR_INVALID_ARGUMENT, "\"%s\": empty; give at least one", what);
+  if (lim->max_instances && n > lim->max_instances)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "\"%s\": %zu instances; at most %zu per request", what, n,
+                     lim->max_instances);
+  r->instances = calloc(n, sizeof *r->instances);
+  if (!r->instances) return est_error(EST_ERR_NO_MEMORY, "%s", what);
+  r->count = n;
+  return EST_OK;
+}
+
+static est_status rows(est_request *r, const json_t *list, const char *what, const est_request_limits *lim) {
+  if (!json_is_array(list)) return est_error(EST_ERR_INVALID_ARGUMENT, "\"%s\": must be a list", what);
+  est_status st = alloc_instances(r, json_array_size(list), what, lim);
+  for (size_t i = 0; st == EST_OK && i < r->count; i++) {
+    char w[64];
+    snprintf(w, sizeof w, "%s[%zu]", what, i);
+    st = row_instance(&r->instances[i], json_array_get(list, i), w, lim);
+  }
+  return st;
+}
+
+/* {"inputs": ["text", ...]} or {"inputs": {"text_a": [...], "text_b": [...]}} or
+ * {"inputs": {"input_ids": [[...], ...], "input_mask": ..., "segment_ids": ...}}. */
+static est_status columns(est_request *r, const json_t *in, const est_request_limits *lim) {
+  if (json_is_array(in)) return rows(r, in, "inputs", lim);
+  if (json_is_string(in)) {
+    est_status st = alloc_instances(r, 1, "inputs", lim);
+    if (st == EST_OK) r->instances[0].text_a = json_string_value(in);
+    return st;
+  }
+  if (!json_is_object(in)) return est_error(EST_ERR_INVALID_ARGUMENT, "\"inputs\": must be a list or an object");
+  static const char *const names[5] = {"text_a", "text_b", "input_ids", "input_mask", "segment_ids"};
+  const json_t *col[5];
+  size_t n = 0;
+  int have = 0;
+  const char *key;
+  json_t *val;
+  json_object_foreach((json_t *)in, key, val) {
+    int k = 0;
+    while (k < 5 && strcmp(key, names[k])) k++;
+    if (k == 5) return est_error(EST_ERR_INVALID_ARGUMENT, "inputs: unknown input \"%s\"", key);
+  }
+  for (int k = 0; k < 5; k++) {
+    col[k] = json_object_get(in, names[k]);
+    if (!col[k]) continue;
+    if (!json_is_array(col[k])) return est_error(EST_ERR_INVALID_ARGUMENT, "inputs.%s: must be a list", names[k]);
+    if (have && json_array_size(col[k]) != n)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "inputs.%s: %zu entries, but the other inputs have %zu", names[k],
+                       json_array_size(col[k]), n);
+    n = json_array_size(col[k]);
+    have = 1;
+  }
+  if (col[2] && (col[0] || col[1]))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "inputs: give either texts or input_ids, not both");
+  if (!col[0] && !col[2]) return est_error(EST_ERR_INVALID_ARGUMENT, "inputs: needs \"text_a\" or \"input_ids\"");
+  est_status st = alloc_instances(r, n, "inputs", lim);
+  for (size_t i = 0; st == EST_OK && i < n; i++) {
+    char w[64];
+    snprintf(w, sizeof w, "inputs[%zu]", i);
+    est_instance *x = &r->instances[i];
+    if (col[2]) {
+      st = tokenized(x, json_array_get(col[2], i), col[3] ? json_array_get(col[3], i) : NULL,
+                     col[4] ? json_array_get(col[4], i) : NULL, w, lim);
+    } else {
+      char wa[80];
+      snprintf(wa, sizeof wa, "inputs.text_a[%zu]", i);
+      st = text_field(json_array_get(col[0], i), wa, 1, &x->text_a);
+      snprintf(wa, sizeof wa, "inputs.text_b[%zu]", i);
+      if (st == EST_OK && col[1]) st = text_field(json_array_get(col[1], i), wa, 0, &x->text_b);
+    }
+  }
+  return st;
+}
+
+est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
+                             const est_request_limits *limits) {
+  memset(out, 0, sizeof *out);
+  json_error_t err;
+  json_t *root = json_loadb(body, size, JSON_REJECT_DUPLICATES, &err);
+  if (!root)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "JSON parse error at line %d, column %d: %s", err.line, err.column,
+                     err.text);
+  out->json = root;
+  est_status st = EST_OK;
+  if (!json_is_object(root)) st = est_error(EST_ERR_INVALID_ARGUMENT, "the request body must be a JSON object");
+  const json_t *sig = st == EST_OK ? json_object_get(root, "signature_name") : NULL;
+  if (sig && !json_is_string(sig)) st = est_error(EST_ERR_INVALID_ARGUMENT, "\"signature_name\": must be a string");
+  if (st == EST_OK && sig && !(out->signature_name = strdup(json_string_value(sig))))
+    st = est_error(EST_ERR_NO_MEMORY, "signature_name");
+  if (st == EST_OK && kind == EST_REQUEST_CLASSIFY) {
+    const json_t *ex = json_object_get(root, "examples");
+    if (!ex) st = est_error(EST_ERR_INVALID_ARGUMENT, "a classify request needs \"examples\": [...]");
+    else st = rows(out, ex, "examples", limits);
+  } else if (st == EST_OK) {
+    const json_t *inst = json_object_get(root, "instances"), *in = json_object_get(root, "inputs");
+    if (inst && in) st = est_error(EST_ERR_INVALID_ARGUMENT, "give either \"instances\" or \"inputs\", not both");
+    else if (inst) st = rows(out, inst, "instances", limits);
+    else if (in) {
+      out->columnar = true;
+      st = columns(out, in, limits);
+    } else
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "a predict request needs \"instances\": [...] or \"inputs\"");
+  }
+  if (st != EST_OK) {
+    est_request_clear(out);
+    return st;
+  }
+  return EST_OK;
+}

@@ -1,0 +1,266 @@
+/* The serving adapter: the one file that turns an export (or a BERT checkpoint) into a
+ * forward pass, through the public est_bert_classifier_* API of est/bert_model.h. Moving
+ * serving and extract_features onto another model API (an encoder + heads split) changes
+ * this file only.
+ *
+ * est_servable: est_model.json + variables/ -> a classifier restored by name, activations
+ * reserved for [max_batch, max_seq_length]; a batch may run at any shorter length (the
+ * attention mask hides padding, so probabilities do not depend on the padded length).
+ *
+ * est_encoder_layers: all_encoder_layers[l] for extract_features. The classifier API shows
+ * only the last layer's output, and an encoder is sequential, so layer l of an L-layer
+ * model is the sequence output of the same weights cut to l+1 layers: one cut model per
+ * requested layer (weights loaded once per cut). Cost: with --layers=-1,-2,-3,-4 about 4x
+ * the forward work and weights of one model; an encoder API that exposes every layer
+ * removes both. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/ckpt.h"
+#include "est/features.h"
+#include "est/file.h"
+#include "est/serving.h"
+#include "est/tokenizer.h"
+#include "est/variables.h"
+
+struct est_servable {
+  char dir[4096];
+  int64_t version;
+  est_model_meta meta;
+  est_vocab *vocab;
+  est_var_store *vs;
+  est_bert_classifier *model;
+  int max_batch;
+  float *logits;              /* [max_batch, C] */
+  int32_t *scratch;           /* [3, max_batch, max_seq_length]: rows cut to a run length */
+};
+
+/* Restores every variable of vs from the bundle at prefix; variables whose name starts with
+ * `optional_prefix` may be absent (they keep their initial values). */
+static est_status restore_vars(est_var_store *vs, const char *prefix, const char *optional_prefix) {
+  est_ckpt_reader *r;
+  est_status st = est_ckpt_reader_open(&r, prefix);
+  if (st != EST_OK) return st;
+  for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
+    const est_variable *v = est_vars_at(vs, i);
+    if (!est_ckpt_reader_has(r, v->name)) {
+      if (optional_prefix && !strncmp(v->name, optional_prefix, strlen(optional_prefix))) continue;
+      st = est_error(EST_ERR_NOT_FOUND, "%s: no variable %s", prefix, v->name);
+      break;
+    }
+    st = est_ckpt_reader_read_into(r, v->name, EST_DT_FLOAT, est_vars_value(vs, i), v->count * sizeof(float));
+    if (st != EST_OK) st = est_error_prefix("%s, variable %s: ", prefix, v->name);
+  }
+  est_ckpt_reader_close(r);
+  return st;
+}
+
+est_status est_servable_load(est_servable **out, const char *path, int max_batch) {
+  *out = NULL;
+  if (max_batch < 1) return est_error(EST_ERR_INVALID_ARGUMENT, "servable: max_batch %d must be >= 1", max_batch);
+  est_servable *s = calloc(1, sizeof *s);
+  if (!s) return est_error(EST_ERR_NO_MEMORY, "servable");
+  s->max_batch = max_batch;
+  char p[4096];
+  est_status st = est_export_resolve(path, s->dir, sizeof s->dir, &s->version);
+  if (st == EST_OK) st = est_model_meta_read(&s->meta, est_path_join(p, sizeof p, s->dir, "est_model.json"));
+  if (st == EST_OK) st = est_vocab_load(&s->vocab, est_path_join(p, sizeof p, s->dir, "assets/vocab.txt"));
+  if (st == EST_OK && est_vocab_size(s->vocab) > s->meta.bert_config.vocab_size)
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: assets/vocab.txt has %d tokens, above vocab_size %d", s->dir,
+                   est_vocab_size(s->vocab), s->meta.bert_config.vocab_size);
+  if (st == EST_OK) st = est_vars_create(&s->vs);
+  if (st == EST_OK)
+    st = est_bert_classifier_create(&s->model, &s->meta.bert_config, (int)s->meta.num_labels, s->vs);
+  if (st == EST_OK) st = est_vars_finalize(s->vs, 1);
+  if (st == EST_OK) st = restore_vars(s->vs, est_path_join(p, sizeof p, s->dir, "variables/variables"), NULL);
+  if (st == EST_OK) st = est_bert_classifier_reserve(s->model, max_batch, s->meta.max_seq_length);
+  if (st == EST_OK && !(s->logits = malloc((size_t)max_batch * s->meta.num_labels * sizeof(float))))
+    st = est_error(EST_ERR_NO_MEMORY, "servable logits");
+  if (st == EST_OK && !(s->scratch = malloc(3 * (size_t)max_batch * s->meta.max_seq_length * sizeof(int32_t))))
+    st = est_error(EST_ERR_NO_MEMORY, "servable scratch");
+  if (st != EST_OK) {
+    est_error_prefix("loading %s: ", path);
+    est_servable_free(s);
+    return st;
+  }
+  *out = s;
+  return EST_OK;
+}
+
+void est_servable_free(est_servable *s) {
+  if (!s) return;
+  est_bert_classifier_free(s->model);
+  est_vars_free(s->vs);
+  est_vocab_free(s->vocab);
+  est_model_meta_clear(&s->meta);
+  free(s->logits);
+  free(s->scratch);
+  free(s);
+}
+
+const est_model_meta *est_servable_meta(const est_servable *s) { return &s->meta; }
+int64_t est_servable_version(const est_servable *s) { return s->version; }
+const char *est_servable_dir(const est_servable *s) { return s->dir; }
+int est_servable_max_batch(const est_servable *s) { return s->max_batch; }
+int est_servable_vocab_size(const est_servable *s) { return s->meta.bert_config.vocab_size; }
+
+est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
+                                const int32_t *segment_ids, int batch, int seq_len, float *probabilities) {
+  if (seq_len < 1 || seq_len > s->meta.max_seq_length)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "sequence length %d outside [1, %d]", seq_len, s->meta.max_seq_length);
+  const int C = (int)s->meta.num_labels;
+  const int types = s->meta.bert_config.type_vocab_size;
+  for (size_t i = 0; i < (size_t)batch * seq_len; i++)
+    if (segment_ids && (segment_ids[i] < 0 || segment_ids[i] >= types))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "segment id %d at example %zu, position %zu outside [0, %d)",
+                       segment_ids[i], i / seq_len, i % seq_len, types);
+  for (int b0 = 0; b0 < batch; b0 += s->max_batch) {
+    int n = batch - b0 < s->max_batch ? batch - b0 : s->max_batch;
+    size_t off = (size_t)b0 * seq_len;
+    est_status st = est_bert_classifier_forward(s->model, input_ids + off, input_mask ? input_mask + off : NULL,
+                                                segment_ids ? segment_ids + off : NULL, NULL, n, seq_len, 0, 0, 0,
+                                                s->logits, NULL, NULL);
+    if (st != EST_OK) return st;
+    est_bert_classifier_probabilities(probabilities + (size_t)b0 * C, s->logits, n, C);
+  }
+  return EST_OK;
+}
+
+int est_serving_bucket_length(int longest, int max_seq_length) {
+  int L = (longest + 7) / 8 * 8;
+  if (L > max_seq_length) L = max_seq_length;
+  return L < 1 ? 1 : L;
+}
+
+est_status est_servable_predict_strided(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
+                                        const int32_t *segment_ids, int batch, int stride, int seq_len,
+                                        float *probabilities) {
+  if (stride == seq_len)
+    return est_servable_predict(s, input_ids, input_mask, segment_ids, batch, seq_len, probabilities);
+  if (seq_len > stride) return est_error(EST_ERR_INVALID_ARGUMENT, "run length %d above row length %d", seq_len, stride);
+  const size_t plane = (size_t)s->max_batch * seq_len;
+  int32_t *ids = s->scratch, *mask = s->scratch + plane, *segs = s->scratch + 2 * plane;
+  for (int b0 = 0; b0 < batch; b0 += s->max_batch) {
+    int n = batch - b0 < s->max_batch ? batch - b0 : s->max_batch;
+    for (int i = 0; i < n; i++) {
+      size_t src = (size_t)(b0 + i) * stride, dst = (size_t)i * seq_len;
+      memcpy(ids + dst, input_ids + src, seq_len * sizeof(int32_t));
+      if (input_mask) memcpy(mask + dst, input_mask + src, seq_len * sizeof(int32_t));
+      if (segment_ids) memcpy(segs + dst, segment_ids + src, seq_len * sizeof(int32_t));
+    }
+    est_status st = est_servable_predict(s, ids, input_mask ? mask : NULL, segment_ids ? segs : NULL, n, seq_len,
+                                         probabilities + (size_t)b0 * s->meta.num_labels);
+    if (st != EST_OK) return st;
+  }
+  return EST_OK;
+}
+
+/* ---- featurizer ------------------------------------------------------------------------ */
+
+struct est_featurizer {
+  est_tokenizer *tok;
+  est_feature_converter conv;
+  const char *label;           /* any label of the list: convert_single_example wants one */
+};
+
+est_status est_featurizer_create(est_featurizer **out, const est_servable *s) {
+  *out = NULL;
+  est_featurizer *f = calloc(1, sizeof *f);
+  if (!f) return est_error(EST_ERR_NO_MEMORY, "featurizer");
+  est_status st = est_tokenizer_create(&f->tok, s->vocab, s->meta.do_lower_case);
+  if (st == EST_OK)
+    st = est_feature_converter_init(&f->conv, f->tok, (const char *const *)s->meta.labels, s->meta.num_labels,
+                                    s->meta.max_seq_length);
+  if (st != EST_OK) {
+    est_featurizer_free(f);
+    return st;
+  }
+  f->label = s->meta.labels[0];
+  *out = f;
+  return EST_OK;
+}
+
+void est_featurizer_free(est_featurizer *f) {
+  if (!f) return;
+  est_tokenizer_free(f->tok);
+  free(f);
+}
+
+est_status est_featurizer_run(est_featurizer *f, const char *text_a, const char *text_b, int32_t *input_ids,
+                              int32_t *input_mask, int32_t *segment_ids, int *length) {
+  est_input_example ex = {.guid = "request", .text_a = text_a ? text_a : "", .text_b = text_b, .label = f->label};
+  int32_t label, real;
+  /* ex_index 5: past the five examples convert_single_example logs. */
+  est_status st = est_convert_single_example(&f->conv, 5, &ex, input_ids, input_mask, segment_ids, &label, &real);
+  if (st != EST_OK) return st;
+  if (length) {
+    int n = 0;
+    for (int i = 0; i < f->conv.max_seq_length; i++) n += input_mask[i] != 0;
+    *length = n;
+  }
+  return EST_OK;
+}
+
+/* ---- encoder layers --------------------------------------------------------------------- */
+
+struct est_encoder_layers {
+  int n;
+  int hidden;
+  est_var_store **vs;
+  est_bert_classifier **models;   /* models[k] has layers[k] + 1 layers */
+};
+
+void est_encoder_layers_free(est_encoder_layers *e) {
+  if (!e) return;
+  for (int k = 0; k < e->n; k++) {
+    if (e->models) est_bert_classifier_free(e->models[k]);
+    if (e->vs) est_vars_free(e->vs[k]);
+  }
+  free(e->models);
+  free(e->vs);
+  free(e);
+}
+
+est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_config *cfg, const char *ckpt_prefix,
+                                   const int *layers, int num_layers, int max_batch, int seq_len) {
+  *out = NULL;
+  est_encoder_layers *e = calloc(1, sizeof *e);
+  if (!e) return est_error(EST_ERR_NO_MEMORY, "encoder layers");
+  e->n = num_layers;
+  e->hidden = cfg->hidden_size;
+  e->vs = calloc((size_t)num_layers, sizeof *e->vs);
+  e->models = calloc((size_t)num_layers, sizeof *e->models);
+  est_status st = e->vs && e->models ? EST_OK : est_error(EST_ERR_NO_MEMORY, "encoder layers");
+  for (int k = 0; st == EST_OK && k < num_layers; k++) {
+    if (layers[k] < 0 || layers[k] >= cfg->num_hidden_layers) {
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "layer %d outside [0, %d)", layers[k], cfg->num_hidden_layers);
+      break;
+    }
+    est_bert_config cut = *cfg;
+    cut.num_hidden_layers = layers[k] + 1;
+    st = est_vars_create(&e->vs[k]);
+    /* The head is not in a pre-training checkpoint and not used: 2 labels, left initialised. */
+    if (st == EST_OK) st = est_bert_classifier_create(&e->models[k], &cut, 2, e->vs[k]);
+    if (st == EST_OK) st = est_vars_finalize(e->vs[k], 1);
+    if (st == EST_OK) st = restore_vars(e->vs[k], ckpt_prefix, "output_");
+    if (st == EST_OK) st = est_bert_classifier_reserve(e->models[k], max_batch, seq_len);
+  }
+  if (st != EST_OK) {
+    est_encoder_layers_free(e);
+    return st;
+  }
+  *out = e;
+  return EST_OK;
+}
+
+est_status est_encoder_layers_run(est_encoder_layers *e, const int32_t *input_ids, const int32_t *input_mask,
+                                  const int32_t *segment_ids, int batch, int seq_len, float *const *out) {
+  for (int k = 0; k < e->n; k++) {
+    est_status st = est_bert_classifier_forward(e->models[k], input_ids, input_mask, segment_ids, NULL, batch,
+                                                seq_len, 0, 0, 0, NULL, NULL, NULL);
+    if (st != EST_OK) return st;
+    memcpy(out[k], est_bert_classifier_sequence_output(e->models[k]),
+           (size_t)batch * seq_len * e->hidden * sizeof(float));
+  }
+  return EST_OK;
+}

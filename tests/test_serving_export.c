@@ -1,0 +1,225 @@
+/* run_classifier --do_export and `est predict`: the export's layout (weights only, vocab,
+ * est_model.json), versions, and predictions equal to run_classifier --do_predict's
+ * test_results.tsv on the same texts, at the batch's own length and at full length. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <string.h>
+
+#include "est/ckpt.h"
+#include "est/est.h"
+#include "est/serving.h"
+#include "serving_test_model.h"
+
+static char out_dir[512];
+static char export_base[600];
+
+static int group_setup(void **state) {
+  test_tmpdir_setup(state);
+  snprintf(out_dir, sizeof out_dir, "%s/run", test_tmpdir);
+  snprintf(export_base, sizeof export_base, "%s/export", out_dir);
+  serving_train_and_export(out_dir);
+  return 0;
+}
+
+/* Version directories under base, sorted ascending (at most 8). */
+static int list_versions(const char *base, long long *v) {
+  int n = 0;
+  DIR *d = opendir(base);
+  assert_non_null(d);
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    assert_true(n < 8);
+    v[n++] = atoll(e->d_name);
+  }
+  closedir(d);
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+      long long t = v[j];
+      v[j] = v[j - 1], v[j - 1] = t;
+    }
+  return n;
+}
+
+static void test_export_layout(void **state) {
+  (void)state;
+  long long v[8];
+  assert_int_equal(list_versions(export_base, v), 1);
+  assert_true(v[0] > 1000000000LL);                     /* seconds since the epoch */
+  char dir[1024], p[1200];
+  snprintf(dir, sizeof dir, "%s/%lld", export_base, v[0]);
+  snprintf(p, sizeof p, "%s/variables/variables.data-00000-of-00001", dir);
+  assert_true(est_file_exists(p));
+  snprintf(p, sizeof p, "%s/assets/vocab.txt", dir);
+  char *vocab = test_read_file(p, NULL), *orig = test_read_file(EST_TEST_DATA "/vocab_uncased.txt", NULL);
+  assert_string_equal(vocab, orig);
+  free(vocab), free(orig);
+
+  /* Weights only: the classifier's 1-layer variables (5 embeddings + 16 layer + 2 pooler + 2 head). */
+  snprintf(p, sizeof p, "%s/variables/variables", dir);
+  est_ckpt_reader *r;
+  assert_int_equal(est_ckpt_reader_open(&r, p), EST_OK);
+  assert_int_equal((int)est_ckpt_reader_count(r), 25);
+  for (size_t i = 0; i < est_ckpt_reader_count(r); i++) {
+    const char *name = est_ckpt_reader_name(r, i);
+    assert_null(strstr(name, "adam"));
+    assert_true(strncmp(name, "est/", 4) != 0);
+    assert_true(strcmp(name, "global_step") != 0);
+  }
+  /* Equal to the checkpoint it came from. */
+  est_ckpt_reader *src;
+  snprintf(p, sizeof p, "%s/model.ckpt-30", out_dir);
+  assert_int_equal(est_ckpt_reader_open(&src, p), EST_OK);
+  est_tensor a = {0}, b = {0};
+  assert_int_equal(est_ckpt_reader_read(r, "output_weights", &a), EST_OK);
+  assert_int_equal(est_ckpt_reader_read(src, "output_weights", &b), EST_OK);
+  assert_int_equal(est_tensor_num_elements(&a), 64);
+  assert_memory_equal(a.data, b.data, 64 * sizeof(float));
+  est_tensor_free(&a), est_tensor_free(&b);
+  est_ckpt_reader_close(src);
+  est_ckpt_reader_close(r);
+
+  est_model_meta m;
+  snprintf(p, sizeof p, "%s/est_model.json", dir);
+  assert_int_equal(est_model_meta_read(&m, p), EST_OK);
+  assert_int_equal((int)m.num_labels, 2);
+  assert_string_equal(m.labels[0], "bright");
+  assert_string_equal(m.labels[1], "dull");
+  assert_int_equal(m.max_seq_length, 32);
+  assert_true(m.do_lower_case);
+  assert_string_equal(m.task, "tsv");
+  assert_int_equal(m.bert_config.hidden_size, 32);
+  assert_int_equal(m.bert_config.vocab_size, 30522);
+  est_model_meta_clear(&m);
+}
+
+/* est predict's probabilities = test_results.tsv (1e-5), in order; label and jsonl forms. */
+static void test_predict_equals_do_predict(void **state) {
+  (void)state;
+  char path[700];
+  snprintf(path, sizeof path, "%s/test_results.tsv", out_dir);
+  char *expected = test_read_file(path, NULL);
+  double want[64], got[64];
+  int n = serving_parse_floats(expected, want, 64);
+  assert_int_equal(n, 10);
+  char *out = NULL;
+  /* batch 2: three batches (the last short), each at its own length (16 here, not 32) */
+  assert_int_equal(test_run(&out, 0, SERVING_TEST_TEXTS " | " EST_BIN " predict --batch_size=2 --export_dir=%s",
+                            export_base), 0);
+  assert_int_equal(serving_parse_floats(out, got, 64), n);
+  for (int i = 0; i < n; i++) assert_true(fabs(got[i] - want[i]) <= 1e-5);
+  /* the rows differ (the model learned something), so an order mix-up would show */
+  assert_true(fabs(want[0] - want[2]) > 0.1);
+  free(out);
+
+  /* labels: the argmax of each row */
+  assert_int_equal(test_run(&out, 0, SERVING_TEST_TEXTS " | " EST_BIN " predict --output_format=label --export_dir=%s",
+                            export_base), 0);
+  const char *line = out;
+  for (int i = 0; i < n / 2; i++) {
+    const char *label = want[2 * i] > want[2 * i + 1] ? "bright\n" : "dull\n";
+    assert_memory_equal(line, label, strlen(label));
+    line += strlen(label);
+  }
+  assert_string_equal(line, "");
+  free(out);
+
+  /* jsonl in and out; a version directory given directly */
+  long long v[8];
+  list_versions(export_base, v);
+  assert_int_equal(test_run(&out, 0, SERVING_TEST_TEXTS " | sed 's/.*/{\"text_a\": \"&\"}/' | " EST_BIN
+                            " predict --input_format=jsonl --output_format=jsonl --export_dir=%s/%lld", export_base, v[0]), 0);
+  assert_non_null(strstr(out, "{\"probabilities\": ["));
+  assert_non_null(strstr(out, "\"label\": \"dull\"}\n"));
+  free(out);
+  free(expected);
+}
+
+/* The servable API: a batch at its bucket length equals the same rows at max_seq_length. */
+static void test_servable_bucket_equals_full(void **state) {
+  (void)state;
+  est_servable *s;
+  assert_int_equal(est_servable_load(&s, export_base, 4), EST_OK);
+  est_featurizer *f;
+  assert_int_equal(est_featurizer_create(&f, s), EST_OK);
+  int32_t ids[3 * 32], mask[3 * 32], segs[3 * 32];
+  int len[3];
+  const char *a[3] = {"all work and no play", "jack is a dull boy", "play"};
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(est_featurizer_run(f, a[i], i == 1 ? "no play" : NULL, ids + 32 * i, mask + 32 * i, segs + 32 * i,
+                                        &len[i]), EST_OK);
+  assert_int_equal(len[2], 3);                          /* [CLS] play [SEP] */
+  assert_int_equal(segs[32 + len[1] - 1], 1);           /* pair: b's [SEP] is segment 1 */
+  assert_int_equal(est_serving_bucket_length(9, 32), 16);
+  assert_int_equal(est_serving_bucket_length(8, 32), 8);
+  assert_int_equal(est_serving_bucket_length(31, 32), 32);
+  assert_int_equal(est_serving_bucket_length(40, 36), 36);
+  float full[6], cut[6];
+  assert_int_equal(est_servable_predict(s, ids, mask, segs, 3, 32, full), EST_OK);
+  assert_int_equal(len[1], 10);                         /* the longest: runs at 16 */
+  assert_int_equal(est_servable_predict_strided(s, ids, mask, segs, 3, 32, 16, cut), EST_OK);
+  for (int i = 0; i < 6; i++) assert_true(fabsf(full[i] - cut[i]) <= 1e-5f);
+  /* more rows than max_batch run in pieces */
+  int32_t ids8[8 * 32], mask8[8 * 32], segs8[8 * 32];
+  for (int i = 0; i < 8; i++) {
+    memcpy(ids8 + 32 * i, ids + 32 * (i % 3), sizeof(int32_t) * 32);
+    memcpy(mask8 + 32 * i, mask + 32 * (i % 3), sizeof(int32_t) * 32);
+    memcpy(segs8 + 32 * i, segs + 32 * (i % 3), sizeof(int32_t) * 32);
+  }
+  float p8[16];
+  assert_int_equal(est_servable_predict_strided(s, ids8, mask8, segs8, 8, 32, 16, p8), EST_OK);
+  for (int i = 0; i < 16; i++) assert_true(fabsf(p8[i] - full[i % 6]) <= 1e-5f);
+  /* an id outside the vocabulary is refused */
+  ids[5] = 30522;
+  assert_int_not_equal(est_servable_predict(s, ids, mask, segs, 1, 32, full), EST_OK);
+  est_featurizer_free(f);
+  est_servable_free(s);
+}
+
+/* --do_export alone exports the newest checkpoint again, as a newer version; an output_dir
+ * without checkpoints is an error naming it; a half-built version is never picked. */
+static void test_export_only_and_versions(void **state) {
+  (void)state;
+  char *log = NULL;
+  assert_int_equal(test_run(&log, 1, EST_BIN " run_classifier --do_export" SERVING_TEST_FLAGS " --output_dir=%s", out_dir), 0);
+  free(log);
+  long long v[8];
+  assert_int_equal(list_versions(export_base, v), 2);
+  assert_true(v[1] > v[0]);
+  char dir[1024];
+  int64_t got;
+  assert_int_equal(est_export_resolve(export_base, dir, sizeof dir, &got), EST_OK);
+  assert_int_equal((long long)got, v[1]);
+  /* a newer directory without est_model.json (as a crash mid-copy by another tool) is skipped */
+  char junk[1024];
+  snprintf(junk, sizeof junk, "%s/%lld", export_base, v[1] + 100);
+  assert_int_equal(est_mkdirs(junk), EST_OK);
+  assert_int_equal(est_export_resolve(export_base, dir, sizeof dir, &got), EST_OK);
+  assert_int_equal((long long)got, v[1]);
+
+  char empty[700];
+  snprintf(empty, sizeof empty, "%s/empty", test_tmpdir);
+  assert_int_equal(est_mkdirs(empty), EST_OK);
+  assert_int_equal(test_run(&log, 1, EST_BIN " run_classifier --do_export" SERVING_TEST_FLAGS " --output_dir=%s", empty), 1);
+  assert_non_null(strstr(log, "no checkpoint in --output_dir="));
+  free(log);
+  assert_int_equal(test_run(&log, 1, "echo hi | " EST_BIN " predict --export_dir=%s", empty), 1);
+  assert_non_null(strstr(log, "holds no complete version"));
+  free(log);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_export_layout),
+    cmocka_unit_test(test_predict_equals_do_predict),
+    cmocka_unit_test(test_servable_bucket_equals_full),
+    cmocka_unit_test(test_export_only_and_versions),
+  };
+  return cmocka_run_group_tests(tests, group_setup, test_tmpdir_teardown);
+}

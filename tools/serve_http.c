@@ -1,0 +1,389 @@
+/* `est serve`'s REST front (serve_internal.h): TF Serving's URLs and JSON
+ * (tensorflow_serving/g3doc/api_rest.md) on libmicrohttpd, which does all of HTTP.
+ *   GET  /v1/models/NAME[/versions/V]            model status
+ *   GET  /v1/models/NAME[/versions/V]/metadata   the serving_default signature
+ *   POST /v1/models/NAME[/versions/V]:predict    {"instances"|"inputs": ...}
+ *   POST /v1/models/NAME[/versions/V]:classify   {"examples": [...]}
+ *   GET  /monitoring/prometheus/metrics
+ * Errors are {"error": "..."}: 400 bad request, 404 unknown model/version/path, 405 wrong
+ * method, 413 body over max_request_bytes, 503 queue full or shutting down. */
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "est/run_classifier.h"
+#include "serve_internal.h"
+
+typedef struct http_req {
+  char *body;
+  size_t len, cap;
+  bool too_big;
+  bool preparing;              /* a POST announced to the batcher (serve_prepare_begin) */
+  double t0;
+} http_req;
+
+static double now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void end_preparing(serve_http *h, http_req *r) {
+  if (r->preparing) serve_prepare_abandon(h->server);
+  r->preparing = false;
+}
+
+static enum MHD_Result respond(struct MHD_Connection *c, serve_http *h, http_req *r, unsigned status, char *body,
+                               const char *content_type) {
+  end_preparing(h, r);
+  if (!body) {
+    status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+    body = strdup("{\"error\": \"out of memory\"}");
+    if (!body) return MHD_NO;
+  }
+  struct MHD_Response *resp = MHD_create_response_from_buffer(strlen(body), body, MHD_RESPMEM_MUST_FREE);
+  if (!resp) {
+    free(body);
+    return MHD_NO;
+  }
+  MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+  enum MHD_Result ret = MHD_queue_response(c, status, resp);
+  MHD_destroy_response(resp);
+  serve_metrics_request(h->server, (int)status, now_seconds() - r->t0);
+  return ret;
+}
+
+static enum MHD_Result respond_json(struct MHD_Connection *c, serve_http *h, http_req *r, unsigned status, json_t *j) {
+  char *text = json_dumps(j, JSON_INDENT(1));
+  json_decref(j);
+  return respond(c, h, r, status, text, "application/json");
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *c, serve_http *h, http_req *r, unsigned status,
+                                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static enum MHD_Result respond_error(struct MHD_Connection *c, serve_http *h, http_req *r, unsigned status,
+                                     const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  json_t *j = json_object();
+  json_object_set_new(j, "error", json_string(msg));
+  return respond_json(c, h, r, status, j);
+}
+
+/* ---- status and metadata ---------------------------------------------------------------- */
+
+static json_t *model_status(int64_t version) {
+  char v[32];
+  snprintf(v, sizeof v, "%lld", (long long)version);
+  return json_pack("{s:[{s:s,s:s,s:{s:s,s:s}}]}", "model_version_status", "version", v, "state", "AVAILABLE",
+                   "status", "error_code", "OK", "error_message", "");
+}
+
+static json_t *tensor_info(const char *name, const char *dtype, long long d0, long long d1) {
+  char a[32], b[32], n[80];
+  snprintf(a, sizeof a, "%lld", d0);
+  snprintf(b, sizeof b, "%lld", d1);
+  snprintf(n, sizeof n, "%s:0", name);
+  json_t *dims = json_pack("[{s:s,s:s}]", "size", a, "name", "");
+  if (d1) json_array_append_new(dims, json_pack("{s:s,s:s}", "size", b, "name", ""));
+  return json_pack("{s:s,s:{s:o,s:b},s:s}", "dtype", dtype, "tensor_shape", "dim", dims, "unknown_rank", 0, "name", n);
+}
+
+static json_t *model_metadata(const serve_http *h, const served_model *m) {
+  const est_model_meta *meta = est_servable_meta(m->servable);
+  char v[32];
+  snprintf(v, sizeof v, "%lld", (long long)m->version);
+  json_t *inputs = json_object();
+  json_object_set_new(inputs, "text_a", tensor_info("text_a", "DT_STRING", -1, 0));
+  json_object_set_new(inputs, "text_b", tensor_info("text_b", "DT_STRING", -1, 0));
+  json_object_set_new(inputs, "input_ids", tensor_info("input_ids", "DT_INT32", -1, meta->max_seq_length));
+  json_object_set_new(inputs, "input_mask", tensor_info("input_mask", "DT_INT32", -1, meta->max_seq_length));
+  json_object_set_new(inputs, "segment_ids", tensor_info("segment_ids", "DT_INT32", -1, meta->max_seq_length));
+  json_t *outputs = json_object();
+  json_object_set_new(outputs, "probabilities", tensor_info("probabilities", "DT_FLOAT", -1, (long long)meta->num_labels));
+  json_t *labels = json_array();
+  for (size_t i = 0; i < meta->num_labels; i++) json_array_append_new(labels, json_string(meta->labels[i]));
+  json_t *sig = json_pack("{s:o,s:o,s:s}", "inputs", inputs, "outputs", outputs, "method_name",
+                          "tensorflow/serving/predict");
+  return json_pack("{s:{s:s,s:s,s:s},s:{s:{s:{s:o}},s:o}}", "model_spec", "name", h->opt->model_name,
+                   "signature_name", "", "version", v, "metadata", "signature_def", "signature_def",
+                   "serving_default", sig, "labels", labels);
+}
+
+/* ---- predict / classify --------------------------------------------------------------------- */
+
+/* Tokenizes every text instance and copies tokenized ones into rows of max_seq_length. */
+static est_status build_job(serve_job *job, served_model *m, const est_request *req) {
+  const est_model_meta *meta = est_servable_meta(m->servable);
+  const size_t S = (size_t)meta->max_seq_length, n = req->count;
+  job->model = m;
+  job->n = (int)n;
+  job->ids = calloc(n * S, sizeof(int32_t));
+  job->mask = calloc(n * S, sizeof(int32_t));
+  job->segs = calloc(n * S, sizeof(int32_t));
+  job->probs = malloc(n * meta->num_labels * sizeof(float));
+  if (!job->ids || !job->mask || !job->segs || !job->probs) return est_error(EST_ERR_NO_MEMORY, "request");
+  est_featurizer *f = NULL;
+  est_status st = EST_OK;
+  job->longest = 1;
+  for (size_t i = 0; st == EST_OK && i < n; i++) {
+    const est_instance *x = &req->instances[i];
+    int len = x->length;
+    if (x->input_ids) {
+      memcpy(job->ids + i * S, x->input_ids, (size_t)len * sizeof(int32_t));
+      memcpy(job->mask + i * S, x->input_mask, (size_t)len * sizeof(int32_t));
+      memcpy(job->segs + i * S, x->segment_ids, (size_t)len * sizeof(int32_t));
+    } else {
+      if (!f && (st = est_featurizer_create(&f, m->servable)) != EST_OK) break;
+      st = est_featurizer_run(f, x->text_a, x->text_b, job->ids + i * S, job->mask + i * S, job->segs + i * S, &len);
+      if (st != EST_OK) st = est_error_prefix("instance %zu: ", i);
+    }
+    if (len > job->longest) job->longest = len;
+  }
+  est_featurizer_free(f);
+  return st;
+}
+
+static char *answer_text(const serve_job *job, const est_request *req, est_request_kind kind, const est_model_meta *meta) {
+  char *buf = NULL, num[48];
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  const int C = (int)meta->num_labels;
+  fputs(kind == EST_REQUEST_CLASSIFY ? "{\"results\": [" : req->columnar ? "{\"outputs\": [" : "{\"predictions\": [", f);
+  for (int i = 0; i < job->n; i++) {
+    fputs(i ? ", [" : "[", f);
+    for (int c = 0; c < C; c++) {
+      const char *v = est_format_float32(job->probs[(size_t)i * C + c], num, sizeof num);
+      if (kind == EST_REQUEST_CLASSIFY) {
+        json_t *l = json_string(meta->labels[c]);
+        char *enc = json_dumps(l, JSON_ENCODE_ANY);
+        json_decref(l);
+        fprintf(f, "%s[%s, %s]", c ? ", " : "", enc ? enc : "\"\"", v);
+        free(enc);
+      } else {
+        fprintf(f, "%s%s", c ? ", " : "", v);
+      }
+    }
+    fputc(']', f);
+  }
+  fputs("]}\n", f);
+  fclose(f);
+  return buf;
+}
+
+static enum MHD_Result handle_predict(struct MHD_Connection *c, serve_http *h, http_req *r, served_model *m,
+                                      est_request_kind kind) {
+  const est_model_meta *meta = est_servable_meta(m->servable);
+  est_request_limits lim = {meta->max_seq_length, meta->bert_config.vocab_size, meta->bert_config.type_vocab_size,
+                            (size_t)h->opt->max_enqueued_batches * (size_t)h->opt->max_batch_size};
+  est_request req;
+  if (est_request_parse(&req, kind, r->body ? r->body : "", r->len, &lim) != EST_OK)
+    return respond_error(c, h, r, MHD_HTTP_BAD_REQUEST, "%s", est_error_message());
+  if (req.signature_name && *req.signature_name && strcmp(req.signature_name, "serving_default")) {
+    enum MHD_Result ret = respond_error(c, h, r, MHD_HTTP_BAD_REQUEST,
+                                        "Serving signature name: \"%s\" not found in signature def",
+                                        req.signature_name);
+    est_request_clear(&req);
+    return ret;
+  }
+  serve_job job = {0};
+  est_status st = build_job(&job, m, &req);
+  unsigned status = MHD_HTTP_OK;
+  char *text = NULL;
+  if (st == EST_OK) {
+    r->preparing = false; /* serve_run_job takes the announcement over */
+    st = serve_run_job(h->server, &job);
+  }
+  if (st == EST_OK) text = answer_text(&job, &req, kind, meta);
+  else status = st == EST_ERR_ABORTED ? MHD_HTTP_SERVICE_UNAVAILABLE
+              : st == EST_ERR_INVALID_ARGUMENT ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR;
+  free(job.ids), free(job.mask), free(job.segs), free(job.probs);
+  est_request_clear(&req);
+  if (status != MHD_HTTP_OK) return respond_error(c, h, r, status, "%s", est_error_message());
+  return respond(c, h, r, status, text, "application/json");
+}
+
+/* ---- routing ------------------------------------------------------------------------------------ */
+
+static enum MHD_Result route(struct MHD_Connection *c, serve_http *h, http_req *r, const char *url,
+                             const char *method) {
+  const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
+  if (!strcmp(url, "/monitoring/prometheus/metrics")) {
+    if (!get) return respond_error(c, h, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: use GET", method, url);
+    return respond(c, h, r, MHD_HTTP_OK, serve_metrics_text(h->server), "text/plain; version=0.0.4");
+  }
+  static const char prefix[] = "/v1/models/";
+  if (strncmp(url, prefix, sizeof prefix - 1))
+    return respond_error(c, h, r, MHD_HTTP_NOT_FOUND, "Malformed request: %s %s", method, url);
+  const char *p = url + sizeof prefix - 1;
+  size_t name_len = strcspn(p, "/:");
+  const char *name_end = p + name_len;
+  /* Optional /versions/<digits>, then "", "/metadata", ":predict" or ":classify". */
+  long long version = -1;
+  const char *rest = name_end;
+  if (!strncmp(rest, "/versions/", 10)) {
+    const char *d = rest + 10;
+    size_t nd = strspn(d, "0123456789");
+    if (nd == 0 || nd > 18) return respond_error(c, h, r, MHD_HTTP_NOT_FOUND, "Malformed request: %s %s", method, url);
+    version = strtoll(d, NULL, 10);
+    rest = d + nd;
+  }
+  enum { STATUS, METADATA, PREDICT, CLASSIFY } what;
+  if (!*rest) what = STATUS;
+  else if (!strcmp(rest, "/metadata")) what = METADATA;
+  else if (!strcmp(rest, ":predict")) what = PREDICT;
+  else if (!strcmp(rest, ":classify")) what = CLASSIFY;
+  else if (!strcmp(rest, ":regress"))
+    return respond_error(c, h, r, MHD_HTTP_BAD_REQUEST, "the model has no regression signature; use :predict or "
+                         ":classify");
+  else return respond_error(c, h, r, MHD_HTTP_NOT_FOUND, "Malformed request: %s %s", method, url);
+  if ((what <= METADATA && !get) || (what >= PREDICT && !post))
+    return respond_error(c, h, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: use %s", method, url,
+                         what <= METADATA ? "GET" : "POST");
+  if (name_len != strlen(h->opt->model_name) || strncmp(p, h->opt->model_name, name_len)) {
+    if (version >= 0)
+      return respond_error(c, h, r, MHD_HTTP_NOT_FOUND, "Servable not found for request: Specific(%.*s, %lld)",
+                           (int)name_len, p, version);
+    return respond_error(c, h, r, MHD_HTTP_NOT_FOUND, "Servable not found for request: Latest(%.*s)", (int)name_len, p);
+  }
+  served_model *m = serve_acquire(h->server);
+  if (!m || (version >= 0 && version != m->version)) {
+    serve_release(h->server, m);
+    if (version >= 0)
+      return respond_error(c, h, r, MHD_HTTP_NOT_FOUND, "Servable not found for request: Specific(%s, %lld)",
+                           h->opt->model_name, version);
+    return respond_error(c, h, r, MHD_HTTP_NOT_FOUND, "Servable not found for request: Latest(%s)", h->opt->model_name);
+  }
+  enum MHD_Result ret;
+  if (what == STATUS) ret = respond_json(c, h, r, MHD_HTTP_OK, model_status(m->version));
+  else if (what == METADATA) ret = respond_json(c, h, r, MHD_HTTP_OK, model_metadata(h, m));
+  else ret = handle_predict(c, h, r, m, what == PREDICT ? EST_REQUEST_PREDICT : EST_REQUEST_CLASSIFY);
+  serve_release(h->server, m);
+  return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+                                  const char *version, const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls) {
+  (void)version;
+  serve_http *h = cls;
+  http_req *r = *con_cls;
+  if (!r) {
+    if (!(r = calloc(1, sizeof *r))) return MHD_NO;
+    r->t0 = now_seconds();
+    *con_cls = r;
+    /* From its headers on, a POST may become a job: a batch waiting to fill waits for it. */
+    if (!strcmp(method, "POST")) {
+      serve_prepare_begin(h->server);
+      r->preparing = true;
+    }
+    /* An announced oversize body is not stored; it is still read (and dropped) before the
+     * 413, because closing a socket with unread data resets it and the client could lose
+     * the answer. */
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > h->opt->max_request_bytes) r->too_big = true;
+    return MHD_YES;
+  }
+  if (*upload_data_size) {
+    size_t n = *upload_data_size;
+    *upload_data_size = 0;
+    if (r->too_big || r->len + n > h->opt->max_request_bytes) {
+      r->too_big = true;
+      return MHD_YES;
+    }
+    if (r->len + n + 1 > r->cap) {
+      size_t cap = (r->len + n + 1) * 2;
+      char *grown = realloc(r->body, cap);
+      if (!grown) return MHD_NO;
+      r->body = grown, r->cap = cap;
+    }
+    memcpy(r->body + r->len, upload_data, n);
+    r->len += n;
+    r->body[r->len] = 0;
+    return MHD_YES;
+  }
+  if (r->too_big)
+    return respond_error(c, h, r, MHD_HTTP_CONTENT_TOO_LARGE, "the request body is over --max_request_bytes=%zu",
+                         h->opt->max_request_bytes);
+  return route(c, h, r, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
+  (void)c, (void)toe;
+  serve_http *h = cls;
+  http_req *r = *con_cls;
+  if (r) {
+    end_preparing(h, r); /* a connection that broke off mid-body */
+    free(r->body);
+    free(r);
+    *con_cls = NULL;
+  }
+  pthread_mutex_lock(&h->lock);
+  h->in_flight--;
+  pthread_cond_broadcast(&h->idle_cv);
+  pthread_mutex_unlock(&h->lock);
+}
+
+/* Counts requests from their first byte, so a stop can wait for them. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+  (void)uri, (void)c;
+  serve_http *h = cls;
+  pthread_mutex_lock(&h->lock);
+  h->in_flight++;
+  pthread_mutex_unlock(&h->lock);
+  return NULL;
+}
+
+est_status serve_http_start(serve_http *h, serve_server *server, const char *address, int port, int max_connections) {
+  memset(h, 0, sizeof *h);
+  h->server = server;
+  h->opt = &server->opt;
+  pthread_mutex_init(&h->lock, NULL);
+  pthread_cond_init(&h->idle_cv, NULL);
+  struct sockaddr_in addr = {0};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons((uint16_t)port);
+  if (inet_pton(AF_INET, address, &addr.sin_addr) != 1)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--rest_api_address=%s: not an IPv4 address", address);
+  h->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+                                   MHD_USE_ERROR_LOG,
+                               (uint16_t)port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &addr,
+                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
+                               (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_URI_LOG_CALLBACK,
+                               on_uri, h, MHD_OPTION_END);
+  if (!h->daemon) return est_error(EST_ERR_IO, "cannot listen on %s:%d", address, port);
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+  h->port = info ? (int)info->port : port;
+  return EST_OK;
+}
+
+void serve_http_quiesce(serve_http *h) {
+  MHD_socket fd = MHD_quiesce_daemon(h->daemon);
+  if (fd != MHD_INVALID_SOCKET) close(fd);
+}
+
+void serve_http_wait_idle(serve_http *h, double max_seconds) {
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  t.tv_sec += (time_t)max_seconds;
+  pthread_mutex_lock(&h->lock);
+  while (h->in_flight > 0)
+    if (pthread_cond_timedwait(&h->idle_cv, &h->lock, &t) != 0) break;
+  pthread_mutex_unlock(&h->lock);
+}
+
+void serve_http_stop(serve_http *h) {
+  if (h->daemon) MHD_stop_daemon(h->daemon);
+  h->daemon = NULL;
+}

@@ -1,0 +1,115 @@
+/* `est serve` in three parts that meet here:
+ *   serve_core.c  the served model (versions, polling, hot swap with reference counts), the
+ *                 bounded job queue and the one batching thread that runs every forward
+ *                 pass, and the Prometheus counters;
+ *   serve_http.c  TF Serving's REST API on libmicrohttpd: routes, bodies, JSON answers;
+ *   cmd_serve.c   flags, start-up, SIGTERM/SIGINT and the graceful stop.
+ * Threads: libmicrohttpd runs one thread per connection; each parses and tokenizes its own
+ * request, enqueues one job and waits on it; the batcher is the only thread that touches a
+ * servable's model (est_servable_predict is not thread-safe), so no forward runs twice at
+ * once and no request can see another's rows. */
+#ifndef EST_TOOLS_SERVE_INTERNAL_H
+#define EST_TOOLS_SERVE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/serving.h"
+
+typedef struct serve_options {
+  const char *model_base_path, *model_name;
+  bool enable_batching;
+  int max_batch_size;              /* examples per forward pass */
+  int64_t batch_timeout_micros;    /* how long a batch waits to fill */
+  int max_enqueued_batches;        /* queue bound = this x max_batch_size examples */
+  double poll_wait_seconds;        /* 0: no polling */
+  size_t max_request_bytes;
+} serve_options;
+
+/* One loaded version, shared by the requests that use it. */
+typedef struct served_model {
+  est_servable *servable;
+  int64_t version;
+  int refs;                        /* guarded by the server's lock */
+} served_model;
+
+/* A request's work: n rows of max_seq_length, answered with n x C probabilities. */
+typedef struct serve_job {
+  served_model *model;
+  int n;
+  int32_t *ids, *mask, *segs;      /* [n, S] */
+  int longest;                     /* real tokens of the longest row */
+  float *probs;                    /* [n, C] out */
+  est_status status;
+  char error[512];
+  bool done;
+  struct serve_job *next;
+} serve_job;
+
+typedef struct serve_metrics serve_metrics;
+
+typedef struct serve_server {
+  serve_options opt;
+  pthread_mutex_t lock;
+  pthread_cond_t work_cv, done_cv, poll_cv;
+  served_model *current;           /* the served version (holds one ref) */
+  int64_t failed_version;          /* newest version that failed to load (not retried) */
+  serve_job *head, *tail;
+  size_t queued;                   /* examples waiting */
+  int preparing;                   /* POSTs begun (headers in) and not yet queued or answered */
+  bool draining;                   /* batches stop waiting to fill */
+  bool stopping;
+  pthread_t batcher, poller;
+  serve_metrics *metrics;
+  int32_t *batch_ids, *batch_mask, *batch_segs;  /* the batcher's gathered rows */
+  float *batch_probs;
+  size_t batch_cap, batch_probs_cap;   /* elements */
+  serve_job **batch_jobs;          /* [max_batch_size] */
+} serve_server;
+
+est_status serve_server_start(serve_server *s, const serve_options *opt);
+/* From now on batches run as soon as they have a job (for a graceful stop). */
+void serve_server_drain(serve_server *s);
+/* Stops the poller, answers every queued job, joins the threads, frees the models. */
+void serve_server_stop(serve_server *s);
+
+/* The served model with a reference taken (NULL when none); release when done. */
+served_model *serve_acquire(serve_server *s);
+void serve_release(serve_server *s, served_model *m);
+
+/* A POST announces itself when its headers are in (serve_prepare_begin), so that the batcher
+ * waits to fill a batch only while some request is still on its way; it then either queues
+ * its job (serve_run_job, which ends the announcement) or ends it (serve_prepare_abandon). */
+void serve_prepare_begin(serve_server *s);
+void serve_prepare_abandon(serve_server *s);
+/* Queues the job and waits for its answer. EST_ERR_ABORTED: the queue is full (503). */
+est_status serve_run_job(serve_server *s, serve_job *job);
+
+/* ---- metrics (serve_core.c) ---- */
+void serve_metrics_request(serve_server *s, int http_status, double seconds);
+/* Prometheus text exposition; free() it. */
+char *serve_metrics_text(serve_server *s);
+
+/* ---- the HTTP front (serve_http.c) ---- */
+struct MHD_Daemon;
+typedef struct serve_http {
+  serve_server *server;
+  const serve_options *opt;
+  struct MHD_Daemon *daemon;
+  int port;                        /* the bound port (the kernel's pick for 0) */
+  pthread_mutex_t lock;
+  pthread_cond_t idle_cv;
+  int in_flight;                   /* requests begun and not yet completed */
+} serve_http;
+
+/* Listens on address:port (IPv4; port 0: any free port), one thread per connection. */
+est_status serve_http_start(serve_http *h, serve_server *server, const char *address, int port, int max_connections);
+/* Stops accepting connections; requests already begun go on. */
+void serve_http_quiesce(serve_http *h);
+/* Waits until no request is in flight, at most max_seconds. */
+void serve_http_wait_idle(serve_http *h, double max_seconds);
+void serve_http_stop(serve_http *h);
+
+#endif
