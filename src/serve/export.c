@@ -184,7 +184,7 @@ static void remove_tree(const char *dir) {
     while ((e = readdir(d))) {
       if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
       char p[4096];
-      est_path_join(p, sizeof p, dir, e->d_name);
+      if (est_path_join(p, sizeof p, dir, e->d_name) != EST_OK) continue;
       struct stat sb;
       if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(p);
       else unlink(p);
@@ -206,27 +206,34 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
   snprintf(name, sizeof name, ".tmp-%lld-%ld", (long long)version, (long)getpid());
   if (strlen(export_base) + 80 > sizeof tmp)
     return est_error(EST_ERR_INVALID_ARGUMENT, "export dir %s: path too long", export_base);
-  est_path_join(tmp, sizeof tmp, export_base, name);
+  st = est_path_join(tmp, sizeof tmp, export_base, name);
+  if (st != EST_OK) return st;
   remove_tree(tmp);
 
   uint8_t *vocab = NULL;
   size_t vocab_size = 0;
   char *json = NULL;
   st = est_read_file(vocab_file, &vocab, &vocab_size);
-  if (st == EST_OK) st = est_mkdirs(est_path_join(path, sizeof path, tmp, "assets"));
-  if (st == EST_OK) st = est_write_file_atomic(est_path_join(path, sizeof path, tmp, "assets/vocab.txt"), vocab, vocab_size);
-  if (st == EST_OK) st = write_weights(est_path_join(path, sizeof path, tmp, "variables/variables"), ckpt_prefix, meta);
+  if (st == EST_OK) st = est_path_join(path, sizeof path, tmp, "assets");
+  if (st == EST_OK) st = est_mkdirs(path);
+  if (st == EST_OK) st = est_path_join(path, sizeof path, tmp, "assets/vocab.txt");
+  if (st == EST_OK) st = est_write_file_atomic(path, vocab, vocab_size);
+  if (st == EST_OK) st = est_path_join(path, sizeof path, tmp, "variables/variables");
+  if (st == EST_OK) st = write_weights(path, ckpt_prefix, meta);
   if (st == EST_OK) {
     json = est_model_meta_to_json(meta);
     if (!json) st = est_error(EST_ERR_NO_MEMORY, "writing est_model.json");
   }
-  if (st == EST_OK) st = est_write_file_atomic(est_path_join(path, sizeof path, tmp, "est_model.json"), json, strlen(json));
-  if (st == EST_OK) st = sync_dir(est_path_join(path, sizeof path, tmp, "variables"));
+  if (st == EST_OK) st = est_path_join(path, sizeof path, tmp, "est_model.json");
+  if (st == EST_OK) st = est_write_file_atomic(path, json, strlen(json));
+  if (st == EST_OK) st = est_path_join(path, sizeof path, tmp, "variables");
+  if (st == EST_OK) st = sync_dir(path);
   if (st == EST_OK) st = sync_dir(tmp);
   /* A concurrent exporter may have taken the number meanwhile: take the next one. */
   for (int tries = 0; st == EST_OK; tries++, version++) {
     snprintf(name, sizeof name, "%lld", (long long)version);
-    est_path_join(final, sizeof final, export_base, name);
+    st = est_path_join(final, sizeof final, export_base, name);
+    if (st != EST_OK) break;
     if (rename(tmp, final) == 0) break;
     if ((errno != EEXIST && errno != ENOTEMPTY) || tries > 100)
       st = est_error(EST_ERR_IO, "rename %s -> %s: %s", tmp, final, strerror(errno));
@@ -291,8 +298,8 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   char base[4096];
   if (st == EST_OK) {
     if (export_dir && *export_dir) snprintf(base, sizeof base, "%s", export_dir);
-    else est_path_join(base, sizeof base, c->output_dir, "export");
-    st = est_export_write(base, ckpt, &meta, c->vocab_file, version_dir, size);
+    else st = est_path_join(base, sizeof base, c->output_dir, "export");
+    if (st == EST_OK) st = est_export_write(base, ckpt, &meta, c->vocab_file, version_dir, size);
   }
   est_model_meta_clear(&meta);
   return st;
@@ -302,8 +309,8 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
 
 static int is_complete_version(const char *dir) {
   char p[4096];
-  return est_file_exists(est_path_join(p, sizeof p, dir, "est_model.json")) &&
-         est_file_exists(est_path_join(p, sizeof p, dir, "variables/variables.index"));
+  return (est_path_join(p, sizeof p, dir, "est_model.json") == EST_OK && est_file_exists(p)) &&
+         (est_path_join(p, sizeof p, dir, "variables/variables.index") == EST_OK && est_file_exists(p));
 }
 
 est_status est_export_resolve(const char *path, char *version_dir, size_t size, int64_t *version) {
@@ -313,7 +320,7 @@ est_status est_export_resolve(const char *path, char *version_dir, size_t size, 
 est_status est_export_resolve_below(const char *path, int64_t below, char *version_dir, size_t size,
                                     int64_t *version) {
   char p[4096];
-  if (below == INT64_MAX && est_file_exists(est_path_join(p, sizeof p, path, "est_model.json"))) {
+  if (below == INT64_MAX && (est_path_join(p, sizeof p, path, "est_model.json") == EST_OK && est_file_exists(p))) {
     const char *slash = strrchr(path, '/');
     const char *leaf = slash ? slash + 1 : path;
     if (version) *version = all_digits(leaf) && strlen(leaf) <= 18 ? strtoll(leaf, NULL, 10) : 0;
@@ -327,7 +334,7 @@ est_status est_export_resolve_below(const char *path, int64_t below, char *versi
   while ((e = readdir(d))) {
     if (!all_digits(e->d_name) || strlen(e->d_name) > 18) continue;
     int64_t v = strtoll(e->d_name, NULL, 10);
-    if (v <= best || v >= below || !is_complete_version(est_path_join(p, sizeof p, path, e->d_name))) continue;
+    if (v <= best || v >= below || est_path_join(p, sizeof p, path, e->d_name) != EST_OK || !is_complete_version(p)) continue;
     best = v;
   }
   closedir(d);
@@ -339,7 +346,8 @@ est_status est_export_resolve_below(const char *path, int64_t below, char *versi
   snprintf(name, sizeof name, "%lld", (long long)best);
   if (strlen(path) + strlen(name) + 2 > size)
     return est_error(EST_ERR_INVALID_ARGUMENT, "export dir %s: path too long", path);
-  est_path_join(version_dir, size, path, name);
+  est_status st = est_path_join(version_dir, size, path, name);
+  if (st != EST_OK) return st;
   if (version) *version = best;
   return EST_OK;
 }

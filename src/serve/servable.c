@@ -63,8 +63,10 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
   s->max_batch = max_batch;
   char p[4096];
   est_status st = est_export_resolve(path, s->dir, sizeof s->dir, &s->version);
-  if (st == EST_OK) st = est_model_meta_read(&s->meta, est_path_join(p, sizeof p, s->dir, "est_model.json"));
-  if (st == EST_OK) st = est_vocab_load(&s->vocab, est_path_join(p, sizeof p, s->dir, "assets/vocab.txt"));
+  if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "est_model.json");
+  if (st == EST_OK) st = est_model_meta_read(&s->meta, p);
+  if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "assets/vocab.txt");
+  if (st == EST_OK) st = est_vocab_load(&s->vocab, p);
   if (st == EST_OK && est_vocab_size(s->vocab) > s->meta.bert_config.vocab_size)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: assets/vocab.txt has %d tokens, above vocab_size %d", s->dir,
                    est_vocab_size(s->vocab), s->meta.bert_config.vocab_size);
@@ -72,7 +74,8 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
   if (st == EST_OK)
     st = est_bert_classifier_create(&s->model, &s->meta.bert_config, (int)s->meta.num_labels, s->vs);
   if (st == EST_OK) st = est_vars_finalize(s->vs, 1);
-  if (st == EST_OK) st = restore_vars(s->vs, est_path_join(p, sizeof p, s->dir, "variables/variables"), NULL);
+  if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "variables/variables");
+  if (st == EST_OK) st = restore_vars(s->vs, p, NULL);
   if (st == EST_OK) st = est_bert_classifier_reserve(s->model, max_batch, s->meta.max_seq_length);
   if (st == EST_OK && !(s->logits = malloc((size_t)max_batch * s->meta.num_labels * sizeof(float))))
     st = est_error(EST_ERR_NO_MEMORY, "servable logits");
