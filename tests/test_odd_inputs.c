@@ -181,6 +181,10 @@ static void test_vocab_encodings(void **s) {
   const char *latin1 = test_tmp_path("vocab1.txt");
   test_write_bytes(latin1, "[PAD]\ncaf\xe9\n", 11);
   expect_error(est_vocab_load(&v, latin1), "vocab1.txt:2: invalid UTF-8", NULL);
+  /* fuzz_vocab's find: a NUL inside a token (tests/fuzz/seeds/fuzz_vocab/nul_in_token). */
+  const char *nul = test_tmp_path("vocab0.txt");
+  test_write_bytes(nul, "[PAD]\n[unused1]\n[\0\0x]\n", 22);
+  expect_error(est_vocab_load(&v, nul), "vocab0.txt:3: NUL byte at byte 2", NULL);
 }
 
 /* ---- TFRecord streaming ---------------------------------------------------------------- */

@@ -164,6 +164,15 @@ est_status est_vocab_load_buffer(est_vocab **out, const char *data, size_t size,
       return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%zu: invalid UTF-8 at byte %zu of the line", name,
                        line + 1, bad);
     }
+    /* A NUL would cut the token short in est_vocab_token (the reference keeps it, but its
+     * tokenizer deletes U+0000, so such a token never matches); it is most likely a UTF-16
+     * file without byte-order mark. Found by fuzz_vocab. */
+    const char *nul = memchr(s, 0, n);
+    if (nul) {
+      est_vocab_free(v);
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%zu: NUL byte at byte %zu of the line (a UTF-16 file?)", name,
+                       line + 1, (size_t)(nul - s) + 1);
+    }
     size_t b, e;
     strip_py_space(s, n, &b, &e);
     memcpy(v->pool + used, s + b, e - b);
