@@ -22,6 +22,8 @@
 #include "test_util.h"
 
 #define UNCASED EST_TEST_DATA "/vocab_uncased.txt"
+/* A string literal's bytes (embedded NULs included, the terminating one not) as a file. */
+#define write_literal(path, lit) test_write_bytes((path), (lit), sizeof(lit) - 1)
 
 static void expect_error(est_status st, const char *a, const char *b) {
   if (st == EST_OK) fail_msg("succeeded; want an error with '%s'", a);
@@ -68,21 +70,21 @@ static void test_tsv_nul_crlf_encodings(void **s) {
   (void)s;
   est_tsv t;
   const char *nul = test_tmp_path("nul.tsv");
-  test_write_bytes(nul, "a\tb\nc\0d\te\n", 11);
+  write_literal(nul, "a\tb\nc\0d\te\n");
   expect_error(est_tsv_read(&t, nul), "nul.tsv:2: NUL byte at column 2", NULL);
   const char *crlf = test_tmp_path("crlf.tsv");
-  test_write_bytes(crlf, "a\tb\r\nc\td\r\n", 10);
+  write_literal(crlf, "a\tb\r\nc\td\r\n");
   assert_int_equal(est_tsv_read(&t, crlf), EST_OK);
   assert_int_equal(t.nrows, 2);
   assert_string_equal(t.rows[1][1], "d");
   est_tsv_free(&t);
   const char *u16 = test_tmp_path("utf16.tsv");
-  test_write_bytes(u16, "\xff\xfe" "a\0\t\0b\0\n\0", 10);
+  write_literal(u16, "\xff\xfe" "a\0\t\0b\0\n\0");
   expect_error(est_tsv_read(&t, u16), "utf16.tsv:1: the file is UTF-16LE", NULL);
-  test_write_bytes(u16, "\xfe\xff\0a", 4);
+  write_literal(u16, "\xfe\xff\0a");
   expect_error(est_tsv_read(&t, u16), "utf16.tsv:1: the file is UTF-16BE", NULL);
   const char *latin1 = test_tmp_path("latin1.tsv");
-  test_write_bytes(latin1, "ok\t1\ncaf\xe9\t0\n", 12);
+  write_literal(latin1, "ok\t1\ncaf\xe9\t0\n");
   expect_error(est_tsv_read(&t, latin1), "latin1.tsv:2: invalid UTF-8 at byte 4", NULL);
 }
 
@@ -93,13 +95,13 @@ static void test_convert_names_file_and_line(void **s) {
   assert_int_equal(est_mkdirs(dir), EST_OK);
   char path[1024], *log = NULL;
   snprintf(path, sizeof path, "%s/train.tsv", dir);
-  test_write_bytes(path, "good\t1\nna\xefve\t0\n", 15);
+  write_literal(path, "good\t1\nna\xefve\t0\n");
   int rc = test_run(&log, 1, "%s convert --task_name=tsv --tsv_skip_header=false --splits=train --data_dir=%s"
                     " --vocab_file=%s --output_dir=%s", EST_BIN, dir, UNCASED, test_tmp_path("out"));
   assert_int_equal(rc, 1);
   if (!strstr(log, "train.tsv:2: invalid UTF-8")) fail_msg("%s", log);
   free(log);
-  test_write_bytes(path, "\xff\xfeg\0", 4);
+  write_literal(path, "\xff\xfeg\0");
   rc = test_run(&log, 1, "%s convert --task_name=tsv --tsv_skip_header=false --splits=train --data_dir=%s"
                 " --vocab_file=%s --output_dir=%s", EST_BIN, dir, UNCASED, test_tmp_path("out"));
   assert_int_equal(rc, 1);
@@ -176,14 +178,14 @@ static void test_vocab_encodings(void **s) {
   (void)s;
   est_vocab *v;
   const char *u16 = test_tmp_path("vocab16.txt");
-  test_write_bytes(u16, "\xff\xfe[\0P\0A\0D\0]\0\n\0", 16);
+  write_literal(u16, "\xff\xfe[\0P\0A\0D\0]\0\n\0");
   expect_error(est_vocab_load(&v, u16), "vocab16.txt:1: the vocab is UTF-16LE", NULL);
   const char *latin1 = test_tmp_path("vocab1.txt");
-  test_write_bytes(latin1, "[PAD]\ncaf\xe9\n", 11);
+  write_literal(latin1, "[PAD]\ncaf\xe9\n");
   expect_error(est_vocab_load(&v, latin1), "vocab1.txt:2: invalid UTF-8", NULL);
   /* fuzz_vocab's find: a NUL inside a token (tests/fuzz/seeds/fuzz_vocab/nul_in_token). */
   const char *nul = test_tmp_path("vocab0.txt");
-  test_write_bytes(nul, "[PAD]\n[unused1]\n[\0\0x]\n", 22);
+  write_literal(nul, "[PAD]\n[unused1]\n[\0\0x]\n");
   expect_error(est_vocab_load(&v, nul), "vocab0.txt:3: NUL byte at byte 2", NULL);
 }
 
@@ -250,7 +252,7 @@ static void test_output_dir_not_writable(void **s) {
   (void)s;
   char *log = NULL;
   const char *file = test_tmp_path("a_file");
-  test_write_bytes(file, "x", 1);
+  write_literal(file, "x");
   const char *cmd = "%s convert --task_name=cola --data_dir=" EST_TEST_DATA "/glue_mini/CoLA --vocab_file=" UNCASED
                     " --output_dir=%s";
   assert_int_equal(test_run(&log, 1, cmd, EST_BIN, file), 1);
