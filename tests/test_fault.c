@@ -1,5 +1,6 @@
 /* Write faults: every writer of `est run_classifier` and `est convert`, failed at every
- * write-side call (open, write, fsync, close, rename) with ENOSPC or EIO by the LD_PRELOAD
+ * write-side call (open, write, fsync, close, rename, and the fsync of the directory after
+ * a rename) with ENOSPC or EIO by the LD_PRELOAD
  * shim tests/fault/fault_inject.c.
  *
  * The scenario per writer: `base` is a finished 5-step run (checkpoints 0 and 5, records,
@@ -255,6 +256,9 @@ static void test_run_classifier_records(void **s) {
   fault_every_call(run_args, base_dir, ref_dir, "predict.tf_record", 0, 5);
 }
 static void test_events(void **s) { (void)s; fault_every_call(run_args, base_dir, ref_dir, "events.out", 1, 3); }
+/* The fsync of the output directory after each rename (the files are complete under their
+ * final names by then, but not durable): base and ref are copied to "work". */
+static void test_directory_sync(void **s) { (void)s; fault_every_call(run_args, base_dir, ref_dir, "work", 0, 5); }
 static void test_convert_records(void **s) { (void)s; fault_every_call(conv_args, conv_base, conv_ref, "", 0, 15); }
 
 int main(void) {
@@ -262,6 +266,7 @@ int main(void) {
       cmocka_unit_test(test_checkpoint_save), cmocka_unit_test(test_checkpoint_state),
       cmocka_unit_test(test_eval_results),    cmocka_unit_test(test_test_results),
       cmocka_unit_test(test_run_classifier_records), cmocka_unit_test(test_events),
+      cmocka_unit_test(test_directory_sync),
       cmocka_unit_test(test_convert_records),
   };
   return cmocka_run_group_tests(tests, setup, test_tmpdir_teardown);

@@ -4,6 +4,8 @@
  * write intent), write, fsync, close, rename. Only calls on files whose name (basename of
  * the path; for rename, either path) starts with EST_FAULT_PATH count, so one writer's calls
  * can be numbered apart from the rest (e.g. "model.ckpt", "checkpoint", "eval_results").
+ * A directory opened read-only (to fsync it after a rename) counts only its fsync calls, so
+ * the prefix of the output directory's name numbers the directory syncs.
  *
  *   EST_FAULT_PATH   basename prefix that selects the files (unset: every file)
  *   EST_FAULT_OP     open | write | fsync | close | rename: the op to fail (unset: count only)
@@ -46,7 +48,7 @@ static int fault_op = -1;
 static long fault_n;
 static int fault_errno = ENOSPC;
 static const char *prefix;
-static unsigned char watched[MAX_FD]; /* fd -> 1 when its file matches the prefix */
+static unsigned char watched[MAX_FD]; /* fd -> 1: a matching file opened to write; 2: a matching directory */
 static char *fd_paths[MAX_FD];        /* fd -> its path, for the report of a failed call */
 
 __attribute__((constructor)) static void fault_init(void) {
@@ -105,11 +107,12 @@ static const char *fd_path(int fd) { return fd >= 0 && fd < MAX_FD ? fd_paths[fd
 static int open_impl(const char *path, int flags, mode_t mode) {
   if (!real_open) fault_init();
   int writing = (flags & (O_WRONLY | O_RDWR | O_CREAT)) != 0;
+  int dir = (flags & O_DIRECTORY) != 0; /* opened to fsync a rename: only its fsync counts */
   int m = matches(path);
   if (writing && m && hit(OP_OPEN, path)) return -1;
   int fd = real_open(path, flags, mode);
   if (fd >= 0 && fd < MAX_FD) {
-    watched[fd] = (unsigned char)(writing && m);
+    watched[fd] = (unsigned char)(m ? (writing ? 1 : dir ? 2 : 0) : 0);
     free(fd_paths[fd]);
     fd_paths[fd] = watched[fd] ? strdup(path) : NULL;
   }
@@ -143,7 +146,7 @@ int fsync(int fd) {
 
 int close(int fd) {
   if (!real_close) fault_init();
-  int failed = is_watched(fd) && hit(OP_CLOSE, fd_path(fd));
+  int failed = is_watched(fd) && watched[fd] == 1 && hit(OP_CLOSE, fd_path(fd));
   int saved = errno;
   if (fd >= 0 && fd < MAX_FD) watched[fd] = 0;
   int r = real_close(fd);
