@@ -52,7 +52,7 @@ typedef struct est_vocab est_vocab;
 /* load_vocab: one token per line ('\n' separated), each stripped of Python whitespace, id =
  * 0-based line number. A blank line is the token "" with its own id; a duplicated token keeps
  * its last line's id; a last line without '\n' counts. Invalid UTF-8 is an error naming the
- * line (TF's GFile decodes strictly). */
+ * line (TF's GFile decodes strictly), and so are a NUL byte and a UTF-16 byte-order mark. */
 est_status est_vocab_load(est_vocab **out, const char *path);
 /* The same from memory (`name` is used in messages). */
 est_status est_vocab_load_buffer(est_vocab **out, const char *data, size_t size, const char *name);

@@ -18,6 +18,14 @@ bool tok_py_isspace(uint32_t c);
  * invalid subpart (>= 1) that Python's decoder would reject as one unit. */
 uint32_t tok_utf8_next(const uint8_t *s, size_t len, size_t *adv);
 
+/* "UTF-16LE" or "UTF-16BE" when a text file starts with that byte-order mark, else NULL:
+ * such a file is not UTF-8, and saying so beats "invalid UTF-8" or "NUL byte" at byte 1. */
+static inline const char *tok_utf16_bom(const uint8_t *s, size_t n) {
+  if (n >= 2 && s[0] == 0xFF && s[1] == 0xFE) return "UTF-16LE";
+  if (n >= 2 && s[0] == 0xFE && s[1] == 0xFF) return "UTF-16BE";
+  return NULL;
+}
+
 /* Encodes cp (<= 0x10FFFF) into out[0..4); returns the byte count. */
 size_t tok_utf8_put(uint32_t cp, char *out);
 

@@ -68,6 +68,12 @@ est_status est_tsv_read(est_tsv *out, const char *path) {
   est_status st = est_read_file(path, &raw, &size);
   if (st != EST_OK) return st;
   char *data = (char *)raw;             /* NUL-terminated by est_read_file */
+  const char *utf16 = tok_utf16_bom(raw, size);
+  if (utf16) {
+    free(raw);
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s:1: the file is %s (it starts with a byte-order mark); TSV files "
+                     "are read as UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8", path, utf16);
+  }
   size_t nlines = 0, ntabs = 0;
   for (size_t i = 0; i < size; i++) {
     nlines += data[i] == '\n';

@@ -128,6 +128,10 @@ est_status est_vocab_load_buffer(est_vocab **out, const char *data, size_t size,
   size_t lines = 0;
   for (size_t i = 0; i < size; i++) lines += data[i] == '\n';
   if (size > 0 && data[size - 1] != '\n') lines++;
+  const char *utf16 = tok_utf16_bom((const uint8_t *)data, size);
+  if (utf16)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s:1: the vocab is %s (it starts with a byte-order mark); it is "
+                     "read as UTF-8: convert it, e.g. iconv -f UTF-16 -t UTF-8", name, utf16);
   if (lines > INT32_MAX / 2 || size >= UINT32_MAX)
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: vocab too large (%zu lines)", name, lines);
 
@@ -159,6 +163,15 @@ est_status est_vocab_load_buffer(est_vocab **out, const char *data, size_t size,
       est_vocab_free(v);
       return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%zu: invalid UTF-8 at byte %zu of the line", name,
                        line + 1, bad);
+    }
+    /* A NUL would cut the token short in est_vocab_token (the reference keeps it, but its
+     * tokenizer deletes U+0000, so such a token never matches); it is most likely a UTF-16
+     * file without byte-order mark. Found by fuzz_vocab. */
+    const char *nul = memchr(s, 0, n);
+    if (nul) {
+      est_vocab_free(v);
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%zu: NUL byte at byte %zu of the line (a UTF-16 file?)", name,
+                       line + 1, (size_t)(nul - s) + 1);
     }
     size_t b, e;
     strip_py_space(s, n, &b, &e);

@@ -46,15 +46,20 @@ FILE *est_atomic_stream(est_atomic_file *f) { return f->stream; }
 
 const char *est_atomic_temp_path(const est_atomic_file *f) { return f->temp_path; }
 
-static void fsync_parent_dir(const char *path) {
+/* The rename is durable only once the directory holding it is synced. Returns 0, or -1 with
+ * errno set; a file system that cannot sync directories (EINVAL) counts as done, and so does
+ * a directory that cannot be opened for reading (nothing more can be done for it). */
+static int fsync_parent_dir(const char *path) {
   char *copy = strdup(path);
-  if (!copy) return;
+  if (!copy) return 0;
   int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
   free(copy);
+  if (fd < 0) return 0;
+  int r = fsync(fd);
+  int saved = errno;
+  close(fd);
+  errno = saved;
+  return r != 0 && saved != EINVAL ? -1 : 0;
 }
 
 est_status est_atomic_commit(est_atomic_file *f) {
@@ -68,8 +73,10 @@ est_status est_atomic_commit(est_atomic_file *f) {
   f->stream = NULL;
   if (st == EST_OK && rename(f->temp_path, f->final_path) != 0)
     st = est_error(EST_ERR_IO, "renaming %s to %s: %s", f->temp_path, f->final_path, strerror(errno));
-  if (st == EST_OK) fsync_parent_dir(f->final_path);
-  else unlink(f->temp_path);
+  if (st != EST_OK) unlink(f->temp_path);
+  else if (fsync_parent_dir(f->final_path) != 0)
+    st = est_error(EST_ERR_IO, "syncing the directory of %s (renamed into place, not yet durable): %s", f->final_path,
+                   strerror(errno));
   free(f->final_path);
   free(f->temp_path);
   free(f);

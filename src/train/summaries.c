@@ -38,11 +38,15 @@ void est_summaries_scalar(est_summaries *s, int64_t step, const char *tag, float
 }
 
 void est_summaries_flush(est_summaries *s) {
-  if (s->writer && !s->failed) est_events_writer_flush(s->writer);
+  if (s->writer && !s->failed && est_events_writer_flush(s->writer) != EST_OK) {
+    EST_LOG_WARN("summaries disabled: %s", est_error_message());
+    s->failed = 1;
+  }
 }
 
 void est_summaries_close(est_summaries *s) {
-  if (s->writer) est_events_writer_close(s->writer);
+  if (s->writer && est_events_writer_close(s->writer) != EST_OK && !s->failed)
+    EST_LOG_WARN("summaries: %s", est_error_message());
   s->writer = NULL;
   free(s->dir);
   s->dir = NULL;

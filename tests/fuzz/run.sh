@@ -8,7 +8,7 @@ set -eu
 cd "$(dirname "$0")/../.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-300}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
-command -v clang >/dev/null || { echo "run.sh: clang is needed (apt-get install clang)" >&2; exit 1; }
+command -v clang >/dev/null || { echo "run.sh: clang is needed (apt-get install clang libomp-dev: clang finds OpenMP only with libomp)" >&2; exit 1; }
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DEST_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" --target fuzz_all -j "${JOBS:-2}"
 for src in tests/fuzz/fuzz_*.c; do
