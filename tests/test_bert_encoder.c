@@ -111,6 +111,30 @@ static void test_classifier_is_encoder_plus_head(void **state) {
   assert_ptr_equal(est_bert_encoder_layer_output(enc, L - 1), est_bert_encoder_sequence_output(enc));
   assert_null(est_bert_encoder_layer_output(enc, L));
   assert_int_equal(est_bert_encoder_backward(enc), EST_ERR_FAILED_PRECONDITION);
+  /* the classifier reserved forward-only: the same logits, less memory, no backward */
+  est_bert_classifier *mf;
+  est_var_store *vs3;
+  float logits3[B * C];
+  assert_int_equal(est_vars_create(&vs3), EST_OK);
+  assert_int_equal(est_bert_classifier_create(&mf, &cfg, C, vs3), EST_OK);
+  assert_int_equal(est_vars_finalize(vs3, 5), EST_OK);
+  assert_int_equal(est_bert_classifier_reserve_forward_only(mf, B, S), EST_OK);
+  assert_true(est_bert_classifier_activation_bytes(mf) < est_bert_classifier_activation_bytes(m));
+  assert_int_equal(est_bert_classifier_forward(m, in.ids, in.mask, in.segs, in.labels, B, S, 0, 0, 0, logits1, NULL,
+                                               &loss1),
+                   EST_OK);
+  assert_int_equal(est_bert_classifier_forward(mf, in.ids, in.mask, in.segs, in.labels, B, S, 0, 0, 0, logits3, NULL,
+                                               &loss2),
+                   EST_OK);
+  assert_memory_equal(logits1, logits3, sizeof logits1);
+  assert_memory_equal(&loss1, &loss2, sizeof loss1);
+  assert_int_equal(est_bert_classifier_backward(mf), EST_ERR_FAILED_PRECONDITION);
+  assert_int_equal(est_bert_classifier_forward(mf, in.ids, in.mask, in.segs, in.labels, B, S, 1, 0, 0, NULL, NULL,
+                                               NULL),
+                   EST_ERR_FAILED_PRECONDITION);
+  est_bert_classifier_free(mf);
+  est_vars_free(vs3);
+
   est_bert_classifier_free(m);
   est_bert_classifier_head_free(head);
   est_bert_encoder_free(enc);

@@ -41,6 +41,15 @@
  *     gradient buffer (zero it first for a fresh step; micro-batches accumulate for free).
  *     It consumes the two output gradients (their contents are undefined afterwards).
  *
+ * Writing a head (e.g. run_pretraining.py's): declare its variables after the encoder's;
+ * reserve its own activations; forward reads the views (a masked-LM head gathers the rows
+ * b*S + masked_lm_positions[b][k] of the sequence output, runs cls/predictions/transform,
+ * and multiplies by the word-embedding table read through est_bert_encoder_word_embeddings_
+ * index; a next-sentence head reads the pooled output); backward adds into the gathered
+ * rows of the sequence-output gradient, into the pooled-output gradient, into the word-
+ * embedding gradient and into its own variables, reports its own group with
+ * est_bert_report_grads_ready, and then the caller runs est_bert_encoder_backward once.
+ *
  * Shorter batches. Forward runs any batch <= max_batch and any seq_len <= max_seq_len of the
  * reservation (serving runs each batch at the length of its longest example); the results
  * equal those of a reservation of exactly that size.
@@ -139,7 +148,8 @@ void est_bert_encoder_free(est_bert_encoder *e);
  * max_seq_len tokens (huge pages, one allocation). with_backward = 1 keeps every layer's
  * activations, dropout masks and the gradient scratch, as training needs; 0 is forward only
  * (evaluation, serving): layers share their scratch and only the layer outputs are kept,
- * far less memory; forward with training = 1 and backward are then errors. Call again to grow
+ * far less memory; backward, and forward with training = 1 under a non-zero dropout, are
+ * then errors. Call again to grow
  * (sizes are the maxima of all calls; with_backward once 1 stays 1). Errors: a size <= 0, a
  * max_seq_len beyond max_position_embeddings ("Cannot use sequence length ..."). */
 est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_seq_len, int with_backward);
@@ -175,8 +185,9 @@ float *est_bert_encoder_pooled_output_grad(est_bert_encoder *e);
 
 /* Backward of the last forward from the two output gradients: ADDS every encoder parameter
  * gradient into the store's gradient buffer and reports the groups as they are final (the
- * pooler, each layer from the top down, the embeddings last). Errors: no successful forward
- * since the last reserve, a reservation without backward. */
+ * pooler, each layer from the top down, the embeddings last). One backward per forward.
+ * Errors (EST_ERR_FAILED_PRECONDITION): no successful forward since the last reserve or
+ * backward, a reservation without backward. */
 est_status est_bert_encoder_backward(est_bert_encoder *e);
 
 /* The rows of every later forward are rows [first_row, first_row + batch) of a larger

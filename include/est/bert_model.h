@@ -55,7 +55,12 @@ void est_bert_classifier_free(est_bert_classifier *m);
 /* Allocates every activation and activation gradient for batches of up to max_batch
  * examples of up to seq_len tokens, in one buffer (huge pages). Call again to grow. */
 est_status est_bert_classifier_reserve(est_bert_classifier *m, int max_batch, int seq_len);
-/* Bytes held by the activation buffer. */
+/* The same for evaluation and prediction only: the encoder keeps each layer's output but
+ * shares the rest of its scratch across layers (est_bert_encoder_reserve with_backward 0),
+ * far less memory, the same forward numbers; backward, and a training forward with dropout,
+ * are then errors. Reserving with backward later upgrades it. */
+est_status est_bert_classifier_reserve_forward_only(est_bert_classifier *m, int max_batch, int seq_len);
+/* Bytes held by the activation buffers. */
 size_t est_bert_classifier_activation_bytes(const est_bert_classifier *m);
 
 /* One forward pass. input_ids, input_mask, segment_ids: [batch, seq_len] int32

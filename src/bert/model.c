@@ -61,6 +61,13 @@ est_status est_bert_classifier_reserve(est_bert_classifier *m, int max_batch, in
   return st;
 }
 
+est_status est_bert_classifier_reserve_forward_only(est_bert_classifier *m, int max_batch, int seq_len) {
+  m->valid = 0;
+  est_status st = est_bert_encoder_reserve(m->enc, max_batch, seq_len, 0);
+  if (st == EST_OK) st = est_bert_classifier_head_reserve(m->head, max_batch);
+  return st;
+}
+
 size_t est_bert_classifier_activation_bytes(const est_bert_classifier *m) {
   return est_bert_encoder_activation_bytes(m->enc) + est_bert_classifier_head_activation_bytes(m->head);
 }
@@ -87,7 +94,10 @@ est_status est_bert_classifier_backward(est_bert_classifier *m) {
     return est_error(EST_ERR_FAILED_PRECONDITION,
                      "BERT backward needs a successful forward pass with label_ids just before it");
   m->valid = 0;  /* one backward per forward: the encoder consumes its output gradients */
-  est_status st = est_bert_classifier_head_backward(m->head, est_bert_encoder_pooled_output_grad(m->enc));
+  float *d_pooled = est_bert_encoder_pooled_output_grad(m->enc);
+  if (!d_pooled)
+    return est_error(EST_ERR_FAILED_PRECONDITION, "BERT backward: the activations were reserved forward-only");
+  est_status st = est_bert_classifier_head_backward(m->head, d_pooled);
   if (st == EST_OK) st = est_bert_encoder_backward(m->enc);
   return st;
 }

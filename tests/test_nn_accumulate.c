@@ -1,0 +1,146 @@
+/* est/nn.h's one backward rule: every op's backward ADDS into its input gradient (and
+ * into its parameter gradients), so a buffer shared by two consumers gets both. For each op
+ * a backward into a random non-zero buffer must give that buffer plus the gradient the
+ * same backward gives into zeros. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/nn.h"
+#include "est/rng.h"
+#include "est/threads.h"
+
+static est_rng g_rng;
+
+static float *rand_buf(size_t n, float scale) {
+  float *p = malloc(n * sizeof(float) + 64);
+  for (size_t i = 0; i < n; i++) p[i] = (2.0f * est_rng_uniform(&g_rng) - 1.0f) * scale;
+  return p;
+}
+
+static float *zeros(size_t n) { return calloc(n + 16, sizeof(float)); }
+
+/* backward(d) for one op; d is its input gradient (for attention: dq, dk, dv in a row). */
+typedef void (*backward_fn)(float *d, void *ctx);
+
+/* est/nn.h: every backward ADDS into its input gradient. Run into zeros (g) and into a
+ * random non-zero buffer (base), and check the second is base + g. Elementwise ops give
+ * exactly that; GEMM-based ones may round the sum in another order, hence the 1e-6. */
+static void expect_accumulates(const char *what, backward_fn fn, void *ctx, size_t n) {
+  float *g = zeros(n), *acc = rand_buf(n, 2.0f), *base = malloc(n * sizeof(float));
+  memcpy(base, acc, n * sizeof(float));
+  fn(g, ctx);
+  fn(acc, ctx);
+  size_t nonzero = 0;
+  for (size_t i = 0; i < n; i++) {
+    double want = (double)base[i] + g[i];
+    if (!(fabs(acc[i] - want) <= 1e-6 * (1.0 + fabs(want))))
+      fail_msg("%s[%zu]: %.9g after a backward into %.9g, want + %.9g", what, i, acc[i], base[i], g[i]);
+    nonzero += g[i] != 0.0f;
+  }
+  if (!nonzero) fail_msg("%s: the gradient is all zero, the check proves nothing", what);
+  free(g); free(acc); free(base);
+}
+
+enum { AB = 2, AS = 6, AN = 2, ADh = 4, AH = AN * ADh, AT_N = AB * AS * AH, AI = 11 };
+
+typedef struct {
+  float *x, *w, *dy, *g, *mean, *rstd, *k, *v, *probs, *scratch;
+  uint8_t *mask;
+  int32_t labels[AB * AS];
+  est_activation act;
+  float prob;
+} acc_ctx;
+
+static void acc_matmul(float *d, void *p) {
+  acc_ctx *c = p;
+  est_matmul_backward(d, NULL, NULL, c->dy, c->x, c->w, AB * AS, AH, AI, 0);
+}
+static void acc_matmul_t(float *d, void *p) {
+  acc_ctx *c = p;
+  est_matmul_backward(d, NULL, NULL, c->dy, c->x, c->w, AB * AS, AH, AI, 1);
+}
+static void acc_layernorm(float *d, void *p) {
+  acc_ctx *c = p;
+  est_layernorm_backward(d, NULL, NULL, c->dy, c->x, c->g, c->mean, c->rstd, AB * AS, AH);
+}
+static void acc_activation(float *d, void *p) {
+  acc_ctx *c = p;
+  est_activation_backward(d, c->dy, c->x, AT_N, c->act);
+}
+static void acc_dropout(float *d, void *p) {
+  acc_ctx *c = p;
+  est_dropout_backward(d, c->dy, c->mask, AT_N, c->prob);
+}
+static void acc_attention(float *d, void *p) {
+  acc_ctx *c = p;
+  est_attention_backward(d, d + AT_N, d + 2 * AT_N, c->scratch, c->dy, c->x, c->k, c->v, c->probs, c->mask, AB, AS,
+                         AN, ADh, c->prob);
+}
+static void acc_attention_ref(float *d, void *p) {
+  acc_ctx *c = p;
+  est_attention_backward_ref(d, d + AT_N, d + 2 * AT_N, c->dy, c->x, c->k, c->v, c->probs, c->mask, AB, AS, AN, ADh,
+                             c->prob);
+}
+static void acc_crossentropy(float *d, void *p) {
+  acc_ctx *c = p;
+  est_crossentropy_backward(d, c->probs, c->labels, 0.5f, AB * AS, AH);
+}
+
+static void test_backward_accumulates_into_input_gradient(void **state) {
+  (void)state;
+  acc_ctx c = {0};
+  c.x = rand_buf(AT_N, 1.0f);
+  c.w = rand_buf((size_t)AH * AI, 1.0f);
+  c.dy = rand_buf((size_t)AB * AS * AI, 1.0f);  /* >= AT_N: serves every op */
+  c.g = rand_buf(AH, 1.0f);
+  c.mean = zeros(AB * AS);
+  c.rstd = zeros(AB * AS);
+  c.k = rand_buf(AT_N, 1.0f);
+  c.v = rand_buf(AT_N, 1.0f);
+  c.probs = zeros((size_t)AB * AN * AS * AS);
+  c.scratch = zeros(est_attention_scratch_floats(AB, AN, AS));
+  c.mask = calloc((size_t)AB * AN * AS * AS, 1);
+  float *tmp = zeros((size_t)AB * AN * AS * AS);
+
+  expect_accumulates("matmul dinp", acc_matmul, &c, AT_N);
+  expect_accumulates("matmul dinp (transposed weight)", acc_matmul_t, &c, AT_N);
+  est_layernorm_forward(tmp, c.mean, c.rstd, c.x, c.g, c.g, AB * AS, AH);
+  expect_accumulates("layernorm dinp", acc_layernorm, &c, AT_N);
+  const est_activation acts[] = {EST_ACT_GELU, EST_ACT_GELU_EXACT, EST_ACT_TANH, EST_ACT_RELU, EST_ACT_LINEAR};
+  for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++) {
+    c.act = acts[a];
+    expect_accumulates(est_activation_name(c.act), acc_activation, &c, AT_N);
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    c.prob = pass ? 0.25f : 0.0f;
+    est_dropout_forward(tmp, c.mask, c.x, AT_N, c.prob, 5, 6, 7);
+    expect_accumulates(pass ? "dropout 0.25" : "dropout 0", acc_dropout, &c, AT_N);
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    c.prob = pass ? 0.2f : 0.0f;
+    est_attention_forward(tmp, c.probs, c.mask, c.scratch, c.x, c.k, c.v, NULL, AB, AS, AN, ADh, c.prob, 1, 2, 3);
+    expect_accumulates(pass ? "attention dq/dk/dv, dropout" : "attention dq/dk/dv", acc_attention, &c, 3 * AT_N);
+    expect_accumulates("reference attention dq/dk/dv", acc_attention_ref, &c, 3 * AT_N);
+  }
+  for (int b = 0; b < AB * AS; b++) c.labels[b] = b % AH;
+  est_softmax_forward(c.probs, c.x, AB * AS, AH);
+  expect_accumulates("cross-entropy dlogits", acc_crossentropy, &c, AT_N);
+  free(c.x); free(c.w); free(c.dy); free(c.g); free(c.mean); free(c.rstd); free(c.k); free(c.v); free(c.probs);
+  free(c.scratch); free(c.mask); free(tmp);
+}
+
+int main(void) {
+  est_rng_init(&g_rng, 4321);
+  est_set_num_threads(2);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_backward_accumulates_into_input_gradient),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
