@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "est/threads.h"
 
 static const est_command commands[] = {
   /* Each subcommand adds its line here. */
@@ -23,6 +24,10 @@ static void print_usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  /* No thread of any pool runs until a command does math (see est/threads.h); the default
+   * thread count is the CPUs this process may use, not the machine's. */
+  est_blas_stop_threads();
+  est_set_num_threads(0);
   if (argc < 2) {
     print_usage(stderr);
     return 2;
