@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -40,29 +41,39 @@ static int count_threads(pid_t pid) {
   return n;
 }
 
-/* Runs EST_BIN with argv (NULL-terminated, without the program name), feeding `source`
- * through the FIFO `fifo` that argv names; returns the thread count seen while the command
- * waited on it, and checks the exit status is 0. */
-static int threads_while_reading(const char *fifo, const char *source, const char *const *args) {
+/* Starts EST_BIN with args (NULL-terminated, without the program name; extra_env, if not
+ * NULL, is put into its environment) and returns once it has opened the FIFO `fifo` that
+ * args name (ENXIO until then), i.e. once est is past main()'s start-up and inside the
+ * command; *fd is the FIFO's writing end. */
+static pid_t start_reading(const char *fifo, const char *const *args, const char *extra_env, int *fd) {
   assert_int_equal(mkfifo(fifo, 0600), 0);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     int null = open("/dev/null", O_RDWR);
     dup2(null, 0), dup2(null, 1), dup2(null, 2);
+    unsetenv("OMP_WAIT_POLICY"), unsetenv("GOMP_SPINCOUNT"); /* whatever ran the test set */
+    if (extra_env) putenv((char *)extra_env);
     char *argv[16] = {(char *)EST_BIN};
     for (int i = 0; args[i] && i < 14; i++) argv[i + 1] = (char *)args[i];
     execv(EST_BIN, argv);
     _exit(127);
   }
-  /* Opens once est has opened its end (ENXIO until then): est is inside the command. */
-  int fd, status;
-  while ((fd = open(fifo, O_WRONLY | O_NONBLOCK)) < 0) {
+  int status;
+  while ((*fd = open(fifo, O_WRONLY | O_NONBLOCK)) < 0) {
     assert_int_equal(errno, ENXIO);
     assert_int_equal(waitpid(pid, &status, WNOHANG), 0); /* est must not exit before reading */
     nanosleep(&(struct timespec){0, 1000 * 1000}, NULL);
   }
-  assert_int_equal(fcntl(fd, F_SETFL, 0), 0); /* blocking writes from here on */
+  assert_int_equal(fcntl(*fd, F_SETFL, 0), 0); /* blocking writes from here on */
+  return pid;
+}
+
+/* Runs the command with `source` fed through `fifo`; returns the thread count seen while
+ * the command waited on it, and checks the exit status is 0. */
+static int threads_while_reading(const char *fifo, const char *source, const char *const *args) {
+  int fd, status;
+  pid_t pid = start_reading(fifo, args, NULL, &fd);
   /* A thread that was joined may linger in /proc for a moment: poll (up to 1 s) for the
    * count to reach 1; a pool that exists stays, so the loop cannot hide one. */
   int threads = count_threads(pid);
@@ -81,6 +92,47 @@ static int threads_while_reading(const char *fifo, const char *source, const cha
   assert_int_equal(WEXITSTATUS(status), 0);
   unlink(fifo);
   return threads;
+}
+
+/* Whether the running process `pid` has `entry` ("NAME=value") in its environment. */
+static int has_env(pid_t pid, const char *entry) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+    if (!strcmp(buf + i, entry)) return 1;
+  return 0;
+}
+
+/* A math command runs with a short OpenMP spin (GOMP_SPINCOUNT, which libgomp reads only
+ * at load time, so est executes itself again with it); a wait policy or spin count the
+ * user set is left alone. */
+static void spin_count_of(const char *extra_env, const char *expect, int present) {
+  const char *vocab = test_tmp_path("vocab.txt");
+  char flag[1100], out[1100];
+  snprintf(flag, sizeof flag, "--vocab_file=%s", vocab);
+  snprintf(out, sizeof out, "--output_dir=%s", test_tmp_path("out"));
+  const char *args[] = {"run_classifier", "--task_name=MRPC", "--do_eval", "--data_dir=" EST_TEST_DATA "/glue_mini/MRPC",
+                        flag, "--bert_config_file=" EST_TEST_DATA "/run_classifier/bert_config_h32.json", out, NULL};
+  int fd, status;
+  pid_t pid = start_reading(vocab, args, extra_env, &fd);
+  assert_int_equal(has_env(pid, expect), present);
+  kill(pid, SIGKILL);
+  close(fd);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  unlink(vocab);
+}
+
+static void test_math_commands_spin_briefly(void **state) {
+  (void)state;
+  spin_count_of(NULL, "GOMP_SPINCOUNT=1000", 1);
+  spin_count_of("OMP_WAIT_POLICY=PASSIVE", "GOMP_SPINCOUNT=1000", 0);
+  spin_count_of("GOMP_SPINCOUNT=77", "GOMP_SPINCOUNT=77", 1);
 }
 
 static void test_tokenize_runs_on_one_thread(void **state) {
@@ -163,6 +215,7 @@ int main(void) {
     cmocka_unit_test_setup_teardown(test_convert_runs_on_one_thread, test_tmpdir_setup, test_tmpdir_teardown),
     cmocka_unit_test_setup_teardown(test_tfrecord_runs_on_one_thread, test_tmpdir_setup, test_tmpdir_teardown),
     cmocka_unit_test_setup_teardown(test_ckpt_runs_on_one_thread, test_tmpdir_setup, test_tmpdir_teardown),
+    cmocka_unit_test_setup_teardown(test_math_commands_spin_briefly, test_tmpdir_setup, test_tmpdir_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
