@@ -1,6 +1,9 @@
 /* GEMM speed on BERT's dense-layer shapes: est's fp32 GEMM (OpenBLAS sgemm under est's
  * OpenMP split) against est's bf16 kernel (src/nn/gemm_bf16.c), forward (NN), input
- * gradient (NT) and weight gradient (TN), GFLOP/s, best of 5.
+ * gradient (NT) and weight gradient (TN), best of 5, in GFLOP per CPU-second of the
+ * process (CLOCK_PROCESS_CPUTIME_ID): on a machine shared with other people's jobs, time
+ * spent descheduled does not count, so the figure is what the cores do while est runs;
+ * with THREADS > 1 it is the per-core rate.
  *
  *   bench_gemm [THREADS]      (build: the bench_gemm target)
  *
@@ -15,7 +18,7 @@
 
 static double now(void) {
   struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
@@ -46,7 +49,7 @@ int main(int argc, char **argv) {
   size_t max = (size_t)4096 * 3072;
   float *A = malloc(max * 4), *B = malloc(max * 4), *C = malloc(max * 4);
   for (size_t i = 0; i < max; i++) A[i] = (float)(i % 97) * 0.01f, B[i] = (float)(i % 89) * 0.01f, C[i] = 0.0f;
-  printf("%-8s %-18s %10s %10s %7s   (threads %d, GFLOP/s)\n", "op", "M x N x K", "fp32", "bf16", "ratio", threads);
+  printf("%-8s %-18s %10s %10s %7s   (threads %d, GFLOP per CPU-second)\n", "op", "M x N x K", "fp32", "bf16", "ratio", threads);
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int op = 0; op < 3; op++) {
       int tok = shapes[s][0], out = shapes[s][1], in = shapes[s][2];

@@ -286,7 +286,9 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   if (st != EST_OK) return st;
   est_precision precision = EST_PRECISION_FP32;
   est_precision_parse(c->precision, &precision);
-  est_set_precision(precision); /* bf16 falls back to fp32, with a warning, without AVX512-BF16 */
+  /* bf16 falls back to fp32, with a warning, without AVX512-BF16 */
+  if (est_set_precision(precision) == EST_PRECISION_BF16)
+    EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32");
 
   est_rc_model_params params = {0};
   st = est_bert_config_from_json_file(&params.bert_config, c->bert_config_file);
