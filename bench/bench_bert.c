@@ -14,6 +14,7 @@
 
 #include "est/bert_model.h"
 #include "est/optimizer.h"
+#include "est/precision.h"
 #include "est/rng.h"
 #include "est/threads.h"
 #include "est/variables.h"
@@ -34,7 +35,7 @@ static double now(void) {
 
 static int usage(void) {
   fprintf(stderr, "usage: bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch N] [--seq N]\n"
-                  "                  [--iters N] [--warmup N] [--threads N]\n");
+                  "                  [--iters N] [--warmup N] [--threads N] [--precision fp32|bf16]\n");
   return 2;
 }
 
@@ -59,7 +60,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
-    else return usage();
+    else if (!strcmp(argv[i], "--precision")) {
+      est_precision p;
+      if (est_precision_parse(argv[++i], &p) || est_set_precision(p) != p) return usage();
+    } else return usage();
   }
   est_bert_config cfg = est_bert_config_default();
   cfg.vocab_size = 30522;

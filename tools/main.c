@@ -1,8 +1,11 @@
 /* `est`: dispatches to one subcommand per file (see commands.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "est/threads.h"
 
 static const est_command commands[] = {
   /* Each subcommand adds its line here. */
@@ -18,6 +21,34 @@ static const est_command commands[] = {
   {NULL, NULL, NULL},
 };
 
+/* Commands that run math kernels on OpenMP threads (a new one adds its name here). */
+static const char *const math_commands[] = {"run_classifier", NULL};
+
+/* libgomp's threads wait at each barrier by spinning ~300000 iterations (milliseconds here)
+ * before they sleep. With a busy neighbour on a core, the spinning thread eats the CPU
+ * share its descheduled partner needs, and 2 threads ran Tiny training 10-20x slower than
+ * 1 (bench/README.md, "Sharing the machine"). OMP_WAIT_POLICY=PASSIVE (no spin) avoids that
+ * but pays a futex wake-up per parallel region, ~55% on a quiet machine. A short spin,
+ * enough to bridge the gap between two regions of one op, keeps both. (A PAUSE takes
+ * 120-170 ns in this VM, where it exits to the hypervisor, ~20 ns on bare metal: libgomp's
+ * default then spins 40 ms, 1000 spins 0.02-0.2 ms.)
+ *
+ * libgomp reads GOMP_SPINCOUNT only in its library constructor, before main() (and even an
+ * executable's .preinit_array cannot set it: libc's own start-up resets the environment
+ * after it), so a math command that finds neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY set
+ * sets the spin count and executes itself again, once (~1 ms). If the exec fails, it runs
+ * on with libgomp's default. */
+enum { SPIN_COUNT = 1000 }; /* libgomp's own choice when its threads outnumber the CPUs */
+
+static void use_short_spin(char **argv) {
+  if (getenv("GOMP_SPINCOUNT") || getenv("OMP_WAIT_POLICY")) return; /* the user's choice, or done */
+  char spin[16];
+  snprintf(spin, sizeof spin, "%d", SPIN_COUNT);
+  if (setenv("GOMP_SPINCOUNT", spin, 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("GOMP_SPINCOUNT");
+}
+
 static void print_usage(FILE *out) {
   fprintf(out,
           "usage: est COMMAND [ARGS...]\n\n"
@@ -27,6 +58,12 @@ static void print_usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+  for (const char *const *m = math_commands; argc >= 2 && *m; m++)
+    if (!strcmp(argv[1], *m)) use_short_spin(argv);
+  /* No thread of any pool runs until a command does math (see est/threads.h); the default
+   * thread count is the CPUs this process may use, not the machine's. */
+  est_blas_stop_threads();
+  est_set_num_threads(0);
   if (argc < 2) {
     print_usage(stderr);
     return 2;

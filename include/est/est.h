@@ -22,6 +22,7 @@
 #include "est/estimator.h"
 #include "est/dist.h"
 #include "est/threads.h"
+#include "est/precision.h"
 #include "est/nn.h"
 #include "est/bert_encoder.h"
 #include "est/bert_model.h"

@@ -59,6 +59,7 @@ typedef struct est_run_classifier_config {
 
   /* ---- est's own ---- */
   int64_t num_threads;           /* 0: OpenMP's default */
+  const char *precision;         /* "fp32" (default) or "bf16": the matmuls' arithmetic (est/precision.h) */
   int64_t seed;                  /* initialisation, dropout and shuffling */
   int64_t keep_checkpoint_max;   /* 5, as tf.estimator.RunConfig */
   int64_t log_step_count_steps;  /* 100, as tf.estimator.RunConfig */

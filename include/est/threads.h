@@ -8,6 +8,11 @@
  *
  *     est_set_num_threads(2);      // 2 OpenMP threads; OpenBLAS set to 1 thread
  *
+ * OpenBLAS's own pool, which Debian's pthread OpenBLAS starts in its library constructor
+ * and est never uses, is stopped by est_blas_stop_threads() (the `est` command line calls
+ * it first thing, so `est tokenize` runs on one thread); OpenMP starts its threads at the
+ * first parallel region, i.e. only once math runs.
+ *
  * Results of every non-GEMM op are bitwise identical for any thread count: loops split
  * work by rows or columns and never reduce across threads in a thread-dependent order.
  */
@@ -18,14 +23,21 @@
 extern "C" {
 #endif
 
-/* n <= 0 means "all cores" (omp_get_num_procs()). Also sets OpenBLAS to one thread (est's
- * GEMMs make sure of that themselves too, since a direct cblas caller may change it). */
+/* n <= 0 means est_default_num_threads(). Also sets OpenBLAS to one thread (est's GEMMs
+ * make sure of that themselves too, since a direct cblas caller may change it). */
 void est_set_num_threads(int n);
+/* OMP_NUM_THREADS when set; otherwise the CPUs this process may run on: its affinity mask
+ * (taskset, cpusets), capped by its cgroup v2 CPU quota (cpu.max, e.g. `docker --cpus=1.5`
+ * gives 2) — not the machine's CPU count. */
+int est_default_num_threads(void);
 int est_get_num_threads(void);
 
 /* OpenBLAS's own thread count (1 whenever est code has run a GEMM). */
 int est_blas_get_num_threads(void);
 void est_blas_set_num_threads(int n);
+/* Joins the worker threads OpenBLAS started at load time (pthread builds; a no-op for
+ * others). They come back only if someone asks OpenBLAS for more than one thread. */
+void est_blas_stop_threads(void);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,7 @@ est_run_classifier_config est_run_classifier_config_default(void) {
   c.num_tpu_cores = 8;
   /* est's own; the two RunConfig ones keep tf.estimator's defaults. */
   c.num_threads = 0;
+  c.precision = "fp32";
   c.seed = 12345;
   c.keep_checkpoint_max = 5;
   c.log_step_count_steps = 100;

@@ -2,8 +2,36 @@
 #include "nn/gemm.h"
 
 #include <omp.h>
+#include <string.h>
 
+#include "est/log.h"
 #include "est/threads.h"
+
+/* Read by every GEMM, written before training starts (est/precision.h). */
+static est_precision precision = EST_PRECISION_FP32;
+
+est_precision est_set_precision(est_precision p) {
+  if (p == EST_PRECISION_BF16 && !est_cpu_has_avx512_bf16()) {
+    static int warned;
+    if (!warned)
+      EST_LOG_WARN("precision bf16: this CPU has no AVX512-BF16, so the matmuls run in fp32");
+    warned = 1;
+    p = EST_PRECISION_FP32;
+  }
+  precision = p;
+  return p;
+}
+
+est_precision est_get_precision(void) { return precision; }
+
+const char *est_precision_name(est_precision p) { return p == EST_PRECISION_BF16 ? "bf16" : "fp32"; }
+
+int est_precision_parse(const char *name, est_precision *out) {
+  if (!strcmp(name, "fp32")) *out = EST_PRECISION_FP32;
+  else if (!strcmp(name, "bf16")) *out = EST_PRECISION_BF16;
+  else return -1;
+  return 0;
+}
 
 void est_blas_use_one_thread(void) {
   if (est_blas_get_num_threads() != 1) est_blas_set_num_threads(1);
@@ -11,22 +39,33 @@ void est_blas_use_one_thread(void) {
 
 /* Below this many multiply-adds a GEMM is not worth a parallel region. */
 enum { PARALLEL_MIN_FLOPS = 1 << 20, ALIGN = 16 };
+/* Blocks per thread, each at least MIN_BLOCK rows/columns of C, handed out dynamically:
+ * when a thread is descheduled (a busy neighbour on its core), the others take its
+ * blocks instead of waiting for a fixed half. Smaller blocks cost little on BERT's shapes
+ * (M = tokens in the thousands); below MIN_BLOCK the re-packed operand starts to show. */
+enum { BLOCKS_PER_THREAD = 4, MIN_BLOCK = 128 };
 
 void est_sgemm_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                         int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+  if (precision == EST_PRECISION_BF16) {
+    est_sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
   est_blas_use_one_thread();
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (threads <= 1 || (double)M * N * K < PARALLEL_MIN_FLOPS) {
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }
-  /* Split the longer side of C into one block per thread (multiples of 16 = one zmm). */
+  /* Split the longer side of C into blocks (multiples of 16 = one zmm). */
   int split_m = M >= N;
   int len = split_m ? M : N;
-  int chunk = (len + threads - 1) / threads;
+  int chunk = (len + threads * BLOCKS_PER_THREAD - 1) / (threads * BLOCKS_PER_THREAD);
+  int even = (len + threads - 1) / threads; /* never coarser than one block per thread */
+  if (chunk < MIN_BLOCK) chunk = MIN_BLOCK < even ? MIN_BLOCK : even;
   chunk = (chunk + ALIGN - 1) / ALIGN * ALIGN;
   int nblocks = (len + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) num_threads(nblocks < threads ? nblocks : threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nblocks < threads ? nblocks : threads)
   for (int blk = 0; blk < nblocks; blk++) {
     int lo = blk * chunk, n = len - lo < chunk ? len - lo : chunk;
     if (split_m) {

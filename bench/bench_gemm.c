@@ -1,0 +1,67 @@
+/* GEMM speed on BERT's dense-layer shapes: est's fp32 GEMM (OpenBLAS sgemm under est's
+ * OpenMP split) against est's bf16 kernel (src/nn/gemm_bf16.c), forward (NN), input
+ * gradient (NT) and weight gradient (TN), best of 5, in GFLOP per CPU-second of the
+ * process (CLOCK_PROCESS_CPUTIME_ID): on a machine shared with other people's jobs, time
+ * spent descheduled does not count, so the figure is what the cores do while est runs;
+ * with THREADS > 1 it is the per-core rate.
+ *
+ *   bench_gemm [THREADS]      (build: the bench_gemm target)
+ *
+ * Unset OPENBLAS_CORETYPE for a fair fp32 figure (bench/README.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "est/precision.h"
+#include "est/threads.h"
+#include "nn/gemm.h"
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Best GFLOP/s of 5 runs of C[M,N] (+)= op(A) op(B), K inner. */
+static double run(est_precision p, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float *A, float *B,
+                  float *C) {
+  est_set_precision(p);
+  double best = 1e30;
+  for (int r = 0; r < 5; r++) {
+    double t0 = now();
+    est_sgemm_parallel(ta, tb, M, N, K, 1.0f, A, ta == CblasNoTrans ? K : M, B, tb == CblasNoTrans ? N : K, 1.0f, C,
+                       N);
+    double t = now() - t0;
+    if (t < best) best = t;
+  }
+  est_set_precision(EST_PRECISION_FP32);
+  return 2.0 * M * N * K / best * 1e-9;
+}
+
+int main(int argc, char **argv) {
+  int threads = argc > 1 ? atoi(argv[1]) : 1;
+  est_set_num_threads(threads);
+  if (!est_cpu_has_avx512_bf16()) fprintf(stderr, "bench_gemm: no AVX512-BF16 here; bf16 runs in fp32\n");
+  /* tokens x out x in: BERT-Base's attention output/FFN, Tiny's */
+  static const int shapes[][3] = {{4096, 768, 768}, {4096, 3072, 768}, {4096, 768, 3072}, {4096, 128, 128},
+                                  {4096, 512, 128}, {4096, 128, 512}};
+  static const char *names[] = {"NN fwd", "NT dinp", "TN dW"};
+  size_t max = (size_t)4096 * 3072;
+  float *A = malloc(max * 4), *B = malloc(max * 4), *C = malloc(max * 4);
+  for (size_t i = 0; i < max; i++) A[i] = (float)(i % 97) * 0.01f, B[i] = (float)(i % 89) * 0.01f, C[i] = 0.0f;
+  printf("%-8s %-18s %10s %10s %7s   (threads %d, GFLOP per CPU-second)\n", "op", "M x N x K", "fp32", "bf16", "ratio", threads);
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int op = 0; op < 3; op++) {
+      int tok = shapes[s][0], out = shapes[s][1], in = shapes[s][2];
+      /* fwd: [tok,in].[in,out]; dinp: [tok,out].[in,out]^T; dW: [tok,in]^T.[tok,out] */
+      int M = op == 2 ? in : tok, N = op == 1 ? in : out, K = op == 0 ? in : op == 1 ? out : tok;
+      CBLAS_TRANSPOSE ta = op == 2 ? CblasTrans : CblasNoTrans, tb = op == 1 ? CblasTrans : CblasNoTrans;
+      double f = run(EST_PRECISION_FP32, ta, tb, M, N, K, A, B, C);
+      double b = run(EST_PRECISION_BF16, ta, tb, M, N, K, A, B, C);
+      char dims[32];
+      snprintf(dims, sizeof dims, "%dx%dx%d", M, N, K);
+      printf("%-8s %-18s %10.1f %10.1f %6.2fx\n", names[op], dims, f, b, b / f);
+    }
+  free(A), free(B), free(C);
+  return 0;
+}

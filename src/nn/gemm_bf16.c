@@ -1,0 +1,192 @@
+/* bf16 GEMM on AVX512-BF16: C[M,N] = alpha op(A) op(B) + beta C with op(A), op(B) rounded
+ * to bf16 and every product summed in fp32 (see gemm.h; reference twin: gemm_bf16_ref.c).
+ *
+ * VDPBF16PS multiplies 16 pairs of bf16 and adds both products into 16 fp32 lanes: 64 FLOP
+ * per instruction, twice an fp32 FMA's 32. So both operands are packed as 32-bit words,
+ * each holding a k-pair (element k in the low half, k+1 in the high half):
+ *   B  -> Bw[kp][n]  (n padded to a multiple of NR): one zmm load = 16 columns' pairs
+ *   A  -> one word per (m, kp), broadcast to every lane; NoTrans A keeps its row order
+ *         (Aw[m][kp], just converted), Trans A is packed like B (Aw[kp][m])
+ * and a 12x32 tile of C lives in 24 zmm accumulators while the kernel runs over k.
+ *
+ * Blocking: rows of C go in blocks of MC (A's block stays in L2), k in blocks of KC pairs,
+ * columns in tiles of NR (the B slice, KC x NR words = 32 KiB, stays in L1 across the
+ * block's row tiles). Row blocks are handed out dynamically to the OpenMP threads.
+ * Conversion is round-to-nearest-even (VCVTNEPS2BF16), as est_bf16_from_float. */
+#include <immintrin.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/gemm.h"
+
+#define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+
+enum { MR = 12, NR = 32, MC = 16 * MR, KC = 256 };
+
+int est_cpu_has_avx512_bf16(void) {
+  static int cached = -1; /* a benign race: every thread computes the same value */
+  if (cached < 0) {
+    __builtin_cpu_init();
+    cached = __builtin_cpu_supports("avx512bf16") != 0;
+  }
+  return cached;
+}
+
+/* Packed operands, grown as needed and kept per calling thread (the step loop stays
+ * allocation-free once the largest GEMM has run). */
+typedef struct {
+  int32_t *p;
+  size_t cap;
+} scratch;
+static _Thread_local scratch scratch_a, scratch_b;
+
+static int32_t *scratch_get(scratch *s, size_t words) {
+  if (s->cap < words) {
+    free(s->p);
+    size_t bytes = (words * sizeof(int32_t) + 63) / 64 * 64;
+    s->p = aligned_alloc(64, bytes);
+    s->cap = s->p ? words : 0;
+  }
+  return s->p;
+}
+
+static inline __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+
+/* dst[m][0..Kp) = bf16(src row m), rows M..Mp zero; Kp = 2 * kp2 (a zero pads odd K). */
+BF16_TARGET static void pack_rows(int32_t *dst, const float *src, int ld, int M, int Mp, int K, int kp2, int from,
+                                  int to) {
+  for (int m = from; m < to; m++) {
+    uint16_t *row = (uint16_t *)(dst + (size_t)m * kp2);
+    if (m >= M) {
+      memset(row, 0, (size_t)kp2 * sizeof(int32_t));
+      continue;
+    }
+    const float *s = src + (size_t)m * ld;
+    for (int k = 0; k < 2 * kp2; k += 32) {
+      __m512 lo = _mm512_maskz_loadu_ps(lanes(K - k), s + k);
+      __m512 hi = _mm512_maskz_loadu_ps(lanes(K - k - 16), s + k + 16);
+      __m512i h = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+      int n = 2 * kp2 - k;
+      _mm512_mask_storeu_epi16(row + k, n >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << n) - 1), h);
+    }
+  }
+  (void)Mp;
+}
+
+/* dst[kp][c] = pair(src[2kp][c], src[2kp+1][c]) for c < C, zero up to Cp: the k-pairs of a
+ * matrix stored with k as its row index (NoTrans B, Trans A). Rows kp in [from, to). */
+BF16_TARGET static void pack_pairs_of_rows(int32_t *dst, const float *src, int ld, int K, int C, int Cp, int from,
+                                           int to) {
+  for (int kp = from; kp < to; kp++) {
+    const float *r0 = src + (size_t)(2 * kp) * ld, *r1 = 2 * kp + 1 < K ? r0 + ld : NULL;
+    int32_t *d = dst + (size_t)kp * Cp;
+    for (int c = 0; c < Cp; c += 16) {
+      __mmask16 in = lanes(C - c);
+      __m512 x0 = _mm512_maskz_loadu_ps(in, r0 + c);
+      __m512 x1 = r1 ? _mm512_maskz_loadu_ps(in, r1 + c) : _mm512_setzero_ps();
+      __m512i w0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x0));
+      __m512i w1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x1));
+      _mm512_mask_storeu_epi32(d + c, lanes(Cp - c), _mm512_or_si512(w0, _mm512_slli_epi32(w1, 16)));
+    }
+  }
+}
+
+/* dst[kp][n] = pair(src[n][2kp], src[n][2kp+1]): Trans B (stored [N][K]), whose pairs are
+ * adjacent in memory but belong in a column of dst. Rows n in [from, to); columns N..Np of
+ * dst are zeroed by the caller. */
+BF16_TARGET static void pack_pairs_of_cols(int32_t *dst, const float *src, int ld, int K, int kp2, int Np, int from,
+                                           int to) {
+  const __m512i stride = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                            _mm512_set1_epi32(Np));
+  for (int n = from; n < to; n++) {
+    const float *s = src + (size_t)n * ld;
+    for (int k = 0; k < 2 * kp2; k += 32) {
+      __m512 lo = _mm512_maskz_loadu_ps(lanes(K - k), s + k);
+      __m512 hi = _mm512_maskz_loadu_ps(lanes(K - k - 16), s + k + 16);
+      __m512i words = (__m512i)_mm512_cvtne2ps_pbh(hi, lo); /* 16 pairs, kp = k/2 .. k/2+15 */
+      _mm512_mask_i32scatter_epi32(dst + (size_t)(k / 2) * Np + n, lanes(kp2 - k / 2), stride, words, 4);
+    }
+  }
+}
+
+/* C[rows][cols] (rows <= MR, cols <= NR) += alpha * sum over kpairs of A-pairs . B-pairs.
+ * a: word of (row i, pair p) at a[i * a_m + p * a_k]; b: pair p's NR columns at b + p * b_k. */
+BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k, const int32_t *b, long b_k, float *c,
+                               long ldc, float alpha, int rows, int cols) {
+  __m512 acc[MR][2];
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int p = 0; p < kpairs; p++) {
+    __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + (size_t)p * b_k);
+    __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + (size_t)p * b_k + 16);
+    const int32_t *ap = a + (size_t)p * a_k;
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+      __m512bh ai = (__m512bh)_mm512_set1_epi32(ap[i * a_m]);
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+    }
+  }
+  __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+  __m512 va = _mm512_set1_ps(alpha);
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; i++)
+    if (i < rows) {
+      float *ci = c + (size_t)i * ldc;
+      _mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(acc[i][0], va, _mm512_maskz_loadu_ps(m0, ci)));
+      _mm512_mask_storeu_ps(ci + 16, m1, _mm512_fmadd_ps(acc[i][1], va, _mm512_maskz_loadu_ps(m1, ci + 16)));
+    }
+}
+
+/* Splits [0, n) evenly over the team; the calling thread's share. */
+static void share(int n, int *from, int *to) {
+  int t = omp_get_thread_num(), nt = omp_get_num_threads();
+  *from = (int)((long)n * t / nt);
+  *to = (int)((long)n * (t + 1) / nt);
+}
+
+void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
+                    const float *B, int ldb, float beta, float *C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (beta != 1.0f)
+    for (int m = 0; m < M; m++)
+      for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] = beta == 0.0f ? 0.0f : beta * C[(size_t)m * ldc + n];
+  if (K <= 0 || alpha == 0.0f) return;
+  int kp2 = (K + 1) / 2, Mp = (M + MR - 1) / MR * MR, Np = (N + NR - 1) / NR * NR;
+  int32_t *aw = scratch_get(&scratch_a, (size_t)Mp * kp2), *bw = scratch_get(&scratch_b, (size_t)kp2 * Np);
+  if (!aw || !bw) { /* out of memory for the packed copies: the fp32 GEMM needs none */
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc); /* C holds beta C */
+    return;
+  }
+  long a_m = ta == CblasNoTrans ? kp2 : 1, a_k = ta == CblasNoTrans ? 1 : Mp;
+  int nblocks = (M + MC - 1) / MC;
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#pragma omp parallel num_threads(threads)
+  {
+    int from, to;
+    if (ta == CblasNoTrans) share(Mp, &from, &to), pack_rows(aw, A, lda, M, Mp, K, kp2, from, to);
+    else share(kp2, &from, &to), pack_pairs_of_rows(aw, A, lda, K, M, Mp, from, to);
+    if (tb == CblasNoTrans) {
+      share(kp2, &from, &to);
+      pack_pairs_of_rows(bw, B, ldb, K, N, Np, from, to);
+    } else {
+      share(N, &from, &to);
+      pack_pairs_of_cols(bw, B, ldb, K, kp2, Np, from, to);
+      share(kp2, &from, &to);
+      for (int kp = from; kp < to; kp++) memset(bw + (size_t)kp * Np + N, 0, (size_t)(Np - N) * sizeof(int32_t));
+    }
+#pragma omp barrier
+#pragma omp for schedule(dynamic, 1)
+    for (int blk = 0; blk < nblocks; blk++) {
+      int m0 = blk * MC, m1 = m0 + MC < M ? m0 + MC : M;
+      for (int k0 = 0; k0 < kp2; k0 += KC) {
+        int kc = kp2 - k0 < KC ? kp2 - k0 : KC;
+        for (int n0 = 0; n0 < N; n0 += NR)
+          for (int m = m0; m < m1; m += MR)
+            kernel(kc, aw + (size_t)m * a_m + (size_t)k0 * a_k, a_m, a_k, bw + (size_t)k0 * Np + n0, Np,
+                   C + (size_t)m * ldc + n0, ldc, alpha, m1 - m < MR ? m1 - m : MR, N - n0 < NR ? N - n0 : NR);
+      }
+    }
+  }
+}

@@ -1,0 +1,235 @@
+/* bf16 GEMM: conversions, the reference against exact arithmetic, the AVX512-BF16 kernel
+ * against the reference (skipped on CPUs without it), and the precision setting.
+ *
+ * Tolerances, from bf16's 8 bits of precision (unit roundoff u16 = 2^-8) and fp32's 24
+ * (u32 = 2^-24):
+ *   reference vs exact:  each product a*b of rounded inputs is off by at most
+ *                        (1+u16)^2 - 1 < 2.01 u16 relative, so |ref - exact| <=
+ *                        2.01 * 2^-8 * sum_k |a_mk b_kn| (the reference sums in double).
+ *   kernel vs reference: both multiply the same bf16 values exactly; the kernel sums K
+ *                        products in fp32 (in another order), so the gap is at most the
+ *                        fp32 summation error, K * u32 * sum_k |a b|, plus a rounding of
+ *                        the beta*C term and of the result (2 u32 each). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/est.h"
+#include "est/precision.h"
+#include "nn/gemm.h"
+#include "test_util.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static float uniform(void) { /* in [-1, 1) */
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((rng_state >> 40) * (1.0 / (1 << 23)) - 1.0);
+}
+
+static float *random_matrix(size_t n) {
+  float *m = malloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) m[i] = uniform() * 2.0f;
+  return m;
+}
+
+static void test_conversion_rounds_to_nearest_even(void **state) {
+  (void)state;
+  assert_int_equal(est_bf16_from_float(1.0f), 0x3F80);
+  assert_int_equal(est_bf16_from_float(-2.0f), 0xC000);
+  assert_true(est_bf16_to_float(0x3F80) == 1.0f);
+  /* 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: ties go to the even mantissa (1.0);
+   * 1 + 3 * 2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6: to 1 + 2^-6 (even). */
+  assert_int_equal(est_bf16_from_float(1.0f + 0x1p-8f), 0x3F80);
+  assert_int_equal(est_bf16_from_float(1.0f + 3 * 0x1p-8f), 0x3F82);
+  assert_int_equal(est_bf16_from_float(1.0f + 0x1p-8f + 0x1p-20f), 0x3F81); /* above half: up */
+  assert_int_equal(est_bf16_from_float(INFINITY), 0x7F80);
+  assert_int_equal(est_bf16_from_float(3.4028235e38f), 0x7F80); /* FLT_MAX rounds to infinity */
+  assert_true(isnan(est_bf16_round(NAN)));
+  assert_true(isnan(est_bf16_to_float(est_bf16_from_float(-NAN))));
+  /* relative error at most 2^-8 over many values */
+  for (int i = 0; i < 10000; i++) {
+    float x = uniform() * 1000.0f;
+    assert_true(fabsf(est_bf16_round(x) - x) <= 0x1p-8f * fabsf(x));
+  }
+}
+
+static float op_a(const float *A, int lda, CBLAS_TRANSPOSE t, int m, int k) {
+  return t == CblasNoTrans ? A[(size_t)m * lda + k] : A[(size_t)k * lda + m];
+}
+static float op_b(const float *B, int ldb, CBLAS_TRANSPOSE t, int k, int n) {
+  return t == CblasNoTrans ? B[(size_t)k * ldb + n] : B[(size_t)n * ldb + k];
+}
+
+typedef struct {
+  CBLAS_TRANSPOSE ta, tb;
+  int M, N, K;
+  float alpha, beta;
+} shape;
+
+/* Sizes cross every edge of the kernel: tiles of 12 rows x 32 columns, row blocks of 192,
+ * k blocks of 512, odd K (a zero-padded pair). */
+static const shape shapes[] = {
+  {CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, 0.0f},      {CblasNoTrans, CblasNoTrans, 37, 45, 67, 1.0f, 1.0f},
+  {CblasNoTrans, CblasTrans, 37, 45, 67, 0.5f, 1.0f},     {CblasTrans, CblasNoTrans, 37, 45, 67, 1.0f, 2.0f},
+  {CblasTrans, CblasTrans, 13, 33, 5, -1.0f, 0.0f},       {CblasNoTrans, CblasNoTrans, 200, 70, 1100, 1.0f, 1.0f},
+  {CblasTrans, CblasNoTrans, 64, 128, 1025, 1.0f, 1.0f},  {CblasNoTrans, CblasTrans, 385, 96, 128, 1.0f, 0.0f},
+};
+
+typedef struct {
+  float *A, *B, *C0;
+  int lda, ldb, ldc;
+} operands;
+
+/* Operands with leading dimensions wider than the matrices (so strides are exercised). */
+static operands make_operands(const shape *s) {
+  operands o;
+  int arows = s->ta == CblasNoTrans ? s->M : s->K, acols = s->ta == CblasNoTrans ? s->K : s->M;
+  int brows = s->tb == CblasNoTrans ? s->K : s->N, bcols = s->tb == CblasNoTrans ? s->N : s->K;
+  o.lda = acols + 3, o.ldb = bcols + 5, o.ldc = s->N + 7;
+  o.A = random_matrix((size_t)arows * o.lda);
+  o.B = random_matrix((size_t)brows * o.ldb);
+  o.C0 = random_matrix((size_t)s->M * o.ldc);
+  return o;
+}
+
+static void free_operands(operands *o) {
+  free(o->A), free(o->B), free(o->C0);
+}
+
+/* sum_k |op(A)_mk op(B)_kn|, and the exact (double) alpha op(A) op(B) + beta C0. */
+static double abs_sum(const shape *s, const operands *o, int m, int n, double *exact) {
+  double sum = 0.0, dot = 0.0;
+  for (int k = 0; k < s->K; k++) {
+    double p = (double)op_a(o->A, o->lda, s->ta, m, k) * op_b(o->B, o->ldb, s->tb, k, n);
+    dot += p, sum += fabs(p);
+  }
+  *exact = s->alpha * dot + (s->beta == 0.0f ? 0.0 : (double)s->beta * o->C0[(size_t)m * o->ldc + n]);
+  return sum;
+}
+
+static void test_reference_is_exact_but_for_input_rounding(void **state) {
+  (void)state;
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    const shape *s = &shapes[i];
+    if ((double)s->M * s->N * s->K > 2e6) continue; /* the reference is a triple loop */
+    operands o = make_operands(s);
+    float *C = malloc((size_t)s->M * o.ldc * sizeof(float));
+    memcpy(C, o.C0, (size_t)s->M * o.ldc * sizeof(float));
+    est_sgemm_bf16_ref(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, C, o.ldc);
+    double worst = 0.0;
+    for (int m = 0; m < s->M; m++)
+      for (int n = 0; n < s->N; n++) {
+        double exact, sum = abs_sum(s, &o, m, n, &exact);
+        double err = fabs(C[(size_t)m * o.ldc + n] - exact);
+        double tol = 2.01 * 0x1p-8 * fabs(s->alpha) * sum + 0x1p-23 * fabs(exact);
+        assert_true(err <= tol);
+        if (err > worst) worst = err;
+      }
+    if (s->K > 1) assert_true(worst > 0.0); /* it did round: random floats are not bf16 */
+    free(C);
+    free_operands(&o);
+  }
+  /* Inputs that bf16 holds exactly give exact results. */
+  float a[6] = {1, 2, 3, -4, 0.5f, 8}, b[6] = {3, -1, 0.25f, 2, 6, 1}, c[4] = {0};
+  est_sgemm_bf16_ref(CblasNoTrans, CblasNoTrans, 2, 2, 3, 1.0f, a, 3, b, 2, 0.0f, c, 2);
+  assert_true(c[0] == 1 * 3 + 2 * 0.25f + 3 * 6 && c[3] == -4 * -1 + 0.5f * 2 + 8 * 1);
+}
+
+static void test_kernel_matches_reference(void **state) {
+  (void)state;
+  if (!est_cpu_has_avx512_bf16()) skip();
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    const shape *s = &shapes[i];
+    operands o = make_operands(s);
+    size_t csize = (size_t)s->M * o.ldc;
+    float *fast = malloc(csize * sizeof(float)), *ref = malloc(csize * sizeof(float));
+    memcpy(fast, o.C0, csize * sizeof(float));
+    memcpy(ref, o.C0, csize * sizeof(float));
+    est_sgemm_bf16(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, fast, o.ldc);
+    est_sgemm_bf16_ref(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, ref, o.ldc);
+    for (int m = 0; m < s->M; m++) {
+      for (int n = 0; n < s->N; n++) {
+        double exact, sum = abs_sum(s, &o, m, n, &exact);
+        double r = ref[(size_t)m * o.ldc + n], c0 = o.C0[(size_t)m * o.ldc + n];
+        double tol = s->K * 0x1p-24 * 1.02 * fabs(s->alpha) * sum + 0x1p-23 * (fabs(s->beta * c0) + fabs(r));
+        assert_true(fabs(fast[(size_t)m * o.ldc + n] - r) <= tol);
+      }
+      for (int n = s->N; n < o.ldc; n++) /* the padding beyond N is not touched */
+        assert_true(fast[(size_t)m * o.ldc + n] == o.C0[(size_t)m * o.ldc + n]);
+    }
+    free(fast), free(ref);
+    free_operands(&o);
+  }
+}
+
+/* The GEMM layer follows the setting: bf16 results (where the CPU has it) equal the bf16
+ * kernel's bit for bit for 1 and 2 threads (its k order does not depend on the split), and
+ * FP32 is the default and comes back. */
+static void test_precision_setting_switches_the_gemm(void **state) {
+  (void)state;
+  assert_int_equal(est_get_precision(), EST_PRECISION_FP32);
+  est_precision p;
+  assert_int_equal(est_precision_parse("bf16", &p), 0);
+  assert_int_equal(p, EST_PRECISION_BF16);
+  assert_int_equal(est_precision_parse("fp16", &p), -1);
+  assert_string_equal(est_precision_name(EST_PRECISION_BF16), "bf16");
+  const shape s = {CblasNoTrans, CblasTrans, 300, 96, 200, 1.0f, 1.0f};
+  operands o = make_operands(&s);
+  size_t csize = (size_t)s.M * o.ldc;
+  float *fp32 = malloc(csize * sizeof(float)), *layer = malloc(csize * sizeof(float));
+  float *bf16 = malloc(csize * sizeof(float));
+  memcpy(fp32, o.C0, csize * sizeof(float));
+  cblas_sgemm(CblasRowMajor, s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, fp32, o.ldc);
+  int has = est_cpu_has_avx512_bf16();
+  assert_int_equal(est_set_precision(EST_PRECISION_BF16), has ? EST_PRECISION_BF16 : EST_PRECISION_FP32);
+  memcpy(bf16, o.C0, csize * sizeof(float));
+  if (has) est_sgemm_bf16(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, bf16, o.ldc);
+  else memcpy(bf16, fp32, csize * sizeof(float));
+  for (int threads = 1; threads <= 2; threads++) {
+    est_set_num_threads(threads);
+    memcpy(layer, o.C0, csize * sizeof(float));
+    est_sgemm_parallel(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, layer, o.ldc);
+    if (has) assert_memory_equal(layer, bf16, csize * sizeof(float));
+    else for (size_t i = 0; i < csize; i++) assert_float_equal(layer[i], fp32[i], 1e-4f);
+  }
+  if (has) assert_memory_not_equal(bf16, fp32, csize * sizeof(float)); /* it really ran in bf16 */
+  assert_int_equal(est_set_precision(EST_PRECISION_FP32), EST_PRECISION_FP32);
+  memcpy(layer, o.C0, csize * sizeof(float));
+  est_sgemm_parallel(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, layer, o.ldc);
+  for (size_t i = 0; i < csize; i++) assert_float_equal(layer[i], fp32[i], 1e-4f);
+  free(fp32), free(layer), free(bf16);
+  free_operands(&o);
+}
+
+/* run_classifier's --precision: fp32/bf16 accepted (bf16 even without AVX512-BF16: it
+ * falls back), anything else is bad usage naming the flag. */
+static void test_precision_flag(void **state) {
+  (void)state;
+  char dir[256], *out;
+  test_make_tmpdir(dir, sizeof dir);
+  const char *fmt = "%s run_classifier --task_name=MRPC --do_eval --data_dir=%s/glue_mini/MRPC "
+                    "--vocab_file=%s/vocab_uncased.txt --bert_config_file=%s/run_classifier/bert_config_h32.json "
+                    "--max_seq_length=32 --output_dir=%s/%s --precision=%s";
+  assert_int_equal(test_run(&out, 1, fmt, EST_BIN, EST_TEST_DATA, EST_TEST_DATA, EST_TEST_DATA, dir, "a", "fp16"), 2);
+  assert_non_null(strstr(out, "--precision=fp16"));
+  free(out);
+  assert_int_equal(test_run(&out, 1, fmt, EST_BIN, EST_TEST_DATA, EST_TEST_DATA, EST_TEST_DATA, dir, "b", "bf16"), 0);
+  free(out);
+  test_remove_tree(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_conversion_rounds_to_nearest_even),
+    cmocka_unit_test(test_reference_is_exact_but_for_input_rounding),
+    cmocka_unit_test(test_kernel_matches_reference),
+    cmocka_unit_test(test_precision_setting_switches_the_gemm),
+    cmocka_unit_test(test_precision_flag),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
