@@ -22,7 +22,8 @@ static const est_command commands[] = {
 };
 
 /* Commands that run math kernels on OpenMP threads (a new one adds its name here). */
-static const char *const math_commands[] = {"run_classifier", NULL};
+static const char *const math_commands[] = {"run_classifier", "run_pretraining", "predict", "serve",
+                                            "extract_features", NULL};
 
 /* libgomp's threads wait at each barrier by spinning ~300000 iterations (milliseconds here)
  * before they sleep. With a busy neighbour on a core, the spinning thread eats the CPU
