@@ -253,30 +253,6 @@ static void log_gradient_reduction(void) {
                gs.reduce_seconds, gs.wait_seconds);
 }
 
-/* "***** Eval results *****" and eval_results.txt: the metrics as the reference prints
- * them (float32 values, global_step an integer), in sorted key order. */
-static est_status write_eval_results(const est_eval_result *r, const char *path) {
-  est_metric_value *m = calloc(r->count ? r->count : 1, sizeof *m);
-  if (!m) return est_error(EST_ERR_NO_MEMORY, "out of memory");
-  EST_LOG_INFO("***** Eval results *****");
-  for (size_t i = 0; i < r->count; i++) {
-    char num[48];
-    m[i].name = r->names[i];
-    m[i].value = (float)r->values[i];
-    if (!strcmp(r->names[i], "global_step")) {
-      m[i].is_integer = 1;
-      m[i].int_value = r->global_step;
-      snprintf(num, sizeof num, "%lld", (long long)r->global_step);
-    } else {
-      est_format_float32(m[i].value, num, sizeof num);
-    }
-    EST_LOG_INFO("  %s = %s", r->names[i], num);
-  }
-  est_status st = est_run_classifier_write_eval_results(path, m, r->count);
-  free(m);
-  return st;
-}
-
 est_status est_run_classifier_main(const est_run_classifier_config *c) {
   est_status st = est_run_classifier_validate(c);
   if (st != EST_OK) return st;
@@ -386,7 +362,10 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     char out_path[4096];
     est_path_join(out_path, sizeof out_path, c->output_dir, "eval_results.txt");
     /* every rank holds the same reduced metrics; one file, from the chief */
-    if (est_dist_is_chief()) st = write_eval_results(&result, out_path);
+    if (est_dist_is_chief()) {
+      est_eval_result_log(&result);
+      st = est_eval_result_write(&result, out_path);
+    }
     if (st != EST_OK) goto done;
   }
 
