@@ -86,22 +86,15 @@ est_status est_run_classifier_validate(const est_run_classifier_config *c) {
   if (c->seed < 0) return est_error(EST_ERR_INVALID_ARGUMENT, "--seed=%lld: must be >= 0", (long long)c->seed);
 
   /* The task (the reference looks it up after creating output_dir; est before any work). */
-  est_tsv_task_config tc = est_tsv_task_config_default();
-  tc.text_a_column = (int)c->tsv_text_a_column;
-  tc.text_b_column = (int)c->tsv_text_b_column;
-  tc.label_column = (int)c->tsv_label_column;
-  tc.test_text_a_column = (int)c->tsv_test_text_a_column;
-  tc.test_text_b_column = (int)c->tsv_test_text_b_column;
-  tc.test_label_column = (int)c->tsv_test_label_column;
-  tc.labels = c->tsv_labels;
+  est_tsv_task_config tc = est_rc_tsv_config(c);
   est_processor *proc;
   st = est_processor_create(&proc, c->task_name, &tc);
   if (st != EST_OK) return est_error_prefix("--task_name: ");
-  bool is_xnli = !strcmp(est_processor_name(proc), "xnli");
-  if (is_xnli && c->do_predict) {
+  if (c->do_predict && !est_processor_has_split(proc, EST_SPLIT_TEST)) {
+    st = est_error(EST_ERR_UNIMPLEMENTED, "--do_predict: task %s has no test set (the reference raises "
+                                          "NotImplementedError)", est_processor_name(proc));
     est_processor_free(proc);
-    return est_error(EST_ERR_UNIMPLEMENTED, "--do_predict: task xnli has no test set (the reference raises "
-                                            "NotImplementedError)");
+    return st;
   }
 
   /* Input files, so a typo fails now and not after an hour of training. */
@@ -287,8 +280,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   params.max_seq_length = (int)c->max_seq_length;
   params.init_checkpoint = c->init_checkpoint;
   params.learning_rate = c->learning_rate;
-  const char *name = est_rc_task_name(task);
-  params.extra_metric = !strcmp(name, "mrpc") ? EST_RC_METRIC_F1 : !strcmp(name, "cola") ? EST_RC_METRIC_MCC : 0;
+  params.extra_metric = (int)est_processor_extra_metric(est_rc_task_processor(task));
   if (c->do_train) {
     params.num_train_steps = est_run_classifier_num_train_steps(counts[0], c->train_batch_size, c->num_train_epochs);
     params.num_warmup_steps = est_run_classifier_num_warmup_steps(params.num_train_steps, c->warmup_proportion);
