@@ -10,6 +10,7 @@
 #include "est/dataset.h"
 #include "est/dist.h"
 #include "est/estimator.h"
+#include "est/features.h"
 #include "est/file.h"
 #include "est/log.h"
 #include "est/processors.h"
@@ -138,62 +139,26 @@ est_status est_run_classifier_validate(const est_run_classifier_config *c) {
 
 /* ---- input_fn: file_based_input_fn_builder ------------------------------------------ */
 
+/* One split's records through the public TFRecord input_fn: TRAIN reads them -> repeat
+ * forever -> shuffle(100) -> batch(drop_remainder); EVAL / PREDICT in file order with the
+ * final short batch kept (drop_remainder = use_tpu, false here). Every int64 feature
+ * arrives as int32, as the reference's _decode_record casts. The input's exact position
+ * (est_input.state_size: 24 + 3 * 100 values with shuffle(100)) goes into each checkpoint,
+ * so a resumed run continues with the batches it would have seen. */
 typedef struct rc_input {
   const char *path;
-  int seq_len;
-  int is_training;
+  est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES];
+  est_tfrecord_input config;
 } rc_input;
 
-static est_status rc_next(void *self, est_features *out) {
-  const est_batch *b;
-  est_status st = est_dataset_next(self, &b);
-  if (st != EST_OK) return st;
-  out->batch_size = b->size;
-  out->count = b->count;
-  out->names = b->names;
-  out->tensors = b->tensors;
-  out->lengths = b->lengths; /* all NULL: BERT's features are FixedLen */
-  return EST_OK;
-}
-
-/* The input's exact position: 24 + 3 * 100 values with shuffle(100), saved in each
- * checkpoint so that a resumed run continues with the batches it would have seen. */
-static size_t rc_state_size(void *self) { return est_dataset_state_size(self); }
-static est_status rc_get_state(void *self, int64_t *state, size_t capacity, size_t *n) {
-  return est_dataset_get_state(self, state, capacity, n);
-}
-static est_status rc_set_state(void *self, const int64_t *state, size_t n) {
-  return est_dataset_set_state(self, state, n);
-}
-static void rc_close(void *self) { est_dataset_free(self); }
-
-/* Training: records -> repeat forever -> shuffle(100) -> parse -> batch(drop_remainder).
- * Eval/predict: records in file order, the final short batch kept (drop_remainder =
- * use_tpu, false here). Every int64 feature arrives as int32, as the reference casts. */
-static est_status rc_open(void *ctx, const est_input_params *p, est_input *out) {
-  const rc_input *in = ctx;
-  est_feature_spec specs[5] = {
-    {.key = "input_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {in->seq_len}},
-    {.key = "input_mask", .dtype = EST_DT_INT64, .rank = 1, .shape = {in->seq_len}},
-    {.key = "segment_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {in->seq_len}},
-    {.key = "label_ids", .dtype = EST_DT_INT64, .rank = 0},
-    {.key = "is_real_example", .dtype = EST_DT_INT64, .rank = 0},
-  };
-  est_dataset *ds;
-  est_status st = est_dataset_from_tfrecords(&ds, &in->path, 1, EST_COMPRESSION_NONE);
-  if (st != EST_OK) return st;
-  st = est_dataset_parse(ds, specs, 5, EST_DATASET_CAST_INT32);
-  if (st == EST_OK && p->num_shards > 1) st = est_dataset_shard(ds, p->num_shards, p->shard_index);
-  if (st == EST_OK && in->is_training) st = est_dataset_repeat(ds, -1);
-  if (st == EST_OK && in->is_training) st = est_dataset_shuffle(ds, 100, p->seed);
-  if (st == EST_OK) st = est_dataset_batch(ds, p->batch_size, in->is_training);
-  if (st != EST_OK) {
-    est_dataset_free(ds);
-    return st;
-  }
-  *out = (est_input){.self = ds, .next = rc_next, .state_size = rc_state_size, .get_state = rc_get_state,
-                     .set_state = rc_set_state, .close = rc_close};
-  return EST_OK;
+static est_input_fn rc_input_fn(rc_input *in, const char *path, int64_t max_seq_length) {
+  in->path = path;
+  est_classifier_feature_specs(max_seq_length, in->specs);
+  in->config = (est_tfrecord_input){.paths = &in->path, .num_paths = 1, .compression = EST_COMPRESSION_NONE,
+                                    .specs = in->specs, .num_specs = EST_CLASSIFIER_NUM_FEATURES,
+                                    .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100,
+                                    .drop_remainder = 0, .prefetch = 0};
+  return est_tfrecord_input_fn(&in->config);
 }
 
 /* ---- predictions -> test_results.tsv ---------------------------------------------- */
@@ -333,8 +298,8 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     EST_LOG_INFO("  Num examples = %lld", (long long)counts[0]);
     EST_LOG_INFO("  Batch size = %lld", (long long)c->train_batch_size);
     EST_LOG_INFO("  Num steps = %lld", (long long)params.num_train_steps);
-    rc_input in = {path, (int)c->max_seq_length, 1};
-    est_input_fn input_fn = {rc_open, &in};
+    rc_input in;
+    const est_input_fn input_fn = rc_input_fn(&in, path, c->max_seq_length);
     st = est_estimator_train(e, &input_fn, 0, params.num_train_steps);
     if (st != EST_OK) goto done;
     log_gradient_reduction();
@@ -347,8 +312,8 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     EST_LOG_INFO("***** Running evaluation *****");
     EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", (long long)counts[1], (long long)counts[1], 0);
     EST_LOG_INFO("  Batch size = %lld", (long long)c->eval_batch_size);
-    rc_input in = {path, (int)c->max_seq_length, 0};
-    est_input_fn input_fn = {rc_open, &in};
+    rc_input in;
+    const est_input_fn input_fn = rc_input_fn(&in, path, c->max_seq_length);
     st = est_estimator_evaluate(e, &input_fn, 0, NULL, NULL, &result);
     if (st != EST_OK) goto done;
     char out_path[4096];
@@ -368,8 +333,8 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     EST_LOG_INFO("***** Running prediction*****");
     EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", (long long)counts[2], (long long)counts[2], 0);
     EST_LOG_INFO("  Batch size = %lld", (long long)c->predict_batch_size);
-    rc_input in = {path, (int)c->max_seq_length, 0};
-    est_input_fn input_fn = {rc_open, &in};
+    rc_input in;
+    const est_input_fn input_fn = rc_input_fn(&in, path, c->max_seq_length);
     preds.num_labels = params.num_labels;
     st = est_estimator_predict(e, &input_fn, NULL, collect_prediction, &preds);
     if (st != EST_OK) goto done;
