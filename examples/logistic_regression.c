@@ -21,6 +21,7 @@
 #include "est/example.h"
 #include "est/file.h"
 #include "est/flags.h"
+#include "est/float_format.h"
 #include "est/log.h"
 #include "est/metrics.h"
 #include "est/optimizer.h"
@@ -254,13 +255,14 @@ static est_status make_inputs(inputs *in, const char *data_dir, int F) {
 
 static est_status write_prediction(void *ctx, const est_prediction *p) {
   FILE *f = ctx;
-  fprintf(f, "%.9g\t%d\n", (double)*(const float *)p->values[0].data, *(const int32_t *)p->values[1].data);
+  char prob[EST_FLOAT32_CHARS];
+  fprintf(f, "%s\t%d\n", est_format_float32(*(const float *)p->values[0].data, prob, sizeof prob),
+          *(const int32_t *)p->values[1].data);
   return EST_OK;
 }
 
 static est_status report(const est_eval_result *r, const char *model_dir) {
-  EST_LOG_INFO("***** Eval results *****");
-  for (size_t i = 0; i < r->count; i++) EST_LOG_INFO("  %s = %.9g", r->names[i], r->values[i]);
+  est_eval_result_log(r);
   char path[4096];
   est_status st = est_path_join(path, sizeof path, model_dir, "eval_results.txt");
   return st == EST_OK ? est_eval_result_write(r, path) : st;

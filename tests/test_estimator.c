@@ -949,22 +949,6 @@ static void test_train_and_evaluate(void **state) {
   test_remove_tree(dir);
 }
 
-/* eval_results.txt and the logs print float32 values as Python prints numpy.float32
- * (expected strings from numpy 1.24: str(np.float32(v))). */
-static void test_float_format(void **state) {
-  (void)state;
-  const struct { float v; const char *text; } cases[] = {
-      {1.0f, "1.0"},          {0.5f, "0.5"},           {2.0f, "2.0"},         {100.0f, "100.0"},
-      {0.0f, "0.0"},          {-0.0f, "-0.0"},         {0.84558824f, "0.84558827"}, {0.505248f, "0.505248"},
-      {1.2e-05f, "1.2e-05"},  {1e-05f, "1e-05"},       {0.0001f, "1e-04"}, {0.00012f, "0.00012"},   {123456.0f, "123456.0"},
-      {1e16f, "1e+16"},       {0.6931472f, "0.6931472"}, {-3.25f, "-3.25"},    {1.5e+15f, "1500000000000000.0"},
-      {3.4028235e38f, "3.4028235e+38"}, {1.4e-45f, "1e-45"}, {NAN, "nan"},     {-INFINITY, "-inf"}};
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    char buf[64];
-    assert_string_equal(est_format_f32(cases[i].v, buf, sizeof buf), cases[i].text);
-  }
-}
-
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_train_evaluate_predict),
@@ -979,7 +963,6 @@ int main(void) {
       cmocka_unit_test(test_summaries_and_bert_schedule),
       cmocka_unit_test(test_adam_weight_decay_trajectory),
       cmocka_unit_test(test_input_end_and_inference_without_checkpoint),
-      cmocka_unit_test(test_float_format),
       cmocka_unit_test(test_train_and_evaluate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

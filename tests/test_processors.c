@@ -410,8 +410,39 @@ static void test_padding(void **state) {
   est_examples_free(&ex);
 }
 
+/* What the task table says besides the layouts: the extra metric, the splits, the names. */
+static void test_task_table(void **state) {
+  (void)state;
+  const struct {
+    const char *name, *canonical;
+    est_task_metric metric;
+    bool has_test;
+  } cases[] = {
+    {"MRPC", "mrpc", EST_TASK_METRIC_F1, true},    {"CoLA", "cola", EST_TASK_METRIC_MCC, true},
+    {"sst2", "sst-2", EST_TASK_METRIC_NONE, true}, {"mnli_mismatched", "mnli-mm", EST_TASK_METRIC_NONE, true},
+    {"XNLI", "xnli", EST_TASK_METRIC_NONE, false}, {"rte", "rte", EST_TASK_METRIC_NONE, true},
+    {"tsv", "tsv", EST_TASK_METRIC_NONE, true},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    est_processor *p;
+    assert_int_equal(est_processor_create(&p, cases[i].name, NULL), EST_OK);
+    assert_string_equal(est_processor_name(p), cases[i].canonical);
+    assert_int_equal(est_processor_extra_metric(p), cases[i].metric);
+    assert_true(est_processor_has_split(p, EST_SPLIT_TRAIN));
+    assert_true(est_processor_has_split(p, EST_SPLIT_DEV));
+    assert_int_equal(est_processor_has_split(p, EST_SPLIT_TEST), cases[i].has_test);
+    est_processor_free(p);
+  }
+  /* The unknown-task message lists every task of the table. */
+  est_processor *p;
+  assert_int_equal(est_processor_create(&p, "qqp", NULL), EST_ERR_NOT_FOUND);
+  assert_non_null(strstr(est_error_message(),
+                         "(known: cola, mnli, mnli-mm, mrpc, qnli, rte, sst-2, wnli, xnli, tsv)"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_task_table),
     cmocka_unit_test(test_mrpc),        cmocka_unit_test(test_cola),      cmocka_unit_test(test_sst2),
     cmocka_unit_test(test_mnli),        cmocka_unit_test(test_xnli),      cmocka_unit_test(test_generic_tsv),
     cmocka_unit_test(test_bad_input),   cmocka_unit_test(test_padding),   cmocka_unit_test(test_qnli_rte_wnli),

@@ -125,8 +125,7 @@ int est_cmd_convert(int argc, char **argv) {
     }
     free(copy);
   } else {
-    want[0] = want[1] = true;
-    want[2] = strcmp(est_processor_name(proc), "xnli") != 0;
+    for (int i = 0; i < 3; i++) want[i] = est_processor_has_split(proc, SPLITS[i].split);
   }
 
   int rc = 1;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "est/float_format.h"
 #include "est/flags.h"
 #include "est/run_classifier.h"
 #include "est/serving.h"

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "est/float_format.h"
 #include "est/run_classifier.h"
 #include "serve_internal.h"
 

@@ -4,6 +4,7 @@
 
 #include "est/status.h"
 #include "est/log.h"
+#include "est/float_format.h"
 #include "est/tensor.h"
 #include "est/file.h"
 #include "est/rng.h"

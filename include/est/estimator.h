@@ -313,9 +313,13 @@ typedef struct est_eval_result {
 void est_eval_result_clear(est_eval_result *r);
 /* The value called `name`; NOT_FOUND when absent. */
 est_status est_eval_result_get(const est_eval_result *r, const char *name, double *value);
-/* "<name> = <value>\n" per entry in sorted order (BERT's eval_results.txt), atomically;
- * floats in their shortest round-trip float32 form, global_step as an integer. */
+/* eval_results.txt as BERT's scripts write it (run_classifier.py, run_pretraining.py:
+ * `for key in sorted(result): writer.write("%s = %s\n" % (key, str(result[key])))`):
+ * "<name> = <value>\n" per entry in sorted order, atomically; values as str(np.float32)
+ * (est/float_format.h), global_step as an integer. The one writer of that file. */
 est_status est_eval_result_write(const est_eval_result *r, const char *path);
+/* The same lines logged (INFO) after "***** Eval results *****", as the scripts log them. */
+void est_eval_result_log(const est_eval_result *r);
 
 /* Restores checkpoint_path (NULL: the latest in model_dir; NOT_FOUND when there is none),
  * runs the input to its end (or `steps` batches when > 0) and fills *out. Summaries go

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "est/example.h"
 #include "est/processors.h"
 #include "est/status.h"
 #include "est/tokenizer.h"
@@ -80,6 +81,13 @@ void est_input_features_free(est_input_features *f);
 est_status est_file_based_convert_examples_to_features(const est_examples *examples, const char *const *labels,
                                                        size_t nlabels, int max_seq_length, est_tokenizer *tok,
                                                        const char *output_file);
+
+/* file_based_input_fn_builder's name_to_features: how to read those records back, e.g.
+ * with est_tfrecord_input_fn (and EST_DATASET_CAST_INT32, the reference's int64 -> int32
+ * cast): input_ids, input_mask, segment_ids FixedLen int64 [max_seq_length]; label_ids,
+ * is_real_example FixedLen int64 scalars. */
+enum { EST_CLASSIFIER_NUM_FEATURES = 5 };
+void est_classifier_feature_specs(int64_t max_seq_length, est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES]);
 
 #ifdef __cplusplus
 }

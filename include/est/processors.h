@@ -122,8 +122,22 @@ typedef struct est_processor est_processor;
 est_status est_processor_create(est_processor **out, const char *task_name, const est_tsv_task_config *cfg);
 void est_processor_free(est_processor *p);
 
-/* The canonical lower-case task name ("mrpc", "tsv", ...). */
+/* The canonical lower-case task name ("mrpc", "sst-2" also for "sst2", "tsv", ...). */
 const char *est_processor_name(const est_processor *p);
+
+/* What the task reports besides accuracy and loss: F1 for MRPC (eval_f1), MCC for CoLA
+ * (eval_mcc), none for the others. Not in the reference's metric_fn, which has accuracy
+ * and loss only; the GLUE papers report these. */
+typedef enum est_task_metric {
+  EST_TASK_METRIC_NONE = 0,
+  EST_TASK_METRIC_F1 = 1,
+  EST_TASK_METRIC_MCC = 2,
+} est_task_metric;
+est_task_metric est_processor_extra_metric(const est_processor *p);
+
+/* Whether the task has the split: every task but XNLI has train, dev and test; XNLI has no
+ * test set (reading it is UNIMPLEMENTED, as the reference's NotImplementedError). */
+bool est_processor_has_split(const est_processor *p, est_split split);
 
 /* get_train_examples / get_dev_examples / get_test_examples: appends to out. */
 est_status est_processor_get_examples(est_processor *p, const char *data_dir, est_split split,

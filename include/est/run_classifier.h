@@ -16,10 +16,12 @@
  *     int(steps * warmup_proportion) warm-up steps, checkpoints every save_checkpoints_steps,
  *     resuming from the newest checkpoint in output_dir;
  *  3. do_eval: writes eval.tf_record, evaluates the newest checkpoint, writes
- *     eval_results.txt (eval_accuracy, eval_loss, global_step, loss; plus eval_f1 for MRPC
- *     and eval_mcc for CoLA);
+ *     eval_results.txt with est_eval_result_write (eval_accuracy, eval_loss, global_step,
+ *     loss; plus the task's extra metric: eval_f1 for MRPC, eval_mcc for CoLA);
  *  4. do_predict: writes predict.tf_record and test_results.tsv (one line of TAB-separated
- *     class probabilities per test example).
+ *     class probabilities per test example, as str(np.float32): est/float_format.h).
+ * Every step's input is est_tfrecord_input_fn over the records it wrote (est/estimator.h),
+ * the model the BERT classifier model_fn: run_classifier is a user of the public API.
  */
 #ifndef EST_RUN_CLASSIFIER_H
 #define EST_RUN_CLASSIFIER_H
@@ -93,22 +95,8 @@ est_status est_run_classifier_main(const est_run_classifier_config *c);
 int64_t est_run_classifier_num_train_steps(int64_t num_examples, int64_t batch, double epochs);
 int64_t est_run_classifier_num_warmup_steps(int64_t num_train_steps, double warmup_proportion);
 
-/* ---- result files ---- */
-
-/* str(np.float32(v)): shortest round-trip decimal, e.g. "0.84558827", "1.2e-05", "1.0". */
-char *est_format_float32(float v, char *buf, size_t size);
-
-typedef struct est_metric_value {
-  const char *name;
-  float value;
-  int is_integer;                /* global_step: printed as an integer */
-  int64_t int_value;
-} est_metric_value;
-
-/* "key = value\n" per metric in sorted key order, atomically. */
-est_status est_run_classifier_write_eval_results(const char *path, const est_metric_value *metrics,
-                                                 size_t n);
-/* num_examples lines of num_classes TAB-separated probabilities, atomically. */
+/* test_results.tsv: num_examples lines of num_classes TAB-separated probabilities, as
+ * str(np.float32), atomically. (eval_results.txt: est_eval_result_write, est/estimator.h.) */
 est_status est_run_classifier_write_test_results(const char *path, const float *probabilities,
                                                  size_t num_examples, int num_classes);
 

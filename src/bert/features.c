@@ -226,3 +226,14 @@ est_status est_file_based_convert_examples_to_features(const est_examples *examp
   }
   return est_tfrecord_writer_close(w);
 }
+
+void est_classifier_feature_specs(int64_t max_seq_length, est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES]) {
+  const est_feature_spec s[EST_CLASSIFIER_NUM_FEATURES] = {
+    {.key = "input_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {max_seq_length}},
+    {.key = "input_mask", .dtype = EST_DT_INT64, .rank = 1, .shape = {max_seq_length}},
+    {.key = "segment_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {max_seq_length}},
+    {.key = "label_ids", .dtype = EST_DT_INT64, .rank = 0},
+    {.key = "is_real_example", .dtype = EST_DT_INT64, .rank = 0},
+  };
+  memcpy(specs, s, sizeof s);
+}

@@ -1,6 +1,10 @@
-/* run_classifier.py's DataProcessors as data: each (task, split) is a row layout -- which
+/* run_classifier.py's DataProcessors as data: one row of TASKS per task holds everything
+ * that differs between tasks -- its labels, the metric it reports besides accuracy (F1 for
+ * MRPC, MCC for CoLA), whether it has a test set, and per split the row layout: which
  * file, whether its first line is a header, which columns hold text_a / text_b / label /
- * guid -- and one loop turns TSV rows into InputExamples (docs/run_classifier.md §3). */
+ * guid, and XNLI's quirks (a language in the file name and a language column, the
+ * "contradictory" label). One loop turns TSV rows into InputExamples (docs/run_classifier.md
+ * §3; the reference's _create_examples in google-research/bert run_classifier.py). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,27 +13,94 @@
 #include "est/file.h"
 #include "processors_internal.h"
 
-typedef enum task_kind { T_COLA, T_MRPC, T_MNLI, T_MNLI_MM, T_XNLI, T_SST2, T_QNLI, T_RTE, T_WNLI, T_TSV } task_kind;
-
 enum { COL_NONE = -1, COL_LAST = -3 };
 
-typedef struct layout {
-  const char *file;           /* relative to data_dir */
-  char file_buf[256];
+/* One split of one task, as the reference's get_*_examples reads it. */
+typedef struct split_layout {
+  const char *file;           /* relative to data_dir; NULL: the task has no such split */
+  bool file_has_language;     /* file is "<prefix>%s<suffix>" with the language (XNLI train) */
+  const char *set;            /* guid prefix; NULL: the split's name */
   bool skip_header;
-  int a, b, label;            /* columns; label COL_LAST = the row's last field */
-  const char *fixed_label;    /* used when label == COL_NONE */
-  const char *set;            /* guid prefix */
+  int a, b, label;            /* columns; COL_NONE; label COL_LAST = the row's last field */
   int guid_col;               /* COL_NONE: guid = set-<row index>; else set-<that field> */
-  int lang_col;               /* XNLI dev: keep rows whose lang_col equals lang */
-  const char *lang;
+  int lang_col;               /* XNLI dev: keep rows whose lang_col equals the language */
   bool contradictory;         /* XNLI train: "contradictory" -> "contradiction" */
+} split_layout;
+
+/* file, set, header, text_a, text_b, label, guid column (no language filter). */
+#define SPLIT(file, set, header, a, b, label, guid) {file, false, set, header, a, b, label, guid, COL_NONE, false}
+
+typedef struct task_def {
+  const char *name;           /* canonical, lower case */
+  const char *alias;          /* also accepted, or NULL */
+  const char *const *labels;  /* NULL: the generic tsv task (labels from the config or the file) */
+  size_t nlabels;
+  const char *dummy_label;    /* what an example without a label column gets (test files) */
+  est_task_metric metric;
+  split_layout split[3];      /* train, dev, test; the tsv task builds its own */
+} task_def;
+
+static const char *const BINARY[] = {"0", "1"};
+static const char *const NLI[] = {"contradiction", "entailment", "neutral"};
+static const char *const ENTAIL[] = {"entailment", "not_entailment"};
+#define LABELS(l) l, sizeof l / sizeof *l
+
+static const task_def TASKS[] = {
+  {"cola", NULL, LABELS(BINARY), "0", EST_TASK_METRIC_MCC,
+   {SPLIT("train.tsv", NULL, false, 3, COL_NONE, 1, COL_NONE),   /* only CoLA's test file has a header */
+    SPLIT("dev.tsv", NULL, false, 3, COL_NONE, 1, COL_NONE),
+    SPLIT("test.tsv", NULL, true, 1, COL_NONE, COL_NONE, COL_NONE)}},
+  {"mnli", NULL, LABELS(NLI), "contradiction", EST_TASK_METRIC_NONE,
+   {SPLIT("train.tsv", "train", true, 8, 9, COL_LAST, 0),
+    SPLIT("dev_matched.tsv", "dev_matched", true, 8, 9, COL_LAST, 0),
+    SPLIT("test_matched.tsv", "test", true, 8, 9, COL_NONE, 0)}},
+  {"mnli-mm", "mnli_mismatched", LABELS(NLI), "contradiction", EST_TASK_METRIC_NONE,
+   {SPLIT("train.tsv", "train", true, 8, 9, COL_LAST, 0),
+    SPLIT("dev_mismatched.tsv", "dev_mismatched", true, 8, 9, COL_LAST, 0),
+    SPLIT("test_mismatched.tsv", "test", true, 8, 9, COL_NONE, 0)}},
+  {"mrpc", NULL, LABELS(BINARY), "0", EST_TASK_METRIC_F1,
+   {SPLIT("train.tsv", NULL, true, 3, 4, 0, COL_NONE),
+    SPLIT("dev.tsv", NULL, true, 3, 4, 0, COL_NONE),
+    SPLIT("test.tsv", NULL, true, 3, 4, COL_NONE, COL_NONE)}},
+  /* QNLI, RTE, WNLI are not in the reference: GLUE's layout `index, text, text, label`
+   * (test: no label) as the community ports read it, guid from the index column, the first
+   * label as the test dummy (like MRPC's "0"). */
+  {"qnli", NULL, LABELS(ENTAIL), "entailment", EST_TASK_METRIC_NONE,
+   {SPLIT("train.tsv", NULL, true, 1, 2, COL_LAST, 0), SPLIT("dev.tsv", NULL, true, 1, 2, COL_LAST, 0),
+    SPLIT("test.tsv", NULL, true, 1, 2, COL_NONE, 0)}},
+  {"rte", NULL, LABELS(ENTAIL), "entailment", EST_TASK_METRIC_NONE,
+   {SPLIT("train.tsv", NULL, true, 1, 2, COL_LAST, 0), SPLIT("dev.tsv", NULL, true, 1, 2, COL_LAST, 0),
+    SPLIT("test.tsv", NULL, true, 1, 2, COL_NONE, 0)}},
+  {"sst-2", "sst2", LABELS(BINARY), "0", EST_TASK_METRIC_NONE,
+   {SPLIT("train.tsv", NULL, true, 0, COL_NONE, 1, COL_NONE), SPLIT("dev.tsv", NULL, true, 0, COL_NONE, 1, COL_NONE),
+    SPLIT("test.tsv", NULL, true, 1, COL_NONE, COL_NONE, COL_NONE)}},
+  {"wnli", NULL, LABELS(BINARY), "0", EST_TASK_METRIC_NONE,
+   {SPLIT("train.tsv", NULL, true, 1, 2, COL_LAST, 0), SPLIT("dev.tsv", NULL, true, 1, 2, COL_LAST, 0),
+    SPLIT("test.tsv", NULL, true, 1, 2, COL_NONE, 0)}},
+  /* XNLI: MultiNLI's machine-translated train file for the language, the dev rows of that
+   * language from xnli.dev.tsv; no test set (the reference raises NotImplementedError). */
+  {"xnli", NULL, LABELS(NLI), NULL, EST_TASK_METRIC_NONE,
+   {{"multinli/multinli.train.%s.tsv", true, NULL, true, 0, 1, 2, COL_NONE, COL_NONE, true},
+    {"xnli.dev.tsv", false, NULL, true, 6, 7, 1, COL_NONE, 0, false},
+    {NULL, false, NULL, false, 0, 0, 0, 0, 0, false}}},
+  /* The generic task: columns, files and labels from est_tsv_task_config. */
+  {"tsv", NULL, NULL, 0, NULL, EST_TASK_METRIC_NONE, {{0}}},
+};
+
+#undef SPLIT
+#undef LABELS
+
+/* A split's layout as read: the table's, or the tsv task's from its config. */
+typedef struct layout {
+  split_layout s;
+  char file_buf[256];         /* the file with the language filled in */
+  const char *fixed_label;    /* used when label == COL_NONE; NULL: the first label */
+  const char *lang;
   bool strip_bom;             /* generic TSV: drop a UTF-8 BOM before the first field */
 } layout;
 
 struct est_processor {
-  task_kind kind;
-  const char *name;
+  const task_def *task;
   est_tsv_task_config cfg;
   char *cfg_strings;          /* copies of cfg's strings */
   const char **labels;
@@ -37,10 +108,6 @@ struct est_processor {
   char *label_storage;
   bool labels_ready;
 };
-
-static const char *const BINARY[] = {"0", "1"};
-static const char *const NLI[] = {"contradiction", "entailment", "neutral"};
-static const char *const ENTAIL[] = {"entailment", "not_entailment"};
 
 const char *est_split_name(est_split s) {
   return s == EST_SPLIT_TRAIN ? "train" : s == EST_SPLIT_DEV ? "dev" : "test";
@@ -64,7 +131,13 @@ void est_processor_free(est_processor *p) {
   free(p);
 }
 
-const char *est_processor_name(const est_processor *p) { return p->name; }
+const char *est_processor_name(const est_processor *p) { return p->task->name; }
+
+est_task_metric est_processor_extra_metric(const est_processor *p) { return p->task->metric; }
+
+bool est_processor_has_split(const est_processor *p, est_split split) {
+  return !p->task->labels || p->task->split[split].file != NULL;
+}
 
 /* Copies the config's strings into one block so the caller's may go away. */
 static bool copy_cfg_strings(est_processor *p) {
@@ -109,23 +182,22 @@ static est_status parse_label_list(est_processor *p, const char *list) {
 
 est_status est_processor_create(est_processor **out, const char *task_name, const est_tsv_task_config *cfg) {
   *out = NULL;
-  static const struct { const char *name; task_kind kind; } tasks[] = {
-    {"cola", T_COLA}, {"mrpc", T_MRPC}, {"mnli", T_MNLI}, {"mnli-mm", T_MNLI_MM},
-    {"mnli_mismatched", T_MNLI_MM}, {"xnli", T_XNLI}, {"sst-2", T_SST2}, {"sst2", T_SST2},
-    {"qnli", T_QNLI}, {"rte", T_RTE}, {"wnli", T_WNLI}, {"tsv", T_TSV},
-  };
   if (!task_name) return est_error(EST_ERR_INVALID_ARGUMENT, "no task name given");
-  int found = -1;
-  for (size_t i = 0; i < sizeof tasks / sizeof *tasks; i++)
-    if (!strcasecmp(task_name, tasks[i].name)) found = (int)i;
-  if (found < 0)
-    return est_error(EST_ERR_NOT_FOUND,
-                     "Task not found: %s (known: cola, mnli, mnli-mm, mrpc, qnli, rte, sst-2, wnli, xnli, tsv)",
-                     task_name);
+  const size_t ntasks = sizeof TASKS / sizeof *TASKS;
+  const task_def *task = NULL;
+  for (size_t i = 0; i < ntasks && !task; i++)
+    if (!strcasecmp(task_name, TASKS[i].name) || (TASKS[i].alias && !strcasecmp(task_name, TASKS[i].alias)))
+      task = &TASKS[i];
+  if (!task) {
+    char known[256];
+    size_t w = 0;
+    for (size_t i = 0; i < ntasks && w < sizeof known; i++)
+      w += (size_t)snprintf(known + w, sizeof known - w, "%s%s", i ? ", " : "", TASKS[i].name);
+    return est_error(EST_ERR_NOT_FOUND, "Task not found: %s (known: %s)", task_name, known);
+  }
   est_processor *p = calloc(1, sizeof *p);
   if (!p) return est_error(EST_ERR_NO_MEMORY, "creating processor");
-  p->kind = tasks[found].kind;
-  p->name = tasks[found].name;
+  p->task = task;
   p->cfg = cfg ? *cfg : est_tsv_task_config_default();
   est_tsv_task_config d = est_tsv_task_config_default();
   if (!p->cfg.train_file) p->cfg.train_file = d.train_file;
@@ -137,33 +209,19 @@ est_status est_processor_create(est_processor **out, const char *task_name, cons
     return est_error(EST_ERR_NO_MEMORY, "creating processor");
   }
   est_status st = EST_OK;
-  switch (p->kind) {
-    case T_COLA: case T_MRPC: case T_SST2: case T_WNLI:
-      p->labels = malloc(2 * sizeof *p->labels);
-      if (p->labels) memcpy(p->labels, BINARY, sizeof BINARY);
-      p->nlabels = 2;
-      break;
-    case T_MNLI: case T_MNLI_MM: case T_XNLI:
-      p->labels = malloc(3 * sizeof *p->labels);
-      if (p->labels) memcpy(p->labels, NLI, sizeof NLI);
-      p->nlabels = 3;
-      break;
-    case T_QNLI: case T_RTE:
-      p->labels = malloc(2 * sizeof *p->labels);
-      if (p->labels) memcpy(p->labels, ENTAIL, sizeof ENTAIL);
-      p->nlabels = 2;
-      break;
-    case T_TSV:
-      if (p->cfg.text_a_column < 0)
-        st = est_error(EST_ERR_INVALID_ARGUMENT, "tsv task: text_a column must be >= 0 (got %d)",
-                       p->cfg.text_a_column);
-      else if (p->cfg.labels && *p->cfg.labels)
-        st = parse_label_list(p, p->cfg.labels);
-      break;
-  }
-  if (st == EST_OK && p->kind != T_TSV) {
-    if (!p->labels) st = est_error(EST_ERR_NO_MEMORY, "creating processor");
-    p->labels_ready = true;
+  if (task->labels) {
+    p->labels = malloc(task->nlabels * sizeof *p->labels);
+    if (!p->labels) {
+      st = est_error(EST_ERR_NO_MEMORY, "creating processor");
+    } else {
+      memcpy(p->labels, task->labels, task->nlabels * sizeof *p->labels);
+      p->nlabels = task->nlabels;
+      p->labels_ready = true;
+    }
+  } else if (p->cfg.text_a_column < 0) {
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "tsv task: text_a column must be >= 0 (got %d)", p->cfg.text_a_column);
+  } else if (p->cfg.labels && *p->cfg.labels) {
+    st = parse_label_list(p, p->cfg.labels);
   }
   if (st != EST_OK) {
     est_processor_free(p);
@@ -173,95 +231,44 @@ est_status est_processor_create(est_processor **out, const char *task_name, cons
   return EST_OK;
 }
 
+/* The generic task's layout, from its config: test_* columns of -2 mean "as train". */
+static est_status tsv_layout(const est_tsv_task_config *c, est_split split, layout *L) {
+  const bool test = split == EST_SPLIT_TEST;
+  split_layout *s = &L->s;
+  s->file = test ? c->test_file : split == EST_SPLIT_DEV ? c->dev_file : c->train_file;
+  s->skip_header = c->skip_header;
+  s->a = test && c->test_text_a_column != -2 ? c->test_text_a_column : c->text_a_column;
+  s->b = test && c->test_text_b_column != -2 ? c->test_text_b_column : c->text_b_column;
+  s->label = test && c->test_label_column != -2 ? c->test_label_column : c->label_column;
+  if (s->b < 0) s->b = COL_NONE;
+  if (s->label < 0) s->label = COL_NONE;
+  s->set = est_split_name(split);
+  s->guid_col = s->lang_col = COL_NONE;
+  L->strip_bom = true;
+  L->fixed_label = NULL;              /* the first label, known once labels are */
+  if (s->a < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "tsv task: %s text_a column must be >= 0 (got %d)",
+                     est_split_name(split), s->a);
+  return EST_OK;
+}
+
 /* The row layout of one split of one task (the reference's _create_examples calls). */
 static est_status get_layout(const est_processor *p, est_split split, layout *L) {
   memset(L, 0, sizeof *L);
-  L->b = L->guid_col = L->lang_col = COL_NONE;
-  L->set = est_split_name(split);
-  L->skip_header = true;
-  bool test = split == EST_SPLIT_TEST;
-  switch (p->kind) {
-    case T_MRPC:
-      L->file = test ? "test.tsv" : split == EST_SPLIT_DEV ? "dev.tsv" : "train.tsv";
-      L->a = 3;
-      L->b = 4;
-      L->label = test ? COL_NONE : 0;
-      L->fixed_label = "0";
-      break;
-    case T_COLA:
-      L->file = test ? "test.tsv" : split == EST_SPLIT_DEV ? "dev.tsv" : "train.tsv";
-      L->skip_header = test;            /* only CoLA's test file has a header */
-      L->a = test ? 1 : 3;
-      L->label = test ? COL_NONE : 1;
-      L->fixed_label = "0";
-      break;
-    case T_SST2:
-      L->file = test ? "test.tsv" : split == EST_SPLIT_DEV ? "dev.tsv" : "train.tsv";
-      L->a = test ? 1 : 0;
-      L->label = test ? COL_NONE : 1;
-      L->fixed_label = "0";
-      break;
-    case T_MNLI: case T_MNLI_MM: {
-      bool mm = p->kind == T_MNLI_MM;
-      L->file = split == EST_SPLIT_TRAIN ? "train.tsv"
-                : split == EST_SPLIT_DEV ? (mm ? "dev_mismatched.tsv" : "dev_matched.tsv")
-                                         : (mm ? "test_mismatched.tsv" : "test_matched.tsv");
-      L->set = split == EST_SPLIT_TRAIN ? "train"
-               : split == EST_SPLIT_DEV ? (mm ? "dev_mismatched" : "dev_matched") : "test";
-      L->a = 8;
-      L->b = 9;
-      L->label = test ? COL_NONE : COL_LAST;
-      L->fixed_label = "contradiction";
-      L->guid_col = 0;
-      break;
-    }
-    case T_QNLI: case T_RTE: case T_WNLI:
-      /* Not in the reference; GLUE's layout `index, text, text, label` (test: no label) as the
-       * community ports read it: guid from the index column, label from the last column, and
-       * the first label as the test dummy (like MRPC's "0"). */
-      L->file = test ? "test.tsv" : split == EST_SPLIT_DEV ? "dev.tsv" : "train.tsv";
-      L->a = 1;
-      L->b = 2;
-      L->label = test ? COL_NONE : COL_LAST;
-      L->fixed_label = p->kind == T_WNLI ? "0" : "entailment";
-      L->guid_col = 0;
-      break;
-    case T_XNLI:
-      if (test)
-        return est_error(EST_ERR_UNIMPLEMENTED, "xnli: the reference has no test set (do_predict "
-                                                "raises NotImplementedError)");
-      if (split == EST_SPLIT_TRAIN) {
-        snprintf(L->file_buf, sizeof L->file_buf, "multinli/multinli.train.%s.tsv", p->cfg.language);
-        L->file = L->file_buf;
-        L->a = 0;
-        L->b = 1;
-        L->label = 2;
-        L->contradictory = true;
-      } else {
-        L->file = "xnli.dev.tsv";
-        L->a = 6;
-        L->b = 7;
-        L->label = 1;
-        L->lang_col = 0;
-        L->lang = p->cfg.language;
-      }
-      break;
-    case T_TSV: {
-      const est_tsv_task_config *c = &p->cfg;
-      L->file = test ? c->test_file : split == EST_SPLIT_DEV ? c->dev_file : c->train_file;
-      L->skip_header = c->skip_header;
-      L->strip_bom = true;
-      L->a = test && c->test_text_a_column != -2 ? c->test_text_a_column : c->text_a_column;
-      L->b = test && c->test_text_b_column != -2 ? c->test_text_b_column : c->text_b_column;
-      L->label = test && c->test_label_column != -2 ? c->test_label_column : c->label_column;
-      if (L->b < 0) L->b = COL_NONE;
-      if (L->label < 0) L->label = COL_NONE;
-      L->fixed_label = NULL;            /* the first label, known once labels are */
-      if (L->a < 0)
-        return est_error(EST_ERR_INVALID_ARGUMENT, "tsv task: %s text_a column must be >= 0 (got %d)",
-                         est_split_name(split), L->a);
-      break;
-    }
+  const task_def *t = p->task;
+  if (!t->labels) return tsv_layout(&p->cfg, split, L);
+  if (!t->split[split].file)
+    return est_error(EST_ERR_UNIMPLEMENTED, "%s: the reference has no %s set (do_predict raises "
+                                            "NotImplementedError)", t->name, est_split_name(split));
+  L->s = t->split[split];
+  if (!L->s.set) L->s.set = est_split_name(split);
+  L->fixed_label = t->dummy_label;
+  L->lang = p->cfg.language;
+  if (L->s.file_has_language) {
+    /* "<prefix>%s<suffix>" with the language in place of %s */
+    const char *at = strstr(L->s.file, "%s");
+    snprintf(L->file_buf, sizeof L->file_buf, "%.*s%s%s", (int)(at - L->s.file), L->s.file, L->lang, at + 2);
+    L->s.file = L->file_buf;
   }
   return EST_OK;
 }
@@ -274,7 +281,7 @@ const char *est_processor_split_path(const est_processor *p, const char *data_di
     snprintf(buf, size, "%s", data_dir);
     return buf;
   }
-  est_path_join(buf, size, data_dir, L.file); /* "" when it does not fit */
+  est_path_join(buf, size, data_dir, L.s.file); /* "" when it does not fit */
   return buf;
 }
 
@@ -298,18 +305,18 @@ typedef est_status (*row_fn)(void *ctx, const layout *L, const est_tsv *t, size_
 
 static est_status for_each_row(const layout *L, const char *data_dir, est_tsv *t, char *path, size_t psize,
                                row_fn fn, void *ctx) {
-  if (est_path_join(path, psize, data_dir, L->file) != EST_OK) return est_error_code();
+  if (est_path_join(path, psize, data_dir, L->s.file) != EST_OK) return est_error_code();
   est_status st = est_tsv_read(t, path);
   if (st != EST_OK) return st;
   if (L->strip_bom && t->nrows > 0 && t->ncols[0] > 0 && !strncmp(t->rows[0][0], "\xEF\xBB\xBF", 3))
     t->rows[0][0] += 3;
-  int need = max3(L->a, L->b, max3(L->label, L->guid_col, L->lang_col));
+  int need = max3(L->s.a, L->s.b, max3(L->s.label, L->s.guid_col, L->s.lang_col));
   for (size_t i = 0; i < t->nrows; i++) {
-    if (L->skip_header && i == 0) continue;
+    if (L->s.skip_header && i == 0) continue;
     size_t nc = t->ncols[i];
     /* XNLI reads the language first and skips other languages' rows without looking further. */
-    if (L->lang_col >= 0 && (int64_t)nc > L->lang_col && strcmp(t->rows[i][L->lang_col], L->lang) != 0) continue;
-    if ((int64_t)nc <= need || (L->label == COL_LAST && nc == 0))
+    if (L->s.lang_col >= 0 && (int64_t)nc > L->s.lang_col && strcmp(t->rows[i][L->s.lang_col], L->lang) != 0) continue;
+    if ((int64_t)nc <= need || (L->s.label == COL_LAST && nc == 0))
       return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%zu: expected at least %d tab-separated columns, found %zu",
                        path, i + 1, (need > 0 ? need : 0) + 1, nc);
     st = fn(ctx, L, t, i, path);
@@ -319,9 +326,9 @@ static est_status for_each_row(const layout *L, const char *data_dir, est_tsv *t
 }
 
 static const char *row_label(const layout *L, const est_tsv *t, size_t i) {
-  if (L->label == COL_NONE) return L->fixed_label;
-  const char *l = L->label == COL_LAST ? t->rows[i][t->ncols[i] - 1] : t->rows[i][L->label];
-  if (L->contradictory && !strcmp(l, "contradictory")) return "contradiction";
+  if (L->s.label == COL_NONE) return L->fixed_label;
+  const char *l = L->s.label == COL_LAST ? t->rows[i][t->ncols[i] - 1] : t->rows[i][L->s.label];
+  if (L->s.contradictory && !strcmp(l, "contradictory")) return "contradiction";
   return l;
 }
 
@@ -343,19 +350,19 @@ static est_status add_row(void *vctx, const layout *L, const est_tsv *t, size_t 
                      i + 1, label, all);
   }
   char guid[320];
-  if (L->guid_col >= 0) snprintf(guid, sizeof guid, "%s-%.256s", L->set, row[L->guid_col]);
-  else snprintf(guid, sizeof guid, "%s-%zu", L->set, i);
+  if (L->s.guid_col >= 0) snprintf(guid, sizeof guid, "%s-%.256s", L->s.set, row[L->s.guid_col]);
+  else snprintf(guid, sizeof guid, "%s-%zu", L->s.set, i);
   if (!c->source && !(c->source = est_examples_strdup(c->out, path, SIZE_MAX)))
     return est_error(EST_ERR_NO_MEMORY, "reading %s", path);
   est_input_example *e = est_examples_push(c->out);
   const char *g = est_examples_strdup(c->out, guid, SIZE_MAX);
   if (!e || !g) return est_error(EST_ERR_NO_MEMORY, "reading %s", path);
   e->guid = g;
-  e->text_a = row[L->a];              /* these point into the adopted file buffer */
-  e->text_b = L->b >= 0 ? row[L->b] : NULL;
+  e->text_a = row[L->s.a];              /* these point into the adopted file buffer */
+  e->text_b = L->s.b >= 0 ? row[L->s.b] : NULL;
   /* A field or a static string; a label-list entry is copied, as the processor may go first. */
   e->label = label;
-  if (label == c->p->labels[0] && L->label == COL_NONE &&
+  if (label == c->p->labels[0] && L->s.label == COL_NONE &&
       !(e->label = est_examples_strdup(c->out, label, SIZE_MAX)))
     return est_error(EST_ERR_NO_MEMORY, "reading %s", path);
   e->source = c->source;
@@ -393,7 +400,7 @@ static est_status collect_labels(est_processor *p, const char *data_dir) {
   est_status st = get_layout(p, EST_SPLIT_TRAIN, &L);
   if (st != EST_OK) return st;
   char path[4096];
-  if (L.label == COL_NONE)
+  if (L.s.label == COL_NONE)
     return est_error(EST_ERR_INVALID_ARGUMENT, "tsv task: no label column and no label list: give --labels");
   est_tsv t;
   collect_ctx c = {0};

@@ -10,6 +10,7 @@
 #include "est/dataset.h"
 #include "est/dist.h"
 #include "est/estimator.h"
+#include "est/features.h"
 #include "est/file.h"
 #include "est/precision.h"
 #include "est/log.h"
@@ -93,22 +94,15 @@ est_status est_run_classifier_validate(const est_run_classifier_config *c) {
                      c->input_sharding);
 
   /* The task (the reference looks it up after creating output_dir; est before any work). */
-  est_tsv_task_config tc = est_tsv_task_config_default();
-  tc.text_a_column = (int)c->tsv_text_a_column;
-  tc.text_b_column = (int)c->tsv_text_b_column;
-  tc.label_column = (int)c->tsv_label_column;
-  tc.test_text_a_column = (int)c->tsv_test_text_a_column;
-  tc.test_text_b_column = (int)c->tsv_test_text_b_column;
-  tc.test_label_column = (int)c->tsv_test_label_column;
-  tc.labels = c->tsv_labels;
+  est_tsv_task_config tc = est_rc_tsv_config(c);
   est_processor *proc;
   st = est_processor_create(&proc, c->task_name, &tc);
   if (st != EST_OK) return est_error_prefix("--task_name: ");
-  bool is_xnli = !strcmp(est_processor_name(proc), "xnli");
-  if (is_xnli && c->do_predict) {
+  if (c->do_predict && !est_processor_has_split(proc, EST_SPLIT_TEST)) {
+    st = est_error(EST_ERR_UNIMPLEMENTED, "--do_predict: task %s has no test set (the reference raises "
+                                          "NotImplementedError)", est_processor_name(proc));
     est_processor_free(proc);
-    return est_error(EST_ERR_UNIMPLEMENTED, "--do_predict: task xnli has no test set (the reference raises "
-                                            "NotImplementedError)");
+    return st;
   }
 
   /* Input files, so a typo fails now and not after an hour of training. */
@@ -152,62 +146,26 @@ est_status est_run_classifier_validate(const est_run_classifier_config *c) {
 
 /* ---- input_fn: file_based_input_fn_builder ------------------------------------------ */
 
+/* One split's records through the public TFRecord input_fn: TRAIN reads them -> repeat
+ * forever -> shuffle(100) -> batch(drop_remainder); EVAL / PREDICT in file order with the
+ * final short batch kept (drop_remainder = use_tpu, false here). Every int64 feature
+ * arrives as int32, as the reference's _decode_record casts. The input's exact position
+ * (est_input.state_size: 24 + 3 * 100 values with shuffle(100)) goes into each checkpoint,
+ * so a resumed run continues with the batches it would have seen. */
 typedef struct rc_input {
   const char *path;
-  int seq_len;
-  int is_training;
+  est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES];
+  est_tfrecord_input config;
 } rc_input;
 
-static est_status rc_next(void *self, est_features *out) {
-  const est_batch *b;
-  est_status st = est_dataset_next(self, &b);
-  if (st != EST_OK) return st;
-  out->batch_size = b->size;
-  out->count = b->count;
-  out->names = b->names;
-  out->tensors = b->tensors;
-  out->lengths = b->lengths; /* all NULL: BERT's features are FixedLen */
-  return EST_OK;
-}
-
-/* The input's exact position: 24 + 3 * 100 values with shuffle(100), saved in each
- * checkpoint so that a resumed run continues with the batches it would have seen. */
-static size_t rc_state_size(void *self) { return est_dataset_state_size(self); }
-static est_status rc_get_state(void *self, int64_t *state, size_t capacity, size_t *n) {
-  return est_dataset_get_state(self, state, capacity, n);
-}
-static est_status rc_set_state(void *self, const int64_t *state, size_t n) {
-  return est_dataset_set_state(self, state, n);
-}
-static void rc_close(void *self) { est_dataset_free(self); }
-
-/* Training: records -> repeat forever -> shuffle(100) -> parse -> batch(drop_remainder).
- * Eval/predict: records in file order, the final short batch kept (drop_remainder =
- * use_tpu, false here). Every int64 feature arrives as int32, as the reference casts. */
-static est_status rc_open(void *ctx, const est_input_params *p, est_input *out) {
-  const rc_input *in = ctx;
-  est_feature_spec specs[5] = {
-    {.key = "input_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {in->seq_len}},
-    {.key = "input_mask", .dtype = EST_DT_INT64, .rank = 1, .shape = {in->seq_len}},
-    {.key = "segment_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {in->seq_len}},
-    {.key = "label_ids", .dtype = EST_DT_INT64, .rank = 0},
-    {.key = "is_real_example", .dtype = EST_DT_INT64, .rank = 0},
-  };
-  est_dataset *ds;
-  est_status st = est_dataset_from_tfrecords(&ds, &in->path, 1, EST_COMPRESSION_NONE);
-  if (st != EST_OK) return st;
-  st = est_dataset_parse(ds, specs, 5, EST_DATASET_CAST_INT32);
-  if (st == EST_OK) st = est_input_shard_dataset(ds, p);
-  if (st == EST_OK && in->is_training) st = est_dataset_repeat(ds, -1);
-  if (st == EST_OK && in->is_training) st = est_dataset_shuffle(ds, 100, p->seed);
-  if (st == EST_OK) st = est_dataset_batch(ds, p->batch_size, in->is_training);
-  if (st != EST_OK) {
-    est_dataset_free(ds);
-    return st;
-  }
-  *out = (est_input){.self = ds, .next = rc_next, .state_size = rc_state_size, .get_state = rc_get_state,
-                     .set_state = rc_set_state, .close = rc_close};
-  return EST_OK;
+static est_input_fn rc_input_fn(rc_input *in, const char *path, int64_t max_seq_length) {
+  in->path = path;
+  est_classifier_feature_specs(max_seq_length, in->specs);
+  in->config = (est_tfrecord_input){.paths = &in->path, .num_paths = 1, .compression = EST_COMPRESSION_NONE,
+                                    .specs = in->specs, .num_specs = EST_CLASSIFIER_NUM_FEATURES,
+                                    .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100,
+                                    .drop_remainder = 0, .prefetch = 0};
+  return est_tfrecord_input_fn(&in->config);
 }
 
 /* ---- predictions -> test_results.tsv ---------------------------------------------- */
@@ -260,30 +218,6 @@ static void log_gradient_reduction(void) {
                gs.reduce_seconds, gs.wait_seconds);
 }
 
-/* "***** Eval results *****" and eval_results.txt: the metrics as the reference prints
- * them (float32 values, global_step an integer), in sorted key order. */
-static est_status write_eval_results(const est_eval_result *r, const char *path) {
-  est_metric_value *m = calloc(r->count ? r->count : 1, sizeof *m);
-  if (!m) return est_error(EST_ERR_NO_MEMORY, "out of memory");
-  EST_LOG_INFO("***** Eval results *****");
-  for (size_t i = 0; i < r->count; i++) {
-    char num[48];
-    m[i].name = r->names[i];
-    m[i].value = (float)r->values[i];
-    if (!strcmp(r->names[i], "global_step")) {
-      m[i].is_integer = 1;
-      m[i].int_value = r->global_step;
-      snprintf(num, sizeof num, "%lld", (long long)r->global_step);
-    } else {
-      est_format_float32(m[i].value, num, sizeof num);
-    }
-    EST_LOG_INFO("  %s = %s", r->names[i], num);
-  }
-  est_status st = est_run_classifier_write_eval_results(path, m, r->count);
-  free(m);
-  return st;
-}
-
 est_status est_run_classifier_main(const est_run_classifier_config *c) {
   est_status st = est_run_classifier_validate(c);
   if (st != EST_OK) return st;
@@ -323,8 +257,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   params.max_seq_length = (int)c->max_seq_length;
   params.init_checkpoint = c->init_checkpoint;
   params.learning_rate = c->learning_rate;
-  const char *name = est_rc_task_name(task);
-  params.extra_metric = !strcmp(name, "mrpc") ? EST_RC_METRIC_F1 : !strcmp(name, "cola") ? EST_RC_METRIC_MCC : 0;
+  params.extra_metric = (int)est_processor_extra_metric(est_rc_task_processor(task));
   if (c->do_train) {
     params.num_train_steps = est_run_classifier_num_train_steps(counts[0], c->train_batch_size, c->num_train_epochs);
     params.num_warmup_steps = est_run_classifier_num_warmup_steps(params.num_train_steps, c->warmup_proportion);
@@ -379,8 +312,8 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     EST_LOG_INFO("  Num examples = %lld", (long long)counts[0]);
     EST_LOG_INFO("  Batch size = %lld", (long long)c->train_batch_size);
     EST_LOG_INFO("  Num steps = %lld", (long long)params.num_train_steps);
-    rc_input in = {path, (int)c->max_seq_length, 1};
-    est_input_fn input_fn = {rc_open, &in};
+    rc_input in;
+    const est_input_fn input_fn = rc_input_fn(&in, path, c->max_seq_length);
     st = est_estimator_train(e, &input_fn, 0, params.num_train_steps);
     if (st != EST_OK) goto done;
     log_gradient_reduction();
@@ -393,14 +326,17 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     EST_LOG_INFO("***** Running evaluation *****");
     EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", (long long)counts[1], (long long)counts[1], 0);
     EST_LOG_INFO("  Batch size = %lld", (long long)c->eval_batch_size);
-    rc_input in = {path, (int)c->max_seq_length, 0};
-    est_input_fn input_fn = {rc_open, &in};
+    rc_input in;
+    const est_input_fn input_fn = rc_input_fn(&in, path, c->max_seq_length);
     st = est_estimator_evaluate(e, &input_fn, 0, NULL, NULL, &result);
     if (st != EST_OK) goto done;
     char out_path[4096];
     if ((st = est_path_join(out_path, sizeof out_path, c->output_dir, "eval_results.txt")) != EST_OK) goto done;
     /* every rank holds the same reduced metrics; one file, from the chief */
-    if (est_dist_is_chief()) st = write_eval_results(&result, out_path);
+    if (est_dist_is_chief()) {
+      est_eval_result_log(&result);
+      st = est_eval_result_write(&result, out_path);
+    }
     if (st != EST_OK) goto done;
   }
 
@@ -411,8 +347,8 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     EST_LOG_INFO("***** Running prediction*****");
     EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", (long long)counts[2], (long long)counts[2], 0);
     EST_LOG_INFO("  Batch size = %lld", (long long)c->predict_batch_size);
-    rc_input in = {path, (int)c->max_seq_length, 0};
-    est_input_fn input_fn = {rc_open, &in};
+    rc_input in;
+    const est_input_fn input_fn = rc_input_fn(&in, path, c->max_seq_length);
     preds.num_labels = params.num_labels;
     st = est_estimator_predict(e, &input_fn, NULL, collect_prediction, &preds);
     if (st != EST_OK) goto done;

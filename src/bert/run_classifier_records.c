@@ -17,11 +17,7 @@ struct est_rc_task {
   est_examples ex[3];          /* per split, between load and write */
 };
 
-est_status est_rc_task_open(est_rc_task **out, const est_run_classifier_config *c) {
-  *out = NULL;
-  est_rc_task *t = calloc(1, sizeof *t);
-  if (!t) return est_error(EST_ERR_NO_MEMORY, "run_classifier: out of memory");
-  for (int i = 0; i < 3; i++) est_examples_init(&t->ex[i]);
+est_tsv_task_config est_rc_tsv_config(const est_run_classifier_config *c) {
   est_tsv_task_config tc = est_tsv_task_config_default();
   tc.text_a_column = (int)c->tsv_text_a_column;
   tc.text_b_column = (int)c->tsv_text_b_column;
@@ -31,6 +27,15 @@ est_status est_rc_task_open(est_rc_task **out, const est_run_classifier_config *
   tc.test_label_column = (int)c->tsv_test_label_column;
   tc.skip_header = c->tsv_skip_header;
   tc.labels = c->tsv_labels;
+  return tc;
+}
+
+est_status est_rc_task_open(est_rc_task **out, const est_run_classifier_config *c) {
+  *out = NULL;
+  est_rc_task *t = calloc(1, sizeof *t);
+  if (!t) return est_error(EST_ERR_NO_MEMORY, "run_classifier: out of memory");
+  for (int i = 0; i < 3; i++) est_examples_init(&t->ex[i]);
+  est_tsv_task_config tc = est_rc_tsv_config(c);
   est_status st = est_processor_create(&t->proc, c->task_name, &tc);
   if (st == EST_OK) st = est_processor_get_labels(t->proc, c->data_dir, &t->labels, &t->nlabels);
   if (st == EST_OK && t->nlabels < 2)
@@ -53,15 +58,9 @@ void est_rc_task_free(est_rc_task *t) {
   free(t);
 }
 
-const char *est_rc_task_name(const est_rc_task *t) { return est_processor_name(t->proc); }
+const est_processor *est_rc_task_processor(const est_rc_task *t) { return t->proc; }
 size_t est_rc_task_num_labels(const est_rc_task *t) { return t->nlabels; }
-const char *const *est_rc_task_labels(const est_rc_task *t) { return t->labels; }
 int32_t est_rc_task_vocab_size(const est_rc_task *t) { return est_vocab_size(est_tokenizer_vocab(t->tok)); }
-
-const char *est_rc_task_split_path(const est_rc_task *t, const char *data_dir, int split, char *buf,
-                                   size_t size) {
-  return est_processor_split_path(t->proc, data_dir, (est_split)split, buf, size);
-}
 
 est_status est_rc_task_load(est_rc_task *t, const char *data_dir, int split, int64_t *num_examples) {
   if (split < 0 || split > 2) return est_error(EST_ERR_INVALID_ARGUMENT, "split %d is not 0, 1 or 2", split);

@@ -1,5 +1,4 @@
 /* The Estimator's object, sessions, and checkpoint contents (see est/estimator.h). */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,55 +30,6 @@ double est_now_seconds(void) {
 int est_is_chief(const est_estimator *e) { return est_run_config_is_chief(&e->config); }
 int est_world_size(const est_estimator *e) { return e->config.distribution->world_size; }
 int est_rank(const est_estimator *e) { return e->config.distribution->rank; }
-
-char *est_format_f32(float v, char *buf, size_t size) {
-  if (isnan(v)) return snprintf(buf, size, "nan"), buf;
-  if (isinf(v)) return snprintf(buf, size, v > 0 ? "inf" : "-inf"), buf;
-  /* The fewest significant digits that read back as v ... */
-  char sci[48];
-  int p;
-  for (p = 1; p <= 9; p++) {
-    snprintf(sci, sizeof sci, "%.*e", p - 1, (double)v);
-    if (strtof(sci, NULL) == v) break;
-  }
-  if (p > 9) p = 9;
-  /* ... split into sign, digits and exponent ("-1.25e-05" -> "-", "125", -5) ... */
-  const char *q = sci;
-  int neg = *q == '-';
-  if (neg) q++;
-  char digits[16];
-  int nd = 0;
-  for (; *q && *q != 'e'; q++)
-    if (*q >= '0' && *q <= '9' && nd < 15) digits[nd++] = *q;
-  digits[nd] = 0;
-  int exp10 = *q == 'e' ? atoi(q + 1) : 0;
-  while (nd > 1 && digits[nd - 1] == '0') digits[--nd] = 0;
-  /* ... and laid out as numpy prints a float32: positional when 1e-4 <= |v| < 1e16 (by
-   * value: float32(1e-4) is just below 1e-4 and prints "1e-04"), always with a
-   * fractional digit ("2.0", "0.946"), else "1.2e-05" / "1e+16". */
-  const double mag = fabs((double)v);
-  const int positional = v == 0.0f || (mag >= 1e-4 && mag < 1e16);
-  size_t len = 0;
-  buf[0] = 0;
-#define PUT(...) (len += (size_t)snprintf(buf + len, len < size ? size - len : 0, __VA_ARGS__))
-  if (neg) PUT("-");
-  if (positional) {
-    if (exp10 < 0) {
-      PUT("0.");
-      for (int i = 0; i < -exp10 - 1; i++) PUT("0");
-      PUT("%s", digits);
-    } else {
-      for (int i = 0; i <= exp10; i++) PUT("%c", i < nd ? digits[i] : '0');
-      PUT(".%s", nd > exp10 + 1 ? digits + exp10 + 1 : "0");
-    }
-  } else {
-    PUT("%c", digits[0]);
-    if (nd > 1) PUT(".%s", digits + 1);
-    PUT("e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
-  }
-#undef PUT
-  return buf;
-}
 
 /* ---- features ----------------------------------------------------------------------- */
 

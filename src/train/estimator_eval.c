@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "est/float_format.h"
 #include "est/file.h"
 #include "est/log.h"
 #include "est/metrics.h"
@@ -32,23 +33,52 @@ est_status est_eval_result_get(const est_eval_result *r, const char *name, doubl
 
 static void format_value(const char *name, double v, char *buf, size_t size) {
   if (!strcmp(name, "global_step")) snprintf(buf, size, "%lld", (long long)v);
-  else est_format_f32((float)v, buf, size);
-}
-
-est_status est_eval_result_write(const est_eval_result *r, const char *path) {
-  est_atomic_file *f;
-  if (est_atomic_open(&f, path) != EST_OK) return est_error_code();
-  for (size_t i = 0; i < r->count; i++) {
-    char v[64];
-    format_value(r->names[i], r->values[i], v, sizeof v);
-    fprintf(est_atomic_stream(f), "%s = %s\n", r->names[i], v);
-  }
-  return est_atomic_commit(f);
+  else est_format_float32((float)v, buf, size);
 }
 
 static int cmp_index_by_name(const void *a, const void *b, void *names) {
   char **n = names;
   return strcmp(n[*(const size_t *)a], n[*(const size_t *)b]);
+}
+
+/* The entries' indices in bytewise name order (evaluate's results already are; a result
+ * built by hand need not be). NULL when out of memory. */
+static size_t *sorted_order(const est_eval_result *r) {
+  size_t *idx = malloc((r->count ? r->count : 1) * sizeof *idx);
+  if (!idx) return NULL;
+  for (size_t i = 0; i < r->count; i++) idx[i] = i;
+  qsort_r(idx, r->count, sizeof *idx, cmp_index_by_name, r->names);
+  return idx;
+}
+
+est_status est_eval_result_write(const est_eval_result *r, const char *path) {
+  size_t *idx = sorted_order(r);
+  if (!idx) return est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);
+  est_atomic_file *f;
+  if (est_atomic_open(&f, path) != EST_OK) {
+    free(idx);
+    return est_error_code();
+  }
+  for (size_t k = 0; k < r->count; k++) {
+    const size_t i = idx[k];
+    char v[64];
+    format_value(r->names[i], r->values[i], v, sizeof v);
+    fprintf(est_atomic_stream(f), "%s = %s\n", r->names[i], v);
+  }
+  free(idx);
+  return est_atomic_commit(f);
+}
+
+void est_eval_result_log(const est_eval_result *r) {
+  size_t *idx = sorted_order(r);
+  EST_LOG_INFO("***** Eval results *****");
+  for (size_t k = 0; k < r->count; k++) {
+    const size_t i = idx ? idx[k] : k;
+    char v[64];
+    format_value(r->names[i], r->values[i], v, sizeof v);
+    EST_LOG_INFO("  %s = %s", r->names[i], v);
+  }
+  free(idx);
 }
 
 static est_status result_add(est_eval_result *r, const char *name, double value) {

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "est/estimator.h"
+#include "est/float_format.h"
 #include "train/checkpoint_manager.h"
 #include "train/summaries.h"
 
@@ -90,10 +91,6 @@ est_status est_session_save(est_estimator *e, est_session *s, est_ckpt_manager *
 /* Opens the input for a mode with the run config's batch size and sharding. */
 est_status est_open_input(est_estimator *e, const est_input_fn *fn, est_mode mode, uint64_t seed, est_input *in);
 void est_close_input(est_input *in);
-
-/* The shortest decimal that reads back as the same float32, laid out as Python prints a
- * numpy.float32 (str/repr): 0.6931472, 2.0, 1e-05, 1.2e+16. */
-char *est_format_f32(float v, char *buf, size_t size);
 
 est_summaries *est_eval_summaries(est_estimator *e, const char *name);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "est/float_format.h"
 #include "est/log.h"
 #include "est/optimizer.h"
 #include "train/estimator_internal.h"
@@ -331,7 +332,7 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
       /* NanTensorHook: stop before the update; the last checkpoint stays the last good one. */
       char lb[32];
       st = est_error(EST_ERR_ABORTED, "NaN loss during training: loss = %s at global step %lld; last good checkpoint: %s",
-                     est_format_f32(step_loss, lb, sizeof lb), (long long)gs, t.last_saved[0] ? t.last_saved : "none");
+                     est_format_float32(step_loss, lb, sizeof lb), (long long)gs, t.last_saved[0] ? t.last_saved : "none");
       break;
     }
     st = est_optimizer_apply(t.s.opt, gs);
@@ -353,13 +354,13 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
     if (log_every > 0 && (gs - start_step) % log_every == 0) {
       double now = est_now_seconds();
       if (gs == start_step) {
-        EST_LOG_INFO("loss = %s, step = %lld", est_format_f32(loss, lb, sizeof lb), (long long)gs);
+        EST_LOG_INFO("loss = %s, step = %lld", est_format_float32(loss, lb, sizeof lb), (long long)gs);
       } else {
         double dt = now - t_log;
         double rate = dt > 0 ? (double)(t.s.global_step - step_log) / dt : 0.0;
         EST_LOG_INFO("global_step/sec: %.4g", rate);
         est_summaries_scalar(&e->train_summaries, gs, "global_step/sec", (float)rate);
-        EST_LOG_INFO("loss = %s, step = %lld (%.3f sec)", est_format_f32(loss, lb, sizeof lb), (long long)gs, dt);
+        EST_LOG_INFO("loss = %s, step = %lld (%.3f sec)", est_format_float32(loss, lb, sizeof lb), (long long)gs, dt);
         if (rc->log_progress && target > 0) {
           char eta[32];
           format_duration(rate > 0 ? (double)(target - t.s.global_step) / rate : -1, eta, sizeof eta);
@@ -390,7 +391,7 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
   if (st == EST_OK && t.s.global_step != t.saved_step) st = save(&t, 1);
   if (st == EST_OK) {
     char lb[32];
-    if (steps_done) EST_LOG_INFO("Loss for final step: %s.", est_format_f32(loss, lb, sizeof lb));
+    if (steps_done) EST_LOG_INFO("Loss for final step: %s.", est_format_float32(loss, lb, sizeof lb));
     double dt = est_now_seconds() - t_begin;
     EST_LOG_INFO("Trained %lld steps in %.3f sec (%.1f examples/sec).", (long long)steps_done, dt,
                  dt > 0 ? (double)steps_done * batch * world / dt : 0.0);
