@@ -12,6 +12,7 @@ static const est_command commands[] = {
   {"convert", "GLUE/TSV task files to run_classifier's train/eval/predict.tf_record", est_cmd_convert},
   {"create_pretraining_data", "raw text to masked-LM/next-sentence TFRecords, as create_pretraining_data.py", est_cmd_create_pretraining_data},
   {"run_classifier", "fine-tune / evaluate / predict with BERT, as run_classifier.py", est_cmd_run_classifier},
+  {"run_pretraining", "pretrain BERT (masked LM + next sentence), as run_pretraining.py", est_cmd_run_pretraining},
   {NULL, NULL, NULL},
 };
 
