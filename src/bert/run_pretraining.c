@@ -127,6 +127,18 @@ static void pt_input_init(pt_input *in, const file_list *files, const char **ord
   in->inner = est_tfrecord_input_fn(&in->cfg);
 }
 
+/* A record whose fixed-length features disagree with the flags fails in the parser with
+ * TF's text, naming the file, record and key; say which flags it is about. */
+static est_status explain_length_mismatch(est_status st, const est_run_pretraining_config *c) {
+  if (st == EST_OK || !strstr(est_error_message(), "Can't parse serialized Example")) return st;
+  char msg[2048];
+  snprintf(msg, sizeof msg, "%s", est_error_message());
+  return est_error(st, "%s (a feature of another length than the flags give: input_ids/input_mask/segment_ids "
+                   "must have --max_seq_length=%lld values and masked_lm_positions/ids/weights "
+                   "--max_predictions_per_seq=%lld; the records were written with other flags?)",
+                   msg, (long long)c->max_seq_length, (long long)c->max_predictions_per_seq);
+}
+
 /* ---- main() ------------------------------------------------------------------------------ */
 
 static est_status validate(const est_run_pretraining_config *c) {
@@ -270,6 +282,7 @@ est_status est_run_pretraining_main(const est_run_pretraining_config *c) {
 
 done:
   est_eval_result_clear(&result);
+  st = explain_length_mismatch(st, c);
   est_estimator_free(e);
   free(order);
   file_list_free(&files);
