@@ -100,9 +100,9 @@ static void test_continue_pretraining_tf_checkpoint_then_finetune(void **state) 
   check_eval_results(out, v);
   assert_int_equal((int)v[0], 10);
   assert_true(v[2] >= 0 && v[2] <= 1 && v[4] >= 0 && v[4] <= 1);
-  assert_float_equal(v[1], v[3] + v[5], 1e-5); /* loss = masked_lm_loss + next_sentence_loss here: */
-  /* (the estimator's loss is the mean of batch totals, the metrics are means over rows;
-   * with full batches of equal weight sums they agree to rounding) */
+  /* The estimator's loss is the mean of the batches' totals, the two metric losses are
+   * weighted means over all rows: close, not equal, when batches hold different weight sums. */
+  assert_true(fabs(v[1] - (v[3] + v[5])) < 0.05 * v[1]);
 
   /* the checkpoint keeps Google's names and shapes, heads included */
   char path[1024];
