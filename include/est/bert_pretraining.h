@@ -1,5 +1,5 @@
 /* est/bert_pretraining.h — run_pretraining.py's two heads on the BERT encoder
- * (est/bert_encoder.h) and `est run_pretraining` (docs/bert.md).
+ * (est/bert_encoder.h) and `est run_pretraining` (docs/bert.md §9).
  *
  *     est_bert_pretraining_heads *h;
  *     est_bert_pretraining_heads_create(&h, enc, vs);     // after the encoder, before finalize

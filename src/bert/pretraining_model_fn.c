@@ -1,6 +1,6 @@
 /* run_pretraining.py's model_fn_builder as an est_model_fn: the BERT encoder with the
  * masked-LM and next-sentence heads (est/bert_pretraining.h), plugged into the Estimator
- * (docs/estimator.md).
+ * (docs/bert.md §9).
  *
  *   TRAIN  total_loss = masked_lm_loss + next_sentence_loss; gradients accumulated into the
  *          store; AdamWeightDecay with BERT's warmup + linear decay, clip_by_global_norm(1.0).

@@ -83,19 +83,19 @@ typedef struct pt_input {
   const file_list *files;
   const char **order;                /* the files in this open's order */
   est_feature_spec specs[7];
-  est_tfrecord_input cfg;
-  est_input_fn inner;
 } pt_input;
 
-/* Training: the file order shuffled (from the run's seed), then repeat -> shuffle(100) ->
- * parse -> batch(drop_remainder). Eval: the files in order, batch(drop_remainder). The
- * reference interleaves up to 4 files at a time (sloppy); est reads them one after the other
- * and relies on shuffle(100) as it does. */
+/* Training: the file order shuffled (from the run's seed) -> records -> shard -> repeat ->
+ * shuffle(100) -> parse -> batch(drop_remainder). Eval: the files in order -> shard ->
+ * repeat (max_eval_steps bounds it) -> parse -> batch(drop_remainder), as the reference.
+ * The reference interleaves up to 4 files at a time (sloppy); est reads them one after the
+ * other and relies on shuffle(100) as it does. Every int64 feature arrives as int32. */
 static est_status pt_open(void *ctx, const est_input_params *p, est_input *out) {
   pt_input *in = ctx;
   const size_t n = in->files->n;
+  const int train = p->mode == EST_MODE_TRAIN;
   for (size_t i = 0; i < n; i++) in->order[i] = in->files->paths[i];
-  if (p->mode == EST_MODE_TRAIN && n > 1) {
+  if (train && n > 1) {
     est_rng rng;
     est_rng_init(&rng, p->seed ^ 0x70726574726169ull); /* its own stream, not the dropout's */
     for (size_t i = n - 1; i > 0; i--) {
@@ -105,7 +105,20 @@ static est_status pt_open(void *ctx, const est_input_params *p, est_input *out) 
       in->order[j] = t;
     }
   }
-  return in->inner.open(in->inner.ctx, p, out);
+  est_dataset *ds;
+  est_status st = est_dataset_from_tfrecords(&ds, in->order, n, EST_COMPRESSION_NONE);
+  if (st != EST_OK) return st;
+  if (p->num_shards > 1) st = est_dataset_shard(ds, p->num_shards, p->shard_index);
+  if (st == EST_OK) st = est_dataset_repeat(ds, -1);
+  if (st == EST_OK && train) st = est_dataset_shuffle(ds, 100, p->seed);
+  if (st == EST_OK) st = est_dataset_parse(ds, in->specs, 7, EST_DATASET_CAST_INT32);
+  if (st == EST_OK) st = est_dataset_batch(ds, p->batch_size, 1);
+  if (st == EST_OK) st = est_dataset_prefetch(ds, 2);
+  if (st != EST_OK) {
+    est_dataset_free(ds);
+    return st;
+  }
+  return est_input_from_dataset(ds, out);
 }
 
 static void pt_input_init(pt_input *in, const file_list *files, const char **order, int64_t S, int64_t P) {
@@ -121,10 +134,6 @@ static void pt_input_init(pt_input *in, const file_list *files, const char **ord
     {.key = "next_sentence_labels", .dtype = EST_DT_INT64, .rank = 1, .shape = {1}},
   };
   memcpy(in->specs, specs, sizeof specs);
-  in->cfg = (est_tfrecord_input){.paths = order, .num_paths = files->n, .specs = in->specs, .num_specs = 7,
-                                 .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100, .drop_remainder = 1,
-                                 .prefetch = 2};
-  in->inner = est_tfrecord_input_fn(&in->cfg);
 }
 
 /* A record whose fixed-length features disagree with the flags fails in the parser with
