@@ -182,11 +182,55 @@ static void test_record_lengths_disagree_with_flags(void **state) {
   free(log);
 }
 
+/* A run that stops after its checkpoint at step 4 (as after kill -9: the later files gone)
+ * and is started again with the same flags ends with the same model.ckpt-8 as an
+ * uninterrupted run: the Estimator restores the weights, Adam's slots, the seed and the
+ * input position (shuffle buffer included), and the dropout masks are f(seed, step). */
+static void test_resume_is_exact(void **state) {
+  (void)state;
+  char records[512], a[512], b[512], path[1024];
+  snprintf(records, sizeof records, "%s/jack3.tfrecord", test_tmpdir);
+  snprintf(a, sizeof a, "%s/resume_a", test_tmpdir);
+  snprintf(b, sizeof b, "%s/resume_b", test_tmpdir);
+  make_jack_records(records);
+  const char *cmd = EST_BIN " run_pretraining --bert_config_file=" TINY "/bert_config.json --input_file=%s"
+                            " --output_dir=%s --max_seq_length=16 --max_predictions_per_seq=3 --do_train"
+                            " --train_batch_size=8 --num_train_steps=8 --num_warmup_steps=2 --learning_rate=1e-2"
+                            " --save_checkpoints_steps=4 --seed=9 --num_threads=1";
+  free(run_ok(cmd, records, a));
+  free(run_ok(cmd, records, b));
+  /* roll b back to its step-4 checkpoint */
+  const char *gone[] = {"model.ckpt-8.index", "model.ckpt-8.data-00000-of-00001"};
+  for (int i = 0; i < 2; i++) {
+    est_path_join(path, sizeof path, b, gone[i]);
+    assert_int_equal(remove(path), 0);
+  }
+  est_path_join(path, sizeof path, b, "checkpoint");
+  const char *state_text = "model_checkpoint_path: \"model.ckpt-4\"\nall_model_checkpoint_paths: \"model.ckpt-0\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-4\"\n";
+  test_write_bytes(path, state_text, strlen(state_text));
+  char *log = run_ok(cmd, records, b);
+  assert_non_null(strstr(log, "model.ckpt-4"));
+  free(log);
+  size_t na = 0, nb = 0;
+  char pa[1024], pb[1024];
+  est_path_join(pa, sizeof pa, a, "model.ckpt-8.data-00000-of-00001");
+  est_path_join(pb, sizeof pb, b, "model.ckpt-8.data-00000-of-00001");
+  char *da = test_read_file(pa, &na), *db = test_read_file(pb, &nb);
+  assert_non_null(da);
+  assert_non_null(db);
+  assert_int_equal(na, nb);
+  assert_memory_equal(da, db, na);
+  free(da);
+  free(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_continue_pretraining_tf_checkpoint_then_finetune),
       cmocka_unit_test(test_from_scratch_on_script_records),
       cmocka_unit_test(test_record_lengths_disagree_with_flags),
+      cmocka_unit_test(test_resume_is_exact),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }
