@@ -49,13 +49,13 @@ for model in $MODELS; do
  "intermediate_size": $4, "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 2}
 JSON
   rm -rf "$TMP/out"
-  e=$(env $BLASENV -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
+  e=$(env -u OPENBLAS_L2_SIZE $BLASENV OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
     "$EST" run_pretraining --bert_config_file="$TMP/$model.json" \
     --input_file="$ROOT/tests/data/pretraining/cola_seed12345.tfrecord" --output_dir="$TMP/out" --do_train \
     --train_batch_size="$BATCH" --num_train_steps="$STEPS" --num_warmup_steps=1 --learning_rate=1e-4 \
     --save_checkpoints_steps=100000 --num_threads="$THREADS" --seed=1 2>&1 |
     awk '/Trained [0-9]+ steps in/ { for (i = 1; i <= NF; i++) if ($i == "in") print $(i - 2) / $(i + 1) }')
-  t=$(env $BLASENV -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
+  t=$(env -u OPENBLAS_L2_SIZE $BLASENV OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
     ${TCMALLOC:+LD_PRELOAD=$TCMALLOC} /usr/bin/python3 "$HERE/run_pretraining_torch.py" --model "$model" \
     --batch "$BATCH" --steps "$STEPS" --threads "$THREADS" | awk '{print $2}')
   printf "%-6s %12.3f %12.3f %7.2fx\n" "$model" "$e" "$t" "$(awk -v a="$e" -v b="$t" 'BEGIN { print a / b }')"
