@@ -18,6 +18,7 @@ static const est_command commands[] = {
   {"predict", "class probabilities of new text with an exported classifier", est_cmd_predict},
   {"serve", "serve an exported classifier with TensorFlow Serving's REST API", est_cmd_serve},
   {"extract_features", "BERT feature vectors of text, as extract_features.py", est_cmd_extract_features},
+  {"run_pretraining", "pretrain BERT (masked LM + next sentence), as run_pretraining.py", est_cmd_run_pretraining},
   {NULL, NULL, NULL},
 };
 

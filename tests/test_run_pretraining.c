@@ -1,0 +1,236 @@
+/* `est run_pretraining` end to end: continuing to pretrain the TF-written keras_bert_tiny
+ * checkpoint (its cls/... heads included) on records that `est create_pretraining_data` writes
+ * from tests/data/pretraining/jack_docs.txt, fine-tuning the result with run_classifier,
+ * a from-scratch run on the script-written CoLA records, and records whose lengths
+ * disagree with the flags. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/ckpt.h"
+#include "est/file.h"
+#include "test_util.h"
+
+#define TINY EST_TEST_DATA "/keras_bert_tiny"
+
+static char *read_text(const char *dir, const char *name) {
+  char path[1024];
+  est_path_join(path, sizeof path, dir, name);
+  return test_read_file(path, NULL);
+}
+
+static char *run_ok(const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  char *log = NULL;
+  int rc = test_run(&log, 1, "%s", cmd);
+  if (rc != 0) fail_msg("exit %d for: %s\n%s", rc, cmd, log);
+  return log;
+}
+
+static int count_lines_with(const char *text, const char *a, const char *b) {
+  int n = 0;
+  for (const char *line = text; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+    if (strstr(buf, a) && (!b || strstr(buf, b))) n++;
+    line = end ? end + 1 : NULL;
+  }
+  return n;
+}
+
+/* run_pretraining's keys, sorted as the file lists them, each a finite number. */
+static void check_eval_results(const char *dir, double *v) {
+  static const char *const keys[] = {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
+                                     "next_sentence_accuracy", "next_sentence_loss"};
+  char *text = read_text(dir, "eval_results.txt");
+  assert_non_null(text);
+  const char *p = text;
+  for (size_t i = 0; i < 6; i++) {
+    size_t klen = strlen(keys[i]);
+    if (strncmp(p, keys[i], klen) || strncmp(p + klen, " = ", 3))
+      fail_msg("eval_results.txt line %zu: want key '%s', file:\n%s", i + 1, keys[i], text);
+    char *end;
+    v[i] = strtod(p + klen + 3, &end);
+    if (*end != '\n' || !isfinite(v[i])) fail_msg("eval_results.txt: bad number for %s:\n%s", keys[i], text);
+    p = end + 1;
+  }
+  assert_int_equal(*p, 0);
+  free(text);
+}
+
+static void make_jack_records(const char *path) {
+  free(run_ok(EST_BIN " create_pretraining_data --input_file=" EST_TEST_DATA "/pretraining/jack_docs.txt"
+                      " --output_file=%s --vocab_file=" TINY "/vocab.txt --max_seq_length=16"
+                      " --max_predictions_per_seq=3 --dupe_factor=4 --random_seed=1", path));
+}
+
+static void test_continue_pretraining_tf_checkpoint_then_finetune(void **state) {
+  (void)state;
+  char records[512], out[512], ft[512];
+  snprintf(records, sizeof records, "%s/jack.tfrecord", test_tmpdir);
+  snprintf(out, sizeof out, "%s/pretrain", test_tmpdir);
+  snprintf(ft, sizeof ft, "%s/finetune", test_tmpdir);
+  make_jack_records(records);
+  /* a glob and a comma list naming the same file twice: both read */
+  char *log = run_ok(EST_BIN " run_pretraining --bert_config_file=" TINY "/bert_config.json --input_file=%s/jack*.tfrecord,%s"
+                             " --output_dir=%s --init_checkpoint=" TINY "/bert_model.ckpt --max_seq_length=16"
+                             " --max_predictions_per_seq=3 --do_train --do_eval --train_batch_size=8"
+                             " --eval_batch_size=8 --num_train_steps=10 --num_warmup_steps=2 --learning_rate=1e-3"
+                             " --save_checkpoints_steps=5 --max_eval_steps=4 --use_tpu=false --seed=3 --num_threads=1",
+                     test_tmpdir, records, out);
+  /* every variable of Google's layout came from the TF checkpoint: 39 bert/ + 7 cls/ */
+  assert_int_equal(count_lines_with(log, "name = bert/", "*INIT_FROM_CKPT*"), 39);
+  assert_int_equal(count_lines_with(log, "name = cls/", "*INIT_FROM_CKPT*"), 7);
+  assert_int_equal(count_lines_with(log, "note: --use_tpu is a TPU flag", NULL), 1);
+  free(log);
+  double v[6];
+  check_eval_results(out, v);
+  assert_int_equal((int)v[0], 10);
+  assert_true(v[2] >= 0 && v[2] <= 1 && v[4] >= 0 && v[4] <= 1);
+  /* The estimator's loss is the mean of the batches' totals, the two metric losses are
+   * weighted means over all rows: close, not equal, when batches hold different weight sums. */
+  assert_true(fabs(v[1] - (v[3] + v[5])) < 0.05 * v[1]);
+
+  /* the checkpoint keeps Google's names and shapes, heads included */
+  char path[1024];
+  est_path_join(path, sizeof path, out, "model.ckpt-10");
+  est_ckpt_reader *r;
+  assert_int_equal(est_ckpt_reader_open(&r, path), EST_OK);
+  assert_true(est_ckpt_reader_has(r, "cls/predictions/output_bias"));
+  assert_true(est_ckpt_reader_has(r, "cls/predictions/transform/LayerNorm/gamma"));
+  assert_true(est_ckpt_reader_has(r, "cls/seq_relationship/output_weights"));
+  assert_true(est_ckpt_reader_has(r, "bert/embeddings/word_embeddings"));
+  assert_false(est_ckpt_reader_has(r, "cls/predictions/output_weights")); /* tied: no table of its own */
+  est_ckpt_reader_close(r);
+
+  /* ... and fine-tunes with run_classifier: every bert/ variable loaded from it */
+  log = run_ok(EST_BIN " run_classifier --task_name=tsv --tsv_labels=bright,dull --tsv_test_label_column=-1"
+                       " --do_train --do_eval --data_dir=" EST_TEST_DATA "/run_classifier/jack"
+                       " --vocab_file=" TINY "/vocab.txt --bert_config_file=" TINY "/bert_config.json"
+                       " --init_checkpoint=%s --output_dir=%s --max_seq_length=12 --train_batch_size=8"
+                       " --num_train_epochs=2 --learning_rate=1e-3 --num_threads=1",
+               path, ft);
+  assert_int_equal(count_lines_with(log, "name = bert/", "*INIT_FROM_CKPT*"), 39);
+  free(log);
+  char *text = read_text(ft, "eval_results.txt");
+  assert_non_null(strstr(text, "eval_accuracy = "));
+  free(text);
+}
+
+/* The records create_pretraining_data.py wrote (seq 128, 20 predictions, vocab 30522),
+ * a small BERT from scratch: trains and evaluates. */
+static void test_from_scratch_on_script_records(void **state) {
+  (void)state;
+  char cfg[512], out[512];
+  snprintf(cfg, sizeof cfg, "%s/small_config.json", test_tmpdir);
+  snprintf(out, sizeof out, "%s/scratch", test_tmpdir);
+  const char *json = "{\"vocab_size\": 30522, \"hidden_size\": 16, \"num_hidden_layers\": 1, \"num_attention_heads\": 2,"
+                     " \"intermediate_size\": 32, \"hidden_act\": \"gelu\", \"max_position_embeddings\": 128,"
+                     " \"type_vocab_size\": 2, \"initializer_range\": 0.02}\n";
+  test_write_bytes(cfg, json, strlen(json));
+  free(run_ok(EST_BIN " run_pretraining --bert_config_file=%s --input_file=" EST_TEST_DATA
+                      "/pretraining/cola_seed12345.tfrecord --output_dir=%s --do_train --do_eval --train_batch_size=4"
+                      " --eval_batch_size=4 --num_train_steps=3 --num_warmup_steps=1 --learning_rate=1e-3"
+                      " --max_eval_steps=2 --seed=5 --num_threads=1",
+              cfg, out));
+  double v[6];
+  check_eval_results(out, v);
+  assert_int_equal((int)v[0], 3);
+  /* near log(30522) = 10.3 for the masked LM after 3 steps from a random init */
+  assert_true(v[3] > 8 && v[3] < 12);
+}
+
+static void test_record_lengths_disagree_with_flags(void **state) {
+  (void)state;
+  char records[512], out[512];
+  snprintf(records, sizeof records, "%s/jack2.tfrecord", test_tmpdir);
+  snprintf(out, sizeof out, "%s/bad", test_tmpdir);
+  make_jack_records(records);
+  char *log = NULL;
+  int rc = test_run(&log, 1, EST_BIN " run_pretraining --bert_config_file=" TINY "/bert_config.json --input_file=%s"
+                                     " --output_dir=%s --max_seq_length=16 --max_predictions_per_seq=5 --do_eval"
+                                     " --eval_batch_size=8 --seed=1 --num_threads=1", records, out);
+  assert_int_equal(rc, 1);
+  char want[700];
+  snprintf(want, sizeof want, "%s record 0: Key: masked_lm_positions", records);
+  if (!strstr(log, want) || !strstr(log, "--max_predictions_per_seq=5")) fail_msg("unclear error:\n%s", log);
+  free(log);
+  rc = test_run(&log, 1, EST_BIN " run_pretraining --bert_config_file=" TINY "/bert_config.json --input_file=%s"
+                                 " --output_dir=%s --max_seq_length=12 --max_predictions_per_seq=3 --do_train"
+                                 " --train_batch_size=8 --num_train_steps=2 --seed=1 --num_threads=1", records, out);
+  assert_int_equal(rc, 1);
+  if (!strstr(log, "Key: input_ids") || !strstr(log, "--max_seq_length=12") || !strstr(log, records))
+    fail_msg("unclear error:\n%s", log);
+  free(log);
+  rc = test_run(&log, 1, EST_BIN " run_pretraining --bert_config_file=" TINY "/bert_config.json"
+                                 " --input_file=%s/nothing*.tfrecord --output_dir=%s --do_train --max_seq_length=16 --max_predictions_per_seq=3", test_tmpdir, out);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(log, "matches no file"));
+  free(log);
+}
+
+/* A run that stops after its checkpoint at step 4 (as after kill -9: the later files gone)
+ * and is started again with the same flags ends with the same model.ckpt-8 as an
+ * uninterrupted run: the Estimator restores the weights, Adam's slots, the seed and the
+ * input position (shuffle buffer included), and the dropout masks are f(seed, step). */
+static void test_resume_is_exact(void **state) {
+  (void)state;
+  char records[512], a[512], b[512], path[1024];
+  snprintf(records, sizeof records, "%s/jack3.tfrecord", test_tmpdir);
+  snprintf(a, sizeof a, "%s/resume_a", test_tmpdir);
+  snprintf(b, sizeof b, "%s/resume_b", test_tmpdir);
+  make_jack_records(records);
+  const char *cmd = EST_BIN " run_pretraining --bert_config_file=" TINY "/bert_config.json --input_file=%s"
+                            " --output_dir=%s --max_seq_length=16 --max_predictions_per_seq=3 --do_train"
+                            " --train_batch_size=8 --num_train_steps=8 --num_warmup_steps=2 --learning_rate=1e-2"
+                            " --save_checkpoints_steps=4 --seed=9 --num_threads=1";
+  free(run_ok(cmd, records, a));
+  free(run_ok(cmd, records, b));
+  /* roll b back to its step-4 checkpoint */
+  const char *gone[] = {"model.ckpt-8.index", "model.ckpt-8.data-00000-of-00001"};
+  for (int i = 0; i < 2; i++) {
+    est_path_join(path, sizeof path, b, gone[i]);
+    assert_int_equal(remove(path), 0);
+  }
+  est_path_join(path, sizeof path, b, "checkpoint");
+  const char *state_text = "model_checkpoint_path: \"model.ckpt-4\"\nall_model_checkpoint_paths: \"model.ckpt-0\"\n"
+                           "all_model_checkpoint_paths: \"model.ckpt-4\"\n";
+  test_write_bytes(path, state_text, strlen(state_text));
+  char *log = run_ok(cmd, records, b);
+  assert_non_null(strstr(log, "model.ckpt-4"));
+  free(log);
+  size_t na = 0, nb = 0;
+  char pa[1024], pb[1024];
+  est_path_join(pa, sizeof pa, a, "model.ckpt-8.data-00000-of-00001");
+  est_path_join(pb, sizeof pb, b, "model.ckpt-8.data-00000-of-00001");
+  char *da = test_read_file(pa, &na), *db = test_read_file(pb, &nb);
+  assert_non_null(da);
+  assert_non_null(db);
+  assert_int_equal(na, nb);
+  assert_memory_equal(da, db, na);
+  free(da);
+  free(db);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_continue_pretraining_tf_checkpoint_then_finetune),
+      cmocka_unit_test(test_from_scratch_on_script_records),
+      cmocka_unit_test(test_record_lengths_disagree_with_flags),
+      cmocka_unit_test(test_resume_is_exact),
+  };
+  return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
+}
