@@ -346,10 +346,14 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
     steps_done++;
 
     char lb[32];
+    /* Train summaries carry the global step after this step's update, as tf.estimator's
+     * SummarySaverHook and StepCounterHook stamp them (1, 101, 201 with
+     * save_summary_steps=100; checked against TF by tests/interop/test_estimator_oracle.py);
+     * the log line names the step the loss was computed at, as its LoggingTensorHook does. */
     if (summary_every > 0 && gs % summary_every == 0) {
       const char *tags[2] = {"loss", "learning_rate"};
       float values[2] = {loss, lr};
-      est_summaries_scalars(&e->train_summaries, gs, 2, tags, values);
+      est_summaries_scalars(&e->train_summaries, t.s.global_step, 2, tags, values);
     }
     if (log_every > 0 && (gs - start_step) % log_every == 0) {
       double now = est_now_seconds();
@@ -359,7 +363,7 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
         double dt = now - t_log;
         double rate = dt > 0 ? (double)(t.s.global_step - step_log) / dt : 0.0;
         EST_LOG_INFO("global_step/sec: %.4g", rate);
-        est_summaries_scalar(&e->train_summaries, gs, "global_step/sec", (float)rate);
+        est_summaries_scalar(&e->train_summaries, t.s.global_step, "global_step/sec", (float)rate);
         EST_LOG_INFO("loss = %s, step = %lld (%.3f sec)", est_format_float32(loss, lb, sizeof lb), (long long)gs, dt);
         if (rc->log_progress && target > 0) {
           char eta[32];
