@@ -12,8 +12,8 @@
 #    once --init_checkpoint=the pretrained model, once from scratch; dev accuracy of both.
 # Prints the pretraining loss curve (every 50 steps) and the two eval_results.txt.
 set -e
-SST=${1:-/work/shared/data/glue/SST-2}
-VOCAB=${2:-/work/shared/data/vocab/bert-base-uncased-vocab.txt}
+SST=${1:-data/SST-2}                     # the bundled GLUE SST-2 (data/README.md)
+VOCAB=${2:-data/vocab.txt}                # bert-base-uncased vocab
 W=${3:-/tmp/est_pretrain_example}
 STEPS=${4:-300}
 EST=${EST:-build/est}
