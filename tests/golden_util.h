@@ -1,0 +1,127 @@
+/* Golden-tensor files of the tests/reference golden scripts (tests/reference/README.md) and the
+ * tolerance check both golden tests use. A directory tests/data/golden/<name>/ holds
+ * manifest.txt ("meta <key> <value>" lines, then "<tensor> <offset> <count>" lines, in
+ * floats) and tensors.bin (every tensor as little-endian float32, one blob).
+ * Include after cmocka.h; everything is static, one copy per test. */
+#ifndef EST_TESTS_GOLDEN_UTIL_H
+#define EST_TESTS_GOLDEN_UTIL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- golden files --------------------------------------------------------------------- */
+
+typedef struct entry {
+  char name[300];
+  size_t offset, count;
+} entry;
+
+typedef struct golden {
+  char dir[1024];
+  entry *entries;
+  int n;
+  float *data;
+  int num_labels, max_predictions, batch, seq_len, steps; /* meta; 0 when absent */
+  int64_t num_train_steps, num_warmup_steps;
+  double init_lr;
+} golden;
+
+static void golden_load(golden *g, const char *name) {
+  memset(g, 0, sizeof *g);
+  snprintf(g->dir, sizeof g->dir, "%s/golden/%s", EST_TEST_DATA, name);
+  char path[1200];
+  snprintf(path, sizeof path, "%s/manifest.txt", g->dir);
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  char line[1024];
+  int cap = 0;
+  size_t total = 0;
+  while (fgets(line, sizeof line, f)) {
+    char key[300];
+    double value;
+    if (sscanf(line, "meta %299s %lf", key, &value) == 2) {
+      if (!strcmp(key, "num_labels")) g->num_labels = (int)value;
+      else if (!strcmp(key, "max_predictions")) g->max_predictions = (int)value;
+      else if (!strcmp(key, "batch")) g->batch = (int)value;
+      else if (!strcmp(key, "seq_len")) g->seq_len = (int)value;
+      else if (!strcmp(key, "init_lr")) g->init_lr = value;
+      else if (!strcmp(key, "num_train_steps")) g->num_train_steps = (int64_t)value;
+      else if (!strcmp(key, "num_warmup_steps")) g->num_warmup_steps = (int64_t)value;
+      else if (!strcmp(key, "steps")) g->steps = (int)value;
+      continue;
+    }
+    if (g->n == cap) {
+      cap = cap ? 2 * cap : 128;
+      g->entries = realloc(g->entries, (size_t)cap * sizeof *g->entries);
+    }
+    entry *e = &g->entries[g->n];
+    assert_int_equal(sscanf(line, "%299s %zu %zu", e->name, &e->offset, &e->count), 3);
+    if (e->offset + e->count > total) total = e->offset + e->count;
+    g->n++;
+  }
+  fclose(f);
+  snprintf(path, sizeof path, "%s/tensors.bin", g->dir);
+  f = fopen(path, "rb");
+  assert_non_null(f);
+  g->data = malloc(total * sizeof(float) + 1);
+  /* the blob is little-endian float32, as is every machine this runs on */
+  assert_int_equal(fread(g->data, sizeof(float), total, f), total);
+  fclose(f);
+}
+
+static void golden_free(golden *g) {
+  free(g->entries);
+  free(g->data);
+}
+
+static const float *golden_get(const golden *g, const char *name, size_t *count) {
+  for (int i = 0; i < g->n; i++)
+    if (!strcmp(g->entries[i].name, name)) {
+      if (count) *count = g->entries[i].count;
+      return g->data + g->entries[i].offset;
+    }
+  fail_msg("golden tensor %s missing", name);
+  return NULL;
+}
+
+static int32_t *golden_ints(const golden *g, const char *name) {
+  size_t n = 0;
+  const float *f = golden_get(g, name, &n);
+  int32_t *out = malloc(n * sizeof(int32_t));
+  for (size_t i = 0; i < n; i++) out[i] = (int32_t)f[i];
+  return out;
+}
+
+/* ---- comparisons ---------------------------------------------------------------------- */
+
+/* Absolute floor shared by all tensors of one comparison (see check_config). */
+static double g_abs_floor;
+
+/* Largest |a - b| / (rtol |b| + floor * max|b| + g_abs_floor) over the tensor: <= 1 passes. */
+static double worst_ratio(const float *a, const float *b, size_t n, double rtol, double floor_frac,
+                          size_t *where) {
+  double scale = 0;
+  for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
+  double worst = 0;
+  for (size_t i = 0; i < n; i++) {
+    double tol = rtol * fabs(b[i]) + floor_frac * scale + g_abs_floor + 1e-30;
+    double r = fabs((double)a[i] - b[i]) / tol;
+    if (!(r <= worst)) {  /* also catches NaN */
+      worst = isnan(r) ? INFINITY : r;
+      if (where) *where = i;
+    }
+  }
+  return worst;
+}
+
+static void expect_close(const char *what, const float *a, const float *b, size_t n, double rtol, double floor_frac) {
+  size_t at = 0;
+  double r = worst_ratio(a, b, n, rtol, floor_frac, &at);
+  if (r > 1.0) fail_msg("%s[%zu]: est %.9g vs torch %.9g (%.2fx the tolerance)", what, at, a[at], b[at], r);
+}
+
+
+#endif
