@@ -17,12 +17,6 @@ static void write_text(const char *dir, const char *name, const char *text) {
   assert_int_equal(est_write_file_atomic(p, text, strlen(text)), EST_OK);
 }
 
-static char *read_text(const char *dir, const char *name) {
-  char p[512];
-  est_path_join(p, sizeof p, dir, name);
-  return test_read_file(p, NULL);
-}
-
 static void test_read_real_file(void **state) {
   (void)state;
   est_ckpt_state st;
@@ -41,7 +35,7 @@ static void test_read_real_file(void **state) {
   char *all[2] = {"model.ckpt-0", "model.ckpt-343"};
   est_ckpt_state same = {"model.ckpt-343", 2, all};
   assert_int_equal(est_ckpt_state_write(dir, &same), EST_OK);
-  char *ours = read_text(dir, "checkpoint"), *tfs = read_text(EST_TEST_DATA "/mrpc_bert_tiny_run", "checkpoint");
+  char *ours = test_read_in(dir, "checkpoint"), *tfs = test_read_in(EST_TEST_DATA "/mrpc_bert_tiny_run", "checkpoint");
   assert_string_equal(ours, tfs);
   free(ours);
   free(tfs);
@@ -59,7 +53,7 @@ static void test_write_like_tf(void **state) {
   char *all[2] = {p5, p10};
   est_ckpt_state st = {p10, 2, all};
   assert_int_equal(est_ckpt_state_write(dir, &st), EST_OK);
-  char *text = read_text(dir, "checkpoint");
+  char *text = test_read_in(dir, "checkpoint");
   assert_string_equal(text, "model_checkpoint_path: \"model.ckpt-10\"\n"
                             "all_model_checkpoint_paths: \"model.ckpt-5\"\n"
                             "all_model_checkpoint_paths: \"model.ckpt-10\"\n");
@@ -69,7 +63,7 @@ static void test_write_like_tf(void **state) {
   char *one[1] = {"/elsewhere/model.ckpt-1"};
   est_ckpt_state st2 = {"model.ckpt-20", 1, one};
   assert_int_equal(est_ckpt_state_write(dir, &st2), EST_OK);
-  text = read_text(dir, "checkpoint");
+  text = test_read_in(dir, "checkpoint");
   assert_string_equal(text, "model_checkpoint_path: \"model.ckpt-20\"\n"
                             "all_model_checkpoint_paths: \"/elsewhere/model.ckpt-1\"\n"
                             "all_model_checkpoint_paths: \"model.ckpt-20\"\n");
@@ -78,7 +72,7 @@ static void test_write_like_tf(void **state) {
   char odd[] = "we\"ird\\na\nme's-caf\xc3\xa9";
   est_ckpt_state st3 = {odd, 0, NULL};
   assert_int_equal(est_ckpt_state_write(dir, &st3), EST_OK);
-  text = read_text(dir, "checkpoint");
+  text = test_read_in(dir, "checkpoint");
   assert_string_equal(text, "model_checkpoint_path: \"we\\\"ird\\\\na\\nme\\'s-caf\\303\\251\"\n"
                             "all_model_checkpoint_paths: \"we\\\"ird\\\\na\\nme\\'s-caf\\303\\251\"\n");
   free(text);

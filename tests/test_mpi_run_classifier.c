@@ -93,19 +93,6 @@ static char *run(int want_rc, const char *fmt, ...) {
   return log;
 }
 
-static int count_lines_with(const char *text, const char *a, const char *b) {
-  int n = 0;
-  for (const char *line = text; line && *line;) {
-    const char *end = strchr(line, '\n');
-    size_t len = end ? (size_t)(end - line) : strlen(line);
-    char buf[2048];
-    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
-    if (strstr(buf, a) && (!b || strstr(buf, b))) n++;
-    line = end ? end + 1 : NULL;
-  }
-  return n;
-}
-
 /* All numbers of a text file in order (keys, '=', TABs and newlines skipped); *lines gets
  * its line count. */
 static int read_numbers(const char *dir, const char *name, double *out, int cap, int *lines) {
@@ -184,15 +171,15 @@ static void test_two_ranks_train_eval_predict(void **state) {
   char *log = run(0, MPIRUN EST_BIN COMMON " --do_train --do_eval --do_predict --data_dir=%s --output_dir=%s", data,
                   out2);
   /* Both ranks ran; the batch flags are global; the step count is one process's. */
-  assert_true(count_lines_with(log, "[rank 1]", "Num steps = 25") == 1);
-  assert_true(count_lines_with(log, "[rank 0]", "data parallel: 2 ranks x train batch 2 (global 4)") == 1);
+  assert_true(test_count_lines_with(log, "[rank 1]", "Num steps = 25") == 1);
+  assert_true(test_count_lines_with(log, "[rank 0]", "data parallel: 2 ranks x train batch 2 (global 4)") == 1);
   /* The model's per-layer reports start the (one, 16 MiB) bucket inside every backward. */
-  if (count_lines_with(log, "gradient all-reduce: 25 steps x 1 buckets, 25 of them started during backward", NULL) != 1)
+  if (test_count_lines_with(log, "gradient all-reduce: 25 steps x 1 buckets, 25 of them started during backward", NULL) != 1)
     fail_msg("no overlapped gradient all-reduce in the log:\n%s", log);
   /* Only the chief reports results. */
-  assert_int_equal(count_lines_with(log, "[rank 0]", "***** Eval results *****"), 1);
-  assert_int_equal(count_lines_with(log, "[rank 1]", "***** Eval results *****"), 0);
-  assert_int_equal(count_lines_with(log, "[rank 1]", "***** Predict results *****"), 0);
+  assert_int_equal(test_count_lines_with(log, "[rank 0]", "***** Eval results *****"), 1);
+  assert_int_equal(test_count_lines_with(log, "[rank 1]", "***** Eval results *****"), 0);
+  assert_int_equal(test_count_lines_with(log, "[rank 1]", "***** Predict results *****"), 0);
   free(log);
   check_one_set_of_files(out2);
 

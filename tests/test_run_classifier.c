@@ -17,42 +17,10 @@
 #define SMALL_CONFIG EST_TEST_DATA "/run_classifier/bert_config_h32.json"
 #define UNCASED EST_TEST_DATA "/vocab_uncased.txt"
 
-static char *read_text(const char *dir, const char *name) {
-  char path[1024];
-  est_path_join(path, sizeof path, dir, name);
-  return test_read_file(path, NULL);
-}
-
-/* Runs est (stderr merged into *log) and fails the test unless it exits 0. */
-static char *run_ok(const char *fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  char *log = NULL;
-  int rc = test_run(&log, 1, "%s", cmd);
-  if (rc != 0) fail_msg("exit %d for: %s\n%s", rc, cmd, log);
-  return log;
-}
-
-static int count_lines_with(const char *text, const char *a, const char *b) {
-  int n = 0;
-  for (const char *line = text; line && *line;) {
-    const char *end = strchr(line, '\n');
-    size_t len = end ? (size_t)(end - line) : strlen(line);
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
-    if (strstr(buf, a) && (!b || strstr(buf, b))) n++;
-    line = end ? end + 1 : NULL;
-  }
-  return n;
-}
-
 /* eval_results.txt: "key = value" lines with exactly `keys` in this (sorted) order;
  * returns the values; global_step must be an integer. */
 static void check_eval_results(const char *dir, const char *const *keys, size_t n, double *values) {
-  char *text = read_text(dir, "eval_results.txt");
+  char *text = test_read_in(dir, "eval_results.txt");
   const char *p = text;
   for (size_t i = 0; i < n; i++) {
     size_t klen = strlen(keys[i]);
@@ -72,7 +40,7 @@ static void check_eval_results(const char *dir, const char *const *keys, size_t 
 
 /* test_results.tsv: `rows` lines of `cols` TAB-separated probabilities summing to 1. */
 static void check_test_results(const char *dir, int rows, int cols) {
-  char *text = read_text(dir, "test_results.tsv");
+  char *text = test_read_in(dir, "test_results.tsv");
   const char *p = text;
   for (int r = 0; r < rows; r++) {
     double sum = 0;
@@ -150,7 +118,7 @@ static void test_mrpc_records_match_reference_and_train(void **state) {
   copy_file(EST_TEST_DATA "/glue_mini/MRPC/dev.tsv", path);
   est_path_join(path, sizeof path, data, "dev.tsv");
   copy_file(EST_TEST_DATA "/glue_mini/MRPC/dev.tsv", path);
-  char *log = run_ok(EST_BIN " run_classifier --task_name=MRPC --do_train --do_eval --data_dir=%s"
+  char *log = test_run_ok(EST_BIN " run_classifier --task_name=MRPC --do_train --do_eval --data_dir=%s"
                              " --vocab_file=" UNCASED " --bert_config_file=" SMALL_CONFIG " --output_dir=%s"
                              " --max_seq_length=128 --train_batch_size=32 --eval_batch_size=16 --learning_rate=1e-3"
                              " --num_train_epochs=1 --num_threads=2",
@@ -208,7 +176,7 @@ static void test_cola_end_to_end_and_resume(void **state) {
           "/glue_mini/CoLA --vocab_file=" UNCASED " --bert_config_file=" SMALL_CONFIG " --output_dir=%s"     \
           " --max_seq_length=32 --train_batch_size=4 --eval_batch_size=4 --predict_batch_size=3"            \
           " --learning_rate=1e-3 --save_checkpoints_steps=2 --num_threads=2 --num_train_epochs="
-  char *log = run_ok(COLA_RUN "2", out);
+  char *log = test_run_ok(COLA_RUN "2", out);
   assert_non_null(strstr(log, "  Num steps = 5"));
   assert_non_null(strstr(log, "***** Running prediction*****"));
   assert_non_null(strstr(log, "***** Predict results *****"));
@@ -228,7 +196,7 @@ static void test_cola_end_to_end_and_resume(void **state) {
   assert_int_equal(count, 10);
 
   /* The same command again: the checkpoint at max_steps exists, so no training. */
-  log = run_ok(COLA_RUN "2", out);
+  log = test_run_ok(COLA_RUN "2", out);
   assert_non_null(strstr(log, "Skipping training since max_steps has already saved."));
   assert_null(strstr(log, "step = 0"));
   free(log);
@@ -236,7 +204,7 @@ static void test_cola_end_to_end_and_resume(void **state) {
   assert_int_equal((int)v[3], 5);
 
   /* More epochs: resumes from model.ckpt-5 and runs steps 5..9, not from scratch. */
-  log = run_ok(COLA_RUN "4", out);
+  log = test_run_ok(COLA_RUN "4", out);
   assert_non_null(strstr(log, "  Num steps = 10"));
   assert_non_null(strstr(log, "model.ckpt-5"));
   assert_null(strstr(log, "Saving checkpoints for 0 "));
@@ -256,7 +224,7 @@ static void test_resume_is_exact(void **state) {
   char full[512], cut[512], from[1024], to[1024];
   snprintf(full, sizeof full, "%s/full", test_tmpdir);
   snprintf(cut, sizeof cut, "%s/cut", test_tmpdir);
-  char *log = run_ok(COLA_RUN "4", full);
+  char *log = test_run_ok(COLA_RUN "4", full);
   free(log);
   /* The state a run killed just after saving step 6 leaves: checkpoints 0..6 only. */
   assert_int_equal(est_mkdirs(cut), EST_OK);
@@ -269,14 +237,14 @@ static void test_resume_is_exact(void **state) {
   est_path_join(to, sizeof to, cut, "checkpoint");
   const char state_text[] = "model_checkpoint_path: \"model.ckpt-6\"\nall_model_checkpoint_paths: \"model.ckpt-6\"\n";
   assert_int_equal(est_write_file_atomic(to, state_text, sizeof state_text - 1), EST_OK);
-  log = run_ok(COLA_RUN "4", cut);
+  log = test_run_ok(COLA_RUN "4", cut);
   assert_non_null(strstr(log, "model.ckpt-6"));
   assert_null(strstr(log, "restarts from its beginning"));
   assert_null(strstr(log, "step = 0 "));
   free(log);
   const char *names[] = {"eval_results.txt", "test_results.tsv"};
   for (size_t i = 0; i < 2; i++) {
-    char *a = read_text(full, names[i]), *b = read_text(cut, names[i]);
+    char *a = test_read_in(full, names[i]), *b = test_read_in(cut, names[i]);
     assert_string_equal(a, b);
     free(a);
     free(b);
@@ -289,7 +257,7 @@ static void test_mrpc_eval_predict_only(void **state) {
   (void)state;
   char out[512];
   snprintf(out, sizeof out, "%s/mrpc_eval", test_tmpdir);
-  char *log = run_ok(EST_BIN " run_classifier --task_name=mrpc --do_eval --do_predict --data_dir=" EST_TEST_DATA
+  char *log = test_run_ok(EST_BIN " run_classifier --task_name=mrpc --do_eval --do_predict --data_dir=" EST_TEST_DATA
                              "/glue_mini/MRPC --vocab_file=" UNCASED " --bert_config_file=" SMALL_CONFIG
                              " --output_dir=%s --max_seq_length=48 --eval_batch_size=64 --num_threads=2",
                      out);
@@ -312,7 +280,7 @@ static void test_finetune_tf_checkpoint(void **state) {
   (void)state;
   char out[512];
   snprintf(out, sizeof out, "%s/jack", test_tmpdir);
-  char *log = run_ok(EST_BIN " run_classifier --task_name=tsv --tsv_labels=bright,dull --tsv_test_label_column=-1"
+  char *log = test_run_ok(EST_BIN " run_classifier --task_name=tsv --tsv_labels=bright,dull --tsv_test_label_column=-1"
                              " --do_train --do_eval --do_predict --data_dir=" EST_TEST_DATA "/run_classifier/jack"
                              " --vocab_file=" EST_TEST_DATA "/keras_bert_tiny/vocab.txt --bert_config_file=" EST_TEST_DATA
                              "/keras_bert_tiny/bert_config.json --init_checkpoint=" EST_TEST_DATA
@@ -324,10 +292,10 @@ static void test_finetune_tf_checkpoint(void **state) {
    * restore model.ckpt-6, and est marks only values that really came from init_checkpoint
    * (the reference marks them in every mode, then restores over them). The classifier
    * head is never in the pre-trained checkpoint. */
-  assert_int_equal(count_lines_with(log, "name = bert/", "*INIT_FROM_CKPT*"), 39);
-  assert_int_equal(count_lines_with(log, "name = bert/", NULL), 3 * 39);
-  assert_int_equal(count_lines_with(log, "name = output_", "*INIT_FROM_CKPT*"), 0);
-  assert_int_equal(count_lines_with(log, "name = output_", NULL), 3 * 2);
+  assert_int_equal(test_count_lines_with(log, "name = bert/", "*INIT_FROM_CKPT*"), 39);
+  assert_int_equal(test_count_lines_with(log, "name = bert/", NULL), 3 * 39);
+  assert_int_equal(test_count_lines_with(log, "name = output_", "*INIT_FROM_CKPT*"), 0);
+  assert_int_equal(test_count_lines_with(log, "name = output_", NULL), 3 * 2);
   free(log);
   const char *keys[] = {"eval_accuracy", "eval_loss", "global_step", "loss"};
   double v[4];
@@ -362,15 +330,15 @@ static void test_finetune_tf_checkpoint(void **state) {
    * checkpoint loads everything, head included: the same probabilities. */
   char out2[512];
   snprintf(out2, sizeof out2, "%s/jack_predict", test_tmpdir);
-  log = run_ok(EST_BIN " run_classifier --task_name=tsv --tsv_labels=bright,dull --tsv_test_label_column=-1"
+  log = test_run_ok(EST_BIN " run_classifier --task_name=tsv --tsv_labels=bright,dull --tsv_test_label_column=-1"
                        " --do_predict --data_dir=" EST_TEST_DATA "/run_classifier/jack --vocab_file=" EST_TEST_DATA
                        "/keras_bert_tiny/vocab.txt --bert_config_file=" EST_TEST_DATA
                        "/keras_bert_tiny/bert_config.json --init_checkpoint=%s/model.ckpt-6 --output_dir=%s"
                        " --max_seq_length=12 --num_threads=1",
                out, out2);
-  assert_int_equal(count_lines_with(log, "name = output_", "*INIT_FROM_CKPT*"), 2);
+  assert_int_equal(test_count_lines_with(log, "name = output_", "*INIT_FROM_CKPT*"), 2);
   free(log);
-  char *a = read_text(out, "test_results.tsv"), *b = read_text(out2, "test_results.tsv");
+  char *a = test_read_in(out, "test_results.tsv"), *b = test_read_in(out2, "test_results.tsv");
   assert_string_equal(a, b);
   free(a);
   free(b);

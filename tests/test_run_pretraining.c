@@ -20,42 +20,11 @@
 
 #define TINY EST_TEST_DATA "/keras_bert_tiny"
 
-static char *read_text(const char *dir, const char *name) {
-  char path[1024];
-  est_path_join(path, sizeof path, dir, name);
-  return test_read_file(path, NULL);
-}
-
-static char *run_ok(const char *fmt, ...) {
-  char cmd[8192];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd, sizeof cmd, fmt, ap);
-  va_end(ap);
-  char *log = NULL;
-  int rc = test_run(&log, 1, "%s", cmd);
-  if (rc != 0) fail_msg("exit %d for: %s\n%s", rc, cmd, log);
-  return log;
-}
-
-static int count_lines_with(const char *text, const char *a, const char *b) {
-  int n = 0;
-  for (const char *line = text; line && *line;) {
-    const char *end = strchr(line, '\n');
-    size_t len = end ? (size_t)(end - line) : strlen(line);
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
-    if (strstr(buf, a) && (!b || strstr(buf, b))) n++;
-    line = end ? end + 1 : NULL;
-  }
-  return n;
-}
-
 /* run_pretraining's keys, sorted as the file lists them, each a finite number. */
 static void check_eval_results(const char *dir, double *v) {
   static const char *const keys[] = {"global_step", "loss", "masked_lm_accuracy", "masked_lm_loss",
                                      "next_sentence_accuracy", "next_sentence_loss"};
-  char *text = read_text(dir, "eval_results.txt");
+  char *text = test_read_in(dir, "eval_results.txt");
   assert_non_null(text);
   const char *p = text;
   for (size_t i = 0; i < 6; i++) {
@@ -72,7 +41,7 @@ static void check_eval_results(const char *dir, double *v) {
 }
 
 static void make_jack_records(const char *path) {
-  free(run_ok(EST_BIN " create_pretraining_data --input_file=" EST_TEST_DATA "/pretraining/jack_docs.txt"
+  free(test_run_ok(EST_BIN " create_pretraining_data --input_file=" EST_TEST_DATA "/pretraining/jack_docs.txt"
                       " --output_file=%s --vocab_file=" TINY "/vocab.txt --max_seq_length=16"
                       " --max_predictions_per_seq=3 --dupe_factor=4 --random_seed=1", path));
 }
@@ -85,16 +54,16 @@ static void test_continue_pretraining_tf_checkpoint_then_finetune(void **state) 
   snprintf(ft, sizeof ft, "%s/finetune", test_tmpdir);
   make_jack_records(records);
   /* a glob and a comma list naming the same file twice: both read */
-  char *log = run_ok(EST_BIN " run_pretraining --bert_config_file=" TINY "/bert_config.json --input_file=%s/jack*.tfrecord,%s"
+  char *log = test_run_ok(EST_BIN " run_pretraining --bert_config_file=" TINY "/bert_config.json --input_file=%s/jack*.tfrecord,%s"
                              " --output_dir=%s --init_checkpoint=" TINY "/bert_model.ckpt --max_seq_length=16"
                              " --max_predictions_per_seq=3 --do_train --do_eval --train_batch_size=8"
                              " --eval_batch_size=8 --num_train_steps=10 --num_warmup_steps=2 --learning_rate=1e-3"
                              " --save_checkpoints_steps=5 --max_eval_steps=4 --use_tpu=false --seed=3 --num_threads=1",
                      test_tmpdir, records, out);
   /* every variable of Google's layout came from the TF checkpoint: 39 bert/ + 7 cls/ */
-  assert_int_equal(count_lines_with(log, "name = bert/", "*INIT_FROM_CKPT*"), 39);
-  assert_int_equal(count_lines_with(log, "name = cls/", "*INIT_FROM_CKPT*"), 7);
-  assert_int_equal(count_lines_with(log, "note: --use_tpu is a TPU flag", NULL), 1);
+  assert_int_equal(test_count_lines_with(log, "name = bert/", "*INIT_FROM_CKPT*"), 39);
+  assert_int_equal(test_count_lines_with(log, "name = cls/", "*INIT_FROM_CKPT*"), 7);
+  assert_int_equal(test_count_lines_with(log, "note: --use_tpu is a TPU flag", NULL), 1);
   free(log);
   double v[6];
   check_eval_results(out, v);
@@ -117,15 +86,15 @@ static void test_continue_pretraining_tf_checkpoint_then_finetune(void **state) 
   est_ckpt_reader_close(r);
 
   /* ... and fine-tunes with run_classifier: every bert/ variable loaded from it */
-  log = run_ok(EST_BIN " run_classifier --task_name=tsv --tsv_labels=bright,dull --tsv_test_label_column=-1"
+  log = test_run_ok(EST_BIN " run_classifier --task_name=tsv --tsv_labels=bright,dull --tsv_test_label_column=-1"
                        " --do_train --do_eval --data_dir=" EST_TEST_DATA "/run_classifier/jack"
                        " --vocab_file=" TINY "/vocab.txt --bert_config_file=" TINY "/bert_config.json"
                        " --init_checkpoint=%s --output_dir=%s --max_seq_length=12 --train_batch_size=8"
                        " --num_train_epochs=2 --learning_rate=1e-3 --num_threads=1",
                path, ft);
-  assert_int_equal(count_lines_with(log, "name = bert/", "*INIT_FROM_CKPT*"), 39);
+  assert_int_equal(test_count_lines_with(log, "name = bert/", "*INIT_FROM_CKPT*"), 39);
   free(log);
-  char *text = read_text(ft, "eval_results.txt");
+  char *text = test_read_in(ft, "eval_results.txt");
   assert_non_null(strstr(text, "eval_accuracy = "));
   free(text);
 }
@@ -141,7 +110,7 @@ static void test_from_scratch_on_script_records(void **state) {
                      " \"intermediate_size\": 32, \"hidden_act\": \"gelu\", \"max_position_embeddings\": 128,"
                      " \"type_vocab_size\": 2, \"initializer_range\": 0.02}\n";
   test_write_bytes(cfg, json, strlen(json));
-  free(run_ok(EST_BIN " run_pretraining --bert_config_file=%s --input_file=" EST_TEST_DATA
+  free(test_run_ok(EST_BIN " run_pretraining --bert_config_file=%s --input_file=" EST_TEST_DATA
                       "/pretraining/cola_seed12345.tfrecord --output_dir=%s --do_train --do_eval --train_batch_size=4"
                       " --eval_batch_size=4 --num_train_steps=3 --num_warmup_steps=1 --learning_rate=1e-3"
                       " --max_eval_steps=2 --seed=5 --num_threads=1",
@@ -197,8 +166,8 @@ static void test_resume_is_exact(void **state) {
                             " --output_dir=%s --max_seq_length=16 --max_predictions_per_seq=3 --do_train"
                             " --train_batch_size=8 --num_train_steps=8 --num_warmup_steps=2 --learning_rate=1e-2"
                             " --save_checkpoints_steps=4 --seed=9 --num_threads=1";
-  free(run_ok(cmd, records, a));
-  free(run_ok(cmd, records, b));
+  free(test_run_ok(cmd, records, a));
+  free(test_run_ok(cmd, records, b));
   /* roll b back to its step-4 checkpoint */
   const char *gone[] = {"model.ckpt-8.index", "model.ckpt-8.data-00000-of-00001"};
   for (int i = 0; i < 2; i++) {
@@ -209,7 +178,7 @@ static void test_resume_is_exact(void **state) {
   const char *state_text = "model_checkpoint_path: \"model.ckpt-4\"\nall_model_checkpoint_paths: \"model.ckpt-0\"\n"
                            "all_model_checkpoint_paths: \"model.ckpt-4\"\n";
   test_write_bytes(path, state_text, strlen(state_text));
-  char *log = run_ok(cmd, records, b);
+  char *log = test_run_ok(cmd, records, b);
   assert_non_null(strstr(log, "model.ckpt-4"));
   free(log);
   size_t na = 0, nb = 0;

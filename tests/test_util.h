@@ -138,4 +138,41 @@ static inline int test_threads_that_ran(void) {
   return n;
 }
 
+/* The text of file `name` in `dir`, NUL-terminated (free it); fails the test when absent. */
+static inline char *test_read_in(const char *dir, const char *name) {
+  char path[4096];
+  if (est_path_join(path, sizeof path, dir, name) != EST_OK) fail_msg("path too long: %s/%s", dir, name);
+  return test_read_file(path, NULL);
+}
+
+/* Runs a command (stderr merged into the returned log; free it) and fails the test unless
+ * it exits 0, showing the command and its log. */
+static inline char *test_run_ok(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static inline char *test_run_ok(const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  char *log = NULL;
+  int rc = test_run(&log, 1, "%s", cmd);
+  if (rc != 0) fail_msg("exit %d for: %s\n%s", rc, cmd, log);
+  return log;
+}
+
+/* How many lines of `text` contain `a` (and `b`, unless NULL); lines are looked at up to
+ * their first 2047 bytes. */
+static inline int test_count_lines_with(const char *text, const char *a, const char *b) {
+  int n = 0;
+  for (const char *line = text; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+    if (strstr(buf, a) && (!b || strstr(buf, b))) n++;
+    line = end ? end + 1 : NULL;
+  }
+  return n;
+}
+
 #endif
