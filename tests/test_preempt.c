@@ -69,7 +69,7 @@ static int run_est(const char *env, char **log, const char *fmt, ...) {
 static int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
 
 static int exists_in(const char *dir, const char *name) {
-  char path[2048];
+  char path[4096];
   snprintf(path, sizeof path, "%s/%s", dir, name);
   return access(path, F_OK) == 0;
 }

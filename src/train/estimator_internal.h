@@ -120,7 +120,7 @@ typedef struct est_signal_fault {
   int64_t step;   /* -1: none */
   int signo, count;
 } est_signal_fault;
-est_signal_fault est_signal_fault_from_env(void);
+est_signal_fault est_signal_fault_from_env(int rank);
 void est_signal_fault_fire(const est_signal_fault *f, int64_t global_step);
 
 /* 1 when some variable's value holds a NaN or Inf: the first such variable's index, the

@@ -313,7 +313,7 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
   int64_t step_log = start_step;
   float loss = NAN;
   int64_t steps_done = 0;
-  const est_signal_fault signal_fault = est_signal_fault_from_env();
+  const est_signal_fault signal_fault = est_signal_fault_from_env(est_rank(e));
 
   while (st == EST_OK && (target < 0 || t.s.global_step < target)) {
     est_var_store *vs = t.s.vars;

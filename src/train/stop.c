@@ -36,12 +36,13 @@ const char *est_stop_signal_name(int signo, char *buf, size_t size) {
   return buf;
 }
 
-/* EST_FAULT_SIGNAL_AT_STEP="<step>:<signo>[:<count>]": the train loop raises signal
- * <signo> <count> times (default 1) at the start of global step <step>, after reading
+/* EST_FAULT_SIGNAL_AT_STEP="<step>:<signo>[:<count>[:<rank>]]": the train loop raises
+ * signal <signo> <count> times (default 1) at the start of global step <step> (on rank
+ * <rank> only when given, so a test can ask one rank of N), after reading
  * that step's batch and before the model call, so a test can preempt a run (the est
  * command line's handlers see a real signal) at a point that does not depend on timing.
  * Read once per train call; unset or malformed: no effect. */
-est_signal_fault est_signal_fault_from_env(void) {
+est_signal_fault est_signal_fault_from_env(int rank) {
   est_signal_fault f = {.step = -1, .signo = 0, .count = 0};
   const char *spec = getenv("EST_FAULT_SIGNAL_AT_STEP");
   if (!spec || !*spec) return f;
@@ -51,6 +52,9 @@ est_signal_fault est_signal_fault_from_env(void) {
   long signo = strtol(end + 1, &end, 10);
   long count = 1;
   if (*end == ':') count = strtol(end + 1, &end, 10);
+  long only_rank = -1;
+  if (*end == ':') only_rank = strtol(end + 1, &end, 10);
+  if (only_rank >= 0 && only_rank != rank) return f;
   if (*end || signo <= 0 || signo >= 65 || count < 1 || count > 8) return f;
   f.step = step;
   f.signo = (int)signo;
