@@ -141,8 +141,15 @@ int est_cmd_run_classifier(int argc, char **argv) {
   /* Under mpirun every rank runs this same command on its shard (est/dist.h); otherwise
    * this is a single process and the dist calls are no-ops. */
   st = est_dist_init(&argc, &argv);
+  /* After MPI's start-up, so its handlers (if any) do not replace these. */
+  est_cli_install_stop_handlers();
   if (st == EST_OK) st = est_run_classifier_main(&c);
   if (st == EST_OK && do_export && est_dist_is_chief()) st = est_export_classifier(&c, export_dir, NULL, 0);
+  if (st == EST_ERR_CANCELLED) {
+    /* Stopped on request after saving (the log said where); all ranks stopped together. */
+    est_dist_finalize();
+    return est_cli_exit_code(st);
+  }
   if (st != EST_OK) {
     fprintf(stderr, "est run_classifier: error: %s\n", est_error_message());
     est_dist_abort(1); /* the other ranks would wait for this one until their timeout */

@@ -82,7 +82,14 @@ int est_cmd_run_pretraining(int argc, char **argv) {
     if (flags[i].is_set && flags[i].help && strstr(flags[i].help, "[TPU only"))
       EST_LOG_INFO("note: --%s is a TPU flag; est runs on the CPU and ignores it", flags[i].name);
   est_status st = est_dist_init(&argc, &argv);
+  /* After MPI's start-up, so its handlers (if any) do not replace these. */
+  est_cli_install_stop_handlers();
   if (st == EST_OK) st = est_run_pretraining_main(&c);
+  if (st == EST_ERR_CANCELLED) {
+    /* Stopped on request after saving (the log said where); all ranks stopped together. */
+    est_dist_finalize();
+    return est_cli_exit_code(st);
+  }
   if (st != EST_OK) {
     fprintf(stderr, "est run_pretraining: error: %s\n", est_error_message());
     est_dist_abort(1);

@@ -57,9 +57,11 @@
  *     uninterrupted one. TensorFlow reads these extra tensors as ordinary int64 tensors
  *     and a TF graph restoring the checkpoint ignores them.
  *
- * Training step: zero gradients -> call(TRAIN) -> loss finite? (else ABORTED, "NaN loss
- * during training", nothing saved) -> distribution->allreduce_mean(gradients) ->
- * est_optimizer_apply(opt, global_step) -> global_step += 1 -> log / summary / save.
+ * Training step: zero gradients -> call(TRAIN) -> distribution->allreduce_mean(gradients)
+ * -> loss finite? (else ABORTED, "NaN loss during training", nothing saved) ->
+ * est_optimizer_apply(opt, global_step) -> clipping's global norm finite? (else ABORTED,
+ * nothing saved) -> global_step += 1 -> log / summary / save (never a checkpoint holding a
+ * non-finite parameter) -> a stop requested (est_request_stop)? save, CANCELLED.
  *
  * With a distribution (N ranks, est/dist.h) every rank runs the same loop on its slice of
  * every global batch (est_input_params says which; by default N ranks train on exactly
@@ -297,9 +299,36 @@ const est_run_config *est_estimator_config(const est_estimator *e);
 /* Trains from model_dir's latest checkpoint (or from scratch). steps > 0: that many more
  * steps; max_steps > 0: until global_step reaches it (at most one of the two; both 0:
  * until the input ends). Saves at the configured cadence and at the end; stops early at
- * the end of input. A NaN/Inf loss returns EST_ERR_ABORTED and leaves the last good
- * checkpoint as it was. */
+ * the end of input. A NaN/Inf loss, a non-finite gradient norm (with clipping) or a
+ * non-finite parameter about to be saved returns EST_ERR_ABORTED naming the global step
+ * and leaves the last good checkpoint as it was. A stop request (below) returns
+ * EST_ERR_CANCELLED after saving the step it ended. */
 est_status est_estimator_train(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps);
+
+/* ---- stopping on request (preemption, docs/estimator.md §7) ------------------------------
+ *
+ * est_request_stop asks training to stop: the step in progress finishes (at most the next
+ * one, when the request comes after this step's check), a checkpoint of it is written as
+ * any other (input position included), the log says "Received SIGTERM at step N; saved
+ * checkpoint DIR/model.ckpt-N; exiting" and train / train_and_evaluate return
+ * EST_ERR_CANCELLED with that message. Running the same training again resumes from that
+ * checkpoint and ends bit-identical to a run never stopped. Evaluate and predict return
+ * CANCELLED at their next batch, with no results. With N ranks the request of any rank is
+ * summed into the all-reduce every step already makes, so all ranks stop after the same
+ * step (a rank that was not asked adopts the asker's signo).
+ *
+ * It only stores to a volatile sig_atomic_t, so a signal handler may call it. The library
+ * installs no signal handler: a program that wants SIGTERM to stop training installs one
+ * that calls est_request_stop(signo) (the est command line does for run_classifier and
+ * run_pretraining, and restores the default action so a second signal ends the process
+ * at once). `signo` is the signal that asked (named in the log), or 0 for a plain request.
+ * The request stays set until est_clear_stop_request. */
+void est_request_stop(int signo);
+
+/* 1 when a stop is requested, with *signo (may be NULL) the signal named; else 0. */
+int est_stop_requested(int *signo);
+
+void est_clear_stop_request(void);
 
 /* Streaming evaluation results: the model's metrics, "loss" and "global_step". */
 typedef struct est_eval_result {
@@ -335,7 +364,12 @@ void est_eval_result_log(const est_eval_result *r);
  * it does not, each rank keeps batches of B and a global batch holds N * B rows: "loss"
  * then differs from one process unless every batch's loss is the same function of the
  * same rows (the metrics, being sums over rows, are exact either way). All ranks must
- * restore the same checkpoint (checked: FAILED_PRECONDITION otherwise). */
+ * restore the same checkpoint (checked: FAILED_PRECONDITION otherwise).
+ *
+ * Non-finite numbers are reported, not written: a checkpoint holding a NaN or Inf in a
+ * variable is INVALID_ARGUMENT naming the checkpoint, the first such variable and the
+ * element (every restore checks this: train and predict too), and a "loss" or metric that
+ * comes out NaN or Inf is ABORTED naming it and the checkpoint. */
 est_status est_estimator_evaluate(est_estimator *e, const est_input_fn *input_fn, int64_t steps,
                                   const char *checkpoint_path, const char *name, est_eval_result *out);
 

@@ -28,6 +28,7 @@ typedef enum est_status {
   EST_ERR_UNIMPLEMENTED,
   EST_ERR_ABORTED,             /* stopped on purpose: NaN loss, a peer rank died */
   EST_ERR_INTERNAL,
+  EST_ERR_CANCELLED,           /* stopped on request (SIGTERM): state saved, rerun resumes */
 } est_status;
 
 /* Records `code` with a printf-style message for this thread and returns `code`,

@@ -59,6 +59,7 @@ const char *est_status_name(est_status code) {
   case EST_ERR_UNIMPLEMENTED: return "UNIMPLEMENTED";
   case EST_ERR_ABORTED: return "ABORTED";
   case EST_ERR_INTERNAL: return "INTERNAL";
+  case EST_ERR_CANCELLED: return "CANCELLED";
   }
   return "UNKNOWN";
 }

@@ -338,6 +338,19 @@ est_status est_session_restore(est_estimator *e, est_session *s, const char *pre
       st = restore_float(r, prefix, name, &scalar, est_optimizer_scalar(s->opt, k));
     }
   }
+  /* A diverged checkpoint (written by another program, or by est before it refused to
+   * save one) would evaluate to NaN metrics, predict NaN probabilities and train on NaN:
+   * say so, naming the first bad variable, instead of running on it. */
+  size_t bad_var, bad_elem;
+  float bad_value;
+  if (st == EST_OK && est_first_nonfinite(s->vars, &bad_var, &bad_elem, &bad_value)) {
+    char vb[32];
+    st = est_error(EST_ERR_INVALID_ARGUMENT,
+                   "%s holds non-finite values: variable '%s' element %zu is %s (the model had diverged when "
+                   "it was saved); use an earlier checkpoint",
+                   prefix, est_vars_at(s->vars, bad_var)->name, bad_elem,
+                   est_format_float32(bad_value, vb, sizeof vb));
+  }
   s->global_step = 0;
   if (st == EST_OK) {
     if (est_ckpt_reader_has(r, EST_CKPT_GLOBAL_STEP)) {

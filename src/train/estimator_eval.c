@@ -281,6 +281,18 @@ static void wall_clock(char *buf, size_t size) {
 
 /* ---- evaluate ----------------------------------------------------------------------------- */
 
+/* A stop request (est_request_stop) ends evaluation and prediction at the next batch:
+ * they have nothing to save, and the caller is waiting to exit. */
+static est_status cancelled_if_requested(const char *what, const char *unit, int64_t at) {
+  int signo;
+  if (!est_stop_requested(&signo)) return EST_OK;
+  char name[32];
+  est_stop_signal_name(signo, name, sizeof name);
+  EST_LOG_WARN("Received %s during %s at %s %lld; no results written; exiting", name, what, unit, (long long)at);
+  return est_error(EST_ERR_CANCELLED, "Received %s during %s at %s %lld; no results written; exiting", name, what,
+                   unit, (long long)at);
+}
+
 est_status est_estimator_evaluate(est_estimator *e, const est_input_fn *input_fn, int64_t steps,
                                   const char *checkpoint_path, const char *name, est_eval_result *out) {
   memset(out, 0, sizeof *out);
@@ -306,6 +318,7 @@ est_status est_estimator_evaluate(est_estimator *e, const est_input_fn *input_fn
   batch_losses bl = {0};
   int64_t i = 0;
   while (st == EST_OK && (steps == 0 || i < steps)) {
+    if ((st = cancelled_if_requested("evaluation", "batch", i)) != EST_OK) break;
     est_features features = {0};
     st = in.next(in.self, &features);
     if (st == EST_ERR_OUT_OF_RANGE) {
@@ -342,6 +355,14 @@ est_status est_estimator_evaluate(est_estimator *e, const est_input_fn *input_fn
     if (st == EST_OK) st = result_sort(out);
     out->global_step = s.global_step;
     out->checkpoint_path = prefix[0] ? strdup(prefix) : NULL;
+    /* NaN metrics would go into eval_results.txt and TensorBoard looking like numbers. */
+    for (size_t k = 0; st == EST_OK && k < out->count; k++) {
+      if (isfinite(out->values[k])) continue;
+      char v[32];
+      format_value(out->names[k], out->values[k], v, sizeof v);
+      st = est_error(EST_ERR_ABORTED, "evaluation of %s: %s = %s is not finite (the model gives NaN or Inf on "
+                     "this data); no results written", prefix[0] ? prefix : "the initial values", out->names[k], v);
+    }
   }
   if (st == EST_OK) {
     wall_clock(when, sizeof when);
@@ -433,6 +454,7 @@ est_status est_estimator_predict(est_estimator *e, const est_input_fn *input_fn,
     est_estimator_spec spec = {0};
     int n = 0;
     size_t row_bytes = 0;
+    if (local == EST_OK && !ended) local = cancelled_if_requested("prediction", "example", index);
     if (local == EST_OK && !ended) {
       local = in.next(in.self, &features);
       if (local == EST_ERR_OUT_OF_RANGE) {

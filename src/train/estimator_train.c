@@ -1,5 +1,6 @@
 /* Estimator.train: restore or initialise, then the step loop with tf.estimator's hooks
- * (logging, step counter, summaries, checkpoint saver, NaN guard) folded in. */
+ * (logging, step counter, summaries, checkpoint saver, NaN guard) folded in, and est's
+ * stop on request (preemption: docs/estimator.md §7). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +83,21 @@ typedef struct trainer {
   void *after_save_ctx;
 } trainer;
 
+/* A checkpoint must never hold a diverged model: the chief looks at every value before
+ * writing one (the ranks hold the same parameters, so its answer is theirs). */
+static est_status check_finite_before_save(trainer *t) {
+  size_t var, elem;
+  float value;
+  if (!est_first_nonfinite(t->s.vars, &var, &elem, &value)) return EST_OK;
+  char vb[32];
+  return est_error(EST_ERR_ABORTED,
+                   "non-finite parameters at global step %lld: variable '%s' element %zu is %s; not saving "
+                   "model.ckpt-%lld; last good checkpoint: %s",
+                   (long long)t->s.global_step, est_vars_at(t->s.vars, var)->name, elem,
+                   est_format_float32(value, vb, sizeof vb), (long long)t->s.global_step,
+                   t->last_saved[0] ? t->last_saved : "none");
+}
+
 /* Collective: every rank gathers the input state; the chief writes. */
 static est_status save(trainer *t, int notify) {
   int64_t *state = NULL;
@@ -91,7 +107,8 @@ static est_status save(trainer *t, int notify) {
     free(state);
     return st;
   }
-  if (t->have_mgr)
+  if (t->have_mgr) st = check_finite_before_save(t);
+  if (t->have_mgr && st == EST_OK)
     st = est_session_save(t->e, &t->s, &t->mgr, state, est_world_size(t->e), n, t->last_saved, sizeof t->last_saved);
   free(state);
   /* The other ranks wait here until the chief's checkpoint is on disk (or its write
@@ -226,6 +243,31 @@ static est_status start(trainer *t, const est_input_fn *input_fn, const char *la
   return save(t, 0);
 }
 
+/* The signal of the ranks that were asked to stop, when they name the same one (sum of
+ * signos = count x signo); else SIGTERM's number, the usual preemption notice. */
+static int agreed_signo(double count, double signo_sum) {
+  double each = signo_sum / count;
+  if (each == (double)(int)each && each >= 0 && each < 1000) return (int)each;
+  return 15;
+}
+
+/* The step just finished is saved (unless the cadence did it), then training ends with
+ * CANCELLED. The checkpoint is written by the ordinary save, so the rerun resumes from
+ * it exactly. A rank that was not asked itself takes the request on, so its caller
+ * (the est command line's exit code) sees the same stop. */
+static est_status stop_on_request(trainer *t, int signo) {
+  int mine = 0;
+  if (!est_stop_requested(&mine)) est_request_stop(signo);
+  est_status st = t->s.global_step != t->saved_step ? save(t, 0) : EST_OK;
+  if (st != EST_OK) return est_error_prefix("stopping on request at step %lld: ", (long long)t->s.global_step);
+  char name[32];
+  est_stop_signal_name(signo, name, sizeof name);
+  EST_LOG_WARN("Received %s at step %lld; saved checkpoint %s; exiting", name, (long long)t->s.global_step,
+               t->last_saved);
+  return est_error(EST_ERR_CANCELLED, "Received %s at step %lld; saved checkpoint %s; exiting", name,
+                   (long long)t->s.global_step, t->last_saved);
+}
+
 est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps,
                           est_after_save_fn after_save, void *ctx, int64_t *final_step, char *last_saved,
                           size_t size) {
@@ -271,6 +313,7 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
   int64_t step_log = start_step;
   float loss = NAN;
   int64_t steps_done = 0;
+  const est_signal_fault signal_fault = est_signal_fault_from_env(est_rank(e));
 
   while (st == EST_OK && (target < 0 || t.s.global_step < target)) {
     est_var_store *vs = t.s.vars;
@@ -284,6 +327,7 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
     } else if (local != EST_OK) {
       est_error_prefix("input_fn (train) at global step %lld: ", (long long)gs);
     }
+    if (have) est_signal_fault_fire(&signal_fault, gs);
     est_vars_zero_grads(vs);
     st = est_grads_step_begin(e, &t.s);
     if (st != EST_OK) break;
@@ -296,17 +340,22 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
     }
     /* Every rank joins both reductions whatever happened locally, so the collective
      * sequence stays the same on all: first the gradients (whose buckets may already be
-     * in flight), then one sum of (has a batch, failed, loss) that lets every rank take
-     * the same decision about this step. Over one rank both are the identity. */
+     * in flight), then one sum of (has a batch, failed, loss, ranks asked to stop, their
+     * signal numbers) that lets every rank take the same decision about this step. Over
+     * one rank both are the identity. A stop request that comes after this read is seen
+     * at the next step's. */
     st = est_grads_step_finish(e, &t.s);
     if (st != EST_OK) {
       est_error_prefix("at global step %lld: ", (long long)gs);
       break;
     }
-    double flags[3] = {have && local == EST_OK, local != EST_OK, have && local == EST_OK ? spec.loss : 0.0};
+    int stop_signo = 0;
+    const int stop_local = est_stop_requested(&stop_signo);
+    double flags[5] = {have && local == EST_OK, local != EST_OK, have && local == EST_OK ? spec.loss : 0.0,
+                       stop_local, stop_local ? stop_signo : 0};
     char why[2048] = "";  /* the whole message (status.c keeps 2048 bytes) */
     if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
-    st = dist->allreduce_sum(dist->ctx, flags, 3);
+    st = dist->allreduce_sum(dist->ctx, flags, 5);
     if (st != EST_OK) {
       est_error_prefix("all-reduce at global step %lld: ", (long long)gs);
       break;
@@ -338,6 +387,20 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
     st = est_optimizer_apply(t.s.opt, gs);
     if (st != EST_OK) {
       est_error_prefix("optimizer at global step %lld: ", (long long)gs);
+      break;
+    }
+    /* A finite loss with an Inf or NaN gradient: clipping by that norm has just turned the
+     * parameters into NaN (as tf.clip_by_global_norm would). They are not saved: stop
+     * here. (The norm is 0 when clipping is off; check_finite_before_save still stands
+     * between such parameters and a checkpoint.) */
+    const float grad_norm = est_optimizer_last_global_norm(t.s.opt);
+    if (!isfinite(grad_norm)) {
+      char nb[32], lb[32];
+      st = est_error(EST_ERR_ABORTED,
+                     "non-finite gradients during training: global norm = %s at global step %lld (loss = %s); "
+                     "last good checkpoint: %s",
+                     est_format_float32(grad_norm, nb, sizeof nb), (long long)gs,
+                     est_format_float32(step_loss, lb, sizeof lb), t.last_saved[0] ? t.last_saved : "none");
       break;
     }
     float lr = est_optimizer_learning_rate(t.s.opt, gs);
@@ -389,6 +452,11 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
     if (due && !(target > 0 && t.s.global_step >= target)) {
       st = save(&t, 1);
       t_save = est_now_seconds();
+      if (st != EST_OK) break;
+    }
+    if (flags[3] > 0) {
+      st = stop_on_request(&t, stop_local ? stop_signo : agreed_signo(flags[3], flags[4]));
+      break;
     }
   }
 
