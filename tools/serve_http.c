@@ -316,7 +316,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
      * is read; libmicrohttpd then closes the connection (a client sending
      * "Expect: 100-continue", as curl does for large bodies, never sends it at all). */
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > h->opt->max_request_bytes) return refuse_too_big(c, h, r);
+    if (cl && strtoull(cl, NULL, 10) > h->opt->max_request_bytes) {
+      serve_conns_request_arrived(h->conns, c);   /* all of it that will be read */
+      return refuse_too_big(c, h, r);
+    }
     /* From its headers on, a POST may become a job: a batch waiting to fill waits for it. */
     if (!strcmp(method, "POST")) {
       serve_prepare_begin(h->server);
