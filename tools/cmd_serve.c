@@ -22,12 +22,15 @@ static const char usage[] =
     "                                               {\"input_ids\": [..], \"input_mask\": [..], \"segment_ids\": [..]}]}\n"
     "  POST /v1/models/NAME[/versions/V]:classify  {\"examples\": [{\"text_a\": ..}]}\n"
     "  GET  /monitoring/prometheus/metrics\n"
-    "Prints 'listening on ADDRESS:PORT' once ready (with --rest_api_port=0, the port the kernel chose).";
+    "Prints 'listening on ADDRESS:PORT' once ready (with --rest_api_port=0, the port the kernel chose).\n"
+    "Limits: --max_connections (512), --rest_api_timeout_in_ms (30000) for a request to arrive,\n"
+    "--max_request_bytes (16 MiB; 413 from the headers), JSON nested at most 64 deep and lists of at\n"
+    "most max(queue, max_seq_length) entries (400 before parsing), the queue (503).";
 
 int est_cmd_serve(int argc, char **argv) {
   const char *base = NULL, *name = "default", *address = "127.0.0.1";
   int64_t port = 8501, max_batch = 32, timeout_us = 1000, max_enqueued = 64, max_bytes = 16 << 20;
-  int64_t num_threads = 0, max_connections = 512, rest_threads = 0;
+  int64_t num_threads = 0, max_connections = 512, rest_threads = 0, timeout_ms = 30000;
   double poll = 1;
   bool batching = false;
   est_flag flags[] = {
@@ -46,7 +49,12 @@ int est_cmd_serve(int argc, char **argv) {
                  "Queue bound, in batches of max_batch_size examples; beyond it requests get 503.", 0),
     EST_FLAG_FLOAT("file_system_poll_wait_seconds", &poll, "How often to look for a new version; 0: never.", 0),
     EST_FLAG_INT("max_request_bytes", &max_bytes, "[est] Larger request bodies get 413.", 0),
-    EST_FLAG_INT("max_connections", &max_connections, "[est] Concurrent connections accepted.", 0),
+    EST_FLAG_INT("rest_api_timeout_in_ms", &timeout_ms,
+                 "A request must arrive whole (headers and body) within this of the connection's opening or of "
+                 "its previous answer, else 408 and the connection is closed; also the idle timeout of a kept-alive "
+                 "connection. [est] It does not cover the wait for the model (the queue is bounded instead).", 0),
+    EST_FLAG_INT("max_connections", &max_connections, "[est] Concurrent connections (one thread each); beyond "
+                 "it new connections are refused until one closes.", 0),
     EST_FLAG_INT("num_threads", &num_threads, "[est] Threads for the math kernels; 0 = OpenMP's default.", 0),
   };
   const int nflags = (int)(sizeof flags / sizeof flags[0]);
@@ -63,7 +71,7 @@ int est_cmd_serve(int argc, char **argv) {
   } ranges[] = {{"rest_api_port", port, 0, 65535},         {"max_batch_size", max_batch, 1, 65536},
                 {"batch_timeout_micros", timeout_us, 0, 60000000}, {"max_enqueued_batches", max_enqueued, 1, 1 << 20},
                 {"max_request_bytes", max_bytes, 1, (int64_t)1 << 40}, {"max_connections", max_connections, 1, 65536},
-                {"num_threads", num_threads, 0, 4096}};
+                {"num_threads", num_threads, 0, 4096}, {"rest_api_timeout_in_ms", timeout_ms, 1, 86400000}};
   for (size_t i = 0; r == EST_FLAGS_OK && i < sizeof ranges / sizeof ranges[0]; i++)
     if (ranges[i].v < ranges[i].lo || ranges[i].v > ranges[i].hi)
       r = EST_FLAGS_ERROR, est_error(EST_ERR_INVALID_ARGUMENT, "--%s=%lld: must be in [%lld, %lld]", ranges[i].flag,
@@ -92,11 +100,12 @@ int est_cmd_serve(int argc, char **argv) {
   serve_options opt = {.model_base_path = base, .model_name = name, .enable_batching = batching,
                        .max_batch_size = (int)max_batch, .batch_timeout_micros = timeout_us,
                        .max_enqueued_batches = (int)max_enqueued, .poll_wait_seconds = poll,
-                       .max_request_bytes = (size_t)max_bytes};
+                       .max_request_bytes = (size_t)max_bytes, .max_connections = (int)max_connections,
+                       .timeout_seconds = (double)timeout_ms / 1000};
   static serve_server server;
   static serve_http http;
   est_status st = serve_server_start(&server, &opt);
-  if (st == EST_OK) st = serve_http_start(&http, &server, address, (int)port, (int)max_connections);
+  if (st == EST_OK) st = serve_http_start(&http, &server, address, (int)port);
   if (st != EST_OK) {
     fprintf(stderr, "est serve: error: %s\n", est_error_message());
     return 1;

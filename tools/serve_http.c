@@ -6,7 +6,8 @@
  *   POST /v1/models/NAME[/versions/V]:classify   {"examples": [...]}
  *   GET  /monitoring/prometheus/metrics
  * Errors are {"error": "..."}: 400 bad request, 404 unknown model/version/path, 405 wrong
- * method, 413 body over max_request_bytes, 503 queue full or shutting down. */
+ * method, 408 a request slower to arrive than --rest_api_timeout_in_ms (serve_limits.c), 413
+ * body over max_request_bytes, 503 queue full or shutting down. */
 #include <arpa/inet.h>
 #include <jansson.h>
 #include <microhttpd.h>
@@ -25,7 +26,6 @@
 typedef struct http_req {
   char *body;
   size_t len, cap;
-  bool too_big;
   bool preparing;              /* a POST announced to the batcher (serve_prepare_begin) */
   double t0;
 } http_req;
@@ -215,14 +215,37 @@ static enum MHD_Result handle_predict(struct MHD_Connection *c, serve_http *h, h
   return respond(c, h, r, status, text, "application/json");
 }
 
+/* The server's metrics and the connections' (serve_limits.c). */
+static char *metrics_text(serve_http *h) {
+  char *core = serve_metrics_text(h->server), *text = NULL;
+  if (!core) return NULL;
+  const char *name = h->opt->model_name;
+  if (asprintf(&text, "%s# HELP est_serving_connections_open Connections open now.\n"
+                      "# TYPE est_serving_connections_open gauge\nest_serving_connections_open{model_name=\"%s\"} %d\n"
+                      "# HELP est_serving_connections_timed_out Connections cut for arriving slower than "
+                      "--rest_api_timeout_in_ms.\n# TYPE est_serving_connections_timed_out counter\n"
+                      "est_serving_connections_timed_out{model_name=\"%s\"} %llu\n",
+               core, name, serve_conns_open(h->conns), name,
+               (unsigned long long)serve_conns_timed_out(h->conns)) < 0)
+    text = NULL;
+  free(core);
+  return text;
+}
+
 /* ---- routing ------------------------------------------------------------------------------------ */
 
+/* The URL (already %-decoded by libmicrohttpd, so "%2e%2e" and "%2F" arrive as ".." and "/")
+ * is matched against fixed forms only: the model name must equal --model_name byte for
+ * byte, a version must be 1-18 digits and equal the number of the version in memory
+ * (s->current), and nothing of the URL ever reaches a path: no request opens a file, lists
+ * a directory or loads a version. Anything else ("..", a second slash, an absolute path, a
+ * version like "../1") is a 404 before the model is looked at. */
 static enum MHD_Result route(struct MHD_Connection *c, serve_http *h, http_req *r, const char *url,
                              const char *method) {
   const bool get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
   if (!strcmp(url, "/monitoring/prometheus/metrics")) {
     if (!get) return respond_error(c, h, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: use GET", method, url);
-    return respond(c, h, r, MHD_HTTP_OK, serve_metrics_text(h->server), "text/plain; version=0.0.4");
+    return respond(c, h, r, MHD_HTTP_OK, metrics_text(h), "text/plain; version=0.0.4");
   }
   static const char prefix[] = "/v1/models/";
   if (strncmp(url, prefix, sizeof prefix - 1))
@@ -274,6 +297,11 @@ static enum MHD_Result route(struct MHD_Connection *c, serve_http *h, http_req *
   return ret;
 }
 
+static enum MHD_Result refuse_too_big(struct MHD_Connection *c, serve_http *h, http_req *r) {
+  return respond_error(c, h, r, MHD_HTTP_CONTENT_TOO_LARGE, "the request body is over --max_request_bytes=%zu",
+                       h->opt->max_request_bytes);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                                   const char *version, const char *upload_data, size_t *upload_data_size,
                                   void **con_cls) {
@@ -284,27 +312,35 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!(r = calloc(1, sizeof *r))) return MHD_NO;
     r->t0 = now_seconds();
     *con_cls = r;
+    /* A body announced over the limit is refused now, from its headers, before a byte of it
+     * is read; libmicrohttpd then closes the connection (a client sending
+     * "Expect: 100-continue", as curl does for large bodies, never sends it at all). */
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl && strtoull(cl, NULL, 10) > h->opt->max_request_bytes) {
+      serve_conns_request_arrived(h->conns, c);   /* all of it that will be read */
+      return refuse_too_big(c, h, r);
+    }
     /* From its headers on, a POST may become a job: a batch waiting to fill waits for it. */
     if (!strcmp(method, "POST")) {
       serve_prepare_begin(h->server);
       r->preparing = true;
     }
-    /* An announced oversize body is not stored; it is still read (and dropped) before the
-     * 413, because closing a socket with unread data resets it and the client could lose
-     * the answer. */
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl && strtoull(cl, NULL, 10) > h->opt->max_request_bytes) r->too_big = true;
     return MHD_YES;
   }
   if (*upload_data_size) {
     size_t n = *upload_data_size;
     *upload_data_size = 0;
-    if (r->too_big || r->len + n > h->opt->max_request_bytes) {
-      r->too_big = true;
-      return MHD_YES;
+    /* A chunked body (no Content-Length) is cut off where it passes the limit: the
+     * connection is closed without reading further (its request ends as a 413 in the
+     * metrics, though no answer can be sent in the middle of a body). */
+    if (r->len + n > h->opt->max_request_bytes) {
+      end_preparing(h, r);
+      serve_metrics_request(h->server, MHD_HTTP_CONTENT_TOO_LARGE, now_seconds() - r->t0);
+      return MHD_NO;
     }
     if (r->len + n + 1 > r->cap) {
       size_t cap = (r->len + n + 1) * 2;
+      if (cap > h->opt->max_request_bytes + 1) cap = h->opt->max_request_bytes + 1;
       char *grown = realloc(r->body, cap);
       if (!grown) return MHD_NO;
       r->body = grown, r->cap = cap;
@@ -314,14 +350,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     r->body[r->len] = 0;
     return MHD_YES;
   }
-  if (r->too_big)
-    return respond_error(c, h, r, MHD_HTTP_CONTENT_TOO_LARGE, "the request body is over --max_request_bytes=%zu",
-                         h->opt->max_request_bytes);
+  serve_conns_request_arrived(h->conns, c);
   return route(c, h, r, url, method);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe) {
-  (void)c, (void)toe;
+  (void)toe;
   serve_http *h = cls;
   http_req *r = *con_cls;
   if (r) {
@@ -330,6 +364,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     free(r);
     *con_cls = NULL;
   }
+  serve_conns_request_answered(h->conns, c);
   pthread_mutex_lock(&h->lock);
   h->in_flight--;
   pthread_cond_broadcast(&h->idle_cv);
@@ -346,7 +381,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
   return NULL;
 }
 
-est_status serve_http_start(serve_http *h, serve_server *server, const char *address, int port, int max_connections) {
+est_status serve_http_start(serve_http *h, serve_server *server, const char *address, int port) {
   memset(h, 0, sizeof *h);
   h->server = server;
   h->opt = &server->opt;
@@ -357,12 +392,18 @@ est_status serve_http_start(serve_http *h, serve_server *server, const char *add
   addr.sin_port = htons((uint16_t)port);
   if (inet_pton(AF_INET, address, &addr.sin_addr) != 1)
     return est_error(EST_ERR_INVALID_ARGUMENT, "--rest_api_address=%s: not an IPv4 address", address);
+  est_status st = serve_conns_start(&h->conns, h->opt->timeout_seconds);
+  if (st != EST_OK) return st;
+  /* libmicrohttpd's own timeout counts silence only (whole seconds); the arrival deadline
+   * (serve_limits.c) bounds the whole arrival. Both come from --rest_api_timeout_in_ms. */
+  unsigned idle = (unsigned)(h->opt->timeout_seconds + 0.999);
   h->daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
                                    MHD_USE_ERROR_LOG,
                                (uint16_t)port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &addr,
-                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_connections, MHD_OPTION_CONNECTION_TIMEOUT,
-                               (unsigned)60, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_URI_LOG_CALLBACK,
-                               on_uri, h, MHD_OPTION_END);
+                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->opt->max_connections,
+                               MHD_OPTION_CONNECTION_TIMEOUT, idle > 0 ? idle : 1u, MHD_OPTION_NOTIFY_COMPLETED,
+                               on_completed, h, MHD_OPTION_NOTIFY_CONNECTION, serve_conns_notify, h->conns,
+                               MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_END);
   if (!h->daemon) return est_error(EST_ERR_IO, "cannot listen on %s:%d", address, port);
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
   h->port = info ? (int)info->port : port;
@@ -387,4 +428,6 @@ void serve_http_wait_idle(serve_http *h, double max_seconds) {
 void serve_http_stop(serve_http *h) {
   if (h->daemon) MHD_stop_daemon(h->daemon);
   h->daemon = NULL;
+  serve_conns_stop(h->conns);
+  h->conns = NULL;
 }

@@ -3,6 +3,7 @@
  *                 bounded job queue and the one batching thread that runs every forward
  *                 pass, and the Prometheus counters;
  *   serve_http.c  TF Serving's REST API on libmicrohttpd: routes, bodies, JSON answers;
+ *   serve_limits.c the arrival deadline that cuts off slow or idle connections;
  *   cmd_serve.c   flags, start-up, SIGTERM/SIGINT and the graceful stop.
  * Threads: libmicrohttpd runs one thread per connection; each parses and tokenizes its own
  * request, enqueues one job and waits on it; the batcher is the only thread that touches a
@@ -11,6 +12,7 @@
 #ifndef EST_TOOLS_SERVE_INTERNAL_H
 #define EST_TOOLS_SERVE_INTERNAL_H
 
+#include <microhttpd.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +28,8 @@ typedef struct serve_options {
   int max_enqueued_batches;        /* queue bound = this x max_batch_size examples */
   double poll_wait_seconds;        /* 0: no polling */
   size_t max_request_bytes;
+  int max_connections;             /* beyond it libmicrohttpd refuses new connections */
+  double timeout_seconds;          /* --rest_api_timeout_in_ms: a request's arrival deadline */
 } serve_options;
 
 /* One loaded version, shared by the requests that use it. */
@@ -92,11 +96,29 @@ void serve_metrics_request(serve_server *s, int http_status, double seconds);
 /* Prometheus text exposition; free() it. */
 char *serve_metrics_text(serve_server *s);
 
+/* ---- the arrival deadline (serve_limits.c) ---- */
+typedef struct serve_conns serve_conns;
+
+/* Starts the reaper that cuts (408, shutdown) connections still arriving past the deadline. */
+est_status serve_conns_start(serve_conns **out, double deadline_seconds);
+/* After the daemon has stopped. */
+void serve_conns_stop(serve_conns *k);
+/* The daemon's MHD_OPTION_NOTIFY_CONNECTION callback (cls: the serve_conns). A connection
+ * is arriving from its opening on. */
+void serve_conns_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                        enum MHD_ConnectionNotificationCode code);
+/* The request has arrived whole: no deadline while it is answered. */
+void serve_conns_request_arrived(serve_conns *k, struct MHD_Connection *c);
+/* Its answer has been sent: the next request's arrival (or the idle time) starts now. */
+void serve_conns_request_answered(serve_conns *k, struct MHD_Connection *c);
+uint64_t serve_conns_timed_out(serve_conns *k);   /* connections cut so far */
+int serve_conns_open(serve_conns *k);             /* connections open now */
+
 /* ---- the HTTP front (serve_http.c) ---- */
-struct MHD_Daemon;
 typedef struct serve_http {
   serve_server *server;
   const serve_options *opt;
+  serve_conns *conns;
   struct MHD_Daemon *daemon;
   int port;                        /* the bound port (the kernel's pick for 0) */
   pthread_mutex_t lock;
@@ -104,8 +126,10 @@ typedef struct serve_http {
   int in_flight;                   /* requests begun and not yet completed */
 } serve_http;
 
-/* Listens on address:port (IPv4; port 0: any free port), one thread per connection. */
-est_status serve_http_start(serve_http *h, serve_server *server, const char *address, int port, int max_connections);
+/* Listens on address:port (IPv4; port 0: any free port), one thread per connection, at most
+ * opt.max_connections of them, each cut when a request takes over opt.timeout_seconds to
+ * arrive (serve_limits.c). */
+est_status serve_http_start(serve_http *h, serve_server *server, const char *address, int port);
 /* Stops accepting connections; requests already begun go on. */
 void serve_http_quiesce(serve_http *h);
 /* Waits until no request is in flight, at most max_seconds. */

@@ -188,6 +188,9 @@ typedef struct est_request_limits {
   size_t max_instances;             /* 0: no limit */
 } est_request_limits;
 
+/* The deepest nesting of lists/objects a request body may have (a valid one needs 4). */
+#define EST_REQUEST_MAX_DEPTH 64
+
 /* Parses a :predict ({"instances": [...]} or {"inputs": ...}) or :classify
  * ({"examples": [...]}) body. Instances: a string (text_a), {"text_a", "text_b"}, or
  * {"input_ids", "input_mask", "segment_ids"} (lists of integers of equal length, 1 to
@@ -195,7 +198,10 @@ typedef struct est_request_limits {
  * segments may be left out: all ones / zeros). Columnar "inputs": a list of strings, or an
  * object of equally long lists named text_a/text_b or input_ids/input_mask/segment_ids.
  * INVALID_ARGUMENT with a message saying what is wrong and where
- * ("instances[3].input_ids[7]: ..."). On failure *out is empty. */
+ * ("instances[3].input_ids[7]: ..."). Before parsing, a body nested deeper than
+ * EST_REQUEST_MAX_DEPTH, or holding a list or object of more than max(max_instances,
+ * max_seq_length, 16) entries (when max_instances is set), is refused with the byte offset.
+ * On failure *out is empty. */
 est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
                              const est_request_limits *limits);
 void est_request_clear(est_request *r);

@@ -4,6 +4,7 @@
  * est's: texts, or the three int lists of run_classifier's features. Every failure says
  * where ("instances[2].input_ids[5]: ...") so a client can fix its request. */
 #include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -191,9 +192,51 @@ static est_status columns(est_request *r, const json_t *in, const est_request_li
   return st;
 }
 
+/* A cheap pass over the bytes before jansson builds a tree: refuses nesting deeper than
+ * EST_REQUEST_MAX_DEPTH (jansson's parser and json_decref recurse once per level) and any
+ * list or object of more than max_entries entries (its tree would cost ~20x its bytes in
+ * memory before the instance count could be checked). Entries are counted by commas at
+ * their level, outside strings; what is not valid JSON is left to jansson to report. */
+static est_status prescan(const char *body, size_t size, size_t max_entries, const est_request_limits *lim) {
+  size_t commas[EST_REQUEST_MAX_DEPTH + 1] = {0};
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < size; i++) {
+    const char ch = body[i];
+    if (in_string) {
+      if (ch == '\\') i++;
+      else if (ch == '"') in_string = false;
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      if (depth == EST_REQUEST_MAX_DEPTH)
+        return est_error(EST_ERR_INVALID_ARGUMENT, "byte %zu: JSON nested deeper than %d levels (a request needs 4)", i,
+                         EST_REQUEST_MAX_DEPTH);
+      commas[++depth] = 0;
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      depth--;
+    } else if (ch == ',' && depth > 0 && ++commas[depth] >= max_entries) {
+      return est_error(EST_ERR_INVALID_ARGUMENT, "byte %zu: a JSON list or object of more than %zu entries; a request "
+                       "holds at most %zu instances of at most %d tokens", i, max_entries, lim->max_instances,
+                       lim->max_seq_length);
+    }
+  }
+  return EST_OK;
+}
+
 est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
                              const est_request_limits *limits) {
   memset(out, 0, sizeof *out);
+  /* No list may be longer than the instances allowed or a row's tokens (nor shorter than a
+   * handful: an object has up to 5 keys). */
+  size_t max_entries = limits->max_instances > (size_t)limits->max_seq_length ? limits->max_instances
+                                                                              : (size_t)limits->max_seq_length;
+  if (max_entries < 16) max_entries = 16;
+  if (limits->max_instances == 0) max_entries = SIZE_MAX;
+  est_status pre = prescan(body, size, max_entries, limits);
+  if (pre != EST_OK) return pre;
   json_error_t err;
   json_t *root = json_loadb(body, size, JSON_REJECT_DUPLICATES, &err);
   if (!root)
