@@ -10,9 +10,10 @@
  * the previous outputs intact; no temp file or directory left. Then the same command without
  * the fault completes and its outputs equal a run that never saw a fault.
  *
- * Sizes: the export writes 4 files (~1 MB of weights: the checkpoint's data file is written in
- * ~30 buffered writes), predict writes 6 lines, create_pretraining_data 2 small shards, so
- * every N of every op is tried (a few hundred est runs, seconds each at most). */
+ * Sizes: the export writes 4 files (~1 MB of weights, 38 calls in all), predict 6 lines,
+ * create_pretraining_data 2 small shards (12 calls), so every N of every op is tried: 56
+ * faults, each a faulted run and a rerun of well under a second. MAXN guards the count: a
+ * writer that grew past it would need sampling (as test_fault.c samples big data files). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
