@@ -2,6 +2,7 @@
  * Streams: reads --batch_size lines, predicts them at the batch's own length (its longest
  * example rounded up to 8), writes them, and reads on, so memory does not grow with the
  * input. Output lines are in input order. */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,7 +70,8 @@ static est_status flush_batch(predict_ctx *p, FILE *out) {
   for (int i = 0; i < p->n; i++) json_decref(p->held[i]), p->held[i] = NULL;
   p->n = 0;
   p->longest = 0;
-  return ferror(out) ? est_error(EST_ERR_IO, "writing the predictions failed") : EST_OK;
+  /* errno is the failed write's: the calls since then succeeded, and success leaves errno. */
+  return ferror(out) ? est_error(EST_ERR_IO, "writing the predictions to stdout: %s", strerror(errno)) : EST_OK;
 }
 
 /* One input line -> the batch's next row. */
@@ -168,7 +170,8 @@ int est_cmd_predict(int argc, char **argv) {
   }
   if (st == EST_OK && in && ferror(in)) st = est_error(EST_ERR_IO, "reading %s failed", src);
   if (st == EST_OK) st = flush_batch(&p, stdout);
-  if (st == EST_OK && fflush(stdout) != 0) st = est_error(EST_ERR_IO, "writing the predictions failed");
+  if (st == EST_OK && fflush(stdout) != 0)
+    st = est_error(EST_ERR_IO, "writing the predictions to stdout: %s", strerror(errno));
   for (int i = 0; p.held && i < p.cap; i++) json_decref(p.held[i]);
   free(line);
   free(p.ids), free(p.mask), free(p.segs), free(p.probs), free(p.held);

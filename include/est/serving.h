@@ -56,6 +56,8 @@ typedef struct est_model_meta {
 void est_model_meta_clear(est_model_meta *m);
 /* Reads est_model.json (errors name the file and the field). */
 est_status est_model_meta_read(est_model_meta *m, const char *path);
+/* The same from `size` bytes of JSON text in memory; `name` stands for the file in errors. */
+est_status est_model_meta_parse(est_model_meta *m, const char *text, size_t size, const char *name);
 /* The JSON text (keys sorted, indent 2, trailing newline); free() it. NULL: no memory. */
 char *est_model_meta_to_json(const est_model_meta *m);
 

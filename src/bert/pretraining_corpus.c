@@ -81,11 +81,9 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static est_status read_file(pt_corpus *c, est_tokenizer *tok, const char *path, double progress_seconds,
-                            double *last_report) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return est_error(EST_ERR_NOT_FOUND, "--input_file %s: %s", path, strerror(errno));
-  EST_LOG_INFO("  %s", path);
+/* The lines of stream f (named `path` in messages) into c. */
+static est_status read_stream(pt_corpus *c, est_tokenizer *tok, FILE *f, const char *path, double progress_seconds,
+                              double *last_report) {
   char *line = NULL;
   size_t cap = 0;
   ssize_t got;
@@ -138,17 +136,43 @@ static est_status read_file(pt_corpus *c, est_tokenizer *tok, const char *path, 
   if (st == EST_OK && ferror(f)) st = est_error(EST_ERR_IO, "--input_file %s: read error after line %llu: %s", path,
                                                 (unsigned long long)lineno, strerror(errno));
   free(line);
+  return st;
+}
+
+static est_status read_file(pt_corpus *c, est_tokenizer *tok, const char *path, double progress_seconds,
+                            double *last_report) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return est_error(EST_ERR_NOT_FOUND, "--input_file %s: %s", path, strerror(errno));
+  EST_LOG_INFO("  %s", path);
+  est_status st = read_stream(c, tok, f, path, progress_seconds, last_report);
   fclose(f);
   return st;
 }
 
-est_status pt_corpus_read(pt_corpus *c, est_tokenizer *tok, const char *const *files, size_t n,
-                          double progress_seconds) {
+static est_status begin_read(pt_corpus *c) {
   est_status st = grow((void **)&c->sent_start, &c->sent_cap, 1, sizeof *c->sent_start);
   if (st == EST_OK) st = grow((void **)&c->doc_start, &c->doc_cap, 1, sizeof *c->doc_start);
   if (st != EST_OK) return st;
   c->sent_start[c->nsent] = c->ntokens;
   c->doc_start[c->ndocs] = c->nsent;
+  return EST_OK;
+}
+
+est_status pt_corpus_read_buffer(pt_corpus *c, est_tokenizer *tok, const char *data, size_t size, const char *name) {
+  est_status st = begin_read(c);
+  if (st != EST_OK || size == 0) return st == EST_OK ? close_document(c) : st;
+  FILE *f = fmemopen((void *)data, size, "rb");
+  if (!f) return est_error(EST_ERR_NO_MEMORY, "%s: fmemopen: %s", name, strerror(errno));
+  double last = 0;
+  st = read_stream(c, tok, f, name, 0, &last);
+  fclose(f);
+  return st == EST_OK ? close_document(c) : st;
+}
+
+est_status pt_corpus_read(pt_corpus *c, est_tokenizer *tok, const char *const *files, size_t n,
+                          double progress_seconds) {
+  est_status st = begin_read(c);
+  if (st != EST_OK) return st;
   double last = now_seconds();
   EST_LOG_INFO("*** Reading from input files ***");
   for (size_t i = 0; i < n; i++)

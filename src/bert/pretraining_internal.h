@@ -34,6 +34,9 @@ void pt_corpus_free(pt_corpus *c);
 /* Reads the files in order into c (appending; documents continue across files). */
 est_status pt_corpus_read(pt_corpus *c, est_tokenizer *tok, const char *const *files, size_t n,
                           double progress_seconds);
+/* The same for one text in memory (`name` stands for its file in messages; no progress
+ * log); for tests/fuzz/fuzz_pretraining_corpus.c. */
+est_status pt_corpus_read_buffer(pt_corpus *c, est_tokenizer *tok, const char *data, size_t size, const char *name);
 
 static inline uint64_t pt_doc_sentences(const pt_corpus *c, uint64_t d) {
   return c->doc_start[d + 1] - c->doc_start[d];

@@ -56,11 +56,8 @@ char *est_model_meta_to_json(const est_model_meta *m) {
   return out;
 }
 
-est_status est_model_meta_read(est_model_meta *m, const char *path) {
-  memset(m, 0, sizeof *m);
-  json_error_t err;
-  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+/* The fields of a parsed est_model.json (root is consumed); `path` names it in errors. */
+static est_status meta_from_json(est_model_meta *m, json_t *root, const char *path) {
   est_status st = EST_OK;
   json_t *cfg = json_object_get(root, "bert_config");
   json_t *labels = json_object_get(root, "labels");
@@ -103,6 +100,22 @@ est_status est_model_meta_read(est_model_meta *m, const char *path) {
   json_decref(root);
   if (st != EST_OK) est_model_meta_clear(m);
   return st;
+}
+
+est_status est_model_meta_read(est_model_meta *m, const char *path) {
+  memset(m, 0, sizeof *m);
+  json_error_t err;
+  json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+  return meta_from_json(m, root, path);
+}
+
+est_status est_model_meta_parse(est_model_meta *m, const char *text, size_t size, const char *name) {
+  memset(m, 0, sizeof *m);
+  json_error_t err;
+  json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, &err);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", name, err.line, err.column, err.text);
+  return meta_from_json(m, root, name);
 }
 
 /* ---- writing a version ---------------------------------------------------------------- */

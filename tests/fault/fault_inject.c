@@ -13,6 +13,9 @@
  *   EST_FAULT_ERRNO  ENOSPC (default) or EIO
  *   EST_FAULT_COUNT  file that gets "open N\nwrite N\n..." at exit, so a test can learn
  *                    how many calls of each op a run makes before it iterates over them
+ *   EST_FAULT_STDOUT set: stdout becomes a line-buffered stream through the counted write()
+ *                    on fd 1 (counted whatever EST_FAULT_PATH says), so `est predict`'s Nth
+ *                    output line can be failed as a full disk under `> file` would fail it
  *
  * glibc's stdio writes through internal, non-interposable calls, so fopen for writing is
  * replaced: the file is opened with the counted open() and wrapped in fopencookie, whose
@@ -51,6 +54,9 @@ static const char *prefix;
 static unsigned char watched[MAX_FD]; /* fd -> 1: a matching file opened to write; 2: a matching directory */
 static char *fd_paths[MAX_FD];        /* fd -> its path, for the report of a failed call */
 
+static int stdout_wrapped;
+static void wrap_stdout(void);
+
 __attribute__((constructor)) static void fault_init(void) {
   real_open = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, "open");
   real_write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write");
@@ -64,6 +70,10 @@ __attribute__((constructor)) static void fault_init(void) {
   fault_n = n ? atol(n) : 0;
   if (e && !strcmp(e, "EIO")) fault_errno = EIO;
   prefix = getenv("EST_FAULT_PATH");
+  if (getenv("EST_FAULT_STDOUT") && !stdout_wrapped) {
+    stdout_wrapped = 1;
+    wrap_stdout();
+  }
 }
 
 __attribute__((destructor)) static void fault_report(void) {
@@ -229,4 +239,20 @@ int fileno(FILE *f) {
   for (int fd = 0; fd < MAX_FD; fd++)
     if (cookie_files[fd] == f) return fd;
   return real_fileno(f);
+}
+
+/* EST_FAULT_STDOUT: fd 1 is watched and stdout writes through it, a line at a time. */
+static void wrap_stdout(void) {
+  cookie *c = malloc(sizeof *c);
+  cookie_io_functions_t io = {NULL, cookie_write, NULL, NULL}; /* fd 1 stays open at exit */
+  FILE *f = c ? fopencookie(c, "w", io) : NULL;
+  if (!f) {
+    free(c);
+    return;
+  }
+  c->fd = 1;
+  watched[1] = 1;
+  fd_paths[1] = strdup("<stdout>");
+  setvbuf(f, NULL, _IOLBF, 0);
+  stdout = f;
 }
