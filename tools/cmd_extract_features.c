@@ -12,6 +12,7 @@
 #include "est/file.h"
 #include "est/flags.h"
 #include "est/log.h"
+#include "est/precision.h"
 #include "est/serving.h"
 #include "est/threads.h"
 #include "est/tokenizer.h"
@@ -89,7 +90,7 @@ static est_status run_batch(xf *x, FILE *out) {
 
 int est_cmd_extract_features(int argc, char **argv) {
   const char *input_file = NULL, *output_file = NULL, *layers = "-1,-2,-3,-4", *bert_config_file = NULL;
-  const char *init_checkpoint = NULL, *vocab_file = NULL, *master = NULL;
+  const char *init_checkpoint = NULL, *vocab_file = NULL, *master = NULL, *precision = "fp32";
   int64_t max_seq_length = 128, batch_size = 32, num_tpu_cores = 8, num_threads = 0;
   bool do_lower_case = true, use_tpu = false, one_hot = false;
   est_flag flags[] = {
@@ -114,6 +115,7 @@ int est_cmd_extract_features(int argc, char **argv) {
     EST_FLAG_BOOL("use_one_hot_embeddings", &one_hot, "If True, tf.one_hot will be used for embedding lookups. "
                   "[est: the same numbers either way; ignored]", 0),
     EST_FLAG_INT("num_threads", &num_threads, "[est] Threads for the math kernels; 0 = OpenMP's default.", 0),
+    EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
   };
   const int nflags = (int)(sizeof flags / sizeof flags[0]);
   char *pos[1];
@@ -125,6 +127,7 @@ int est_cmd_extract_features(int argc, char **argv) {
   }
   if (r == EST_FLAGS_OK && (batch_size < 1 || batch_size > 65536))
     r = EST_FLAGS_ERROR, est_error(EST_ERR_INVALID_ARGUMENT, "--batch_size=%lld: must be in [1, 65536]", (long long)batch_size);
+  if (r == EST_FLAGS_OK && est_precision_apply_flag(precision) != EST_OK) r = EST_FLAGS_ERROR;
   if (r != EST_FLAGS_OK) {
     fprintf(stderr, "est extract_features: %s\n", est_error_message());
     return 2;

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "est/float_format.h"
 #include "est/flags.h"
+#include "est/precision.h"
 #include "est/run_classifier.h"
 #include "est/serving.h"
 #include "est/threads.h"
@@ -109,6 +110,7 @@ static est_status add_line(predict_ctx *p, char *line, const char *input_format,
 
 int est_cmd_predict(int argc, char **argv) {
   const char *export_dir = NULL, *input_file = NULL, *input_format = "tsv", *output_format = "probabilities";
+  const char *precision = "fp32";
   int64_t batch_size = 32, num_threads = 0;
   est_flag flags[] = {
     EST_FLAG_STRING("export_dir", &export_dir, "An export base directory or one version directory.", 1),
@@ -117,6 +119,7 @@ int est_cmd_predict(int argc, char **argv) {
     EST_FLAG_STRING("output_format", &output_format, "probabilities, label or jsonl.", 0),
     EST_FLAG_INT("batch_size", &batch_size, "Examples per forward pass.", 0),
     EST_FLAG_INT("num_threads", &num_threads, "Threads for the math kernels; 0 = OpenMP's default.", 0),
+    EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
   };
   const int nflags = (int)(sizeof flags / sizeof flags[0]);
   char *pos[1];
@@ -135,6 +138,7 @@ int est_cmd_predict(int argc, char **argv) {
   if (r == EST_FLAGS_OK && (batch_size < 1 || batch_size > 65536))
     r = EST_FLAGS_ERROR, est_error(EST_ERR_INVALID_ARGUMENT, "--batch_size=%lld: must be in [1, 65536]",
                                    (long long)batch_size);
+  if (r == EST_FLAGS_OK && est_precision_apply_flag(precision) != EST_OK) r = EST_FLAGS_ERROR;
   if (r != EST_FLAGS_OK) {
     fprintf(stderr, "est predict: %s\n", est_error_message());
     return 2;

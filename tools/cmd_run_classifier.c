@@ -8,6 +8,7 @@
 #include "est/dist.h"
 #include "est/flags.h"
 #include "est/log.h"
+#include "est/precision.h"
 #include "est/run_classifier.h"
 #include "est/serving.h"
 
@@ -74,9 +75,7 @@ int est_cmd_run_classifier(int argc, char **argv) {
                  "ignored]", 0),
     /* est's own */
     EST_FLAG_INT("num_threads", &c.num_threads, "[est] Threads for the math kernels; 0 = OpenMP's default.", 0),
-    EST_FLAG_STRING("precision", &c.precision,
-                    "[est] fp32, or bf16: matmul inputs in bfloat16 with fp32 sums on CPUs with AVX512-BF16 "
-                    "(weights, optimizer, LayerNorm, softmax and loss stay fp32; elsewhere it runs fp32).", 0),
+    EST_FLAG_STRING("precision", &c.precision, EST_PRECISION_FLAG_HELP, 0),
     EST_FLAG_INT("seed", &c.seed,
                  "[est] Seed for initialisation, dropout and shuffling (the reference sets none, so its runs "
                  "are not reproducible); 0 = draw one from the clock and record it in the checkpoint.", 0),

@@ -9,6 +9,7 @@
 #include "est/dist.h"
 #include "est/flags.h"
 #include "est/log.h"
+#include "est/precision.h"
 
 static const char usage[] =
     "usage: est run_pretraining --bert_config_file=FILE --input_file=GLOBS --output_dir=DIR\n"
@@ -21,6 +22,7 @@ static const char usage[] =
 
 int est_cmd_run_pretraining(int argc, char **argv) {
   est_run_pretraining_config c = est_run_pretraining_config_default();
+  const char *precision = "fp32";
   est_flag flags[] = {
     EST_FLAG_STRING("bert_config_file", &c.bert_config_file,
                     "The config json file corresponding to the pre-trained BERT model. This specifies the model "
@@ -65,6 +67,7 @@ int est_cmd_run_pretraining(int argc, char **argv) {
                  "[est] How many recent checkpoints to keep (tf.estimator.RunConfig); 0 = all.", 0),
     EST_FLAG_INT("log_step_count_steps", &c.log_step_count_steps,
                  "[est] Log loss, examples/sec and ETA every this many steps (tf.estimator.RunConfig).", 0),
+    EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
   };
   const int nflags = (int)(sizeof flags / sizeof flags[0]);
   char *pos[1];
@@ -74,6 +77,7 @@ int est_cmd_run_pretraining(int argc, char **argv) {
     est_flags_print_help(stdout, usage, flags, nflags);
     return 0;
   }
+  if (r == EST_FLAGS_OK && est_precision_check_flag(precision) != EST_OK) r = EST_FLAGS_ERROR;
   if (r != EST_FLAGS_OK) {
     fprintf(stderr, "est run_pretraining: %s\n", est_error_message());
     return 2;
@@ -84,6 +88,7 @@ int est_cmd_run_pretraining(int argc, char **argv) {
   est_status st = est_dist_init(&argc, &argv);
   /* After MPI's start-up, so its handlers (if any) do not replace these. */
   est_cli_install_stop_handlers();
+  if (st == EST_OK) st = est_precision_apply_flag(precision);
   if (st == EST_OK) st = est_run_pretraining_main(&c);
   if (st == EST_ERR_CANCELLED) {
     /* Stopped on request after saving (the log said where); all ranks stopped together. */

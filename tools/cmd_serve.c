@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "est/flags.h"
 #include "est/log.h"
+#include "est/precision.h"
 #include "est/threads.h"
 #include "serve_internal.h"
 
@@ -28,7 +29,7 @@ static const char usage[] =
     "most max(queue, max_seq_length) entries (400 before parsing), the queue (503).";
 
 int est_cmd_serve(int argc, char **argv) {
-  const char *base = NULL, *name = "default", *address = "127.0.0.1";
+  const char *base = NULL, *name = "default", *address = "127.0.0.1", *precision = "fp32";
   int64_t port = 8501, max_batch = 32, timeout_us = 1000, max_enqueued = 64, max_bytes = 16 << 20;
   int64_t num_threads = 0, max_connections = 512, rest_threads = 0, timeout_ms = 30000;
   double poll = 1;
@@ -56,6 +57,7 @@ int est_cmd_serve(int argc, char **argv) {
     EST_FLAG_INT("max_connections", &max_connections, "[est] Concurrent connections (one thread each); beyond "
                  "it new connections are refused until one closes.", 0),
     EST_FLAG_INT("num_threads", &num_threads, "[est] Threads for the math kernels; 0 = OpenMP's default.", 0),
+    EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
   };
   const int nflags = (int)(sizeof flags / sizeof flags[0]);
   char *pos[1];
@@ -83,6 +85,7 @@ int est_cmd_serve(int argc, char **argv) {
                                           strlen(name)))
     r = EST_FLAGS_ERROR,
     est_error(EST_ERR_INVALID_ARGUMENT, "--model_name=%s: must be letters, digits, '_', '.' or '-'", name);
+  if (r == EST_FLAGS_OK && est_precision_apply_flag(precision) != EST_OK) r = EST_FLAGS_ERROR;
   if (r != EST_FLAGS_OK) {
     fprintf(stderr, "est serve: %s\n", est_error_message());
     return 2;

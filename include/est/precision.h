@@ -12,6 +12,8 @@
 #ifndef EST_PRECISION_H
 #define EST_PRECISION_H
 
+#include "est/status.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -26,6 +28,24 @@ est_precision est_get_precision(void);
 /* "fp32" / "bf16" <-> the enum; parse returns 0 on success, -1 for anything else. */
 const char *est_precision_name(est_precision p);
 int est_precision_parse(const char *name, est_precision *out);
+
+/* The --precision flag of every command that runs the model (run_classifier,
+ * run_pretraining, predict, serve, extract_features): one help text and one place that
+ * decides. It is a runtime choice: checkpoints and exports (est_model.json) never record it.
+ *
+ *     EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
+ *     ...
+ *     if (est_precision_apply_flag(precision) != EST_OK) ...   // after the flags parse */
+#define EST_PRECISION_FLAG_HELP                                                                  \
+  "[est] fp32, or bf16: matmul inputs in bfloat16 with fp32 sums on CPUs with AVX512-BF16 "      \
+  "(weights, optimizer, LayerNorm, softmax and loss stay fp32; elsewhere it runs fp32)."
+
+/* Checks a --precision value: "fp32" or "bf16" (NULL counts as fp32); anything else is
+ * EST_ERR_INVALID_ARGUMENT "--precision=X: must be fp32 or bf16". Applies nothing. */
+est_status est_precision_check_flag(const char *value);
+/* Checks, then est_set_precision: bf16 falls back to fp32 with a logged warning on a CPU
+ * without AVX512-BF16, and logs one info line when bf16 is on. */
+est_status est_precision_apply_flag(const char *value);
 
 #ifdef __cplusplus
 }

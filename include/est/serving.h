@@ -136,7 +136,8 @@ est_status est_featurizer_run(est_featurizer *f, const char *text_a, const char 
  * 0 = the first encoder layer's output) of a batch, [batch, seq_len, H]. */
 typedef struct est_encoder_layers est_encoder_layers;
 
-/* Loads the bert/ variables of `ckpt_prefix` for the layers listed (0-based, distinct). */
+/* Loads the bert/ variables of `ckpt_prefix` (the encoder cut after the deepest layer listed;
+ * layers 0-based, distinct). Each run is one forward pass, whatever the number of layers. */
 est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_config *cfg, const char *ckpt_prefix,
                                    const int *layers, int num_layers, int max_batch, int seq_len);
 void est_encoder_layers_free(est_encoder_layers *e);

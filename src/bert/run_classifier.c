@@ -82,9 +82,9 @@ est_status est_run_classifier_validate(const est_run_classifier_config *c) {
   if (c->num_threads < 0 || c->num_threads > 4096)
     return est_error(EST_ERR_INVALID_ARGUMENT, "--num_threads=%lld: must be in [0, 4096] (0 = default)",
                      (long long)c->num_threads);
-  est_precision precision;
-  if (!c->precision || est_precision_parse(c->precision, &precision))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "--precision=%s: must be fp32 or bf16", c->precision ? c->precision : "");
+  if (!c->precision) return est_error(EST_ERR_INVALID_ARGUMENT, "--precision=: must be fp32 or bf16");
+  st = est_precision_check_flag(c->precision);
+  if (st != EST_OK) return st;
   if (c->keep_checkpoint_max < 0)
     return est_error(EST_ERR_INVALID_ARGUMENT, "--keep_checkpoint_max=%lld: must be >= 0 (0 keeps all)",
                      (long long)c->keep_checkpoint_max);
@@ -221,11 +221,8 @@ static void log_gradient_reduction(void) {
 est_status est_run_classifier_main(const est_run_classifier_config *c) {
   est_status st = est_run_classifier_validate(c);
   if (st != EST_OK) return st;
-  est_precision precision = EST_PRECISION_FP32;
-  est_precision_parse(c->precision, &precision);
-  /* bf16 falls back to fp32, with a warning, without AVX512-BF16 */
-  if (est_set_precision(precision) == EST_PRECISION_BF16)
-    EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32");
+  st = est_precision_apply_flag(c->precision);
+  if (st != EST_OK) return st;
 
   est_rc_model_params params = {0};
   st = est_bert_config_from_json_file(&params.bert_config, c->bert_config_file);

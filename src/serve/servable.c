@@ -1,21 +1,19 @@
 /* The serving adapter: the one file that turns an export (or a BERT checkpoint) into a
- * forward pass, through the public est_bert_classifier_* API of est/bert_model.h. Moving
- * serving and extract_features onto another model API (an encoder + heads split) changes
- * this file only.
+ * forward pass, through the public APIs only: est_bert_classifier_* (est/bert_model.h) for
+ * a servable, est_bert_encoder_* (est/bert_encoder.h) for extract_features.
  *
  * est_servable: est_model.json + variables/ -> a classifier restored by name, activations
  * reserved for [max_batch, max_seq_length]; a batch may run at any shorter length (the
  * attention mask hides padding, so probabilities do not depend on the padded length).
  *
- * est_encoder_layers: all_encoder_layers[l] for extract_features. The classifier API shows
- * only the last layer's output, and an encoder is sequential, so layer l of an L-layer
- * model is the sequence output of the same weights cut to l+1 layers: one cut model per
- * requested layer (weights loaded once per cut). Cost: with --layers=-1,-2,-3,-4 about 4x
- * the forward work and weights of one model; an encoder API that exposes every layer
- * removes both. */
+ * est_encoder_layers: all_encoder_layers[l] for extract_features, from one est_bert_encoder
+ * pass (est/bert_encoder.h exposes every layer's output), the encoder cut after the deepest
+ * layer asked for.
+ */
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/bert_encoder.h"
 #include "est/ckpt.h"
 #include "est/features.h"
 #include "est/file.h"
@@ -35,16 +33,15 @@ struct est_servable {
   int32_t *scratch;           /* [3, max_batch, max_seq_length]: rows cut to a run length */
 };
 
-/* Restores every variable of vs from the bundle at prefix; variables whose name starts with
- * `optional_prefix` may be absent (they keep their initial values). */
-static est_status restore_vars(est_var_store *vs, const char *prefix, const char *optional_prefix) {
+/* Restores every variable of vs from the bundle at prefix (each must be there; a checkpoint's
+ * extra variables, e.g. Adam slots or a pre-training head, are ignored). */
+static est_status restore_vars(est_var_store *vs, const char *prefix) {
   est_ckpt_reader *r;
   est_status st = est_ckpt_reader_open(&r, prefix);
   if (st != EST_OK) return st;
   for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
     const est_variable *v = est_vars_at(vs, i);
     if (!est_ckpt_reader_has(r, v->name)) {
-      if (optional_prefix && !strncmp(v->name, optional_prefix, strlen(optional_prefix))) continue;
       st = est_error(EST_ERR_NOT_FOUND, "%s: no variable %s", prefix, v->name);
       break;
     }
@@ -75,7 +72,7 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
     st = est_bert_classifier_create(&s->model, &s->meta.bert_config, (int)s->meta.num_labels, s->vs);
   if (st == EST_OK) st = est_vars_finalize(s->vs, 1);
   if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "variables/variables");
-  if (st == EST_OK) st = restore_vars(s->vs, p, NULL);
+  if (st == EST_OK) st = restore_vars(s->vs, p);
   if (st == EST_OK) st = est_bert_classifier_reserve(s->model, max_batch, s->meta.max_seq_length);
   if (st == EST_OK && !(s->logits = malloc((size_t)max_batch * s->meta.num_labels * sizeof(float))))
     st = est_error(EST_ERR_NO_MEMORY, "servable logits");
@@ -206,21 +203,22 @@ est_status est_featurizer_run(est_featurizer *f, const char *text_a, const char 
 
 /* ---- encoder layers --------------------------------------------------------------------- */
 
+/* One encoder, one pass: est_bert_encoder keeps every layer's output (est/bert_encoder.h),
+ * so all requested layers come from the same forward. The encoder is cut after the deepest
+ * requested layer (layers above it would not change the ones below). */
 struct est_encoder_layers {
   int n;
   int hidden;
-  est_var_store **vs;
-  est_bert_classifier **models;   /* models[k] has layers[k] + 1 layers */
+  int *layers;                    /* [n], 0-based */
+  est_var_store *vs;
+  est_bert_encoder *enc;
 };
 
 void est_encoder_layers_free(est_encoder_layers *e) {
   if (!e) return;
-  for (int k = 0; k < e->n; k++) {
-    if (e->models) est_bert_classifier_free(e->models[k]);
-    if (e->vs) est_vars_free(e->vs[k]);
-  }
-  free(e->models);
-  free(e->vs);
+  est_bert_encoder_free(e->enc);
+  est_vars_free(e->vs);
+  free(e->layers);
   free(e);
 }
 
@@ -231,23 +229,24 @@ est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_conf
   if (!e) return est_error(EST_ERR_NO_MEMORY, "encoder layers");
   e->n = num_layers;
   e->hidden = cfg->hidden_size;
-  e->vs = calloc((size_t)num_layers, sizeof *e->vs);
-  e->models = calloc((size_t)num_layers, sizeof *e->models);
-  est_status st = e->vs && e->models ? EST_OK : est_error(EST_ERR_NO_MEMORY, "encoder layers");
+  e->layers = malloc((size_t)(num_layers > 0 ? num_layers : 1) * sizeof *e->layers);
+  est_status st = e->layers ? EST_OK : est_error(EST_ERR_NO_MEMORY, "encoder layers");
+  int deepest = 0;
   for (int k = 0; st == EST_OK && k < num_layers; k++) {
     if (layers[k] < 0 || layers[k] >= cfg->num_hidden_layers) {
       st = est_error(EST_ERR_INVALID_ARGUMENT, "layer %d outside [0, %d)", layers[k], cfg->num_hidden_layers);
       break;
     }
-    est_bert_config cut = *cfg;
-    cut.num_hidden_layers = layers[k] + 1;
-    st = est_vars_create(&e->vs[k]);
-    /* The head is not in a pre-training checkpoint and not used: 2 labels, left initialised. */
-    if (st == EST_OK) st = est_bert_classifier_create(&e->models[k], &cut, 2, e->vs[k]);
-    if (st == EST_OK) st = est_vars_finalize(e->vs[k], 1);
-    if (st == EST_OK) st = restore_vars(e->vs[k], ckpt_prefix, "output_");
-    if (st == EST_OK) st = est_bert_classifier_reserve(e->models[k], max_batch, seq_len);
+    e->layers[k] = layers[k];
+    if (layers[k] > deepest) deepest = layers[k];
   }
+  est_bert_config cut = *cfg;
+  cut.num_hidden_layers = deepest + 1;
+  if (st == EST_OK) st = est_vars_create(&e->vs);
+  if (st == EST_OK) st = est_bert_encoder_create(&e->enc, &cut, e->vs);
+  if (st == EST_OK) st = est_vars_finalize(e->vs, 1);
+  if (st == EST_OK) st = restore_vars(e->vs, ckpt_prefix);
+  if (st == EST_OK) st = est_bert_encoder_reserve(e->enc, max_batch, seq_len, 0);
   if (st != EST_OK) {
     est_encoder_layers_free(e);
     return st;
@@ -258,12 +257,10 @@ est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_conf
 
 est_status est_encoder_layers_run(est_encoder_layers *e, const int32_t *input_ids, const int32_t *input_mask,
                                   const int32_t *segment_ids, int batch, int seq_len, float *const *out) {
-  for (int k = 0; k < e->n; k++) {
-    est_status st = est_bert_classifier_forward(e->models[k], input_ids, input_mask, segment_ids, NULL, batch,
-                                                seq_len, 0, 0, 0, NULL, NULL, NULL);
-    if (st != EST_OK) return st;
-    memcpy(out[k], est_bert_classifier_sequence_output(e->models[k]),
+  est_status st = est_bert_encoder_forward(e->enc, input_ids, input_mask, segment_ids, batch, seq_len, 0, 0, 0);
+  if (st != EST_OK) return st;
+  for (int k = 0; k < e->n; k++)
+    memcpy(out[k], est_bert_encoder_layer_output(e->enc, e->layers[k]),
            (size_t)batch * seq_len * e->hidden * sizeof(float));
-  }
   return EST_OK;
 }
