@@ -182,6 +182,11 @@ est_status est_crossentropy_forward(float *losses, float *probs, const float *lo
  * e.g. 1/B for a batch mean. */
 void est_crossentropy_backward(float *dlogits, const float *probs, const int32_t *labels, float dloss, int B,
                                int C);
+/* One row: probs[C] = softmax(x), returns the log-normaliser log(sum exp x). _ref is libm
+ * exp in double (what rows of fewer than 256 classes use); the other picks the vectorised
+ * kernel for vocabulary-sized rows. probs may be NULL only for _ref. For tests. */
+float est_crossentropy_row_ref(float *probs, const float *x, int C);
+float est_crossentropy_row(float *probs, const float *x, int C);
 
 #ifdef __cplusplus
 }

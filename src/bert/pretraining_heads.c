@@ -163,6 +163,7 @@ est_status est_bert_pretraining_heads_forward(est_bert_pretraining_heads *h, con
                         est_vars_value(h->vs, (size_t)h->ln_beta), N, H);
   est_matmul_forward(h->logits, h->y, est_vars_value(h->vs, h->word), est_vars_value(h->vs, (size_t)h->out_b), N, H,
                      V, 1);
+#pragma omp parallel for schedule(static)
   for (int n = 0; n < N; n++) h->preds[n] = argmax(h->logits + (size_t)n * V, V);
   est_status st = est_crossentropy_forward(h->losses, h->probs, h->logits, lm_ids, N, V);
   if (st) return est_error_prefix("masked LM loss: ");
@@ -209,11 +210,14 @@ est_status est_bert_pretraining_heads_backward(est_bert_pretraining_heads *h) {
   const int B = h->B, N = h->B * h->P, H = h->H, V = h->V;
   est_var_store *vs = h->vs;
   /* d loss / d logits[n] = w_n / denom * (p_n - onehot(id_n)) */
-  memset(h->dlogits, 0, (size_t)N * V * sizeof(float));
-  for (int n = 0; n < N; n++)
+  /* rows split over the threads: [N,V] is ~78 MB at Base's 640 rows, memory-bound work */
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n++) {
+    memset(h->dlogits + (size_t)n * V, 0, (size_t)V * sizeof(float));
     if (h->w[n] != 0.0f)
       est_crossentropy_backward(h->dlogits + (size_t)n * V, h->probs + (size_t)n * V, h->ids + n,
                                 (float)(h->w[n] / h->denom), 1, V);
+  }
   memset(h->dy, 0, (size_t)N * H * sizeof(float));
   /* logits = y . E^T + b: the tied table's gradient gets this path (the encoder adds the lookup's) */
   est_matmul_backward(h->dy, est_vars_grad(vs, h->word), est_vars_grad(vs, (size_t)h->out_b), h->dlogits, h->y,
