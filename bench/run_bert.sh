@@ -16,7 +16,12 @@
 # libtcmalloc-minimal4), as in the performance notes: torch allocates its activations
 # every step, and glibc hands big blocks back to the kernel, so every step would pay for
 # page faults on fresh memory. est allocates once and needs neither.
+# BENCH_CORETYPE=X sets OPENBLAS_CORETYPE=X for both instead of unsetting it (on a VM where
+# OpenBLAS's own detection falls back to its SSE3 "Prescott" kernels: perf shows
+# sgemm_kernel_PRESCOTT; e.g. BENCH_CORETYPE=Cooperlake), as bench/run_pretraining.sh.
 set -e
+BLASENV="-u OPENBLAS_CORETYPE"
+[ -n "$BENCH_CORETYPE" ] && BLASENV="OPENBLAS_CORETYPE=$BENCH_CORETYPE"
 BUILD=${1:-build}
 THREADS=${2:-2}
 ROUNDS=${3:-2}
@@ -30,17 +35,17 @@ for lib in /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 /usr/lib/x86_64-li
 done
 run() {  # run <est|torch> model mode -> prints ex/s
   if [ "$1" = est ]; then
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
+    env -u OPENBLAS_L2_SIZE $BLASENV OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
       "$EST" --model "$2" --mode "$3" --threads "$THREADS" | awk '{print $4}'
   else
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
+    env -u OPENBLAS_L2_SIZE $BLASENV OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
       ${TCMALLOC:+LD_PRELOAD=$TCMALLOC} /usr/bin/python3 "$HERE/bert_torch.py" --model "$2" --mode "$3" \
       --threads "$THREADS" | awk '{print $4}'
   fi
 }
 best() { awk -v a="$1" -v b="$2" 'BEGIN { print (a + 0 > b + 0) ? a : b }'; }
-printf "%-6s %-6s %12s %12s %8s   (threads %s, best of %s rounds, peer malloc: %s)\n" model mode "est ex/s" \
-  "torch ex/s" ratio "$THREADS" "$ROUNDS" "${TCMALLOC:-glibc}"
+printf "%-6s %-6s %12s %12s %8s   (threads %s, best of %s rounds, peer malloc: %s, %s)\n" model mode "est ex/s" \
+  "torch ex/s" ratio "$THREADS" "$ROUNDS" "${TCMALLOC:-glibc}" "$BLASENV"
 for model in $MODELS; do
   for mode in train infer; do
     e=0; t=0; r=0
