@@ -194,12 +194,79 @@ static void test_resume_is_exact(void **state) {
   free(db);
 }
 
+static int file_has(const char *path, const char *needle) {
+  size_t n = 0;
+  char *d = test_read_file(path, &n);
+  int found = 0;
+  for (size_t i = 0; !found && i + strlen(needle) <= n; i++) found = !memcmp(d + i, needle, strlen(needle));
+  free(d);
+  return found;
+}
+
+/* Three record files (so the training input interleaves 3 files, shuffled) and a run
+ * that SIGKILLs itself in the middle of saving step 12 (checkpoint files written, the
+ * state file not yet naming them) and again at step 21 (state written, old checkpoints
+ * not yet deleted), restarted each time with the same command: its model.ckpt-30 is byte
+ * for byte an uninterrupted run's (weights, Adam slots, global_step and the input
+ * position: interleave slots, file shuffle and record shuffle buffer). The uninterrupted
+ * run also logs progress with ETA and writes TensorBoard events. */
+static void test_kill_9_mid_training_then_rerun_is_exact(void **state) {
+  (void)state;
+  char files[3][512], list[1600] = "", a[512], b[512], pa[1024], pb[1024];
+  for (int i = 0; i < 3; i++) {
+    snprintf(files[i], sizeof files[i], "%s/kill%d.tfrecord", test_tmpdir, i);
+    free(test_run_ok(EST_BIN " create_pretraining_data --input_file=" EST_TEST_DATA "/pretraining/jack_docs.txt"
+                        " --output_file=%s --vocab_file=" TINY "/vocab.txt --max_seq_length=16"
+                        " --max_predictions_per_seq=3 --dupe_factor=2 --random_seed=%d", files[i], 10 + i));
+    strcat(list, i ? "," : "");
+    strcat(list, files[i]);
+  }
+  snprintf(a, sizeof a, "%s/kill_a", test_tmpdir);
+  snprintf(b, sizeof b, "%s/kill_b", test_tmpdir);
+  const char *cmd = EST_BIN " run_pretraining --bert_config_file=" TINY "/bert_config.json --input_file=%s"
+                            " --output_dir=%s --max_seq_length=16 --max_predictions_per_seq=3 --do_train"
+                            " --train_batch_size=8 --num_train_steps=30 --num_warmup_steps=3 --learning_rate=1e-2"
+                            " --save_checkpoints_steps=3 --keep_checkpoint_max=2 --log_step_count_steps=10"
+                            " --seed=4 --num_threads=1";
+  char *log = test_run_ok(cmd, list, a);
+  assert_int_equal(test_count_lines_with(log, "step 21/30 (70.0%)", "ETA"), 1);
+  assert_int_equal(test_count_lines_with(log, "loss = ", "step = 20"), 1);
+  free(log);
+  char *ev = NULL;
+  assert_int_equal(test_run(&ev, 0, "ls %s/events.out.tfevents.*", a), 0);
+  ev[strcspn(ev, "\n")] = 0;
+  assert_true(file_has(ev, "loss") && file_has(ev, "global_step/sec"));
+  free(ev);
+
+  const char *faults[2] = {"12:bundle", "21:state"};
+  for (int k = 0; k < 2; k++) {
+    char full[4096];
+    snprintf(full, sizeof full, cmd, list, b);
+    char *out = NULL;
+    int rc = test_run(&out, 1, "EST_FAULT_KILL_SAVE=%s %s", faults[k], full);
+    if (rc != 137 && rc != -1) fail_msg("not killed at %s (exit %d):\n%s", faults[k], rc, out);
+    free(out);
+  }
+  log = test_run_ok(cmd, list, b);
+  assert_non_null(strstr(log, "model.ckpt-21"));  /* resumed from the last complete save */
+  free(log);
+  est_path_join(pa, sizeof pa, a, "model.ckpt-30.data-00000-of-00001");
+  est_path_join(pb, sizeof pb, b, "model.ckpt-30.data-00000-of-00001");
+  size_t na = 0, nb = 0;
+  char *da = test_read_file(pa, &na), *db = test_read_file(pb, &nb);
+  assert_int_equal(na, nb);
+  assert_memory_equal(da, db, na);
+  free(da);
+  free(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_continue_pretraining_tf_checkpoint_then_finetune),
       cmocka_unit_test(test_from_scratch_on_script_records),
       cmocka_unit_test(test_record_lengths_disagree_with_flags),
       cmocka_unit_test(test_resume_is_exact),
+      cmocka_unit_test(test_kill_9_mid_training_then_rerun_is_exact),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -29,6 +29,9 @@
  * The stages always run in this order, whatever order they are configured in:
  *   source (files in order, or in-memory records) -> shard -> repeat -> shuffle
  *   -> global shard -> parse -> batch -> prefetch.
+ * With est_dataset_interleave the source is run_pretraining's: the file LIST is repeated
+ * (and shuffled), then the files are read k at a time, a record from each in turn; shard
+ * and shuffle follow as above.
  * That is BERT's training order (repeat before shuffle, so epochs blur). Data parallelism
  * has two orders (one of the two shard stages is used, the one configured last):
  *   - global (est_dataset_shard_global_batches): every rank reads and shuffles the WHOLE
@@ -151,6 +154,20 @@ est_status est_dataset_shard(est_dataset *ds, int num_shards, int index);
  * slice of every global batch of num_shards * per_shard). per_shard >= 1. */
 est_status est_dataset_shard_global_batches(est_dataset *ds, int num_shards, int index, int64_t per_shard);
 
+/* google-research/bert run_pretraining.py's training files:
+ *     from_tensor_slices(files).repeat().shuffle(len(files)).interleave(TFRecordDataset, k)
+ * The list of files is repeated (est_dataset_repeat counts passes over the list), with
+ * shuffle_files it passes a shuffle buffer of one list's length (tf.data's algorithm, a
+ * Philox stream from `seed`, independent of est_dataset_shuffle's), and cycle_length files
+ * are read at once, one record from each in turn (tf.data.Dataset.interleave with
+ * block_length 1: at a file's end its slot takes the next file of the stream when the turn
+ * comes back to it). The reference uses parallel_interleave(sloppy=True), whose order
+ * depends on timing; est's is that deterministic one, src/data/interleave.c gives the
+ * details. Files only (FAILED_PRECONDITION for memory); cycle_length in [1, 4096]. With
+ * repeat -1 and every file empty the stream ends. The resume state covers the file stream
+ * and every open file's position. */
+est_status est_dataset_interleave(est_dataset *ds, int cycle_length, int shuffle_files, uint64_t seed);
+
 /* count epochs; -1 forever (an empty input still ends). Default 1; 0 gives no data. */
 est_status est_dataset_repeat(est_dataset *ds, int64_t count);
 
@@ -178,8 +195,8 @@ const int64_t *est_batch_lengths(const est_batch *b, const char *name);
 
 enum { EST_DATASET_STATE_HEADER = 24 };
 
-/* Length of the state array: EST_DATASET_STATE_HEADER + 3 * shuffle buffer size. Fixed
- * once configured. */
+/* Length of the state array: EST_DATASET_STATE_HEADER + 3 * shuffle buffer size (+ 10 +
+ * files + 3 * cycle_length with est_dataset_interleave). Fixed once configured. */
 size_t est_dataset_state_size(const est_dataset *ds);
 
 /* Position after the last batch returned (the start, before any). capacity must be at

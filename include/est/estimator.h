@@ -200,6 +200,12 @@ est_status est_input_shard_dataset(est_dataset *ds, const est_input_params *p);
  * read them once in order -> parse -> batch(drop_remainder as configured). Batch size,
  * seed and sharding (est_input_shard_dataset) come from the estimator.
  *
+ * run_pretraining.py's input_fn_builder is the same with two options: TRAIN with
+ * interleave_cycle_length k >= 1 repeats the file list, shuffles it (seed: the run's, in a
+ * stream of its own) and reads k files at a time, a record from each in turn
+ * (est_dataset_interleave), before shuffle(shuffle_buffer); EVAL with eval_repeat reads the
+ * files in order forever, so evaluate(steps) may take more batches than one pass holds.
+ *
  *     est_tfrecord_input cfg = {.paths = files, .num_paths = 1, .specs = specs,
  *                               .num_specs = 3, .shuffle_buffer = 100, .prefetch = 2};
  *     est_input_fn train_input = est_tfrecord_input_fn(&cfg);   // cfg must outlive it */
@@ -213,6 +219,8 @@ typedef struct est_tfrecord_input {
   int64_t shuffle_buffer;            /* TRAIN; <= 1: no shuffling */
   int drop_remainder;                /* EVAL / PREDICT (TRAIN always drops) */
   int prefetch;                      /* batches produced ahead on a thread; 0: none */
+  int interleave_cycle_length;       /* TRAIN: 0 reads the files in order; k >= 1 as above */
+  int eval_repeat;                   /* EVAL: 1 repeats the files forever */
 } est_tfrecord_input;
 
 est_input_fn est_tfrecord_input_fn(const est_tfrecord_input *config);

@@ -13,7 +13,6 @@
 #include "est/example.h"
 #include "est/file.h"
 #include "est/log.h"
-#include "est/rng.h"
 #include "est/run_classifier.h"
 
 est_run_pretraining_config est_run_pretraining_config_default(void) {
@@ -79,51 +78,18 @@ static est_status expand_input_files(const char *spec, file_list *out) {
 
 /* ---- input_fn_builder ------------------------------------------------------------------ */
 
+/* run_pretraining's input_fn_builder as est_tfrecord_input_fn's options (est/estimator.h).
+ * Training: the file list repeated and shuffled, min(4, files) files read at a time, a
+ * record from each in turn (the reference's num_cpu_threads = 4 cycle; its interleave is
+ * sloppy, est's the deterministic order of est_dataset_interleave) -> shuffle(100) ->
+ * parse -> batch(drop_remainder). Eval: the files in order, repeated (max_eval_steps
+ * bounds it) -> parse -> batch(drop_remainder). Every int64 feature arrives as int32. */
 typedef struct pt_input {
-  const file_list *files;
-  const char **order;                /* the files in this open's order */
   est_feature_spec specs[7];
+  est_tfrecord_input config;
 } pt_input;
 
-/* Training: the file order shuffled (from the run's seed) -> records -> shard -> repeat ->
- * shuffle(100) -> parse -> batch(drop_remainder). Eval: the files in order -> shard ->
- * repeat (max_eval_steps bounds it) -> parse -> batch(drop_remainder), as the reference.
- * The reference interleaves up to 4 files at a time (sloppy); est reads them one after the
- * other and relies on shuffle(100) as it does. Every int64 feature arrives as int32. */
-static est_status pt_open(void *ctx, const est_input_params *p, est_input *out) {
-  pt_input *in = ctx;
-  const size_t n = in->files->n;
-  const int train = p->mode == EST_MODE_TRAIN;
-  for (size_t i = 0; i < n; i++) in->order[i] = in->files->paths[i];
-  if (train && n > 1) {
-    est_rng rng;
-    est_rng_init(&rng, p->seed ^ 0x70726574726169ull); /* its own stream, not the dropout's */
-    for (size_t i = n - 1; i > 0; i--) {
-      size_t j = (size_t)est_rng_below(&rng, i + 1);
-      const char *t = in->order[i];
-      in->order[i] = in->order[j];
-      in->order[j] = t;
-    }
-  }
-  est_dataset *ds;
-  est_status st = est_dataset_from_tfrecords(&ds, in->order, n, EST_COMPRESSION_NONE);
-  if (st != EST_OK) return st;
-  if (p->num_shards > 1) st = est_dataset_shard(ds, p->num_shards, p->shard_index);
-  if (st == EST_OK) st = est_dataset_repeat(ds, -1);
-  if (st == EST_OK && train) st = est_dataset_shuffle(ds, 100, p->seed);
-  if (st == EST_OK) st = est_dataset_parse(ds, in->specs, 7, EST_DATASET_CAST_INT32);
-  if (st == EST_OK) st = est_dataset_batch(ds, p->batch_size, 1);
-  if (st == EST_OK) st = est_dataset_prefetch(ds, 2);
-  if (st != EST_OK) {
-    est_dataset_free(ds);
-    return st;
-  }
-  return est_input_from_dataset(ds, out);
-}
-
-static void pt_input_init(pt_input *in, const file_list *files, const char **order, int64_t S, int64_t P) {
-  in->files = files;
-  in->order = order;
+static void pt_input_init(pt_input *in, const file_list *files, int64_t S, int64_t P) {
   const est_feature_spec specs[7] = {
     {.key = "input_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {S}},
     {.key = "input_mask", .dtype = EST_DT_INT64, .rank = 1, .shape = {S}},
@@ -134,6 +100,11 @@ static void pt_input_init(pt_input *in, const file_list *files, const char **ord
     {.key = "next_sentence_labels", .dtype = EST_DT_INT64, .rank = 1, .shape = {1}},
   };
   memcpy(in->specs, specs, sizeof specs);
+  in->config = (est_tfrecord_input){.paths = (const char *const *)files->paths, .num_paths = files->n,
+                                    .compression = EST_COMPRESSION_NONE, .specs = in->specs, .num_specs = 7,
+                                    .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100, .drop_remainder = 1,
+                                    .prefetch = 2, .interleave_cycle_length = files->n < 4 ? (int)files->n : 4,
+                                    .eval_repeat = 1};
 }
 
 /* A record whose fixed-length features disagree with the flags fails in the parser with
@@ -213,16 +184,11 @@ est_status est_run_pretraining_main(const est_run_pretraining_config *c) {
   params.max_predictions_per_seq = (int)c->max_predictions_per_seq;
 
   file_list files = {0};
-  const char **order = NULL;
   est_estimator *e = NULL;
   est_eval_result result = {0};
   if ((st = expand_input_files(c->input_file, &files)) != EST_OK) goto done;
   EST_LOG_INFO("*** Input Files ***");
   for (size_t i = 0; i < files.n; i++) EST_LOG_INFO("  %s", files.paths[i]);
-  if (!(order = calloc(files.n, sizeof *order))) {
-    st = est_error(EST_ERR_NO_MEMORY, "out of memory");
-    goto done;
-  }
   if ((st = est_mkdirs(c->output_dir)) != EST_OK) goto done;
 
   est_run_config rc = est_run_config_default();
@@ -250,8 +216,8 @@ est_status est_run_pretraining_main(const est_run_pretraining_config *c) {
   if ((st = est_estimator_create(&e, &model_fn, &rc)) != EST_OK) goto done;
 
   pt_input in;
-  pt_input_init(&in, &files, order, c->max_seq_length, c->max_predictions_per_seq);
-  est_input_fn input_fn = {pt_open, &in};
+  pt_input_init(&in, &files, c->max_seq_length, c->max_predictions_per_seq);
+  est_input_fn input_fn = est_tfrecord_input_fn(&in.config);
   if (c->do_train) {
     EST_LOG_INFO("***** Running training *****");
     EST_LOG_INFO("  Batch size = %lld", (long long)c->train_batch_size);
@@ -274,7 +240,6 @@ done:
   est_eval_result_clear(&result);
   st = explain_length_mismatch(st, c);
   est_estimator_free(e);
-  free(order);
   file_list_free(&files);
   return st;
 }

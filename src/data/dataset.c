@@ -230,6 +230,12 @@ est_status est_dataset_shard_global_batches(est_dataset *ds, int num_shards, int
   return EST_OK;
 }
 
+est_status est_dataset_interleave(est_dataset *ds, int cycle_length, int shuffle_files, uint64_t seed) {
+  est_status st;
+  if ((st = configurable(ds, "interleave"))) return st;
+  return ds_interleave_configure(&ds->src, cycle_length, shuffle_files, seed);
+}
+
 est_status est_dataset_repeat(est_dataset *ds, int64_t count) {
   est_status st;
   if ((st = configurable(ds, "repeat"))) return st;
@@ -266,7 +272,7 @@ est_status est_dataset_prefetch(est_dataset *ds, int depth) {
 }
 
 size_t est_dataset_state_size(const est_dataset *ds) {
-  return EST_DATASET_STATE_HEADER + 3 * (size_t)ds->sh.buffer_size;
+  return EST_DATASET_STATE_HEADER + 3 * (size_t)ds->sh.buffer_size + ds_interleave_state_size(&ds->src);
 }
 
 int64_t est_dataset_batches_produced(const est_dataset *ds) { return ds->cbatches; }
@@ -310,6 +316,7 @@ static void capture_state(const est_dataset *ds, int64_t *s) {
       slot[0] = slot[1] = slot[2] = -1;
     }
   }
+  ds_interleave_save(&ds->src, &s[S_SLOTS + 3 * ds->sh.buffer_size]);
 }
 
 /* The next element this dataset keeps: out of the shuffle buffer (or the source), and
@@ -535,7 +542,8 @@ est_status est_dataset_set_state(est_dataset *ds, const int64_t *s, size_t n) {
       (st = check_config(s, S_NUM_SHARDS, ds->src.num_shards, "num_shards")) ||
       (st = check_config(s, S_SHARD_INDEX, ds->src.shard_index, "shard index")) ||
       (st = check_config(s, S_SHARD_BLOCK, ds->src.shard_block, "global sharding per_shard")) ||
-      (st = check_config(s, S_REPEAT, ds->src.repeat, "repeat count")))
+      (st = check_config(s, S_REPEAT, ds->src.repeat, "repeat count")) ||
+      (st = ds_interleave_check(&ds->src, &s[S_SLOTS + 3 * ds->sh.buffer_size])))
     return st;
   const int64_t nfiles = (int64_t)ds_source_num_files(&ds->src);
   if (s[S_BATCHES] < 0) return bad_state("batch count", s[S_BATCHES]);
@@ -602,6 +610,7 @@ est_status est_dataset_set_state(est_dataset *ds, const int64_t *s, size_t n) {
   }
   ds->src.pos = (ds_position){s[S_EPOCH], s[S_FILE], s[S_OFFSET], s[S_RECORD], s[S_ORDINAL], s[S_EMITTED],
                               s[S_SOURCE_DONE] != 0};
+  ds_interleave_restore(&ds->src, &s[S_SLOTS + 3 * ds->sh.buffer_size]);
   ds->batches = s[S_BATCHES];
   ds->elements = s[S_ELEMENTS];
   ds->global_position = s[S_GLOBAL_POSITION];

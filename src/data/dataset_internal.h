@@ -34,6 +34,30 @@ typedef struct ds_position {
   int64_t done;     /* 1 once the last epoch ended */
 } ds_position;
 
+/* run_pretraining's file interleave (interleave.c): the file list repeated (the source's
+ * `repeat` counts passes over the list), optionally shuffled with a buffer of one list
+ * (tf.data shuffle, its own Philox stream), read cycle_length files at a time, one record
+ * from each open file in turn (tf.data interleave, block_length 1). */
+typedef struct ds_cycle_slot {
+  int64_t file;                 /* -1: empty */
+  int64_t offset, record;       /* of its next record */
+  est_tfrecord_reader *reader;  /* opened lazily at offset */
+} ds_cycle_slot;
+
+typedef struct ds_interleave {
+  int cycle_length;             /* 0: not interleaving (files in order) */
+  int shuffle_files;
+  uint64_t seed;
+  est_rng rng;
+  int64_t taken;                /* entries taken from the repeated file list */
+  int64_t *fbuf, fcount;        /* the file shuffle buffer [nfiles] */
+  int64_t end_of_input;         /* the file stream has ended */
+  ds_cycle_slot *slots;         /* [cycle_length] */
+  int64_t cycle_index, num_open;
+  uint8_t *known_empty;         /* [nfiles]: read to its end without a record (not in the state) */
+  int64_t nknown_empty;
+} ds_interleave;
+
 typedef struct ds_source {
   /* files, or memory records (mem != NULL) */
   char **paths;
@@ -51,6 +75,7 @@ typedef struct ds_source {
   ds_position pos;
   est_tfrecord_reader *reader;  /* NULL, or open on reader_file */
   int64_t reader_file;
+  ds_interleave il;
 } ds_source;
 
 size_t ds_source_num_files(const ds_source *s);      /* memory counts as one file */
@@ -61,6 +86,17 @@ est_status ds_source_next(ds_source *s, ds_element *e);  /* OUT_OF_RANGE at the 
 est_status ds_source_read_at(ds_source *s, int64_t file, int64_t offset, ds_element *e);
 void ds_source_close_reader(ds_source *s);
 void ds_source_free(ds_source *s);
+
+/* interleave.c. configure: files only, cycle_length >= 1 (reconfiguring replaces). */
+est_status ds_interleave_configure(ds_source *s, int cycle_length, int shuffle_files, uint64_t seed);
+est_status ds_interleave_next(ds_source *s, ds_element *e);
+void ds_interleave_free(ds_interleave *il);
+/* The resume block after the shuffle slots: 0 values when not interleaving. save writes
+ * it; check validates one against this configuration; restore applies a checked one. */
+size_t ds_interleave_state_size(const ds_source *s);
+void ds_interleave_save(const ds_source *s, int64_t *block);
+est_status ds_interleave_check(const ds_source *s, const int64_t *block);
+void ds_interleave_restore(ds_source *s, const int64_t *block);
 
 /* ---- shuffle -------------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* The pipeline's first stages: records from TFRecord files (or memory), in order, with
- * record-level sharding and repeat. All position lives in ds_position, so the stream can
+ * record-level sharding and repeat (or the files interleaved: interleave.c). All position lives in ds_position, so the stream can
  * be restarted from any element boundary. */
 #include <stdlib.h>
 
@@ -21,6 +21,7 @@ void ds_source_close_reader(ds_source *s) {
 
 void ds_source_free(ds_source *s) {
   ds_source_close_reader(s);
+  ds_interleave_free(&s->il);
   for (size_t i = 0; i < s->nfiles; i++) free(s->paths[i]);
   free(s->paths);
   free(s->mem);
@@ -49,6 +50,7 @@ est_status ds_source_next(ds_source *s, ds_element *e) {
   ds_position *p = &s->pos;
   const int64_t nfiles = (int64_t)ds_source_num_files(s);
   est_status st;
+  if (s->il.cycle_length) return ds_interleave_next(s, e);
   for (;;) {
     if (p->done) return est_error(EST_ERR_OUT_OF_RANGE, "End of sequence");
     if (s->repeat >= 0 && p->epoch >= s->repeat) {

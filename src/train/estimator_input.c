@@ -1,5 +1,6 @@
 /* Inputs for the Estimator built on est/dataset.h: the adapter from a dataset to the
- * est_input contract, and the TFRecord input_fn (BERT's file_based_input_fn_builder). */
+ * est_input contract, and the TFRecord input_fn (BERT's file_based_input_fn_builder, and
+ * run_pretraining's input_fn_builder with its options). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,9 +48,13 @@ static est_status tfrecord_open(void *ctx, const est_input_params *p, est_input 
   est_status st = est_dataset_from_tfrecords(&ds, c->paths, c->num_paths, (est_compression)c->compression);
   if (st != EST_OK) return st;
   const int training = p->mode == EST_MODE_TRAIN;
+  const int repeat = training || (p->mode == EST_MODE_EVAL && c->eval_repeat);
   st = est_dataset_parse(ds, c->specs, c->num_specs, c->cast);
+  /* the file shuffle draws from its own stream: "files" in ASCII, xor the run's seed */
+  if (st == EST_OK && training && c->interleave_cycle_length > 0)
+    st = est_dataset_interleave(ds, c->interleave_cycle_length, 1, p->seed ^ 0x66696c6573ull);
   if (st == EST_OK) st = est_input_shard_dataset(ds, p);
-  if (st == EST_OK && training) st = est_dataset_repeat(ds, -1);
+  if (st == EST_OK && repeat) st = est_dataset_repeat(ds, -1);
   if (st == EST_OK && training && c->shuffle_buffer > 1) st = est_dataset_shuffle(ds, c->shuffle_buffer, p->seed);
   if (st == EST_OK) st = est_dataset_batch(ds, p->batch_size, training ? 1 : c->drop_remainder);
   if (st == EST_OK && c->prefetch > 0) st = est_dataset_prefetch(ds, c->prefetch);
