@@ -27,6 +27,11 @@ skipped base && MODELS="tiny mini"
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then sh bench/run_bert.sh "$BUILD" 2 2 "$MODELS"
 else echo "skipped: python3-torch not installed (apt-get install python3-torch)"; fi
 
+echo "=== BERT classifier: est fp32/bf16 vs PyTorch 1.13, PyTorch 2 and ONNX Runtime (PyPI venv)"
+# the venv is ~5 GB from PyPI: `make bench` uses it when it exists and never makes it
+if [ -x bench/peers/.venv/bin/python ]; then sh bench/run_peers.sh "$BUILD" 2 1 "$MODELS"
+else echo "skipped: no bench/peers/.venv (sh bench/peers/setup.sh makes it)"; fi
+
 echo "=== run_classifier end to end on MRPC: est vs PyTorch"
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then sh bench/run_classifier_mrpc.sh "$BUILD"
 else echo "skipped: python3-torch not installed"; fi
