@@ -29,7 +29,9 @@ static inline float est_fast_expf(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   /* n in [-126, 127] after the clamp, so 2^n is a normal float; x = 88 gives n = 127. */
-  int32_t bits = ((int32_t)n + 127) << 23;
+  /* Shifted as unsigned: a NaN x gives a meaningless n (the result is NaN through p anyway),
+   * and a left shift of a negative int would be undefined. */
+  uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
   float scale;
   memcpy(&scale, &bits, sizeof scale);
   return p * scale * underflow;
