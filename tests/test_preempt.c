@@ -29,6 +29,7 @@
 #include "est/ckpt.h"
 #include "est/est.h"
 #include "test_util.h"
+#include "preempt_util.h"
 
 #define SMALL_CONFIG EST_TEST_DATA "/run_classifier/bert_config_h32.json"
 #define UNCASED EST_TEST_DATA "/vocab_uncased.txt"
@@ -38,69 +39,6 @@
   " --eval_batch_size=4 --save_checkpoints_steps=3 --num_threads=2 --log_step_count_steps=1"              \
   " --num_train_epochs=4"
 enum { MAX_STEPS = 10 };
-
-/* Runs `est` (through sh -c "exec ...", so the wait status is est's own) with `env`
- * ("NAME=VALUE" or NULL) added; the merged output goes to *log. Returns the wait status. */
-static int run_est(const char *env, char **log, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run_est(const char *env, char **log, const char *fmt, ...) {
-  char cmd[8192], logpath[1024];
-  int n = snprintf(cmd, sizeof cmd, "exec " EST_BIN " ");
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(cmd + n, sizeof cmd - (size_t)n, fmt, ap);
-  va_end(ap);
-  snprintf(logpath, sizeof logpath, "%s/run.log", test_tmpdir);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(126);
-    dup2(fd, 1), dup2(fd, 2);
-    if (env) putenv((char *)env);
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-    _exit(127);
-  }
-  int status = -1;
-  assert_true(waitpid(pid, &status, 0) == pid);
-  *log = test_read_file(logpath, NULL);
-  return status;
-}
-
-static int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
-
-static int exists_in(const char *dir, const char *name) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  return access(path, F_OK) == 0;
-}
-
-/* Every tensor of `prefix`, name then bytes, concatenated: what "bit-identical" compares. */
-static uint8_t *all_tensors(const char *prefix, size_t *size, int *all_finite) {
-  est_ckpt_reader *r;
-  assert_int_equal(est_ckpt_reader_open(&r, prefix), EST_OK);
-  size_t cap = 1 << 20, len = 0;
-  uint8_t *buf = malloc(cap);
-  *all_finite = 1;
-  for (size_t i = 0; i < est_ckpt_reader_count(r); i++) {
-    const char *name = est_ckpt_reader_name(r, i);
-    est_tensor t;
-    assert_int_equal(est_ckpt_reader_read(r, name, &t), EST_OK);
-    size_t nb = est_tensor_num_bytes(&t), nl = strlen(name) + 1;
-    while (len + nl + nb > cap) buf = realloc(buf, cap *= 2);
-    memcpy(buf + len, name, nl), len += nl;
-    memcpy(buf + len, t.data, nb), len += nb;
-    if (t.dtype == EST_DT_FLOAT)
-      for (size_t k = 0; k < nb / sizeof(float); k++) *all_finite &= isfinite(((const float *)t.data)[k]) != 0;
-    est_tensor_free(&t);
-  }
-  est_ckpt_reader_close(r);
-  *size = len;
-  return buf;
-}
-
-static void latest(const char *dir, char *prefix, size_t size) {
-  assert_int_equal(est_ckpt_latest(dir, prefix, size), EST_OK);
-}
 
 static uint8_t *g_ref;
 static size_t g_ref_size;
