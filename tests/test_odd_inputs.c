@@ -1,10 +1,11 @@
 /* Odd and huge inputs: each works, or fails with a message naming the file and the place.
  * A 100 MB TSV line (one huge field: Python csv's field limit; 100 MB of small fields:
  * read), NUL bytes, CRLF endings, UTF-16 and Latin-1 files (TSV and vocab, library and
- * `est convert`), a vocab of a million entries, a 300 MB TFRecord file read in constant
- * memory (RSS via getrusage; bench/tfrecord_stream_2gb.sh does 2 GB), a text far longer than
- * max_seq_length, and an output_dir that cannot be a directory (tests run as root, which
- * ignores permission bits: a regular file in its place, and a path under /proc). */
+ * `est convert`; create_pretraining_data's corpus), a vocab of a million entries, a 300 MB
+ * TFRecord file read in constant memory (RSS via getrusage; bench/tfrecord_stream_2gb.sh
+ * does 2 GB), a text far longer than max_seq_length, and an output_dir that cannot be a
+ * directory (tests run as root, which ignores permission bits: a regular file in its
+ * place, and a path under /proc). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -189,6 +190,38 @@ static void test_vocab_encodings(void **s) {
   expect_error(est_vocab_load(&v, nul), "vocab0.txt:3: NUL byte at byte 2", NULL);
 }
 
+/* create_pretraining_data's document reader: a UTF-16 corpus is named as such, a Latin-1
+ * one fails at its line and byte, and NUL bytes are dropped as the script's _clean_text
+ * drops them (the records equal those of the text without them). */
+static void test_pretraining_corpus_encodings(void **s) {
+  (void)s;
+  const char *cmd = "%s create_pretraining_data --input_file=%s --output_file=%s --vocab_file=" UNCASED
+                    " --max_seq_length=16 --max_predictions_per_seq=3 --dupe_factor=2 --random_seed=3";
+  char *log = NULL;
+  const char *u16 = test_tmp_path("corpus16.txt");
+  write_literal(u16, "\xff\xfeh\0i\0.\0\n\0");
+  assert_int_equal(test_run(&log, 1, cmd, EST_BIN, u16, test_tmp_path("c16.tfrecord")), 1);
+  if (!strstr(log, "corpus16.txt:1: the file is UTF-16LE (it starts with a byte-order mark)")) fail_msg("%s", log);
+  free(log);
+  assert_false(est_file_exists(test_tmp_path("c16.tfrecord")));
+  const char *latin1 = test_tmp_path("corpus1.txt");
+  write_literal(latin1, "the man went.\nto the caf\xe9 store.\n");
+  assert_int_equal(test_run(&log, 1, cmd, EST_BIN, latin1, test_tmp_path("c1.tfrecord")), 1);
+  if (!strstr(log, "corpus1.txt:2: invalid UTF-8 at byte 10 of the line")) fail_msg("%s", log);
+  free(log);
+  const char *plain = test_tmp_path("corpus.txt"), *nul = test_tmp_path("corpus0.txt");
+  write_literal(plain, "the man went to the store.\nhe bought milk.\n\nthe dog ran.\nit was fast.\n");
+  write_literal(nul, "the man went to the st\0ore.\nhe bought\0 milk.\n\n\0the dog ran.\nit was fast.\n");
+  free(test_run_ok(cmd, EST_BIN, plain, test_tmp_path("plain.tfrecord")));
+  free(test_run_ok(cmd, EST_BIN, nul, test_tmp_path("nul.tfrecord")));
+  size_t na = 0, nb = 0;
+  char *a = test_read_file(test_tmp_path("plain.tfrecord"), &na), *b = test_read_file(test_tmp_path("nul.tfrecord"), &nb);
+  assert_true(na > 0);
+  assert_int_equal(na, nb);
+  assert_memory_equal(a, b, na);
+  free(a), free(b);
+}
+
 /* ---- TFRecord streaming ---------------------------------------------------------------- */
 
 static long max_rss_kb(void) {
@@ -289,6 +322,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_text_far_longer_than_max_seq_length),
       cmocka_unit_test(test_vocab_million_entries),
       cmocka_unit_test(test_vocab_encodings),
+      cmocka_unit_test(test_pretraining_corpus_encodings),
       cmocka_unit_test(test_tfrecord_300mb_constant_memory),
       cmocka_unit_test(test_output_dir_not_writable),
   };

@@ -98,6 +98,12 @@ static est_status read_stream(pt_corpus *c, est_tokenizer *tok, FILE *f, const c
     for (ssize_t i = 0; i < got; i++)
       if (line[i] != '\r') line[n++] = line[i];
     if (n && line[n - 1] == '\n') n--;
+    const char *utf16 = lineno == 1 ? tok_utf16_bom((const uint8_t *)line, n) : NULL;
+    if (utf16) {
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "%s:1: the file is %s (it starts with a byte-order mark); the "
+                     "script reads UTF-8 text: convert it, e.g. iconv -f %s -t UTF-8", path, utf16, utf16);
+      break;
+    }
     bool blank;
     size_t bad = scan_line(line, n, &blank);
     if (bad < n) {
