@@ -452,6 +452,10 @@ static void test_sigterm_finishes_in_flight(void **state) {
   assert_int_equal(WEXITSTATUS(status), 0);
   assert_true(log_has(&s, "SIGTERM: no new connections"));
   assert_true(log_has(&s, "stopped"));
+  /* the version was warmed up at the largest batch the batcher forms: 4 rows, full length */
+  char warm[96];
+  snprintf(warm, sizeof warm, "warm-up: one batch of 4 x %d tokens in ", (int)est_servable_meta(ref)->max_seq_length);
+  assert_true(log_has(&s, warm));
   /* nothing listens any more */
   assert_int_equal(http(s.port, "GET", "/v1/models/jack", NULL, NULL), -1);
 }

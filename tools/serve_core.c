@@ -142,6 +142,12 @@ void serve_release(serve_server *s, served_model *m) {
   pthread_mutex_unlock(&s->lock);
 }
 
+static double monotonic_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static est_status load_model(serve_server *s, const char *dir, served_model **out) {
   *out = NULL;
   served_model *m = calloc(1, sizeof *m);
@@ -151,19 +157,27 @@ static est_status load_model(serve_server *s, const char *dir, served_model **ou
     free(m);
     return st;
   }
-  /* One forward pass of one full-length row before the version is served: the first real
-   * request would otherwise pay for touching the model's scratch memory (a BERT-Base
-   * version's first answer took 0.2-1.3 s against 70-130 ms after), and a version that
-   * cannot run is refused here like one that cannot load. Ids 0 with a full mask are a
-   * valid row of any vocabulary. */
+  /* One forward pass of the largest batch the batcher can form (max_batch_size rows of
+   * max_seq_length) before the version is served. The servable reserves its activations
+   * for that shape at load, but their pages are only touched by the first batch that large:
+   * without this the first real request paid for touching the scratch memory (a BERT-Base
+   * version's first answer took 0.2-1.3 s against 70-130 ms after), and the RSS stepped up
+   * whenever the first full batch came (bench/README.md, sustained load), so memory was
+   * not at its final size when serving began. A version that cannot run is refused here
+   * like one that cannot load. Ids 0 with a full mask are a valid row of any vocabulary.
+   * Cost: one forward of max_batch_size x max_seq_length tokens per version loaded. */
   const est_model_meta *meta = est_servable_meta(m->servable);
-  const size_t S = (size_t)meta->max_seq_length;
-  int32_t *row = calloc(3 * S, sizeof(int32_t));
-  float *probs = malloc((meta->num_labels ? meta->num_labels : 1) * sizeof(float));
-  if (!row || !probs) st = est_error(EST_ERR_NO_MEMORY, "warm-up row");
-  for (size_t t = 0; st == EST_OK && t < S; t++) row[S + t] = 1;
-  if (st == EST_OK) st = est_servable_predict(m->servable, row, row + S, row + 2 * S, 1, (int)S, probs);
-  free(row), free(probs);
+  const size_t S = (size_t)meta->max_seq_length, B = (size_t)est_servable_max_batch(m->servable);
+  const size_t C = meta->num_labels ? meta->num_labels : 1;
+  int32_t *rows = calloc(3 * B * S, sizeof(int32_t));
+  float *probs = malloc(B * C * sizeof(float));
+  if (!rows || !probs) st = est_error(EST_ERR_NO_MEMORY, "warm-up batch of %zu x %zu", B, S);
+  for (size_t t = 0; st == EST_OK && t < B * S; t++) rows[B * S + t] = 1;
+  const double t0 = monotonic_seconds();
+  if (st == EST_OK) st = est_servable_predict(m->servable, rows, rows + B * S, rows + 2 * B * S, (int)B, (int)S, probs);
+  free(rows), free(probs);
+  if (st == EST_OK)
+    EST_LOG_INFO("warm-up: one batch of %zu x %zu tokens in %.2f s", B, S, monotonic_seconds() - t0);
   if (st != EST_OK) {
     st = est_error_prefix("warm-up forward pass: ");
     est_servable_free(m->servable);
