@@ -1,6 +1,7 @@
 /* Write faults on the writers tests/test_fault.c does not cover: an export version
- * (`run_classifier --do_export`), `est predict`'s output (it writes only to stdout), and
- * `create_pretraining_data`'s record files (two --output_file shards). The LD_PRELOAD shim
+ * (`run_classifier --do_export`), `est predict`'s output (it writes only to stdout),
+ * `create_pretraining_data`'s record files (two --output_file shards), and
+ * `run_pretraining --do_eval`'s eval_results.txt over a previous one. The LD_PRELOAD shim
  * tests/fault/fault_inject.c fails call N of open, write, fsync, close or rename with ENOSPC
  * or EIO, for every N up to the writer's last call (a counting run learns the counts first).
  *
@@ -228,6 +229,53 @@ static void cpd_after_rerun(const char *what) {
   if (!same_tree(cpd_work, cpd_ref)) fail_msg("%s: the rerun's records differ from a run without faults", what);
 }
 
+/* ---- run_pretraining: eval_results.txt of a 1-batch eval over a 2-batch one's ------------- */
+
+static char rp_cmd[8192], rp_work[1024], rp_base[1024], rp_ref[1024];
+
+static void rp_prepare(void) { sh("rm -rf '%s' && cp -a '%s' '%s'", rp_work, rp_base); }
+
+static void rp_after_fault(const char *what) {
+  char p[1200], pb[1200], pr[1200], *out = NULL;
+  snprintf(p, sizeof p, "%s/eval_results.txt", rp_work);
+  snprintf(pb, sizeof pb, "%s/eval_results.txt", rp_base);
+  snprintf(pr, sizeof pr, "%s/eval_results.txt", rp_ref);
+  if (!same_file(p, pb) && !same_file(p, pr)) fail_msg("%s: eval_results.txt is neither the previous nor the new one", what);
+  if (test_run(&out, 1, "ls -A '%s' | grep -F .tmp.", rp_work) == 0) fail_msg("%s: temp files left: %s", what, out);
+  free(out);
+}
+
+static void rp_after_rerun(const char *what) {
+  char p[1200], pr[1200];
+  snprintf(p, sizeof p, "%s/eval_results.txt", rp_work);
+  snprintf(pr, sizeof pr, "%s/eval_results.txt", rp_ref);
+  if (!same_file(p, pr)) fail_msg("%s: the rerun's eval_results.txt differs from a run without faults", what);
+}
+
+static void setup_run_pretraining(void) {
+  const char *json = "{\"vocab_size\": 30522, \"hidden_size\": 16, \"num_hidden_layers\": 1, \"num_attention_heads\": 2,"
+                     " \"intermediate_size\": 32, \"hidden_act\": \"gelu\", \"max_position_embeddings\": 128,"
+                     " \"type_vocab_size\": 2, \"initializer_range\": 0.02}\n";
+  test_write_bytes(test_tmp_path("rp_config.json"), json, strlen(json));
+  snprintf(rp_work, sizeof rp_work, "%s/rp", test_tmpdir);
+  snprintf(rp_base, sizeof rp_base, "%s/rp_base", test_tmpdir);
+  snprintf(rp_ref, sizeof rp_ref, "%s/rp_ref", test_tmpdir);
+  char flags[4096];
+  snprintf(flags, sizeof flags, "run_pretraining --bert_config_file=%s --input_file=" D
+           "/pretraining/cola_seed12345.tfrecord --eval_batch_size=4 --seed=5 --num_threads=1",
+           test_tmp_path("rp_config.json"));
+  free(test_run_ok("%s %s --do_train --do_eval --train_batch_size=4 --num_train_steps=2 --max_eval_steps=2"
+                   " --output_dir='%s'", EST_BIN, flags, rp_base));
+  snprintf(rp_cmd, sizeof rp_cmd, "%s %s --do_eval --max_eval_steps=1 --output_dir='%s'", EST_BIN, flags, rp_work);
+  rp_prepare();
+  free(test_run_ok("%s", rp_cmd));
+  sh("rm -rf '%s' && cp -a '%s' '%s'", rp_ref, rp_work);
+  char pb[1200], pr[1200];
+  snprintf(pb, sizeof pb, "%s/eval_results.txt", rp_base);
+  snprintf(pr, sizeof pr, "%s/eval_results.txt", rp_ref);
+  if (same_file(pb, pr)) fail_msg("the 1-batch eval wrote the same eval_results.txt as the 2-batch one");
+}
+
 static int setup(void **state) {
   test_tmpdir_setup(state);
   char *out = NULL;
@@ -284,6 +332,7 @@ static int setup(void **state) {
                    cpd_ref, cpd_ref));
   snprintf(cpd_cmd, sizeof cpd_cmd, "%s %s --random_seed=12345 --output_file=%s/a.tfrecord,%s/b.tfrecord", EST_BIN,
            cpd_flags, cpd_work, cpd_work);
+  setup_run_pretraining();
   return 0;
 }
 
@@ -321,12 +370,22 @@ static void test_pretraining_records(void **s) {
   fault_every_call(&w);
 }
 
+/* Only eval_results.txt's calls count: the checkpoint and state writers are the Estimator's
+ * own, which test_fault.c faults through run_classifier. */
+static void test_run_pretraining_eval_results(void **s) {
+  (void)s;
+  writer w = {"run_pretraining eval_results.txt", rp_cmd, "eval_results.txt", 0, 4, rp_prepare, rp_after_fault,
+              rp_after_rerun};
+  fault_every_call(&w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_export),
       cmocka_unit_test(test_predict_stdout),
       cmocka_unit_test(test_predict_dev_full),
       cmocka_unit_test(test_pretraining_records),
+      cmocka_unit_test(test_run_pretraining_eval_results),
   };
   return cmocka_run_group_tests(tests, setup, test_tmpdir_teardown);
 }
