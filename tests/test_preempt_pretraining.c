@@ -4,8 +4,9 @@
  * "Received SIGTERM at step N; saved checkpoint ...; exiting" and exits 128 + signo
  * without evaluating; the same command run again resumes from that checkpoint and ends with
  * a final checkpoint byte for byte an uninterrupted run's (.data and .index files, and
- * every tensor). The signal comes from the EST_FAULT_SIGNAL_AT_STEP hook (src/train/stop.c)
- * at a chosen step, caught by the command line's own handlers.
+ * every tensor); a second signal ends the process at once. The signals come from the
+ * EST_FAULT_SIGNAL_AT_STEP hook (src/train/stop.c) at a chosen step, caught by the command
+ * line's own handlers.
  * Model: the TF-written keras_bert_tiny config from scratch, records that
  * `est create_pretraining_data` writes from tests/data/pretraining/jack_docs.txt into two
  * files (so the input interleaves), seq 16, batch 8, 8 steps, a checkpoint every 3. */
@@ -123,10 +124,34 @@ static void test_sigint_then_resume_is_exact(void **state) {
   preempt_then_resume(SIGINT, 2, "SIGINT");     /* the step the cadence saves anyway */
 }
 
+/* Two signals inside one step: the second is not caught and ends the process at once;
+ * the rerun resumes from the cadence's last save (3) and still ends equal. */
+static void test_second_signal_ends_at_once(void **state) {
+  (void)state;
+  char dir[600], prefix[1024], *log;
+  snprintf(dir, sizeof dir, "%s/twice", test_tmpdir);
+  int status = run_est("EST_FAULT_SIGNAL_AT_STEP=4:15:2", &log, "%s --output_dir=%s", run_args(), dir);
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGTERM) fail_msg("want death by SIGTERM, status %#x:\n%s", status, log);
+  assert_null(strstr(log, "Received SIGTERM"));
+  free(log);
+  latest(dir, prefix, sizeof prefix);
+  assert_non_null(strstr(prefix, "model.ckpt-3"));
+  status = run_est(NULL, &log, "%s --output_dir=%s", run_args(), dir);
+  if (exit_code(status) != 0) fail_msg("rerun: status %#x:\n%s", status, log);
+  free(log);
+  size_t na = 0, nb = 0;
+  char *a = read_in(g_ref_dir, "model.ckpt-8.data-00000-of-00001", &na);
+  char *b = read_in(dir, "model.ckpt-8.data-00000-of-00001", &nb);
+  assert_int_equal(na, nb);
+  assert_memory_equal(a, b, na);
+  free(a), free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sigterm_then_resume_is_exact),
       cmocka_unit_test(test_sigint_then_resume_is_exact),
+      cmocka_unit_test(test_second_signal_ends_at_once),
   };
   return cmocka_run_group_tests(tests, setup, test_tmpdir_teardown);
 }
