@@ -4,8 +4,11 @@
 # predictions, vocab 30522, dropout 0.1, batch BATCH. est trains on the records
 # create_pretraining_data.py wrote from CoLA (tests/data/pretraining/cola_seed12345.tfrecord)
 # from a random init; the peer on random batches of the same shapes (its speed does not
-# depend on the values). est's figure is its own "Trained N steps in T sec" line, which
-# leaves out model building but includes the input pipeline; the peer's excludes WARMUP steps.
+# depend on the values). est runs STEPS + 1 steps and prints two figures: "est steps/s", its
+# own "Trained N steps in T sec" line (model building left out; the first step, the input
+# pipeline's start and the final checkpoint save in), and "est steady", its global_step/sec
+# log line over steps 1..STEPS (--log_step_count_steps=STEPS: the first step and the final
+# save left out, as the peer leaves out its WARMUP steps). The ratio is est steady / torch.
 #
 #   bench/run_pretraining.sh [BUILD_DIR] [THREADS] [BATCH] [MODELS] [STEPS]
 #   e.g. bench/run_pretraining.sh build 2 32 "tiny small" 10
@@ -40,8 +43,8 @@ shape() {  # L H A I
     *) echo "unknown model $1" >&2; exit 1 ;;
   esac
 }
-printf "%-6s %12s %12s %8s   (batch %s, seq 128, 20 predictions, threads %s, peer malloc: %s, %s)\n" model \
-  "est steps/s" "torch st/s" ratio "$BATCH" "$THREADS" "${TCMALLOC:-glibc}" "$BLASENV"
+printf "%-6s %12s %12s %12s %8s   (batch %s, seq 128, 20 predictions, threads %s, peer malloc: %s, %s)\n" \
+  model "est steps/s" "est steady" "torch st/s" ratio "$BATCH" "$THREADS" "${TCMALLOC:-glibc}" "$BLASENV"
 for model in $MODELS; do
   set -- $(shape "$model")
   cat > "$TMP/$model.json" <<JSON
@@ -49,14 +52,17 @@ for model in $MODELS; do
  "intermediate_size": $4, "hidden_act": "gelu", "max_position_embeddings": 512, "type_vocab_size": 2}
 JSON
   rm -rf "$TMP/out"
-  e=$(env -u OPENBLAS_L2_SIZE $BLASENV OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
+  env -u OPENBLAS_L2_SIZE $BLASENV OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
     "$EST" run_pretraining --bert_config_file="$TMP/$model.json" \
     --input_file="$ROOT/tests/data/pretraining/cola_seed12345.tfrecord" --output_dir="$TMP/out" --do_train \
-    --train_batch_size="$BATCH" --num_train_steps="$STEPS" --num_warmup_steps=1 --learning_rate=1e-4 \
-    --save_checkpoints_steps=100000 --num_threads="$THREADS" --seed=1 2>&1 |
-    awk '/Trained [0-9]+ steps in/ { for (i = 1; i <= NF; i++) if ($i == "in") print $(i - 2) / $(i + 1) }')
+    --train_batch_size="$BATCH" --num_train_steps=$((STEPS + 1)) --num_warmup_steps=1 --learning_rate=1e-4 \
+    --save_checkpoints_steps=100000 --log_step_count_steps="$STEPS" --num_threads="$THREADS" --seed=1 \
+    > "$TMP/est.log" 2>&1
+  e=$(awk '/Trained [0-9]+ steps in/ { for (i = 1; i <= NF; i++) if ($i == "in") print $(i - 2) / $(i + 1) }' \
+    "$TMP/est.log")
+  s=$(awk '/global_step\/sec:/ { print $NF }' "$TMP/est.log" | tail -n 1)
   t=$(env -u OPENBLAS_L2_SIZE $BLASENV OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE \
     ${TCMALLOC:+LD_PRELOAD=$TCMALLOC} /usr/bin/python3 "$HERE/run_pretraining_torch.py" --model "$model" \
     --batch "$BATCH" --steps "$STEPS" --threads "$THREADS" | awk '{print $2}')
-  printf "%-6s %12.3f %12.3f %7.2fx\n" "$model" "$e" "$t" "$(awk -v a="$e" -v b="$t" 'BEGIN { print a / b }')"
+  printf "%-6s %12.3f %12.3f %12.3f %7.2fx\n" "$model" "$e" "$s" "$t" "$(awk -v a="$s" -v b="$t" 'BEGIN { print a / b }')"
 done

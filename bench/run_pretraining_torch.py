@@ -2,8 +2,8 @@
 """PyTorch peer of `est run_pretraining` for bench/run_pretraining.sh: the same model_fn
 (BERT post-LN encoder, tanh pooler, masked-LM head with dense + GELU + LayerNorm and logits
 against the tied word-embedding table + output bias, next-sentence head, total loss,
-global-norm clipping at 1.0, AdamW with weight decay 0.01), dropout 0.1, on random batches
-of the records' shapes. Prints "steps/s <x> ex/s <y>" after WARMUP untimed steps.
+global-norm clipping at 1.0, AdamW with weight decay 0.01), dropout 0.1, BERT's initialisation
+(truncated normal, std 0.02), on random batches of the records' shapes. Prints "steps/s <x> ex/s <y>" after WARMUP untimed steps.
 
   bench/run_pretraining_torch.py --model tiny --batch 32 --seq 128 --pred 20 --steps 20 --threads 2
 """
@@ -34,6 +34,15 @@ class Pretrainer(nn.Module):
         self.transform_ln = nn.LayerNorm(H, eps=1e-12)
         self.output_bias = nn.Parameter(torch.zeros(V))
         self.nsp = nn.Linear(H, 2)
+        # BERT's initialisation, as est's and bench/bert_torch.py's: truncated normal, std 0.02
+        # (modeling.py create_initializer), zero biases. torch's defaults (N(0, 1) embeddings)
+        # give logits of std ~sqrt(H) against the tied table, whose softmax gradients are
+        # mostly denormal floats: at Small that made the step's matmuls ~5x slower.
+        for mod in self.modules():
+            if isinstance(mod, (nn.Linear, nn.Embedding)):
+                nn.init.trunc_normal_(mod.weight, std=0.02, a=-0.04, b=0.04)
+            if isinstance(mod, nn.Linear) and mod.bias is not None:
+                nn.init.zeros_(mod.bias)
 
     def forward(self, ids, mask, segs, positions, lm_ids, lm_w, ns):
         B, S = ids.shape

@@ -101,12 +101,62 @@ static void test_cli_messages(void **state) {
   free(out);
 }
 
+/* The issue's bad inputs through the command: an empty corpus fails naming the file and
+ * writes nothing; one-sentence documents and lines without tokens are legal for the script
+ * (records still written, exit 0) and est warns naming file and line: the first five of each
+ * kind, then one count line. */
+static void test_cli_bad_input(void **state) {
+  (void)state;
+  char *out, where[1100];
+  const char *in = test_tmp_path("in.txt"), *o = test_tmp_path("o.tfrecord");
+#define RUN_CPD(expect)                                                                                            \
+  assert_int_equal(test_run(&out, 1, "%s create_pretraining_data --input_file=%s --vocab_file=%s --output_file=%s", \
+                            EST_BIN, in, VOCAB, o),                                                                 \
+                   expect)
+  /* Empty: blank lines and a zero-width space only. */
+  const char empty[] = "\n \n\xE2\x80\x8B\n\n";
+  test_write_bytes(in, empty, sizeof empty - 1);
+  RUN_CPD(1);
+  snprintf(where, sizeof where, "--input_file %s: no document", in);
+  assert_non_null(strstr(out, where));
+  assert_false(est_file_exists(o));
+  free(out);
+  /* Two one-sentence documents (lines 1 and 6) around one of two sentences (lines 3-4). */
+  const char docs[] = "one two.\n\nthree four.\nfive six.\n\nseven.\n";
+  test_write_bytes(in, docs, sizeof docs - 1);
+  RUN_CPD(0);
+  assert_int_equal(test_count_lines_with(out, "a document of one sentence", NULL), 2);
+  snprintf(where, sizeof where, "%s:1: a document of one sentence", in);
+  assert_non_null(strstr(out, where));
+  snprintf(where, sizeof where, "%s:6: a document of one sentence", in);
+  assert_non_null(strstr(out, where));
+  assert_null(strstr(out, "documents in all have one sentence"));
+  assert_true(est_file_exists(o));
+  free(out);
+  /* Many of both: seven one-sentence documents, each after a line without tokens. */
+  char many[512] = "";
+  for (int i = 0; i < 7; i++) strcat(many, "\xE2\x80\x8B\nword.\n\n");
+  test_write_bytes(in, many, strlen(many));
+  RUN_CPD(0);
+  assert_int_equal(test_count_lines_with(out, "a document of one sentence", NULL), 5);
+  assert_int_equal(test_count_lines_with(out, "the line has no tokens", NULL), 5);
+  snprintf(where, sizeof where, "%s:2: a document of one sentence", in);
+  assert_non_null(strstr(out, where));
+  snprintf(where, sizeof where, "%s:1: the line has no tokens", in);
+  assert_non_null(strstr(out, where));
+  assert_non_null(strstr(out, "7 documents in all have one sentence"));
+  assert_non_null(strstr(out, "7 lines in all had no tokens"));
+  free(out);
+#undef RUN_CPD
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(test_cli_reproduces_the_script_byte_for_byte, test_tmpdir_setup,
                                     test_tmpdir_teardown),
     cmocka_unit_test_setup_teardown(test_cli_round_robin, test_tmpdir_setup, test_tmpdir_teardown),
     cmocka_unit_test_setup_teardown(test_cli_messages, test_tmpdir_setup, test_tmpdir_teardown),
+    cmocka_unit_test_setup_teardown(test_cli_bad_input, test_tmpdir_setup, test_tmpdir_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

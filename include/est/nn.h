@@ -188,6 +188,17 @@ void est_crossentropy_backward(float *dlogits, const float *probs, const int32_t
 float est_crossentropy_row_ref(float *probs, const float *x, int C);
 float est_crossentropy_row(float *probs, const float *x, int C);
 
+/* The masked LM's softmax cross-entropy over vocabulary-sized rows (src/nn/vocab_xent.c),
+ * the fused form of est_crossentropy_forward + a first-maximum argmax + est_crossentropy_
+ * backward that keeps no [N,C] probs and no separate dlogits. Forward reads logits[N,C]
+ * twice (max and argmax, then the sum of exp) and keeps per row the max and 1/sum; it gives
+ * losses[n] and preds[n] as the reference path does. Backward overwrites logits with
+ * dlogits = scale[n] * (softmax - onehot(labels[n])), rows with scale 0 with zeros. */
+est_status est_vocab_xent_forward(float *losses, int32_t *preds, float *row_max, float *row_inv,
+                                  const float *logits, const int32_t *labels, int N, int C);
+void est_vocab_xent_backward_inplace(float *logits, const float *row_max, const float *row_inv,
+                                     const int32_t *labels, const float *scale, int N, int C);
+
 #ifdef __cplusplus
 }
 #endif

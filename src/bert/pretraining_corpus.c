@@ -4,7 +4,10 @@
  * - lines end at '\n' only, and GFile's readline drops every '\r' byte, wherever it is;
  * - a line that is empty after Python's str.strip() starts a new document;
  * - any other line is tokenized; a line with no tokens is skipped (not a boundary);
- * - files follow each other with no boundary between them; empty documents go.
+ * - files follow each other with no boundary between them; empty documents go;
+ * - a document of one sentence stays (create_instances_from_document makes every one of its
+ *   chunks a "random next": segment B always comes from another document), with a warning
+ *   naming the file and line, as for a line that tokenizes to nothing.
  * GFile decodes strictly, so invalid UTF-8 stops the script with a UnicodeDecodeError; here
  * it is an error naming the file, line and byte. */
 #include <errno.h>
@@ -18,7 +21,8 @@
 #include "bert/tokenizer_internal.h"
 #include "est/log.h"
 
-/* Warnings for skipped lines: the first few by file and line, then only the count. */
+/* Warnings for skipped lines and one-sentence documents: the first few by file and line,
+ * then only the count. */
 #define PT_MAX_LINE_WARNINGS 5
 
 void pt_corpus_init(pt_corpus *c) { memset(c, 0, sizeof *c); }
@@ -45,6 +49,10 @@ static est_status grow(void **p, uint64_t *cap, uint64_t need, size_t elem) {
 /* Closes the current document (sentences since the last close), dropping it when empty. */
 static est_status close_document(pt_corpus *c) {
   if (c->nsent == c->doc_start[c->ndocs]) return EST_OK;
+  if (c->nsent - c->doc_start[c->ndocs] == 1 && c->one_sentence_docs++ < PT_MAX_LINE_WARNINGS)
+    EST_LOG_WARN("%s:%llu: a document of one sentence (this line, then a blank line or the end of the input); "
+                 "kept, as the script does, but every instance from it takes segment B from another document "
+                 "(next_sentence_labels 1)", c->doc_path, (unsigned long long)c->doc_line);
   est_status st = grow((void **)&c->doc_start, &c->doc_cap, c->ndocs + 2, sizeof *c->doc_start);
   if (st != EST_OK) return st;
   c->doc_start[++c->ndocs] = c->nsent;
@@ -131,7 +139,12 @@ static est_status read_stream(pt_corpus *c, est_tokenizer *tok, FILE *f, const c
                        est_vocab_path(est_tokenizer_vocab(tok)));
         break;
       }
-    if (st != EST_OK || (st = add_sentence(c, ids, nids)) != EST_OK) break;
+    if (st != EST_OK) break;
+    if (c->nsent == c->doc_start[c->ndocs]) {   /* the first sentence of a document */
+      c->doc_path = path;
+      c->doc_line = lineno;
+    }
+    if ((st = add_sentence(c, ids, nids)) != EST_OK) break;
     if (progress_seconds > 0 && (lineno & 4095) == 0 && now_seconds() - *last_report >= progress_seconds) {
       *last_report = now_seconds();
       EST_LOG_INFO("read %llu lines: %llu documents, %llu sentences, %llu tokens so far",
@@ -172,7 +185,9 @@ est_status pt_corpus_read_buffer(pt_corpus *c, est_tokenizer *tok, const char *d
   double last = 0;
   st = read_stream(c, tok, f, name, 0, &last);
   fclose(f);
-  return st == EST_OK ? close_document(c) : st;
+  if (st == EST_OK) st = close_document(c);
+  c->doc_path = NULL;
+  return st;
 }
 
 est_status pt_corpus_read(pt_corpus *c, est_tokenizer *tok, const char *const *files, size_t n,
@@ -183,9 +198,14 @@ est_status pt_corpus_read(pt_corpus *c, est_tokenizer *tok, const char *const *f
   EST_LOG_INFO("*** Reading from input files ***");
   for (size_t i = 0; i < n; i++)
     if ((st = read_file(c, tok, files[i], progress_seconds, &last)) != EST_OK) return st;
-  if ((st = close_document(c)) != EST_OK) return st;
+  st = close_document(c);
+  c->doc_path = NULL;
+  if (st != EST_OK) return st;
   if (c->empty_lines > PT_MAX_LINE_WARNINGS)
     EST_LOG_WARN("%llu lines in all had no tokens and were skipped", (unsigned long long)c->empty_lines);
+  if (c->one_sentence_docs > PT_MAX_LINE_WARNINGS)
+    EST_LOG_WARN("%llu documents in all have one sentence (segment B of their instances always comes from "
+                 "another document)", (unsigned long long)c->one_sentence_docs);
   EST_LOG_INFO("read %llu lines: %llu documents, %llu sentences, %llu tokens", (unsigned long long)c->lines,
                (unsigned long long)c->ndocs, (unsigned long long)c->nsent, (unsigned long long)c->ntokens);
   return EST_OK;

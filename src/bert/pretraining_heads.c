@@ -17,8 +17,8 @@ struct est_bert_pretraining_heads {
   size_t word;                        /* the tied table bert/embeddings/word_embeddings [V,H] */
   int dense_w, dense_b, ln_beta, ln_gamma, out_b, ns_w, ns_b;
   int max_B, max_P;
-  /* masked LM, N = B*P rows */
-  float *x, *z, *a, *y, *mean, *rstd, *logits, *probs, *losses, *dlogits, *dy, *da, *dz, *dx;
+  /* masked LM, N = B*P rows; logits [N,V] become dlogits in backward (est_vocab_xent_*) */
+  float *x, *z, *a, *y, *mean, *rstd, *logits, *row_max, *row_inv, *losses, *scale, *dy, *da, *dz, *dx;
   int32_t *rows, *ids, *preds;
   float *w;
   /* next sentence, [B, 2] / [B] */
@@ -65,7 +65,8 @@ est_status est_bert_pretraining_heads_create(est_bert_pretraining_heads **out, e
 }
 
 static void free_buffers(est_bert_pretraining_heads *h) {
-  void *bufs[] = {h->x, h->z, h->a, h->y, h->mean, h->rstd, h->logits, h->probs, h->losses, h->dlogits, h->dy, h->da,
+  void *bufs[] = {h->x, h->z, h->a, h->y, h->mean, h->rstd, h->logits, h->row_max, h->row_inv, h->losses, h->scale,
+                  h->dy, h->da,
                   h->dz, h->dx, h->rows, h->ids, h->preds, h->w, h->ns_logits, h->ns_probs, h->ns_losses,
                   h->ns_dlogits, h->ns_labels, h->ns_preds};
   for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
@@ -88,8 +89,9 @@ est_status est_bert_pretraining_heads_reserve(est_bert_pretraining_heads *h, int
   float **nh[] = {&h->x, &h->z, &h->a, &h->y, &h->dy, &h->da, &h->dz, &h->dx};
   int ok = 1;
   for (size_t i = 0; i < sizeof nh / sizeof *nh; i++) ok &= (*nh[i] = malloc(N * H * sizeof(float))) != NULL;
-  ok &= (h->logits = malloc(N * V * sizeof(float))) && (h->probs = malloc(N * V * sizeof(float)));
-  ok &= (h->dlogits = malloc(N * V * sizeof(float))) != NULL;
+  ok &= (h->logits = malloc(N * V * sizeof(float))) != NULL;
+  ok &= (h->row_max = malloc(N * sizeof(float))) && (h->row_inv = malloc(N * sizeof(float)));
+  ok &= (h->scale = malloc(N * sizeof(float))) != NULL;
   ok &= (h->mean = malloc(N * sizeof(float))) && (h->rstd = malloc(N * sizeof(float)));
   ok &= (h->losses = malloc(N * sizeof(float))) && (h->w = malloc(N * sizeof(float)));
   ok &= (h->rows = malloc(N * sizeof(int32_t))) && (h->ids = malloc(N * sizeof(int32_t)));
@@ -105,7 +107,7 @@ est_status est_bert_pretraining_heads_reserve(est_bert_pretraining_heads *h, int
     memset(&h->x, 0, (size_t)((char *)&h->B - (char *)&h->x));
     h->max_B = h->max_P = 0;
     return est_error(EST_ERR_NO_MEMORY, "cannot allocate the pretraining heads for batch %d x %d predictions (%zu "
-                     "MB of logits)", max_batch, max_predictions, N * V * 12 >> 20);
+                     "MB of logits)", max_batch, max_predictions, N * V * 4 >> 20);
   }
   return EST_OK;
 }
@@ -163,9 +165,7 @@ est_status est_bert_pretraining_heads_forward(est_bert_pretraining_heads *h, con
                         est_vars_value(h->vs, (size_t)h->ln_beta), N, H);
   est_matmul_forward(h->logits, h->y, est_vars_value(h->vs, h->word), est_vars_value(h->vs, (size_t)h->out_b), N, H,
                      V, 1);
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; n++) h->preds[n] = argmax(h->logits + (size_t)n * V, V);
-  est_status st = est_crossentropy_forward(h->losses, h->probs, h->logits, lm_ids, N, V);
+  est_status st = est_vocab_xent_forward(h->losses, h->preds, h->row_max, h->row_inv, h->logits, lm_ids, N, V);
   if (st) return est_error_prefix("masked LM loss: ");
   double num = 0.0, den = 0.0;
   for (int n = 0; n < N; n++) {
@@ -209,18 +209,14 @@ est_status est_bert_pretraining_heads_backward(est_bert_pretraining_heads *h) {
   h->valid = 0;
   const int B = h->B, N = h->B * h->P, H = h->H, V = h->V;
   est_var_store *vs = h->vs;
-  /* d loss / d logits[n] = w_n / denom * (p_n - onehot(id_n)) */
-  /* rows split over the threads: [N,V] is ~78 MB at Base's 640 rows, memory-bound work */
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; n++) {
-    memset(h->dlogits + (size_t)n * V, 0, (size_t)V * sizeof(float));
-    if (h->w[n] != 0.0f)
-      est_crossentropy_backward(h->dlogits + (size_t)n * V, h->probs + (size_t)n * V, h->ids + n,
-                                (float)(h->w[n] / h->denom), 1, V);
-  }
+  /* d loss / d logits[n] = w_n / denom * (p_n - onehot(id_n)), written over the logits
+   * (rows split over the threads: [N,V] is ~78 MB at 640 rows, memory-bound work) */
+  for (int n = 0; n < N; n++) h->scale[n] = h->w[n] != 0.0f ? (float)(h->w[n] / h->denom) : 0.0f;
+  float *dlogits = h->logits;
+  est_vocab_xent_backward_inplace(dlogits, h->row_max, h->row_inv, h->ids, h->scale, N, V);
   memset(h->dy, 0, (size_t)N * H * sizeof(float));
   /* logits = y . E^T + b: the tied table's gradient gets this path (the encoder adds the lookup's) */
-  est_matmul_backward(h->dy, est_vars_grad(vs, h->word), est_vars_grad(vs, (size_t)h->out_b), h->dlogits, h->y,
+  est_matmul_backward(h->dy, est_vars_grad(vs, h->word), est_vars_grad(vs, (size_t)h->out_b), dlogits, h->y,
                       est_vars_value(vs, h->word), N, H, V, 1);
   memset(h->da, 0, (size_t)N * H * sizeof(float));
   est_layernorm_backward(h->da, est_vars_grad(vs, (size_t)h->ln_gamma), est_vars_grad(vs, (size_t)h->ln_beta), h->dy,

@@ -26,6 +26,11 @@ typedef struct pt_corpus {
   uint64_t ndocs, doc_cap;
   uint64_t lines;             /* lines read, over all files */
   uint64_t empty_lines;       /* non-blank lines that tokenized to nothing (skipped) */
+  uint64_t one_sentence_docs; /* documents of one sentence (kept; warned about) */
+  /* where the open document's first sentence was read (for that warning); valid while
+   * pt_corpus_read or pt_corpus_read_buffer runs */
+  const char *doc_path;
+  uint64_t doc_line;
 } pt_corpus;
 
 void pt_corpus_init(pt_corpus *c);
