@@ -1,7 +1,8 @@
 /* Write faults on the writers tests/test_fault.c does not cover: an export version
  * (`run_classifier --do_export`), `est predict`'s output (it writes only to stdout),
- * `create_pretraining_data`'s record files (two --output_file shards), and
- * `run_pretraining --do_eval`'s eval_results.txt over a previous one. The LD_PRELOAD shim
+ * `create_pretraining_data`'s record files (two --output_file shards),
+ * `run_pretraining --do_eval`'s eval_results.txt over a previous one, and
+ * `extract_features`' JSON lines over a previous output. The LD_PRELOAD shim
  * tests/fault/fault_inject.c fails call N of open, write, fsync, close or rename with ENOSPC
  * or EIO, for every N up to the writer's last call (a counting run learns the counts first).
  *
@@ -276,6 +277,44 @@ static void setup_run_pretraining(void) {
   if (same_file(pb, pr)) fail_msg("the 1-batch eval wrote the same eval_results.txt as the 2-batch one");
 }
 
+/* ---- extract_features: 3 layers' JSON lines over a 1-layer output -------------------------- */
+
+static char xf_cmd[8192], xf_work[1024], xf_base[1024], xf_ref[1024];
+
+static void xf_prepare(void) { sh("rm -rf '%s' && cp -a '%s' '%s'", xf_work, xf_base); }
+
+static void xf_after_fault(const char *what) {
+  char p[1200], pb[1200], *out = NULL;
+  snprintf(p, sizeof p, "%s/features.jsonl", xf_work);
+  snprintf(pb, sizeof pb, "%s/features.jsonl", xf_base);
+  if (!same_file(p, pb) && !same_file(p, xf_ref)) fail_msg("%s: features.jsonl is neither the previous nor the new one", what);
+  if (test_run(&out, 1, "ls -A '%s' | grep -v -x features.jsonl", xf_work) == 0) fail_msg("%s: temp files left: %s", what, out);
+  free(out);
+}
+
+static void xf_after_rerun(const char *what) {
+  char p[1200];
+  snprintf(p, sizeof p, "%s/features.jsonl", xf_work);
+  if (!same_file(p, xf_ref)) fail_msg("%s: the rerun's features.jsonl differs from a run without faults", what);
+}
+
+static void setup_extract_features(void) {
+  snprintf(xf_work, sizeof xf_work, "%s/xf", test_tmpdir);
+  snprintf(xf_base, sizeof xf_base, "%s/xf_base", test_tmpdir);
+  snprintf(xf_ref, sizeof xf_ref, "%s/xf_ref.jsonl", test_tmpdir);
+  const char *flags = "extract_features --input_file=" D "/extract_features/input.txt --bert_config_file=" D
+                      "/keras_bert_tiny/bert_config.json --init_checkpoint=" D "/keras_bert_tiny/bert_model.ckpt"
+                      " --vocab_file=" D "/keras_bert_tiny/vocab.txt --max_seq_length=10 --batch_size=3 --num_threads=1";
+  sh("mkdir -p '%s'", xf_base, "");
+  free(test_run_ok("%s %s --layers=-1 --output_file='%s/features.jsonl'", EST_BIN, flags, xf_base));
+  snprintf(xf_cmd, sizeof xf_cmd, "%s %s --layers=-1,-2,0 --output_file='%s/features.jsonl'", EST_BIN, flags, xf_work);
+  xf_prepare();
+  free(test_run_ok("%s", xf_cmd));
+  char p[1200];
+  snprintf(p, sizeof p, "%s/features.jsonl", xf_work);
+  sh("cp '%s' '%s'", p, xf_ref);
+}
+
 static int setup(void **state) {
   test_tmpdir_setup(state);
   char *out = NULL;
@@ -333,6 +372,7 @@ static int setup(void **state) {
   snprintf(cpd_cmd, sizeof cpd_cmd, "%s %s --random_seed=12345 --output_file=%s/a.tfrecord,%s/b.tfrecord", EST_BIN,
            cpd_flags, cpd_work, cpd_work);
   setup_run_pretraining();
+  setup_extract_features();
   return 0;
 }
 
@@ -379,6 +419,12 @@ static void test_run_pretraining_eval_results(void **s) {
   fault_every_call(&w);
 }
 
+static void test_extract_features_output(void **s) {
+  (void)s;
+  writer w = {"extract_features", xf_cmd, "features.jsonl", 0, 4, xf_prepare, xf_after_fault, xf_after_rerun};
+  fault_every_call(&w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_export),
@@ -386,6 +432,7 @@ int main(void) {
       cmocka_unit_test(test_predict_dev_full),
       cmocka_unit_test(test_pretraining_records),
       cmocka_unit_test(test_run_pretraining_eval_results),
+      cmocka_unit_test(test_extract_features_output),
   };
   return cmocka_run_group_tests(tests, setup, test_tmpdir_teardown);
 }

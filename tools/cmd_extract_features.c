@@ -3,6 +3,7 @@
  * linex_index, then per token (every real token, [CLS] and [SEP] included) the listed
  * encoder layers' values rounded to 6 places. Streams --batch_size lines at a time; the
  * output file is written atomically. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,9 @@ typedef struct xf {
   int64_t first_index;
 } xf;
 
-static est_status run_batch(xf *x, FILE *out) {
+/* Runs the x->n gathered lines and writes their JSON lines to out (the atomic temp file of
+ * `path`, named in a write error). */
+static est_status run_batch(xf *x, FILE *out, const char *path) {
   if (!x->n) return EST_OK;
   est_status st = est_encoder_layers_run(x->enc, x->ids, x->mask, x->segs, x->n, x->S, x->out);
   if (st != EST_OK) return st;
@@ -85,7 +88,10 @@ static est_status run_batch(xf *x, FILE *out) {
   }
   x->first_index += x->n;
   x->n = 0;
-  return ferror(out) ? est_error(EST_ERR_IO, "writing the output failed") : EST_OK;
+  /* stdio keeps no errno of its own: the failed write's is still errno here (nothing that
+   * sets errno runs between the writes of one batch). */
+  if (ferror(out)) return est_error(EST_ERR_IO, "writing %s: %s", path, errno ? strerror(errno) : "write error");
+  return EST_OK;
 }
 
 int est_cmd_extract_features(int argc, char **argv) {
@@ -191,10 +197,10 @@ int est_cmd_extract_features(int argc, char **argv) {
     int32_t label, real;
     st = est_convert_single_example(&x.conv, lineno, &ex, x.ids + off, x.mask + off, x.segs + off, &label, &real);
     lineno++;
-    if (st == EST_OK && ++x.n == x.B) st = run_batch(&x, est_atomic_stream(af));
+    if (st == EST_OK && ++x.n == x.B) st = run_batch(&x, est_atomic_stream(af), output_file);
   }
   if (st == EST_OK && ferror(in)) st = est_error(EST_ERR_IO, "reading %s failed", input_file);
-  if (st == EST_OK) st = run_batch(&x, est_atomic_stream(af));
+  if (st == EST_OK) st = run_batch(&x, est_atomic_stream(af), output_file);
   if (st == EST_OK) {
     st = est_atomic_commit(af);
     af = NULL;
