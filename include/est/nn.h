@@ -48,6 +48,10 @@ extern "C" {
 /* out[N,OC] = inp[N,IC] . W + bias[OC]   (bias may be NULL) */
 void est_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                         int N, int IC, int OC, int weight_transposed);
+/* pre[N,OC] = inp . W + bias and act[N,OC] = tanh-GELU(pre) (est_activation_forward's
+ * EST_ACT_GELU values), in one pass: the GELU is the GEMM's epilogue. */
+void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const float *weight, const float *bias,
+                             int N, int IC, int OC, int weight_transposed);
 /* dinp[N,IC] += dout . W^T;  dweight += inp^T . dout (in W's layout);  dbias[OC] += sum_n dout */
 void est_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                          const float *weight, int N, int IC, int OC, int weight_transposed);

@@ -312,8 +312,12 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
     add_inplace(a->a_pre, x, (size_t)T * H);
     est_layernorm_forward(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, V(w->ln1_g), V(w->ln1_b), T, H);
     /* Y = LayerNorm(dropout(act(A Wi + bi) Wo + bo) + A) */
-    est_matmul_forward(a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0);
-    est_activation_forward(e->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
+    if (cfg->hidden_act == EST_ACT_GELU) { /* GELU fused into the GEMM's epilogue */
+      est_matmul_forward_gelu(e->h, a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0);
+    } else {
+      est_matmul_forward(a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0);
+      est_activation_forward(e->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
+    }
     est_matmul_forward(a->y_pre, e->h, V(w->o_w), V(w->o_b), T, I, H, 0);
     est_dropout_forward_at(a->y_pre, a->omask, a->y_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 2);
     add_inplace(a->y_pre, a->a, (size_t)T * H);
