@@ -5,13 +5,15 @@
  * Same structure as the bf16 kernel (gemm_bf16.c), with fp32 FMAs:
  *   B  -> packed once per call, tile-major: Bp[n / NR][k][NR] (n padded to NR with zeros),
  *         so one kernel's B stream is contiguous and two zmm loads give a k's 32 columns
- *   A  -> not packed: the kernel broadcasts A's elements where they are. NoTrans A has a
- *         tile's 12 rows lda apart (k contiguous), Trans A (stored [K][M]) has them next
- *         to each other (k lda apart); a tile cut short by M is copied, zero-padded, into a
- *         small buffer first, so the kernel never reads past A.
- *   C  -> a 12x32 tile lives in 24 zmm accumulators while the kernel runs over a k block.
- * Packing A (as BLIS does) would cost one store per element per k block: on Tiny's N = 128
- * that is a quarter of the FMA time, more than the strided broadcasts cost.
+ *   A  -> NoTrans A is not packed: the kernel broadcasts a tile's 12 rows (lda apart, k
+ *         contiguous) where they are; a tile cut short by M is copied, zero-padded, into a
+ *         small stack buffer first, so the kernel never reads past A. Packing it (as BLIS
+ *         does) would cost a strided store per element per k block: on Tiny's N = 128 a
+ *         quarter of the FMA time. Trans A (stored [K][M]) has a tile's 12 values next to
+ *         each other but each k on another line (and page): a row block's k block is copied
+ *         to [tile][k][12] per worker (one masked 12-float load/store per k).
+ *   C  -> a 12x32 tile lives in 24 zmm accumulators while the kernel runs over a k block;
+ *         its lines are prefetched when the kernel starts.
  *
  * Blocking: k in blocks of KC (the B slice of a tile, KC x NR floats = 32 KiB, stays in L1
  * while the kernel walks a block's row tiles), rows in blocks of MC, columns in groups of
