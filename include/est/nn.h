@@ -71,6 +71,10 @@ void est_matmul_backward_ref(float *dinp, float *dweight, float *dbias, const fl
 /* out[N,C] = (inp - mean) * rstd * gamma[C] + beta[C]; mean[N], rstd[N] are saved for backward. */
 void est_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                            const float *beta, int N, int C);
+/* x[N,C] += residual, then out = LayerNorm(x) as est_layernorm_forward, in one pass over the
+ * rows (x keeps the sum: it is the norm's input that the backward reads). */
+void est_layernorm_forward_residual(float *out, float *mean, float *rstd, float *x, const float *residual,
+                                    const float *gamma, const float *beta, int N, int C);
 /* dinp[N,C] +=; dgamma[C], dbeta[C] +=. dinp must not alias dout. */
 void est_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                             const float *gamma, const float *mean, const float *rstd, int N, int C);
