@@ -1,5 +1,6 @@
-/* GEMM speed on BERT's dense-layer shapes: est's fp32 GEMM (OpenBLAS sgemm under est's
- * OpenMP split) against est's bf16 kernel (src/nn/gemm_bf16.c), forward (NN), input
+/* GEMM speed on BERT's dense-layer shapes: est's fp32 GEMMs (OpenBLAS sgemm under est's
+ * OpenMP split, and est's own AVX-512 kernel, src/nn/gemm_f32.c) against est's bf16
+ * kernel (src/nn/gemm_bf16.c), forward (NN), input
  * gradient (NT) and weight gradient (TN), best of 5, in GFLOP per CPU-second of the
  * process (CLOCK_PROCESS_CPUTIME_ID): on a machine shared with other people's jobs, time
  * spent descheduled does not count, so the figure is what the cores do while est runs;
@@ -23,9 +24,10 @@ static double now(void) {
 }
 
 /* Best GFLOP/s of 5 runs of C[M,N] (+)= op(A) op(B), K inner. */
-static double run(est_precision p, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float *A, float *B,
+static double run(est_precision p, est_gemm_choice g, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float *A, float *B,
                   float *C) {
   est_set_precision(p);
+  est_gemm_set_choice(g);
   double best = 1e30;
   for (int r = 0; r < 5; r++) {
     double t0 = now();
@@ -35,6 +37,7 @@ static double run(est_precision p, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M
     if (t < best) best = t;
   }
   est_set_precision(EST_PRECISION_FP32);
+  est_gemm_set_choice(EST_GEMM_AUTO);
   return 2.0 * M * N * K / best * 1e-9;
 }
 
@@ -49,18 +52,21 @@ int main(int argc, char **argv) {
   size_t max = (size_t)4096 * 3072;
   float *A = malloc(max * 4), *B = malloc(max * 4), *C = malloc(max * 4);
   for (size_t i = 0; i < max; i++) A[i] = (float)(i % 97) * 0.01f, B[i] = (float)(i % 89) * 0.01f, C[i] = 0.0f;
-  printf("%-8s %-18s %10s %10s %7s   (threads %d, GFLOP per CPU-second)\n", "op", "M x N x K", "fp32", "bf16", "ratio", threads);
+  if (!est_cpu_has_avx512f()) fprintf(stderr, "bench_gemm: no AVX-512F here; 'own' runs OpenBLAS\n");
+  printf("%-8s %-18s %10s %10s %7s %10s %7s   (threads %d, GFLOP per CPU-second)\n", "op", "M x N x K", "blas fp32",
+         "own fp32", "own/blas", "bf16", "bf16/blas", threads);
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int op = 0; op < 3; op++) {
       int tok = shapes[s][0], out = shapes[s][1], in = shapes[s][2];
       /* fwd: [tok,in].[in,out]; dinp: [tok,out].[in,out]^T; dW: [tok,in]^T.[tok,out] */
       int M = op == 2 ? in : tok, N = op == 1 ? in : out, K = op == 0 ? in : op == 1 ? out : tok;
       CBLAS_TRANSPOSE ta = op == 2 ? CblasTrans : CblasNoTrans, tb = op == 1 ? CblasTrans : CblasNoTrans;
-      double f = run(EST_PRECISION_FP32, ta, tb, M, N, K, A, B, C);
-      double b = run(EST_PRECISION_BF16, ta, tb, M, N, K, A, B, C);
+      double f = run(EST_PRECISION_FP32, EST_GEMM_BLAS, ta, tb, M, N, K, A, B, C);
+      double o = run(EST_PRECISION_FP32, EST_GEMM_OWN, ta, tb, M, N, K, A, B, C);
+      double b = run(EST_PRECISION_BF16, EST_GEMM_AUTO, ta, tb, M, N, K, A, B, C);
       char dims[32];
       snprintf(dims, sizeof dims, "%dx%dx%d", M, N, K);
-      printf("%-8s %-18s %10.1f %10.1f %6.2fx\n", names[op], dims, f, b, b / f);
+      printf("%-8s %-18s %10.1f %10.1f %7.2fx %10.1f %8.2fx\n", names[op], dims, f, o, o / f, b, b / f);
     }
   free(A), free(B), free(C);
   return 0;

@@ -48,6 +48,10 @@ extern "C" {
 /* out[N,OC] = inp[N,IC] . W + bias[OC]   (bias may be NULL) */
 void est_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                         int N, int IC, int OC, int weight_transposed);
+/* pre[N,OC] = inp . W + bias and act[N,OC] = tanh-GELU(pre) (est_activation_forward's
+ * EST_ACT_GELU values), in one pass: the GELU is the GEMM's epilogue. */
+void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const float *weight, const float *bias,
+                             int N, int IC, int OC, int weight_transposed);
 /* dinp[N,IC] += dout . W^T;  dweight += inp^T . dout (in W's layout);  dbias[OC] += sum_n dout */
 void est_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                          const float *weight, int N, int IC, int OC, int weight_transposed);
@@ -67,6 +71,10 @@ void est_matmul_backward_ref(float *dinp, float *dweight, float *dbias, const fl
 /* out[N,C] = (inp - mean) * rstd * gamma[C] + beta[C]; mean[N], rstd[N] are saved for backward. */
 void est_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                            const float *beta, int N, int C);
+/* x[N,C] += residual, then out = LayerNorm(x) as est_layernorm_forward, in one pass over the
+ * rows (x keeps the sum: it is the norm's input that the backward reads). */
+void est_layernorm_forward_residual(float *out, float *mean, float *rstd, float *x, const float *residual,
+                                    const float *gamma, const float *beta, int N, int C);
 /* dinp[N,C] +=; dgamma[C], dbeta[C] +=. dinp must not alias dout. */
 void est_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                             const float *gamma, const float *mean, const float *rstd, int N, int C);

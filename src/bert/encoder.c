@@ -254,12 +254,6 @@ void est_bert_zero(float *p, size_t n) {
 
 /* ---- forward ------------------------------------------------------------------------ */
 
-/* y[n] += x[n] (residual connections) */
-static void add_inplace(float *y, const float *x, size_t n) {
-  ptrdiff_t len = (ptrdiff_t)n;
-#pragma omp parallel for simd schedule(static)
-  for (ptrdiff_t i = 0; i < len; i++) y[i] += x[i];
-}
 
 est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_ids, const int32_t *input_mask,
                                     const int32_t *segment_ids, int batch, int seq_len, int training,
@@ -309,15 +303,17 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
     /* A = LayerNorm(dropout(ctx Wao + bao) + x) */
     est_matmul_forward(a->a_pre, a->ctx, V(w->ao_w), V(w->ao_b), T, H, H, 0);
     est_dropout_forward_at(a->a_pre, a->amask, a->a_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 1);
-    add_inplace(a->a_pre, x, (size_t)T * H);
-    est_layernorm_forward(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, V(w->ln1_g), V(w->ln1_b), T, H);
+    est_layernorm_forward_residual(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, x, V(w->ln1_g), V(w->ln1_b), T, H);
     /* Y = LayerNorm(dropout(act(A Wi + bi) Wo + bo) + A) */
-    est_matmul_forward(a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0);
-    est_activation_forward(e->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
+    if (cfg->hidden_act == EST_ACT_GELU) { /* GELU fused into the GEMM's epilogue */
+      est_matmul_forward_gelu(e->h, a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0);
+    } else {
+      est_matmul_forward(a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0);
+      est_activation_forward(e->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
+    }
     est_matmul_forward(a->y_pre, e->h, V(w->o_w), V(w->o_b), T, I, H, 0);
     est_dropout_forward_at(a->y_pre, a->omask, a->y_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 2);
-    add_inplace(a->y_pre, a->a, (size_t)T * H);
-    est_layernorm_forward(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, V(w->ln2_g), V(w->ln2_b), T, H);
+    est_layernorm_forward_residual(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, a->a, V(w->ln2_g), V(w->ln2_b), T, H);
     x = a->y;
   }
 

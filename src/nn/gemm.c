@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "est/log.h"
+#include "nn/fastmath.h"
 #include "est/threads.h"
 
 /* Read by every GEMM, written before training starts (est/precision.h). */
@@ -45,12 +46,69 @@ enum { PARALLEL_MIN_FLOPS = 1 << 20, ALIGN = 16 };
  * (M = tokens in the thousands); below MIN_BLOCK the re-packed operand starts to show. */
 enum { BLOCKS_PER_THREAD = 4, MIN_BLOCK = 128 };
 
+static est_gemm_choice choice = EST_GEMM_AUTO;
+void est_gemm_set_choice(est_gemm_choice c) { choice = c; }
+
+/* Whether est's own fp32 kernel runs this shape (see bench/README.md, "fp32 GEMM"). */
+static int own_kernel_for(CBLAS_TRANSPOSE ta, int M, int N, int K, const est_gemm_epilogue *ep) {
+  if (choice == EST_GEMM_BLAS || !est_cpu_has_avx512f()) return 0;
+  if (choice == EST_GEMM_OWN) return 1;
+  /* Measured on BERT's shapes, 2 threads (bench/README.md, "fp32 GEMM"): own kernel ahead
+   * for NoTrans A with N and K up to 1024 (Tiny/Mini/Small, Base's 768x768), on par at
+   * N = 3072 where the fused GELU then saves a pass over the [T, 3072] activation;
+   * OpenBLAS ahead on the weight gradients (Trans A: its packing of both operands pays
+   * off when K = tokens is long) and on NT with N or K = 3072. */
+  if (ta != CblasNoTrans || M < 64 || N < 64 || K < 64) return 0;
+  if (ep && ep->gelu_out) return 1;
+  return N <= 1024 && K <= 1024;
+}
+
+static void fill_rows(float *C, int ldc, const float *bias, int M, int N) {
+#pragma omp parallel for schedule(static)
+  for (int m = 0; m < M; m++) memcpy(C + (size_t)m * ldc, bias, (size_t)N * sizeof(float));
+}
+
+/* The epilogue done as passes over C, for the GEMMs that cannot fuse it. */
+static void epilogue_passes(int M, int N, float *C, int ldc, const est_gemm_epilogue *ep) {
+  if (ep->bias)
+#pragma omp parallel for schedule(static)
+    for (int m = 0; m < M; m++)
+#pragma omp simd
+      for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] += ep->bias[n];
+  if (ep->gelu_out)
+#pragma omp parallel for schedule(static)
+    for (int m = 0; m < M; m++)
+#pragma omp simd
+      for (int n = 0; n < N; n++) ep->gelu_out[(size_t)m * ep->ld_gelu + n] = est_fast_gelu(C[(size_t)m * ldc + n]);
+}
+
+static void blas_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
+                          int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
 void est_sgemm_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                         int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-  if (precision == EST_PRECISION_BF16) {
-    est_sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    return;
+  est_sgemm_parallel_ep(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
+                           const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                           const est_gemm_epilogue *ep) {
+  if (precision != EST_PRECISION_BF16 && own_kernel_for(ta, M, N, K, ep) &&
+      est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
+    return; /* the kernel applied the epilogue */
+  est_gemm_epilogue rest = ep ? *ep : (est_gemm_epilogue){0};
+  if (rest.bias && beta == 0.0f) { /* C = bias first, then the GEMM adds into it (beta 1) */
+    fill_rows(C, ldc, rest.bias, M, N);
+    beta = 1.0f;
+    rest.bias = NULL;
   }
+  if (precision == EST_PRECISION_BF16) est_sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else blas_parallel(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (ep) epilogue_passes(M, N, C, ldc, &rest);
+}
+
+static void blas_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
+                          int lda, const float *B, int ldb, float beta, float *C, int ldc) {
   est_blas_use_one_thread();
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (threads <= 1 || (double)M * N * K < PARALLEL_MIN_FLOPS) {

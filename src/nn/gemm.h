@@ -19,9 +19,41 @@ void est_blas_use_one_thread(void);
 
 /* Row-major C[M,N] = alpha op(A) op(B) + beta C, blocks of C computed by OpenMP threads.
  * With est_get_precision() == EST_PRECISION_BF16 (set only where the CPU has AVX512-BF16)
- * it runs est_sgemm_bf16 instead. */
+ * it runs est_sgemm_bf16 instead; in fp32 it runs est_sgemm_f32 or OpenBLAS, chosen per
+ * shape (gemm.c says which and why). */
 void est_sgemm_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                         int lda, const float *B, int ldb, float beta, float *C, int ldc);
+
+/* What a GEMM does to C's tiles while they are hot, after C = alpha op(A) op(B) + beta C:
+ * C[m][n] += bias[n] (bias may be NULL), then gelu_out[m * ld_gelu + n] = tanh-GELU(C[m][n])
+ * (est_fast_gelu; gelu_out may be NULL). C keeps the pre-activation (the backward needs it). */
+typedef struct {
+  const float *bias;
+  float *gelu_out;
+  int ld_gelu;
+} est_gemm_epilogue;
+
+/* est_sgemm_parallel with an epilogue (ep may be NULL). */
+void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
+                           const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                           const est_gemm_epilogue *ep);
+
+/* est's own fp32 AVX-512F GEMM (gemm_f32.c), OpenMP-parallel unless called inside a parallel
+ * region. Returns 0 when done, non-zero when it did nothing (no AVX-512F on this CPU, K = 0
+ * or alpha = 0, or no memory for the packed B): the caller then uses its BLAS path. */
+int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep);
+/* Its readable twin (gemm_f32_ref.c): sums in double, in k order, so the only error left
+ * is the final rounding: the fast kernel's gap to it is fp32 summation error,
+ * |fast - ref| <= (K + 2) * 2^-24 * (sum_k |a_mk b_kn| + |beta C| + |bias|). */
+void est_sgemm_f32_ref(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
+                       int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep);
+int est_cpu_has_avx512f(void);
+
+/* Which fp32 GEMM est_sgemm_parallel_ep runs: by shape (the default), always OpenBLAS, or
+ * always est's own kernel where it can. For benchmarks and tests; not thread-safe. */
+typedef enum { EST_GEMM_AUTO, EST_GEMM_BLAS, EST_GEMM_OWN } est_gemm_choice;
+void est_gemm_set_choice(est_gemm_choice c);
 
 /* bf16 mixed precision: op(A) and op(B) rounded to bfloat16 (8 bits of precision),
  * products summed in fp32, C stays fp32 — what AVX512-BF16's VDPBF16PS computes, at twice

@@ -11,28 +11,47 @@
 
 #include "est/nn.h"
 
+/* One row: y = LayerNorm(x), the row's mean and rstd returned. */
+static inline void layernorm_row(float *y, float *mean, float *rstd, const float *x, const float *gamma,
+                                 const float *beta, int C) {
+  float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+  for (int c = 0; c < C; c++) sum += x[c];
+  float m = sum / (float)C;
+  /* Two-pass variance: exact enough where one-pass E[x^2]-m^2 would cancel. */
+  float sq = 0.0f;
+#pragma omp simd reduction(+ : sq)
+  for (int c = 0; c < C; c++) {
+    float d = x[c] - m;
+    sq += d * d;
+  }
+  float s = 1.0f / sqrtf(sq / (float)C + EST_LAYERNORM_EPS);
+#pragma omp simd
+  for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * gamma[c] + beta[c];
+  if (mean) *mean = m;
+  if (rstd) *rstd = s;
+}
+
 void est_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                            const float *beta, int N, int C) {
 #pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; n++)
+    layernorm_row(out + (size_t)n * C, mean ? mean + n : NULL, rstd ? rstd + n : NULL, inp + (size_t)n * C, gamma,
+                  beta, C);
+}
+
+/* The residual add and the norm in one pass over the rows: each row of x += residual is
+ * still in L1 when its statistics and output are computed (the separate add read and
+ * wrote all of x once more). The same float operations as add, then est_layernorm_forward. */
+void est_layernorm_forward_residual(float *out, float *mean, float *rstd, float *x, const float *residual,
+                                    const float *gamma, const float *beta, int N, int C) {
+#pragma omp parallel for schedule(static)
   for (int n = 0; n < N; n++) {
-    const float *x = inp + (size_t)n * C;
-    float *y = out + (size_t)n * C;
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int c = 0; c < C; c++) sum += x[c];
-    float m = sum / (float)C;
-    /* Two-pass variance: exact enough where one-pass E[x^2]-m^2 would cancel. */
-    float sq = 0.0f;
-#pragma omp simd reduction(+ : sq)
-    for (int c = 0; c < C; c++) {
-      float d = x[c] - m;
-      sq += d * d;
-    }
-    float s = 1.0f / sqrtf(sq / (float)C + EST_LAYERNORM_EPS);
+    float *xr = x + (size_t)n * C;
+    const float *r = residual + (size_t)n * C;
 #pragma omp simd
-    for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * gamma[c] + beta[c];
-    if (mean) mean[n] = m;
-    if (rstd) rstd[n] = s;
+    for (int c = 0; c < C; c++) xr[c] += r[c];
+    layernorm_row(out + (size_t)n * C, mean ? mean + n : NULL, rstd ? rstd + n : NULL, xr, gamma, beta, C);
   }
 }
 

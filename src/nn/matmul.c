@@ -10,22 +10,22 @@
 #include "est/nn.h"
 #include "nn/gemm.h"
 
-/* Fills every row of out[N,OC] with bias (or zeros), so the GEMM can use beta = 1 and the
- * bias costs no extra pass over the output. */
-static void fill_rows(float *out, const float *bias, int N, int OC) {
-#pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; n++) {
-    float *row = out + (size_t)n * OC;
-    if (bias) memcpy(row, bias, (size_t)OC * sizeof(float));
-    else memset(row, 0, (size_t)OC * sizeof(float));
-  }
-}
-
+/* The bias is the GEMM's epilogue: est's own kernel adds it to C's tiles in registers;
+ * the BLAS path fills out with it first and lets the GEMM add into it (gemm.c). */
 void est_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                         int N, int IC, int OC, int weight_transposed) {
-  fill_rows(out, bias, N, OC);
-  est_sgemm_parallel(CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f,
-              inp, IC, weight, weight_transposed ? IC : OC, 1.0f, out, OC);
+  est_gemm_epilogue ep = {bias, NULL, 0};
+  est_sgemm_parallel_ep(CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f, inp, IC,
+                        weight, weight_transposed ? IC : OC, 0.0f, out, OC, &ep);
+}
+
+/* pre = inp . W + b and act = tanh-GELU(pre) in one pass over the output: GELU is applied
+ * to each C tile as it leaves the kernel's registers (BERT's FFN: h = gelu(A Wi + bi)). */
+void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const float *weight, const float *bias,
+                             int N, int IC, int OC, int weight_transposed) {
+  est_gemm_epilogue ep = {bias, act, OC};
+  est_sgemm_parallel_ep(CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f, inp, IC,
+                        weight, weight_transposed ? IC : OC, 0.0f, pre, OC, &ep);
 }
 
 /* dbias[o] += sum_n dout[n,o]. Split by column blocks, each summed over n in order, so

@@ -1,0 +1,260 @@
+/* fp32 GEMM on AVX-512F: C[M,N] = alpha op(A) op(B) + beta C, with an optional epilogue
+ * (bias per column, tanh-GELU into a second output) applied to each C tile while it is in
+ * registers. Reference twin: gemm_f32_ref.c; which GEMM runs for which shape: gemm.c.
+ *
+ * Same structure as the bf16 kernel (gemm_bf16.c), with fp32 FMAs:
+ *   B  -> packed once per call, tile-major: Bp[n / NR][k][NR] (n padded to NR with zeros),
+ *         so one kernel's B stream is contiguous and two zmm loads give a k's 32 columns
+ *   A  -> NoTrans A is not packed: the kernel broadcasts a tile's 12 rows (lda apart, k
+ *         contiguous) where they are; a tile cut short by M is copied, zero-padded, into a
+ *         small stack buffer first, so the kernel never reads past A. Packing it (as BLIS
+ *         does) would cost a strided store per element per k block: on Tiny's N = 128 a
+ *         quarter of the FMA time. Trans A (stored [K][M]) has a tile's 12 values next to
+ *         each other but each k on another line (and page): a row block's k block is copied
+ *         to [tile][k][12] per worker (one masked 12-float load/store per k).
+ *   C  -> a 12x32 tile lives in 24 zmm accumulators while the kernel runs over a k block;
+ *         its lines are prefetched when the kernel starts.
+ *
+ * Blocking: k in blocks of KC (the B slice of a tile, KC x NR floats = 32 KiB, stays in L1
+ * while the kernel walks a block's row tiles), rows in blocks of MC, columns in groups of
+ * tiles when rows alone give the threads too few blocks. Work items (row block, column
+ * group) are handed out dynamically to the OpenMP threads. Every C element is summed over
+ * k in the same order (k blocks in turn, k ascending inside each) whatever the thread
+ * count or the item that computes it, so results do not depend on the thread count. */
+#include <immintrin.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn/fastmath.h"
+#include "nn/gemm.h"
+
+#define F32_TARGET __attribute__((target("avx512f")))
+
+enum { MR = 12, NR = 32, MC = 16 * MR, KC = 256, GROUP_TILES = 8, ITEMS_PER_THREAD = 4 };
+
+int est_cpu_has_avx512f(void) {
+  static int cached = -1; /* a benign race: every thread computes the same value */
+  if (cached < 0) {
+    __builtin_cpu_init();
+    cached = __builtin_cpu_supports("avx512f") != 0;
+  }
+  return cached;
+}
+
+/* Packed B, grown as needed and kept per calling thread (the step loop allocates nothing
+ * once the largest GEMM has run). */
+typedef struct {
+  float *p;
+  size_t cap;
+} scratch;
+static _Thread_local scratch scratch_b, scratch_a; /* scratch_a: each worker's Trans-A block */
+
+static float *scratch_get(scratch *s, size_t floats) {
+  if (s->cap < floats) {
+    free(s->p);
+    s->p = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    s->cap = s->p ? floats : 0;
+  }
+  return s->p;
+}
+
+static inline __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+
+/* Bp[t][k][j] = op(B)[k][t NR + j] for the tiles t in [t0, t1), zero where t NR + j >= N. */
+F32_TARGET static void pack_b(float *bp, const float *B, int ldb, int trans, int K, int N, int t0, int t1) {
+  for (int t = t0; t < t1; t++) {
+    float *dst = bp + (size_t)t * K * NR;
+    int n0 = t * NR, cols = N - n0 < NR ? N - n0 : NR;
+    if (!trans) { /* B [K][N]: a tile row is a contiguous piece of B's row k */
+      __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+      for (int k = 0; k < K; k++) {
+        const float *s = B + (size_t)k * ldb + n0;
+        _mm512_store_ps(dst + (size_t)k * NR, _mm512_maskz_loadu_ps(m0, s));
+        _mm512_store_ps(dst + (size_t)k * NR + 16, _mm512_maskz_loadu_ps(m1, s + 16));
+      }
+    } else { /* B [N][K]: column j of the tile is B's row n0 + j */
+      if (cols < NR) memset(dst, 0, (size_t)K * NR * sizeof(float));
+      for (int j = 0; j < cols; j++) {
+        const float *s = B + (size_t)(n0 + j) * ldb;
+        for (int k = 0; k < K; k++) dst[(size_t)k * NR + j] = s[k];
+      }
+    }
+  }
+}
+
+/* What the store of a tile does besides C = alpha acc + (C or 0). */
+typedef struct {
+  int load_c;       /* add C's current value (beta = 1, or a later k block) */
+  const float *bias; /* bias[n] added (first k block only), or NULL */
+  float *act;       /* last k block: act[m][n] = gelu(C[m][n]), or NULL */
+  long ld_act;
+} store_op;
+
+/* C[rows][cols] (rows <= MR, cols <= NR) = alpha * sum_p A(i,p) Bp[p][j] + store extras.
+ * A(i, p) is a[i * a_m + p * a_k]: a_m = lda, a_k = 1 for NoTrans A; a_m = 1, a_k = lda
+ * for Trans A and the tail copy. */
+F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc, const float *a, long a_m, long a_k,
+                                                                         const float *b, float *c, long ldc,
+                                                                         float alpha, int rows, int cols,
+                                                                         const store_op *op, int n0) {
+  /* C's tile (and GELU's) is touched only after the k loop: ask for its lines now, so
+   * their misses overlap the FMAs instead of stalling the stores (~10% on 768-wide C). */
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; i++)
+    if (i < rows) {
+      _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
+      _mm_prefetch((const char *)(c + (size_t)i * ldc + 16), _MM_HINT_T0);
+      if (op->act) {
+        _mm_prefetch((const char *)(op->act + (size_t)i * op->ld_act), _MM_HINT_T0);
+        _mm_prefetch((const char *)(op->act + (size_t)i * op->ld_act + 16), _MM_HINT_T0);
+      }
+    }
+  __m512 acc[MR][2];
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  for (int p = 0; p < kc; p++) {
+    __m512 b0 = _mm512_load_ps(b + (size_t)p * NR), b1 = _mm512_load_ps(b + (size_t)p * NR + 16);
+    const float *ap = a + (size_t)p * a_k;
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+      __m512 ai = _mm512_set1_ps(ap[i * a_m]);
+      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+    }
+  }
+  __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+  __m512 va = _mm512_set1_ps(alpha);
+  __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
+  if (op->bias) bias0 = _mm512_maskz_loadu_ps(m0, op->bias + n0), bias1 = _mm512_maskz_loadu_ps(m1, op->bias + n0 + 16);
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; i++)
+    if (i < rows) {
+      float *ci = c + (size_t)i * ldc;
+      __m512 c0 = bias0, c1 = bias1;
+      if (op->load_c) c0 = _mm512_add_ps(c0, _mm512_maskz_loadu_ps(m0, ci)), c1 = _mm512_add_ps(c1, _mm512_maskz_loadu_ps(m1, ci + 16));
+      c0 = _mm512_fmadd_ps(acc[i][0], va, c0);
+      c1 = _mm512_fmadd_ps(acc[i][1], va, c1);
+      _mm512_mask_storeu_ps(ci, m0, c0);
+      _mm512_mask_storeu_ps(ci + 16, m1, c1);
+      if (op->act) {
+        /* the scalar est_fast_gelu, vectorised by the compiler: the same function (and
+         * so the same values) as est_activation_forward's GELU */
+        float v[NR], *out = op->act + (size_t)i * op->ld_act;
+        _mm512_storeu_ps(v, c0);
+        _mm512_storeu_ps(v + 16, c1);
+#pragma omp simd
+        for (int j = 0; j < NR; j++) v[j] = est_fast_gelu(v[j]);
+        _mm512_mask_storeu_ps(out, m0, _mm512_loadu_ps(v));
+        _mm512_mask_storeu_ps(out + 16, m1, _mm512_loadu_ps(v + 16));
+      }
+    }
+}
+
+/* Two copies with a_m or a_k known to be 1, so the 12 broadcasts are plain displacements
+ * (Trans A) or the compiler's choice of row pointers (NoTrans A). */
+F32_TARGET static void kernel_rows(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
+                                   int rows, int cols, const store_op *op, int n0) {
+  kernel_body(kc, a, lda, 1, b, c, ldc, alpha, rows, cols, op, n0);
+}
+F32_TARGET static void kernel_cols(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
+                                   int rows, int cols, const store_op *op, int n0) {
+  kernel_body(kc, a, 1, lda, b, c, ldc, alpha, rows, cols, op, n0);
+}
+
+/* Splits [0, n) evenly over the team; the calling thread's share. */
+static void share(int n, int *from, int *to) {
+  int t = omp_get_thread_num(), nt = omp_get_num_threads();
+  *from = (int)((long)n * t / nt);
+  *to = (int)((long)n * (t + 1) / nt);
+}
+
+/* Trans A (stored [K][M]): the block's rows [m0, m1) x k block [k0, k0 + kc) copied to
+ * ap[tile][p][i] (MR a tile, zeros below M). The source rows are contiguous already, so
+ * this is a 12-float copy per k; it spares the kernel 256 different lines (and pages,
+ * with lda = 3072) per call, and the kernel reads one stream. */
+F32_TARGET static void pack_a_trans(float *ap, const float *A, int lda, int k0, int kc, int m0, int m1) {
+  for (int m = m0; m < m1; m += MR) {
+    int rows = m1 - m < MR ? m1 - m : MR;
+    __mmask16 in = lanes(rows);
+    float *dst = ap + (size_t)(m - m0) * kc;
+    for (int p = 0; p < kc; p++)
+      _mm512_mask_storeu_ps(dst + (size_t)p * MR, 0x0FFF, _mm512_maskz_loadu_ps(in, A + (size_t)(k0 + p) * lda + m));
+  }
+}
+
+/* Rows [m0, m1) x tiles [t0, t1) of C, every k block. */
+F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *A, int lda, const float *bp,
+                                float beta, float *C, int ldc, const est_gemm_epilogue *ep, int m0, int m1, int t0,
+                                int t1) {
+  float tail[KC * MR] __attribute__((aligned(64))); /* 12 KiB of stack */
+  float *ap = ta ? scratch_get(&scratch_a, (size_t)MC * KC) : NULL;
+  for (int k0 = 0; k0 < K; k0 += KC) {
+    int kc = K - k0 < KC ? K - k0 : KC;
+    if (ap) pack_a_trans(ap, A, lda, k0, kc, m0, m1);
+    store_op op = {k0 > 0 || beta != 0.0f, k0 == 0 && ep ? ep->bias : NULL,
+                   k0 + kc == K && ep ? ep->gelu_out : NULL, ep ? ep->ld_gelu : 0};
+    for (int t = t0; t < t1; t++) {
+      int n0 = t * NR, cols = N - n0 < NR ? N - n0 : NR;
+      const float *b = bp + (size_t)t * K * NR + (size_t)k0 * NR;
+      for (int m = m0; m < m1; m += MR) {
+        int rows = m1 - m < MR ? m1 - m : MR;
+        float *c = C + (size_t)m * ldc + n0;
+        store_op o = op;
+        if (o.act) o.act += (size_t)m * o.ld_act + n0;
+        if (ap) {
+          kernel_cols(kc, ap + (size_t)(m - m0) * kc, MR, b, c, ldc, alpha, rows, cols, &o, n0);
+        } else if (rows == MR) {
+          if (!ta) kernel_rows(kc, A + (size_t)m * lda + k0, lda, b, c, ldc, alpha, rows, cols, &o, n0);
+          else kernel_cols(kc, A + (size_t)k0 * lda + m, lda, b, c, ldc, alpha, rows, cols, &o, n0);
+        } else { /* short tile: A(i, p) copied to tail[p][i], zeros below M */
+          for (int p = 0; p < kc; p++)
+            for (int i = 0; i < MR; i++)
+              tail[p * MR + i] = i >= rows ? 0.0f
+                                 : !ta    ? A[(size_t)(m + i) * lda + k0 + p]
+                                          : A[(size_t)(k0 + p) * lda + m + i];
+          kernel_cols(kc, tail, MR, b, c, ldc, alpha, rows, cols, &o, n0);
+        }
+      }
+    }
+  }
+}
+
+int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep) {
+  if (!est_cpu_has_avx512f()) return -1;
+  if (M <= 0 || N <= 0) return 0;
+  if (K <= 0 || alpha == 0.0f) return -1; /* nothing to multiply: the caller's BLAS path scales C */
+  int tiles = (N + NR - 1) / NR;
+  float *bp = scratch_get(&scratch_b, (size_t)tiles * K * NR);
+  if (!bp) return -1; /* out of memory for the packed copy: the caller's BLAS path needs none */
+  if (beta != 0.0f && beta != 1.0f)
+    for (int m = 0; m < M; m++)
+      for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] *= beta;
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  int rblocks = (M + MC - 1) / MC;
+  /* column groups: at most GROUP_TILES tiles wide, so an item's C block (MC x 256 floats,
+   * 192 KiB) stays in L2 across its k blocks (a 3072-wide block went to memory and back
+   * once per k block: -25%), and enough items for ITEMS_PER_THREAD per thread */
+  int groups = (tiles + GROUP_TILES - 1) / GROUP_TILES;
+  if (threads > 1 && rblocks * groups < ITEMS_PER_THREAD * threads) {
+    groups = (ITEMS_PER_THREAD * threads + rblocks - 1) / rblocks;
+    if (groups > tiles) groups = tiles;
+  }
+  int items = rblocks * groups;
+#pragma omp parallel num_threads(items < threads ? items : threads)
+  {
+    int from, to;
+    share(tiles, &from, &to);
+    pack_b(bp, B, ldb, tb != CblasNoTrans, K, N, from, to);
+#pragma omp barrier
+#pragma omp for schedule(dynamic, 1)
+      for (int it = 0; it < items; it++) {
+        int rb = it / groups, g = it % groups;
+        int m0 = rb * MC, m1 = m0 + MC < M ? m0 + MC : M;
+        int t0 = (int)((long)tiles * g / groups), t1 = (int)((long)tiles * (g + 1) / groups);
+        run_item(ta != CblasNoTrans, N, K, alpha, A, lda, bp, beta, C, ldc, ep, m0, m1, t0, t1);
+      }
+  }
+  return 0;
+}

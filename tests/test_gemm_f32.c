@@ -1,0 +1,187 @@
+/* est's fp32 AVX-512 GEMM (src/nn/gemm_f32.c) against its reference twin (gemm_f32_ref.c),
+ * the epilogue (bias, tanh-GELU), thread-count independence, and the dispatch's BLAS path.
+ *
+ * Tolerance: the reference sums in double and rounds once, so its error is at most
+ * 2^-24 |ref|. The kernel sums the K products in fp32 in k order, block by block (every
+ * k block's partial sum is added into C), so by the usual bound on recursive summation its
+ * gap to the exact value is at most K * 2^-24 * 1.01 * sum_k |a b| (K u < 0.01 here), plus
+ * one rounding each for the beta C and bias terms and the result: 2^-23 (|beta C| + |bias|
+ * + |ref|) covers them. GELU of the same C value is est_fast_gelu in both. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/est.h"
+#include "nn/fastmath.h"
+#include "nn/gemm.h"
+#include "test_util.h"
+
+static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
+static float uniform(void) { /* in [-1, 1) */
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((rng_state >> 40) * (1.0 / (1 << 23)) - 1.0);
+}
+
+static float *random_matrix(size_t n) {
+  float *m = malloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) m[i] = uniform() * 2.0f;
+  return m;
+}
+
+typedef struct {
+  CBLAS_TRANSPOSE ta, tb;
+  int M, N, K;
+  float alpha, beta;
+  int bias, gelu;
+} shape;
+
+/* Sizes cross every edge of the kernel: 12-row tiles (short tiles copied), 32-column tiles
+ * (masked), 192-row blocks, 256-long k blocks, column groups (few row blocks, 2 threads). */
+static const shape shapes[] = {
+  {CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, 0.0f, 0, 0},     {CblasNoTrans, CblasNoTrans, 37, 45, 67, 1.0f, 1.0f, 1, 0},
+  {CblasNoTrans, CblasTrans, 37, 45, 67, 0.5f, 1.0f, 0, 1},    {CblasTrans, CblasNoTrans, 37, 45, 67, 1.0f, 2.0f, 1, 1},
+  {CblasTrans, CblasTrans, 13, 33, 5, -1.0f, 0.0f, 0, 0},      {CblasNoTrans, CblasNoTrans, 200, 70, 1100, 1.0f, 0.0f, 1, 1},
+  {CblasTrans, CblasNoTrans, 64, 128, 1025, 1.0f, 1.0f, 0, 0}, {CblasNoTrans, CblasTrans, 385, 96, 128, 1.0f, 0.0f, 1, 0},
+  {CblasNoTrans, CblasNoTrans, 24, 300, 257, 1.0f, 0.0f, 1, 1}, {CblasTrans, CblasTrans, 130, 64, 300, 1.0f, 1.0f, 0, 0},
+};
+
+typedef struct {
+  float *A, *B, *C0, *bias;
+  int lda, ldb, ldc;
+} operands;
+
+/* Operands with leading dimensions wider than the matrices (so strides are exercised). */
+static operands make_operands(const shape *s) {
+  operands o;
+  int arows = s->ta == CblasNoTrans ? s->M : s->K, acols = s->ta == CblasNoTrans ? s->K : s->M;
+  int brows = s->tb == CblasNoTrans ? s->K : s->N, bcols = s->tb == CblasNoTrans ? s->N : s->K;
+  o.lda = acols + 3, o.ldb = bcols + 5, o.ldc = s->N + 7;
+  o.A = random_matrix((size_t)arows * o.lda);
+  o.B = random_matrix((size_t)brows * o.ldb);
+  o.C0 = random_matrix((size_t)s->M * o.ldc);
+  o.bias = random_matrix((size_t)s->N);
+  return o;
+}
+
+static void free_operands(operands *o) { free(o->A), free(o->B), free(o->C0), free(o->bias); }
+
+static double abs_sum(const shape *s, const operands *o, int m, int n) {
+  double sum = 0.0;
+  for (int k = 0; k < s->K; k++) {
+    float a = s->ta == CblasNoTrans ? o->A[(size_t)m * o->lda + k] : o->A[(size_t)k * o->lda + m];
+    float b = s->tb == CblasNoTrans ? o->B[(size_t)k * o->ldb + n] : o->B[(size_t)n * o->ldb + k];
+    sum += fabs((double)a * b);
+  }
+  return sum;
+}
+
+typedef void gemm_fn(const shape *s, const operands *o, float *C, float *G, int ldg);
+
+static void run_fast(const shape *s, const operands *o, float *C, float *G, int ldg) {
+  est_gemm_epilogue ep = {s->bias ? o->bias : NULL, s->gelu ? G : NULL, ldg};
+  assert_int_equal(est_sgemm_f32(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o->A, o->lda, o->B, o->ldb, s->beta, C,
+                                 o->ldc, &ep), 0);
+}
+
+static void run_blas_path(const shape *s, const operands *o, float *C, float *G, int ldg) {
+  est_gemm_epilogue ep = {s->bias ? o->bias : NULL, s->gelu ? G : NULL, ldg};
+  est_gemm_set_choice(EST_GEMM_BLAS);
+  est_sgemm_parallel_ep(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o->A, o->lda, o->B, o->ldb, s->beta, C, o->ldc, &ep);
+  est_gemm_set_choice(EST_GEMM_AUTO);
+}
+
+/* Every shape, with 1 and 2 threads: C within the tolerance of the reference, GELU equal to
+ * est_fast_gelu of C up to the vectorised polynomial's contraction (a few ulp), columns
+ * beyond N untouched; 1 and 2 threads give the same bits. */
+static void check_against_reference(gemm_fn *fn) {
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    const shape *s = &shapes[i];
+    operands o = make_operands(s);
+    size_t csize = (size_t)s->M * o.ldc;
+    int ldg = s->N + 1;
+    float *ref = malloc(csize * sizeof(float)), *gref = calloc((size_t)s->M * ldg, sizeof(float));
+    memcpy(ref, o.C0, csize * sizeof(float));
+    est_gemm_epilogue ep = {s->bias ? o.bias : NULL, s->gelu ? gref : NULL, ldg};
+    est_sgemm_f32_ref(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, ref, o.ldc, &ep);
+    float *first = NULL, *gfirst = NULL;
+    for (int threads = 1; threads <= 2; threads++) {
+      est_set_num_threads(threads);
+      float *fast = malloc(csize * sizeof(float)), *g = calloc((size_t)s->M * ldg, sizeof(float));
+      memcpy(fast, o.C0, csize * sizeof(float));
+      fn(s, &o, fast, g, ldg);
+      for (int m = 0; m < s->M; m++) {
+        for (int n = 0; n < s->N; n++) {
+          double r = ref[(size_t)m * o.ldc + n], c0 = o.C0[(size_t)m * o.ldc + n];
+          double extra = fabs(s->beta * c0) + (s->bias ? fabs(o.bias[n]) : 0.0) + fabs(r);
+          double tol = s->K * 0x1p-24 * 1.01 * fabs(s->alpha) * abs_sum(s, &o, m, n) + 0x1p-23 * extra;
+          float c = fast[(size_t)m * o.ldc + n];
+          assert_true(fabs(c - r) <= tol);
+          if (s->gelu) {
+            float want = est_fast_gelu(c), got = g[(size_t)m * ldg + n];
+            assert_true(fabsf(got - want) <= 4 * 0x1p-24f * fabsf(want) + 1e-30f);
+          }
+        }
+        for (int n = s->N; n < o.ldc; n++) assert_true(fast[(size_t)m * o.ldc + n] == o.C0[(size_t)m * o.ldc + n]);
+        if (s->gelu) assert_true(g[(size_t)m * ldg + s->N] == 0.0f);
+      }
+      if (!first) first = fast, gfirst = g;
+      else {
+        assert_memory_equal(fast, first, csize * sizeof(float));
+        assert_memory_equal(g, gfirst, (size_t)s->M * ldg * sizeof(float));
+        free(fast), free(g);
+      }
+    }
+    est_set_num_threads(1);
+    free(first), free(gfirst), free(ref), free(gref);
+    free_operands(&o);
+  }
+}
+
+static void test_kernel_matches_reference(void **state) {
+  (void)state;
+  if (!est_cpu_has_avx512f()) skip();
+  check_against_reference(run_fast);
+}
+
+/* The BLAS path of the dispatch (any CPU) applies the same epilogue as passes over C. */
+static void test_blas_path_applies_the_epilogue(void **state) {
+  (void)state;
+  check_against_reference(run_blas_path);
+}
+
+/* The reference itself: small integers are exact in fp32, so C is exact. */
+static void test_reference_on_exact_values(void **state) {
+  (void)state;
+  float a[6] = {1, 2, 3, -4, 0.5f, 8}, b[6] = {3, -1, 0.25f, 2, 6, 1}, c[4] = {1, 1, 1, 1}, bias[2] = {10, 20};
+  float g[4];
+  est_gemm_epilogue ep = {bias, g, 2};
+  est_sgemm_f32_ref(CblasNoTrans, CblasNoTrans, 2, 2, 3, 1.0f, a, 3, b, 2, 2.0f, c, 2, &ep);
+  assert_true(c[0] == 1 * 3 + 2 * 0.25f + 3 * 6 + 2 + 10);
+  assert_true(c[3] == -4 * -1 + 0.5f * 2 + 8 * 1 + 2 + 20);
+  assert_true(g[0] == est_fast_gelu(c[0]) && g[3] == est_fast_gelu(c[3]));
+}
+
+/* K = 0 or alpha = 0: the kernel declines and the dispatch's BLAS path scales C by beta. */
+static void test_degenerate_shapes_fall_back(void **state) {
+  (void)state;
+  float a[4] = {1, 2, 3, 4}, c[4] = {1, 2, 3, 4};
+  assert_int_not_equal(est_sgemm_f32(CblasNoTrans, CblasNoTrans, 2, 2, 0, 1.0f, a, 2, a, 2, 0.5f, c, 2, NULL), 0);
+  est_sgemm_parallel(CblasNoTrans, CblasNoTrans, 2, 2, 2, 0.0f, a, 2, a, 2, 0.5f, c, 2);
+  assert_true(c[0] == 0.5f && c[3] == 2.0f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_reference_on_exact_values),
+    cmocka_unit_test(test_kernel_matches_reference),
+    cmocka_unit_test(test_blas_path_applies_the_epilogue),
+    cmocka_unit_test(test_degenerate_shapes_fall_back),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
