@@ -51,7 +51,7 @@ SYSPY=/usr/bin/python3
 
 if [ "${1:-}" = --group ]; then
   model=$2 mode=$3
-  : "${BUILD:?}" "${THREADS:?}" "${ROUNDS:?}" "${COMPILE:?}" "${TCMALLOC?}" "${BLASENV?}" "${WAITENV:?}"
+  : "${BUILD:?}" "${THREADS:?}" "${ROUNDS:?}" "${COMPILE:?}" "${TCMALLOC?}" "${BLASENV?}" "${WAITENV?}"
 else
   BUILD=${1:-build}
   THREADS=${2:-2}
@@ -67,7 +67,7 @@ else
     if [ -z "$TCMALLOC" ] && [ -e "$lib" ]; then TCMALLOC=$lib; fi
   done
   BLASENV=${BENCH_CORETYPE:+OPENBLAS_CORETYPE=$BENCH_CORETYPE}
-  WAITENV="-u OMP_WAIT_POLICY${PEERS_WAIT_POLICY:+ OMP_WAIT_POLICY=$PEERS_WAIT_POLICY}"
+  WAITENV=${PEERS_WAIT_POLICY:+OMP_WAIT_POLICY=$PEERS_WAIT_POLICY}  # after env's -u options
   export BUILD THREADS ROUNDS COMPILE TCMALLOC BLASENV WAITENV
   export TORCHINDUCTOR_FX_GRAPH_CACHE=1 TORCHINDUCTOR_CACHE_DIR="$VENV/inductor-cache"
   export PEERS_ONNX_DIR="$VENV/onnx"
@@ -86,7 +86,8 @@ contestants() {
 run_one() {
   name=$1 prec=$2 m=$3 md=$4
   set -- timeout 600 "$SYSPY" "$HERE/peers/maxrss.py" \
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE $BLASENV $WAITENV OMP_NUM_THREADS="$THREADS"
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE -u OMP_WAIT_POLICY $BLASENV $WAITENV \
+    OMP_NUM_THREADS="$THREADS"
   case $name in
     est) "$@" "$BUILD/bench_bert" --model "$m" --mode "$md" --threads "$THREADS" --precision "$prec" ;;
     torch1.13) "$@" ${TCMALLOC:+LD_PRELOAD=$TCMALLOC} "$SYSPY" "$HERE/bert_torch.py" --model "$m" --mode "$md" \
