@@ -21,14 +21,23 @@
 # PEERS_COMPILE     the torch.compile settings tried (default "0 1"; "0" skips compiling)
 # PEERS_RESULTS=F   also append one tab-separated line per contestant to F
 # PEERS_VENV        the venv (default bench/peers/.venv, made by bench/peers/setup.sh)
+# BENCH_CORETYPE=X  sets OPENBLAS_CORETYPE=X for every contestant instead of unsetting it, as
+#                   bench/run_bert.sh: on a VM whose CPU OpenBLAS does not recognise, its own
+#                   detection falls back to the SSE3 Prescott kernels (perf shows
+#                   sgemm_kernel_PRESCOTT), which slows est fp32 and Debian's torch 1.13 (it
+#                   calls OpenBLAS through libblas.so.3) alike; e.g. BENCH_CORETYPE=Cooperlake.
+#                   PyPI torch (MKL, oneDNN) and ONNX Runtime (MLAS) do not read it.
 #
-# Environment, the same as bench/run_bert.sh for every contestant: OPENBLAS_CORETYPE and
-# OPENBLAS_L2_SIZE unset, OMP_NUM_THREADS=THREADS, OMP_WAIT_POLICY=PASSIVE; the PyTorch rows
-# get tcmalloc preloaded (Debian's libtcmalloc-minimal4 if installed, else the copy setup.sh
-# unpacked into the venv) and torch.set_num_threads(THREADS); ONNX Runtime uses its own arena
-# and intra_op_num_threads=THREADS. Untimed work: the ONNX graph is exported once per model
-# (kept in the venv); a torch.compile contestant compiles during its two warm-up steps, with
-# inductor's FX graph cache on (kept in the venv), so a second round or run loads its kernels.
+# Environment, the same as bench/run_bert.sh for every contestant: OPENBLAS_CORETYPE (but see
+# BENCH_CORETYPE) and OPENBLAS_L2_SIZE unset, OMP_NUM_THREADS=THREADS, OMP_WAIT_POLICY unset
+# (libgomp's default: spin a while, then sleep; PEERS_WAIT_POLICY=PASSIVE|ACTIVE sets it for
+# all: PASSIVE cost torch 2 eager 18-29% on Mini under the bench lock, bench/README.md);
+# the PyTorch rows get tcmalloc preloaded (Debian's libtcmalloc-minimal4 if installed, else the
+# copy setup.sh unpacked into the venv) and torch.set_num_threads(THREADS); ONNX Runtime uses
+# its own arena and intra_op_num_threads=THREADS. Untimed work: the ONNX graph is exported once
+# per model (kept in the venv); a torch.compile contestant compiles during its two warm-up
+# steps, with inductor's FX graph cache on (kept in the venv), so a second round or run loads
+# its kernels.
 #
 # FLOPs per example, as docs/performance.md §2 counts them (GEMM work only, I = 4H, C = 2):
 #   forward = L·(2·S·(4H² + 2H·I) + 4·S²·H) + 2H² + 2H·C, training step = 3 × forward.
@@ -42,7 +51,7 @@ SYSPY=/usr/bin/python3
 
 if [ "${1:-}" = --group ]; then
   model=$2 mode=$3
-  : "${BUILD:?}" "${THREADS:?}" "${ROUNDS:?}" "${COMPILE:?}" "${TCMALLOC?}"
+  : "${BUILD:?}" "${THREADS:?}" "${ROUNDS:?}" "${COMPILE:?}" "${TCMALLOC?}" "${BLASENV?}" "${WAITENV?}"
 else
   BUILD=${1:-build}
   THREADS=${2:-2}
@@ -57,7 +66,9 @@ else
   for lib in /usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4 "$VENV"/tcmalloc/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4; do
     if [ -z "$TCMALLOC" ] && [ -e "$lib" ]; then TCMALLOC=$lib; fi
   done
-  export BUILD THREADS ROUNDS COMPILE TCMALLOC
+  BLASENV=${BENCH_CORETYPE:+OPENBLAS_CORETYPE=$BENCH_CORETYPE}
+  WAITENV=${PEERS_WAIT_POLICY:+OMP_WAIT_POLICY=$PEERS_WAIT_POLICY}  # after env's -u options
+  export BUILD THREADS ROUNDS COMPILE TCMALLOC BLASENV WAITENV
   export TORCHINDUCTOR_FX_GRAPH_CACHE=1 TORCHINDUCTOR_CACHE_DIR="$VENV/inductor-cache"
   export PEERS_ONNX_DIR="$VENV/onnx"
 fi
@@ -75,7 +86,8 @@ contestants() {
 run_one() {
   name=$1 prec=$2 m=$3 md=$4
   set -- timeout 600 "$SYSPY" "$HERE/peers/maxrss.py" \
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$THREADS" OMP_WAIT_POLICY=PASSIVE
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE -u OMP_WAIT_POLICY $BLASENV $WAITENV \
+    OMP_NUM_THREADS="$THREADS"
   case $name in
     est) "$@" "$BUILD/bench_bert" --model "$m" --mode "$md" --threads "$THREADS" --precision "$prec" ;;
     torch1.13) "$@" ${TCMALLOC:+LD_PRELOAD=$TCMALLOC} "$SYSPY" "$HERE/bert_torch.py" --model "$m" --mode "$md" \
@@ -95,11 +107,6 @@ flops() {  # flops MODEL MODE -> FLOPs per example
 }
 
 if [ "${1:-}" = --group ]; then
-  # untimed: the ONNX graph, exported once per model (a few seconds; kept in the venv)
-  if [ "$mode" = infer ] && [ ! -e "$PEERS_ONNX_DIR/bert_$model.onnx" ]; then
-    "$VENV/bin/python" "$HERE/peers/ort_bert.py" export --model "$model" --out "$PEERS_ONNX_DIR" |
-      sed 's/^/  onnx export: /'
-  fi
   echo "--- $model $mode: load before: $(uptime | sed 's/.*load average: //')"
   F=$(flops "$model" "$mode")
   list=$(contestants "$model" "$mode")
@@ -141,10 +148,19 @@ if [ "${1:-}" = --group ]; then
 fi
 
 echo "run_peers: $(date -u '+%Y-%m-%d %H:%M UTC'), threads $THREADS, best of $ROUNDS round(s), PyTorch malloc: ${TCMALLOC:-glibc},"
+echo "  est $(git -C "$HERE" rev-parse --short HEAD 2>/dev/null || echo '(no git)'), OPENBLAS_CORETYPE: ${BENCH_CORETYPE:-unset}, OMP_WAIT_POLICY: ${PEERS_WAIT_POLICY:-unset},"
 echo "  torch 1.13: $($SYSPY -c 'import torch; print(torch.__version__)' 2>/dev/null || echo missing)," \
   "venv: $("$VENV/bin/python" -c 'import torch, onnxruntime; print("torch", torch.__version__, "onnxruntime", onnxruntime.__version__)')"
 for model in $MODELS; do
   for mode in $MODES; do
+    # untimed, outside the lock: the ONNX graph, exported once per model and kept in the venv
+    # (an export from before ort_bert.py exported HF's module tree is redone)
+    if [ "$mode" = infer ] && ! grep -qs '"graph": "hf"' "$PEERS_ONNX_DIR/bert_$model.json"; then
+      mkdir -p "$PEERS_ONNX_DIR"
+      "$VENV/bin/python" "$HERE/peers/ort_bert.py" export --model "$model" --out "$PEERS_ONNX_DIR" \
+        2>"$PEERS_ONNX_DIR/export_$model.log" | sed 's/^/  onnx export: /'
+      tail -1 "$PEERS_ONNX_DIR/export_$model.log" | grep '^ort_bert:' || true
+    fi
     if [ -n "${PEERS_LOCK:-}" ]; then
       flock "$PEERS_LOCK" setsid -w sh -c 'echo 0 > /proc/self/autogroup; exec sh "$0" --group "$1" "$2"' "$SELF" "$model" "$mode"
     else

@@ -79,6 +79,8 @@ static int visit(const char *path, const struct stat *sb, int type, struct FTW *
   if (type != FTW_F) return 0;
   const char *base = strrchr(path, '/');
   if (base && !strcmp(base + 1, "test_docs.c")) return 0; /* its own test strings */
+  /* hidden directories are git-ignored venvs (bench/peers/.venv): other projects' files */
+  if (strstr(path + strlen(EST_SOURCE_DIR), "/.")) return 0;
   const char *dot = strrchr(path, '.');
   if (!dot || (strcmp(dot, ".c") && strcmp(dot, ".h") && strcmp(dot, ".md") && strcmp(dot, ".py") &&
                strcmp(dot, ".sh")))

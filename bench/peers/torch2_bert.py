@@ -1,7 +1,7 @@
 """PyTorch 2.x peer of bench/bench_bert.c at its best CPU settings: the same BERT classifier.
 
   torch2_bert.py --model tiny|mini|small|base [--mode train|infer] [--precision fp32|bf16]
-                 [--compile 0|1] [--attn sdpa|matmul] [--batch 32] [--seq 128]
+                 [--compile 0|1] [--freeze 0|1] [--attn sdpa|matmul] [--batch 32] [--seq 128]
                  [--iters N] [--warmup W] [--threads 2]
 
 The model, its initialisation and BERT's AdamWeightDecay (+ global-norm clip 1.0) are imported
@@ -15,6 +15,11 @@ adds, each a switch:
   --compile 1    torch.compile (inductor) on the model: forward, and in training the backward
                  through AOTAutograd. The optimizer step stays eager (its learning rate changes
                  every step, which would recompile a compiled step; it is torch._foreach_* ops).
+  --freeze 1     (inference with --compile 1; the default there) inductor's freezing
+                 (torch._inductor.config.freezing, TORCHINDUCTOR_FREEZING=1 in PyTorch's CPU
+                 inference recipes): the weights become constants, so linear layers are
+                 prepacked once into oneDNN's blocked layout (bf16 too) and constant folded;
+                 the forward then runs under torch.no_grad() (freezing needs it).
   --precision bf16   torch.autocast("cpu", bfloat16) around the forward and the loss: matmuls
                  in bf16 via oneDNN, master weights, gradients and optimizer state in fp32.
 Training step = zero grads, forward, cross entropy, backward, clip + AdamWeightDecay.
@@ -59,6 +64,7 @@ def main():
     ap.add_argument("--mode", default="train", choices=["train", "infer"])
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     ap.add_argument("--compile", type=int, default=0, choices=[0, 1])
+    ap.add_argument("--freeze", type=int, default=1, choices=[0, 1])
     ap.add_argument("--attn", default="sdpa", choices=["sdpa", "matmul"])
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--seq", type=int, default=128)
@@ -88,7 +94,14 @@ def main():
         opt = bert_torch.AdamWeightDecay(list(model.named_parameters()))
     else:
         model.eval()
+    freeze = bool(a.compile and a.freeze and not train)
+    if freeze:
+        import torch._inductor.config as inductor_config
+        inductor_config.freezing = True
     fwd = torch.compile(model) if a.compile else model
+    # inference: inference_mode, or no_grad when frozen (freezing needs grad mode off, and
+    # inference tensors cannot be captured as constants)
+    nograd = torch.no_grad if freeze else torch.inference_mode
     amp = a.precision == "bf16"
     t0 = None
     for it in range(warmup + iters):
@@ -103,12 +116,13 @@ def main():
             loss.backward()
             opt.step(it)
         else:
-            with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
+            with nograd(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=amp):
                 fwd(ids, mask, segs)
     dt = time.perf_counter() - t0
     print("torch2 %s %s %.2f ex/s (%.1f ms/step, %d iters, %s, %s, %s, torch %s, loss %.4f)" %
           (a.model, a.mode, B * iters / dt, 1e3 * dt / iters, iters, a.precision,
-           "compile" if a.compile else "eager", a.attn, torch.__version__, loss.item()))
+           ("compile+freeze" if freeze else "compile") if a.compile else "eager", a.attn,
+           torch.__version__, loss.item()))
 
 
 if __name__ == "__main__":
