@@ -99,6 +99,11 @@ est_status est_bert_encoder_backward(est_bert_encoder *e) {
 
   /* d->hidden (= d_seq) holds d(layer output) on entry to each layer, d(layer input) on exit */
   for (int l = cfg->num_hidden_layers - 1; l >= 0; l--) {
+    /* recompute: the shared scratch still holds the top layer's activations; every layer
+     * below runs its forward again from its kept input, the same masks, the same numbers */
+    if (e->rc && l < cfg->num_hidden_layers - 1)
+      enc_layers_forward(e, l, l + 1, l ? e->la[l - 1].y : e->emb_out, e->has_mask ? e->mask : NULL, B, S,
+                         e->p_hidden, e->p_attn, e->seed, e->step, e->row0);
     layer_backward(e, l, B, S);
     est_bert_report_grads_ready(e->vs, (size_t)e->lv[l].q_w, (size_t)e->lv[l].ln2_g, e->ready_fn, e->ready_ctx);
   }
