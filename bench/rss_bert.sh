@@ -13,7 +13,7 @@
 # Debian's python3-torch 1.13), torch2 / torch2-bf16 (bench/peers/torch2_bert.py, eager, SDPA
 # attention, under TORCH2_PY, default bench/peers/.venv/bin/python). The PyTorch rows get
 # tcmalloc preloaded when TCMALLOC= names it (as bench/run_peers.sh does) and glibc otherwise.
-# Prints "contestant model maxrss_MiB" lines.
+# Prints "contestant model maxrss_MiB" lines, est's with the size of its activation buffer.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${1:-build}
@@ -42,6 +42,8 @@ for model in $MODELS; do
     # shellcheck disable=SC2086
     out=$($ENV $pre /usr/bin/python3 "$HERE/peers/maxrss.py" $cmd 2>&1) || { echo "$who $model FAILED: $out" >&2; continue; }
     kib=$(echo "$out" | awk '$1 == "maxrss_kib" { print $2 }')
-    printf "%-12s %-6s %8.0f\n" "$who" "$model" "$(awk -v k="$kib" 'BEGIN { print k / 1024 }')"
+    act=$(echo "$out" | sed -n 's/.*, \([0-9]*\) MiB activations.*/\1/p')
+    printf "%-12s %-6s %8.0f %s\n" "$who" "$model" "$(awk -v k="$kib" 'BEGIN { print k / 1024 }')" \
+      "${act:+(activations $act MiB)}"
   done
 done

@@ -145,15 +145,17 @@ static void *carve(carver *c, size_t bytes) {
 #define CARVE_F(c, n) ((float *)carve(c, (size_t)(n) * sizeof(float)))
 #define CARVE_U8(c, n) ((uint8_t *)carve(c, (size_t)(n)))
 
-/* One layer's activations; y is always the layer's own. masks: dropout masks wanted. */
-static void layout_layer(enc_layer_acts *a, carver *c, size_t B, size_t S, size_t H, size_t I, size_t N,
-                         int masks) {
+/* One layer's activations; y is always the layer's own. masks: dropout masks wanted.
+ * probs, pmask: the attention probabilities and their dropout mask, one layer's for all
+ * (backward draws a lower layer's again from its kept Q, K, V: est_bert_encoder_backward). */
+static void layout_layer(enc_layer_acts *a, carver *c, size_t B, size_t S, size_t H, size_t I, int masks,
+                         float *probs, uint8_t *pmask) {
   const size_t T = B * S;
   a->q = CARVE_F(c, T * H);
   a->k = CARVE_F(c, T * H);
   a->v = CARVE_F(c, T * H);
-  a->probs = CARVE_F(c, B * N * S * S);
-  a->pmask = masks ? CARVE_U8(c, B * N * S * S) : NULL;
+  a->probs = probs;
+  a->pmask = pmask;
   a->ctx = CARVE_F(c, T * H);
   a->amask = masks ? CARVE_U8(c, T * H) : NULL;
   a->a_pre = CARVE_F(c, T * H);
@@ -180,10 +182,12 @@ static void layout(est_bert_encoder *e, carver *c) {
   e->emb_ln = CARVE_F(c, T * H);
   e->emb_out = CARVE_F(c, T * H);
   e->emb_mask = bw ? CARVE_U8(c, T * H) : NULL;
-  e->mask = e->rc ? (int32_t *)carve(c, T * sizeof(int32_t)) : NULL;
+  e->mask = bw ? (int32_t *)carve(c, T * sizeof(int32_t)) : NULL;
+  float *probs = CARVE_F(c, B * N * S * S);
+  uint8_t *pmask = bw ? CARVE_U8(c, B * N * S * S) : NULL;
   for (int l = 0; l < e->cfg.num_hidden_layers; l++) {
     enc_layer_acts *a = &e->la[l];
-    if (l == 0 || (bw && !e->rc)) layout_layer(a, c, B, S, H, I, N, bw);
+    if (l == 0 || (bw && !e->rc)) layout_layer(a, c, B, S, H, I, bw, probs, pmask);
     else *a = e->la[0];  /* forward only or recompute: one layer's scratch serves all */
     a->y = CARVE_F(c, T * H);
   }
@@ -300,7 +304,7 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
   est_dropout_forward_at(e->emb_out, e->emb_mask, e->emb_ln, (size_t)T * H, row0_th, p_h, dropout_seed, step,
                          EST_BERT_DROPOUT_EMBEDDINGS);
 
-  /* what a recomputing backward needs to run the layers' forward again */
+  /* what backward needs to run a layer's attention or whole forward again */
   e->seed = dropout_seed;
   e->step = step;
   e->row0 = (int64_t)row0;

@@ -60,6 +60,13 @@ static void layer_backward(est_bert_encoder *e, int l, int B, int S) {
   est_bert_zero(d->q, TH);
   est_bert_zero(d->k, TH);
   est_bert_zero(d->v, TH);
+  /* the probabilities and their mask are one buffer for all layers, last written by the top
+   * layer's forward (or this layer's recompute): below the top, draw them again from the
+   * kept Q, K, V, mask and dropout coordinates (the same numbers; ctx rewritten unchanged) */
+  if (!e->rc && l < cfg->num_hidden_layers - 1)
+    est_attention_forward_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v,
+                             e->has_mask ? e->mask : NULL, B, S, N, Dh, e->p_attn, e->seed, e->step,
+                             EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l, e->row0);
   est_attention_backward(d->q, d->k, d->v, e->att_scratch, d->ctx, a->q, a->k, a->v, a->probs, a->pmask, B, S, N,
                          Dh, e->p_attn);
   est_matmul_backward(d->hidden, G(w->q_w), G(w->q_b), d->q, x, V(w->q_w), T, H, H, 0);

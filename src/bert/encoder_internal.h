@@ -16,8 +16,9 @@ typedef struct enc_layer_vars {
  * recomputing reservation every layer points at the same scratch, except y. */
 typedef struct enc_layer_acts {
   float *q, *k, *v;             /* [T,H] */
-  float *probs;                 /* [B,N,S,S] attention probabilities before dropout */
-  uint8_t *pmask;               /* [B,N,S,S] attention dropout mask (NULL forward-only) */
+  float *probs;                 /* [B,N,S,S] attention probabilities before dropout, */
+  uint8_t *pmask;               /* [B,N,S,S] their dropout mask (NULL forward-only): both one
+                                   buffer for all layers, drawn again in backward */
   float *ctx;                   /* [T,H] attention context (heads concatenated) */
   uint8_t *amask;               /* [T,H] dropout mask of the attention output dense */
   float *a_pre, *ln1_mean, *ln1_rstd, *a; /* [T,H] residual sum, [T] stats, [T,H] LayerNorm out */
@@ -61,7 +62,7 @@ struct est_bert_encoder {
   void *buf;
   size_t buf_bytes;
   int32_t *ids, *types;                   /* copies of the last batch, for backward */
-  int32_t *mask;                          /* input_mask copy [T] when rc, for the recompute */
+  int32_t *mask;                          /* input_mask copy [T] with backward, for recomputes */
   float *emb_sum, *emb_mean, *emb_rstd, *emb_ln, *emb_out;
   uint8_t *emb_mask;
   enc_layer_acts *la;
