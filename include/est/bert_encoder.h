@@ -157,7 +157,7 @@ est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_
  * input) and one layer's scratch, and backward runs each layer's forward again, just before
  * that layer's backward, from its kept input with the same dropout masks: the same numbers
  * bit for bit, about a third of the activation memory of a Base step at 32x128, one more
- * forward pass of the layers below the top one per step (docs/bert.md). Takes effect at the
+ * forward pass of the layers below the top one per step (docs/bert.md §10). Takes effect at the
  * next reserve (which then reallocates). 0, the default: every layer's activations are kept. */
 void est_bert_encoder_set_recompute(est_bert_encoder *e, int on);
 /* Bytes held by the activation buffer. */
