@@ -2,7 +2,8 @@
  * + AdamWeightDecay with clipping) and inference (forward, no dropout), on random tokens.
  *
  *   bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch 32] [--seq 128]
- *              [--iters N] [--warmup W] [--threads 2] [--gemm auto|blas|own]
+ *              [--iters N] [--warmup W] [--threads 2] [--precision fp32|bf16]
+ *              [--gemm auto|blas|own] [--recompute 0|1]
  *
  * Prints one line: "est <model> <mode> <ex/s> ex/s (<ms> ms/step, <MiB> MiB activations)".
  * bench/run_bert.sh runs it next to bench/bert_torch.py and prints the ratios; see
@@ -37,7 +38,7 @@ static double now(void) {
 static int usage(void) {
   fprintf(stderr, "usage: bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch N] [--seq N]\n"
                   "                  [--iters N] [--warmup N] [--threads N] [--precision fp32|bf16]\n"
-                  "                  [--gemm auto|blas|own]\n");
+                  "                  [--gemm auto|blas|own] [--recompute 0|1]\n");
   return 2;
 }
 
@@ -51,7 +52,7 @@ static int usage(void) {
 
 int main(int argc, char **argv) {
   const char *model = "tiny", *mode = "train";
-  int batch = 32, seq = 128, iters = 0, warmup = 1, threads = 2;
+  int batch = 32, seq = 128, iters = 0, warmup = 1, threads = 2, recompute = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help")) return usage() == 2 ? 0 : 1;
     if (i + 1 >= argc) return usage();
@@ -62,6 +63,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--recompute")) recompute = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--precision")) {
       est_precision p;
       if (est_precision_parse(argv[++i], &p) || est_set_precision(p) != p) return usage();
@@ -94,6 +96,7 @@ int main(int argc, char **argv) {
   CHECK(est_vars_create(&vs));
   CHECK(est_bert_classifier_create(&m, &cfg, 2, vs));
   CHECK(est_vars_finalize(vs, 1));
+  est_bert_encoder_set_recompute(est_bert_classifier_encoder(m), recompute);
   CHECK(est_bert_classifier_reserve(m, batch, seq));
   est_optimizer *opt = NULL;
   if (train) {

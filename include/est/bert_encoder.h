@@ -153,6 +153,13 @@ void est_bert_encoder_free(est_bert_encoder *e);
  * (sizes are the maxima of all calls; with_backward once 1 stays 1). Errors: a size <= 0, a
  * max_seq_len beyond max_position_embeddings ("Cannot use sequence length ..."). */
 est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_seq_len, int with_backward);
+/* on = 1: later reservations with backward keep only each layer's output (its next layer's
+ * input) and one layer's scratch, and backward runs each layer's forward again, just before
+ * that layer's backward, from its kept input with the same dropout masks: the same numbers
+ * bit for bit, about a third of the activation memory of a Base step at 32x128, one more
+ * forward pass of the layers below the top one per step (docs/bert.md §10). Takes effect at the
+ * next reserve (which then reallocates). 0, the default: every layer's activations are kept. */
+void est_bert_encoder_set_recompute(est_bert_encoder *e, int on);
 /* Bytes held by the activation buffer. */
 size_t est_bert_encoder_activation_bytes(const est_bert_encoder *e);
 

@@ -95,6 +95,8 @@ void est_bert_encoder_set_first_row(est_bert_encoder *e, int64_t first_row) {
   e->first_row = first_row > 0 ? first_row : 0;
 }
 
+void est_bert_encoder_set_recompute(est_bert_encoder *e, int on) { e->recompute = on != 0; }
+
 void est_bert_encoder_set_grads_ready(est_bert_encoder *e, est_bert_grads_ready_fn fn, void *ctx) {
   e->ready_fn = fn;
   e->ready_ctx = fn ? ctx : NULL;
@@ -143,15 +145,17 @@ static void *carve(carver *c, size_t bytes) {
 #define CARVE_F(c, n) ((float *)carve(c, (size_t)(n) * sizeof(float)))
 #define CARVE_U8(c, n) ((uint8_t *)carve(c, (size_t)(n)))
 
-/* One layer's activations; y is always the layer's own. masks: dropout masks wanted. */
-static void layout_layer(enc_layer_acts *a, carver *c, size_t B, size_t S, size_t H, size_t I, size_t N,
-                         int masks) {
+/* One layer's activations; y is always the layer's own. masks: dropout masks wanted.
+ * probs, pmask: the attention probabilities and their dropout mask, one layer's for all
+ * (backward draws a lower layer's again from its kept Q, K, V: est_bert_encoder_backward). */
+static void layout_layer(enc_layer_acts *a, carver *c, size_t B, size_t S, size_t H, size_t I, int masks,
+                         float *probs, uint8_t *pmask) {
   const size_t T = B * S;
   a->q = CARVE_F(c, T * H);
   a->k = CARVE_F(c, T * H);
   a->v = CARVE_F(c, T * H);
-  a->probs = CARVE_F(c, B * N * S * S);
-  a->pmask = masks ? CARVE_U8(c, B * N * S * S) : NULL;
+  a->probs = probs;
+  a->pmask = pmask;
   a->ctx = CARVE_F(c, T * H);
   a->amask = masks ? CARVE_U8(c, T * H) : NULL;
   a->a_pre = CARVE_F(c, T * H);
@@ -178,10 +182,13 @@ static void layout(est_bert_encoder *e, carver *c) {
   e->emb_ln = CARVE_F(c, T * H);
   e->emb_out = CARVE_F(c, T * H);
   e->emb_mask = bw ? CARVE_U8(c, T * H) : NULL;
+  e->mask = bw ? (int32_t *)carve(c, T * sizeof(int32_t)) : NULL;
+  float *probs = CARVE_F(c, B * N * S * S);
+  uint8_t *pmask = bw ? CARVE_U8(c, B * N * S * S) : NULL;
   for (int l = 0; l < e->cfg.num_hidden_layers; l++) {
     enc_layer_acts *a = &e->la[l];
-    if (bw || l == 0) layout_layer(a, c, B, S, H, I, N, bw);
-    else *a = e->la[0];  /* forward only: one layer's scratch serves all */
+    if (l == 0 || (bw && !e->rc)) layout_layer(a, c, B, S, H, I, bw, probs, pmask);
+    else *a = e->la[0];  /* forward only or recompute: one layer's scratch serves all */
     a->y = CARVE_F(c, T * H);
   }
   e->first = CARVE_F(c, B * H);
@@ -218,7 +225,9 @@ est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_
                      "Cannot use sequence length %d because the BERT model was only trained up to sequence "
                      "length %d", max_seq_len, e->cfg.max_position_embeddings);
   with_backward = with_backward || e->with_backward;
-  if (e->buf && max_batch <= e->max_B && max_seq_len <= e->max_S && with_backward == e->with_backward)
+  const int rc = with_backward && e->recompute;
+  if (e->buf && max_batch <= e->max_B && max_seq_len <= e->max_S && with_backward == e->with_backward &&
+      rc == e->rc)
     return EST_OK;
   est_free(e->buf);
   e->buf = NULL;
@@ -228,6 +237,7 @@ est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_
   e->max_B = max_batch > e->max_B ? max_batch : e->max_B;
   e->max_S = max_seq_len > e->max_S ? max_seq_len : e->max_S;
   e->with_backward = with_backward;
+  e->rc = rc;
   carver c = {NULL, 0};
   layout(e, &c);
   e->buf = est_alloc(c.off);
@@ -270,8 +280,7 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
   if (training && !e->with_backward && (cfg->hidden_dropout_prob > 0 || cfg->attention_probs_dropout_prob > 0))
     return est_error(EST_ERR_FAILED_PRECONDITION,
                      "BERT forward: training (dropout) needs a reservation with backward");
-  const int B = batch, S = seq_len, T = B * S, H = cfg->hidden_size, I = cfg->intermediate_size;
-  const int N = cfg->num_attention_heads, Dh = H / N;
+  const int B = batch, S = seq_len, T = B * S, H = cfg->hidden_size;
   const float p_h = training ? (float)cfg->hidden_dropout_prob : 0.0f;
   const float p_a = training ? (float)cfg->attention_probs_dropout_prob : 0.0f;
   /* dropout masks at the rows' places in the global batch (est_bert_encoder_set_first_row) */
@@ -289,8 +298,42 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
   est_dropout_forward_at(e->emb_out, e->emb_mask, e->emb_ln, (size_t)T * H, row0_th, p_h, dropout_seed, step,
                          EST_BERT_DROPOUT_EMBEDDINGS);
 
-  const float *x = e->emb_out;
-  for (int l = 0; l < cfg->num_hidden_layers; l++) {
+  /* what backward needs to run a layer's attention or whole forward again */
+  e->seed = dropout_seed;
+  e->step = step;
+  e->row0 = (int64_t)row0;
+  e->has_mask = input_mask != NULL;
+  if (input_mask && e->mask) memcpy(e->mask, input_mask, (size_t)T * sizeof(int32_t));
+  enc_layers_forward(e, 0, cfg->num_hidden_layers, e->emb_out, input_mask, B, S, p_h, p_a, dropout_seed, step,
+                     (int64_t)row0);
+
+  /* pooler: tanh(first token . Wp + bp) [B,H] */
+  const float *x = est_bert_encoder_sequence_output(e);
+  for (int b = 0; b < B; b++) memcpy(e->first + (size_t)b * H, x + (size_t)b * S * H, (size_t)H * sizeof(float));
+  est_matmul_forward(e->pool_pre, e->first, V(e->pool_w), V(e->pool_b), B, H, H, 0);
+  est_activation_forward(e->pooled, e->pool_pre, (size_t)B * H, EST_ACT_TANH);
+#undef V
+
+  e->B = B;
+  e->S = S;
+  e->p_hidden = p_h;
+  e->p_attn = p_a;
+  e->seq_grad_zeroed = e->pooled_grad_zeroed = 0;
+  e->valid = 1;
+  return EST_OK;
+}
+
+/* Layers [first, last) from x, the input of layer `first` [T,H], into e->la[first..last),
+ * with the dropout coordinates of the forward (backward's recompute passes the last
+ * forward's again, so it draws the same masks and computes the same numbers). */
+void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x, const int32_t *input_mask, int B,
+                        int S, float p_h, float p_a, uint64_t dropout_seed, uint64_t step, int64_t first_row) {
+  const est_bert_config *cfg = &e->cfg;
+  const int T = B * S, H = cfg->hidden_size, I = cfg->intermediate_size;
+  const int N = cfg->num_attention_heads, Dh = H / N;
+  const size_t row0 = (size_t)first_row, row0_th = row0 * (size_t)S * (size_t)H;
+#define V(idx) enc_value(e, idx)
+  for (int l = first; l < last; l++) {
     const enc_layer_vars *w = &e->lv[l];
     enc_layer_acts *a = &e->la[l];
     uint32_t drop_id = EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l;
@@ -316,20 +359,7 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
     est_layernorm_forward_residual(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, a->a, V(w->ln2_g), V(w->ln2_b), T, H);
     x = a->y;
   }
-
-  /* pooler: tanh(first token . Wp + bp) [B,H] */
-  for (int b = 0; b < B; b++) memcpy(e->first + (size_t)b * H, x + (size_t)b * S * H, (size_t)H * sizeof(float));
-  est_matmul_forward(e->pool_pre, e->first, V(e->pool_w), V(e->pool_b), B, H, H, 0);
-  est_activation_forward(e->pooled, e->pool_pre, (size_t)B * H, EST_ACT_TANH);
 #undef V
-
-  e->B = B;
-  e->S = S;
-  e->p_hidden = p_h;
-  e->p_attn = p_a;
-  e->seq_grad_zeroed = e->pooled_grad_zeroed = 0;
-  e->valid = 1;
-  return EST_OK;
 }
 
 /* ---- views -------------------------------------------------------------------------- */

@@ -60,6 +60,13 @@ static void layer_backward(est_bert_encoder *e, int l, int B, int S) {
   est_bert_zero(d->q, TH);
   est_bert_zero(d->k, TH);
   est_bert_zero(d->v, TH);
+  /* the probabilities and their mask are one buffer for all layers, last written by the top
+   * layer's forward (or this layer's recompute): below the top, draw them again from the
+   * kept Q, K, V, mask and dropout coordinates (the same numbers; ctx rewritten unchanged) */
+  if (!e->rc && l < cfg->num_hidden_layers - 1)
+    est_attention_forward_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v,
+                             e->has_mask ? e->mask : NULL, B, S, N, Dh, e->p_attn, e->seed, e->step,
+                             EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l, e->row0);
   est_attention_backward(d->q, d->k, d->v, e->att_scratch, d->ctx, a->q, a->k, a->v, a->probs, a->pmask, B, S, N,
                          Dh, e->p_attn);
   est_matmul_backward(d->hidden, G(w->q_w), G(w->q_b), d->q, x, V(w->q_w), T, H, H, 0);
@@ -99,6 +106,11 @@ est_status est_bert_encoder_backward(est_bert_encoder *e) {
 
   /* d->hidden (= d_seq) holds d(layer output) on entry to each layer, d(layer input) on exit */
   for (int l = cfg->num_hidden_layers - 1; l >= 0; l--) {
+    /* recompute: the shared scratch still holds the top layer's activations; every layer
+     * below runs its forward again from its kept input, the same masks, the same numbers */
+    if (e->rc && l < cfg->num_hidden_layers - 1)
+      enc_layers_forward(e, l, l + 1, l ? e->la[l - 1].y : e->emb_out, e->has_mask ? e->mask : NULL, B, S,
+                         e->p_hidden, e->p_attn, e->seed, e->step, e->row0);
     layer_backward(e, l, B, S);
     est_bert_report_grads_ready(e->vs, (size_t)e->lv[l].q_w, (size_t)e->lv[l].ln2_g, e->ready_fn, e->ready_ctx);
   }

@@ -12,12 +12,13 @@ typedef struct enc_layer_vars {
   int i_w, i_b, o_w, o_b, ln2_g, ln2_b; /* intermediate/dense, output/dense, output/LayerNorm */
 } enc_layer_vars;
 
-/* What one layer keeps for its backward pass. T = B*S tokens. In a forward-only
- * reservation every layer points at the same scratch, except y. */
+/* What one layer keeps for its backward pass. T = B*S tokens. In a forward-only or a
+ * recomputing reservation every layer points at the same scratch, except y. */
 typedef struct enc_layer_acts {
   float *q, *k, *v;             /* [T,H] */
-  float *probs;                 /* [B,N,S,S] attention probabilities before dropout */
-  uint8_t *pmask;               /* [B,N,S,S] attention dropout mask (NULL forward-only) */
+  float *probs;                 /* [B,N,S,S] attention probabilities before dropout, */
+  uint8_t *pmask;               /* [B,N,S,S] their dropout mask (NULL forward-only): both one
+                                   buffer for all layers, drawn again in backward */
   float *ctx;                   /* [T,H] attention context (heads concatenated) */
   uint8_t *amask;               /* [T,H] dropout mask of the attention output dense */
   float *a_pre, *ln1_mean, *ln1_rstd, *a; /* [T,H] residual sum, [T] stats, [T,H] LayerNorm out */
@@ -55,9 +56,13 @@ struct est_bert_encoder {
 
   /* reservation */
   int max_B, max_S, with_backward;
+  int recompute;                          /* est_bert_encoder_set_recompute, for the next reserve */
+  int rc;                                 /* this reservation recomputes: with_backward, but one
+                                             layer's scratch for all, each layer's y kept */
   void *buf;
   size_t buf_bytes;
   int32_t *ids, *types;                   /* copies of the last batch, for backward */
+  int32_t *mask;                          /* input_mask copy [T] with backward, for recomputes */
   float *emb_sum, *emb_mean, *emb_rstd, *emb_ln, *emb_out;
   uint8_t *emb_mask;
   enc_layer_acts *la;
@@ -70,6 +75,9 @@ struct est_bert_encoder {
   int B, S, has_types, valid;
   int seq_grad_zeroed, pooled_grad_zeroed; /* output gradients zeroed since the forward */
   float p_hidden, p_attn;
+  int has_mask;
+  uint64_t seed, step;                    /* dropout coordinates, for the recompute */
+  int64_t row0;
 
   est_bert_grads_ready_fn ready_fn;
   void *ready_ctx;
@@ -78,6 +86,10 @@ struct est_bert_encoder {
 
 static inline float *enc_value(const est_bert_encoder *e, int idx) { return est_vars_value(e->vs, (size_t)idx); }
 static inline float *enc_grad(const est_bert_encoder *e, int idx) { return est_vars_grad(e->vs, (size_t)idx); }
+
+/* Layers [first, last) forward from x, layer first's input [B*S,H], into e->la (encoder.c). */
+void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x, const int32_t *input_mask, int B,
+                        int S, float p_h, float p_a, uint64_t dropout_seed, uint64_t step, int64_t first_row);
 
 /* p[0..n) = 0, split over the OpenMP threads. */
 void est_bert_zero(float *p, size_t n);
