@@ -162,6 +162,9 @@ est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_
 void est_bert_encoder_set_recompute(est_bert_encoder *e, int on);
 /* Bytes held by the activation buffer. */
 size_t est_bert_encoder_activation_bytes(const est_bert_encoder *e);
+/* Logs (INFO) "<what> activations: X MiB for B x S tokens", and whether layers are
+ * recomputed: what a user weighs --recompute by. */
+void est_bert_encoder_log_activations(const est_bert_encoder *e, const char *what, int batch, int seq_len);
 
 /* One forward pass. input_ids, input_mask, segment_ids: [batch, seq_len] int32, row-major
  * and packed at seq_len (input_mask/segment_ids may be NULL: all ones / all zeros).

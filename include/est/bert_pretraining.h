@@ -78,6 +78,7 @@ typedef struct est_pretraining_model_params {
   double learning_rate;
   int64_t num_train_steps, num_warmup_steps;
   int max_seq_length, max_predictions_per_seq;
+  int recompute;                     /* 1: TRAIN reserves with per-layer recomputation */
 } est_pretraining_model_params;
 
 /* run_pretraining's model_fn: TRAIN total loss + gradients (AdamWeightDecay, BERT's warmup
@@ -98,6 +99,7 @@ typedef struct est_run_pretraining_config {
   const char *tpu_name, *tpu_zone, *gcp_project, *master;
   int64_t num_tpu_cores;
   int64_t num_threads, seed, keep_checkpoint_max, log_step_count_steps; /* [est] */
+  bool recompute; /* [est] per-layer recomputation in training (est_bert_encoder_set_recompute) */
 } est_run_pretraining_config;
 
 est_run_pretraining_config est_run_pretraining_config_default(void);

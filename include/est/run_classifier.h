@@ -62,6 +62,8 @@ typedef struct est_run_classifier_config {
   /* ---- est's own ---- */
   int64_t num_threads;           /* 0: OpenMP's default */
   const char *precision;         /* "fp32" (default) or "bf16": the matmuls' arithmetic (est/precision.h) */
+  bool recompute;                /* false: training keeps every layer's activations; true: each layer's
+                                    forward runs again in backward (est_bert_encoder_set_recompute) */
   int64_t seed;                  /* initialisation, dropout and shuffling */
   int64_t keep_checkpoint_max;   /* 5, as tf.estimator.RunConfig */
   int64_t log_step_count_steps;  /* 100, as tf.estimator.RunConfig */

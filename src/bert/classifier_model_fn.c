@@ -85,10 +85,14 @@ static est_status classifier_build(const est_model_context *ctx, est_var_store *
   m->num_labels = p->num_labels;
   m->seed = ctx->seed;
   est_status st = est_bert_classifier_create(&m->bert, &p->bert_config, p->num_labels, vars);
+  if (st == EST_OK && ctx->mode == EST_MODE_TRAIN)
+    est_bert_encoder_set_recompute(est_bert_classifier_encoder(m->bert), p->recompute);
   /* EVAL and PREDICT never run backward: their activations need far less memory. */
   if (st == EST_OK)
     st = ctx->mode == EST_MODE_TRAIN ? est_bert_classifier_reserve(m->bert, m->max_batch, m->seq_len)
                                      : est_bert_classifier_reserve_forward_only(m->bert, m->max_batch, m->seq_len);
+  if (st == EST_OK && ctx->mode == EST_MODE_TRAIN)
+    est_bert_encoder_log_activations(est_bert_classifier_encoder(m->bert), "training", m->max_batch, m->seq_len);
   if (st == EST_OK && ctx->mode == EST_MODE_TRAIN && ctx->grads)
     est_bert_classifier_set_grads_ready(m->bert, forward_grads_ready, ctx->grads);
   if (st == EST_OK) est_bert_classifier_set_first_row(m->bert, ctx->first_row);

@@ -12,6 +12,7 @@
 
 #include "bert/encoder_internal.h"
 #include "core/alloc.h"
+#include "est/log.h"
 
 /* ---- variables ---------------------------------------------------------------------- */
 
@@ -251,6 +252,11 @@ est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_
 }
 
 size_t est_bert_encoder_activation_bytes(const est_bert_encoder *e) { return e->buf_bytes; }
+
+void est_bert_encoder_log_activations(const est_bert_encoder *e, const char *what, int batch, int seq_len) {
+  EST_LOG_INFO("%s activations: %.1f MiB for %d x %d tokens%s", what, (double)e->buf_bytes / 1048576.0, batch,
+               seq_len, e->rc ? " (recompute: each layer's forward runs again in its backward)" : "");
+}
 
 void est_bert_zero(float *p, size_t n) {
   enum { CHUNK = 1 << 15 };  /* floats per work item */

@@ -57,7 +57,10 @@ static est_status pretrainer_build(const est_model_context *ctx, est_var_store *
   const int B = ctx->batch_size, P = p->max_predictions_per_seq, train = ctx->mode == EST_MODE_TRAIN;
   est_status st = est_bert_encoder_create(&m->enc, &p->bert_config, vars);
   if (!st) st = est_bert_pretraining_heads_create(&m->heads, m->enc, vars);
+  if (!st && train) est_bert_encoder_set_recompute(m->enc, p->recompute);
   if (!st) st = est_bert_encoder_reserve(m->enc, B, p->max_seq_length, train);
+  if (!st && train)
+    est_bert_encoder_log_activations(m->enc, "training", B, p->max_seq_length);
   if (!st) st = est_bert_pretraining_heads_reserve(m->heads, B, P);
   /* dropout at this rank's rows of the global batch: N ranks train what one process does */
   if (!st) est_bert_encoder_set_first_row(m->enc, ctx->first_row);

@@ -254,6 +254,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   params.max_seq_length = (int)c->max_seq_length;
   params.init_checkpoint = c->init_checkpoint;
   params.learning_rate = c->learning_rate;
+  params.recompute = c->recompute;
   params.extra_metric = (int)est_processor_extra_metric(est_rc_task_processor(task));
   if (c->do_train) {
     params.num_train_steps = est_run_classifier_num_train_steps(counts[0], c->train_batch_size, c->num_train_epochs);

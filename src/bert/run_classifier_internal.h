@@ -59,6 +59,7 @@ typedef struct est_rc_model_params {
   double learning_rate;
   int64_t num_train_steps, num_warmup_steps;
   int extra_metric;               /* an est_task_metric */
+  int recompute;                  /* 1: TRAIN reserves with per-layer recomputation */
 } est_rc_model_params;
 
 /* The classifier as an Estimator model_fn; params must outlive the estimator. */

@@ -182,6 +182,7 @@ est_status est_run_pretraining_main(const est_run_pretraining_config *c) {
   params.num_warmup_steps = c->num_warmup_steps;
   params.max_seq_length = (int)c->max_seq_length;
   params.max_predictions_per_seq = (int)c->max_predictions_per_seq;
+  params.recompute = c->recompute;
 
   file_list files = {0};
   est_estimator *e = NULL;

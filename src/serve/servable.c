@@ -73,7 +73,8 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
   if (st == EST_OK) st = est_vars_finalize(s->vs, 1);
   if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "variables/variables");
   if (st == EST_OK) st = restore_vars(s->vs, p);
-  if (st == EST_OK) st = est_bert_classifier_reserve(s->model, max_batch, s->meta.max_seq_length);
+  /* serving never runs backward: forward-only activations (no per-layer scratch or masks) */
+  if (st == EST_OK) st = est_bert_classifier_reserve_forward_only(s->model, max_batch, s->meta.max_seq_length);
   if (st == EST_OK && !(s->logits = malloc((size_t)max_batch * s->meta.num_labels * sizeof(float))))
     st = est_error(EST_ERR_NO_MEMORY, "servable logits");
   if (st == EST_OK && !(s->scratch = malloc(3 * (size_t)max_batch * s->meta.max_seq_length * sizeof(int32_t))))
