@@ -41,8 +41,12 @@
 #
 # FLOPs per example, as docs/performance.md §2 counts them (GEMM work only, I = 4H, C = 2):
 #   forward = L·(2·S·(4H² + 2H·I) + 4·S²·H) + 2H² + 2H·C, training step = 3 × forward.
-# Share of peak = ex/s × FLOPs / peak, peak = 452 GFLOP/s for fp32 rows (2 cores × 2 FMA
-# pipes × 16 lanes × 2 FLOP × ~3.5 GHz) and 904 GFLOP/s for bf16 rows (VDPBF16PS: 2x).
+# Share of peak = ex/s × FLOPs / peak. The peak is measured at the start of each group, under
+# the same lock: BUILD/bench_peak THREADS (VFMADD231PS for fp32 rows, VDPBF16PS for bf16
+# rows, every thread at once, best of 5); each group prints it and the results line carries
+# it. Without bench_peak the nominal figures are used: 452 GFLOP/s fp32 (2 cores × 2 FMA
+# pipes × 16 lanes × 2 FLOP × ~3.5 GHz) and 904 bf16 (VDPBF16PS at the FMA's issue rate),
+# which the Emerald Rapids VM this was run on does not reach (bench/README.md, "peak").
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 SELF=$HERE/run_peers.sh
@@ -109,6 +113,14 @@ flops() {  # flops MODEL MODE -> FLOPs per example
 if [ "${1:-}" = --group ]; then
   echo "--- $model $mode: load before: $(uptime | sed 's/.*load average: //')"
   F=$(flops "$model" "$mode")
+  # this group's ceiling, measured now: "... GFLOP/s on THREADS" of each instruction
+  PEAK_FP32=452 PEAK_BF16=904 peak_from=nominal
+  if [ -x "$BUILD/bench_peak" ] && peaks=$("$BUILD/bench_peak" "$THREADS" 2>/dev/null); then
+    PEAK_FP32=$(echo "$peaks" | awk '/vfmadd231ps/ { print $(NF - 3) }')
+    PEAK_BF16=$(echo "$peaks" | awk '/vdpbf16ps/ && /GFLOP/ { print $(NF - 3) }')
+    PEAK_BF16=${PEAK_BF16:-0} peak_from="measured, bench_peak $THREADS"
+  fi
+  echo "    peak GFLOP/s ($peak_from): fp32 FMA $PEAK_FP32, bf16 dot $PEAK_BF16"
   list=$(contestants "$model" "$mode")
   n=$(echo "$list" | wc -w)
   tmp=$(mktemp -d)
@@ -131,14 +143,16 @@ if [ "${1:-}" = --group ]; then
     done
     r=$((r + 1))
   done
-  printf "%-6s %-5s %-15s %-4s %10s %9s %8s %9s\n" model mode peer prec "ex/s" "GFLOP/s" "of peak" "RSS MiB"
+  printf "%-6s %-5s %-15s %-4s %10s %9s %8s %9s %7s\n" model mode peer prec "ex/s" "GFLOP/s" "of peak" "RSS MiB" peak
   for c in $list; do
     name=${c%|*} prec=${c#*|}
     key=$(echo "$name-$prec" | tr -c 'a-z0-9.\n-' _)
     read -r exs rss <"$tmp/$key"
-    line=$(awk -v m="$model" -v md="$mode" -v n="$name" -v p="$prec" -v e="$exs" -v r="$rss" -v f="$F" 'BEGIN {
-      g = e * f / 1e9; peak = (p == "bf16") ? 904 : 452
-      printf "%-6s %-5s %-15s %-4s %10.2f %9.1f %7.1f%% %9.0f", m, md, n, p, e, g, 100 * g / peak, r / 1024 }')
+    line=$(awk -v m="$model" -v md="$mode" -v n="$name" -v p="$prec" -v e="$exs" -v r="$rss" -v f="$F" \
+      -v pf="$PEAK_FP32" -v pb="$PEAK_BF16" 'BEGIN {
+      g = e * f / 1e9; peak = (p == "bf16") ? pb : pf
+      printf "%-6s %-5s %-15s %-4s %10.2f %9.1f %7.1f%% %9.0f %7.1f", m, md, n, p, e, g,
+        peak > 0 ? 100 * g / peak : 0, r / 1024, peak }')
     echo "$line"
     [ -n "${PEERS_RESULTS:-}" ] && echo "$line" | awk -v OFS='\t' '{ $1 = $1; print }' >>"$PEERS_RESULTS"
   done

@@ -1,7 +1,7 @@
 #!/bin/sh
 # table.sh RESULTS: the markdown table of bench/README.md's peers section from the lines
 # bench/run_peers.sh appends to PEERS_RESULTS=RESULTS (tab-separated: model, mode, peer,
-# precision, ex/s, GFLOP/s, share of peak, RSS MiB). One row per (model, contestant), inference
+# precision, ex/s, GFLOP/s, share of peak, RSS MiB, the peak GFLOP/s it was shared of). One row per (model, contestant), inference
 # and training side by side; "—" where a group was not run or the contestant has no such mode
 # (ONNX Runtime: inference only). A contestant that failed shows 0.00 ex/s.
 #

@@ -4,8 +4,10 @@
  *
  * EST_PRECISION_FP32 (the default): every GEMM in fp32.
  * EST_PRECISION_BF16: the matmul layers' GEMMs (forward, input and weight gradients) take
- *   their inputs rounded to bfloat16 and sum in fp32, on AVX512-BF16 (twice the FLOP rate
- *   of fp32). Everything else stays fp32: master weights, optimizer state, LayerNorm,
+ *   their inputs rounded to bfloat16 and sum in fp32, on AVX512-BF16 (VDPBF16PS does 64
+ *   FLOP to an FMA's 32: up to twice fp32's rate where it issues as often as an FMA; some
+ *   CPUs issue it a quarter as often, and est_precision_apply_flag warns there, see
+ *   bench/bench_peak.c). Everything else stays fp32: master weights, optimizer state, LayerNorm,
  *   softmax, the loss and the gradients. Checkpoints are fp32 as always.
  *
  * The setting is process-wide, like the thread count; set it before training starts. */
@@ -44,7 +46,8 @@ int est_precision_parse(const char *name, est_precision *out);
  * EST_ERR_INVALID_ARGUMENT "--precision=X: must be fp32 or bf16". Applies nothing. */
 est_status est_precision_check_flag(const char *value);
 /* Checks, then est_set_precision: bf16 falls back to fp32 with a logged warning on a CPU
- * without AVX512-BF16, and logs one info line when bf16 is on. */
+ * without AVX512-BF16, and logs one info line when bf16 is on, plus a warning when a ~10 ms
+ * probe finds the CPU's bf16 dot products no faster than its fp32 FMAs (nn/cpu_peak.h). */
 est_status est_precision_apply_flag(const char *value);
 
 #ifdef __cplusplus

@@ -3,6 +3,7 @@
  * extract_features cannot drift apart in what they accept or log. */
 #include "est/log.h"
 #include "est/precision.h"
+#include "nn/cpu_peak.h"
 
 est_status est_precision_check_flag(const char *value) {
   est_precision p;
@@ -17,7 +18,15 @@ est_status est_precision_apply_flag(const char *value) {
   est_precision p = EST_PRECISION_FP32;
   if (value) est_precision_parse(value, &p);
   /* bf16 falls back to fp32, with a warning, without AVX512-BF16 */
-  if (est_set_precision(p) == EST_PRECISION_BF16)
-    EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32");
+  if (est_set_precision(p) != EST_PRECISION_BF16) return EST_OK;
+  EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32");
+  /* bf16 pays only where VDPBF16PS's 64 FLOP issue nearly as often as an FMA's 32; some
+   * CPUs retire one for every four FMAs (bench/bench_peak.c). A ~10 ms probe says which;
+   * it changes only this message, never the arithmetic. */
+  double ratio = est_peak_bf16_fp32_ratio();
+  if (ratio > 0 && ratio < 1.2)
+    EST_LOG_WARN("precision bf16: this CPU's bf16 dot products run at %.2fx its fp32 FMA rate (measured now), "
+                 "so bf16 will not be faster than fp32 here; --precision=fp32 is the faster choice",
+                 ratio);
   return EST_OK;
 }

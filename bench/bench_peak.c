@@ -1,0 +1,79 @@
+/* The machine's arithmetic ceiling, measured rather than read off a data sheet: how many
+ * fp32 FMA (VFMADD231PS zmm) and bf16 dot-product (VDPBF16PS zmm) instructions each core
+ * retires per second when nothing else limits it, and the GFLOP/s that makes
+ * (the loops: src/nn/cpu_peak.c).
+ *
+ * Why: bench/README.md's share-of-peak figures divide by a peak, and whether bf16 can beat
+ * fp32 at all is decided by the ratio of the two throughputs. A data sheet gives two FMA
+ * pipes per core and "2x" for VDPBF16PS (64 FLOP per instruction against 32); a virtual
+ * machine's CPU may differ, and on the one this was written on (Intel Xeon, family 6 model
+ * 207) one VDPBF16PS retires for every four FMAs: half fp32's FLOP rate, so no bf16 GEMM
+ * can beat fp32 there.
+ *
+ *   bench_peak [THREADS]    one OpenMP thread per core (default: OpenMP's thread count)
+ *
+ * Wall-clock over a fixed instruction count, best of 5, every thread running the same count
+ * at once: on a shared machine a figure can only drop (another process took a core), so the
+ * best run is the honest ceiling. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "nn/cpu_peak.h"
+
+static double wall(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Best-of-5 instructions per second per thread with `threads` threads at once; 0 if the
+ * CPU lacks the instruction. */
+static double rate(int (*loop)(long), long blocks, int threads) {
+  double best = 1e30;
+  int failed = 0;
+  for (int r = 0; r < 5; r++) {
+    double t0 = 0, t1 = 0;
+#pragma omp parallel num_threads(threads) reduction(| : failed)
+    {
+#pragma omp barrier
+#pragma omp master
+      t0 = wall();
+      failed |= loop(blocks) != 0;
+#pragma omp barrier
+#pragma omp master
+      t1 = wall();
+    }
+    if (failed) return 0;
+    if (t1 - t0 < best) best = t1 - t0;
+  }
+  return (double)blocks * EST_PEAK_BLOCK / best;
+}
+
+static void report(const char *what, double per_core, int flop, int threads) {
+  if (per_core <= 0) {
+    printf("%-26s not available on this CPU\n", what);
+    return;
+  }
+  printf("%-26s %.2f G instr/s per core = %6.1f GFLOP/s per core, %6.1f GFLOP/s on %d\n", what, per_core / 1e9,
+         per_core * flop / 1e9, per_core * flop * threads / 1e9, threads);
+}
+
+int main(int argc, char **argv) {
+  int threads = argc > 1 ? atoi(argv[1]) : omp_get_max_threads();
+  if (threads < 1) {
+    fprintf(stderr, "usage: bench_peak [THREADS >= 1]\n");
+    return 2;
+  }
+  const long blocks = 20L * 1000 * 1000; /* 400 M instructions per thread: ~0.1-0.3 s */
+  rate(est_peak_fma_loop, blocks / 10, threads); /* warm-up: wake the cores */
+  double fma = rate(est_peak_fma_loop, blocks, threads);
+  double dot = rate(est_peak_dpbf16_loop, blocks, threads);
+  report("fp32 FMA  vfmadd231ps zmm", fma, EST_PEAK_FMA_FLOP, threads);
+  report("bf16 dot  vdpbf16ps zmm", dot, EST_PEAK_DPBF16_FLOP, threads);
+  if (fma > 0 && dot > 0)
+    printf("bf16/fp32 FLOP ratio %.2f (2.00: a bf16 GEMM can reach twice fp32's speed; 1.00: at best fp32's)\n",
+           dot * EST_PEAK_DPBF16_FLOP / (fma * EST_PEAK_FMA_FLOP));
+  return fma > 0 ? 0 : 1;
+}

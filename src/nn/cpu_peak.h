@@ -1,0 +1,26 @@
+/* The CPU's arithmetic ceiling, measured: instruction loops that retire only fp32 FMAs
+ * (VFMADD231PS zmm) or only bf16 dot products (VDPBF16PS zmm), and a short start-up probe
+ * of their ratio. bench/bench_peak.c times the loops on every core for the share-of-peak
+ * figures; est_precision_apply_flag uses the probe to tell a user whose CPU runs bf16 no
+ * faster than fp32 (some do: the Intel Xeon family 6 model 207 this was written on retires
+ * one VDPBF16PS for every four FMAs, so bf16's FLOP rate is half of fp32's there).
+ *
+ * FLOP per instruction: VFMADD231PS zmm 16 lanes x 2 = 32; VDPBF16PS zmm 16 x 2 x 2 = 64. */
+#ifndef EST_NN_CPU_PEAK_H
+#define EST_NN_CPU_PEAK_H
+
+enum { EST_PEAK_BLOCK = 20 };  /* instructions per loop iteration: 20 independent accumulators */
+enum { EST_PEAK_FMA_FLOP = 32, EST_PEAK_DPBF16_FLOP = 64 };
+
+/* Each runs `blocks` x EST_PEAK_BLOCK instructions on the calling thread, registers only.
+ * Return 0, or -1 where the build or the CPU lacks the instruction (nothing is run). */
+int est_peak_fma_loop(long blocks);
+int est_peak_dpbf16_loop(long blocks);
+
+/* bf16-dot FLOP rate over fp32-FMA FLOP rate on the calling thread: 2.0 where VDPBF16PS
+ * issues as fast as VFMADD231PS, 1.0 where a bf16 GEMM can at best match fp32. Best of 3
+ * runs of ~1 ms each; returns 0 without AVX512-BF16. A timing, so it varies a little from
+ * run to run and a busy machine can lower it: use it for messages, never for results. */
+double est_peak_bf16_fp32_ratio(void);
+
+#endif
