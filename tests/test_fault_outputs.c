@@ -202,7 +202,10 @@ static char pred_cmd[8192], pred_out[1024], pred_ref[1024];
 static void predict_prepare(void) { remove(pred_out); }
 static void predict_after_fault(const char *what) { (void)what; }
 static void predict_after_rerun(const char *what) {
-  if (!same_file(pred_out, pred_ref)) fail_msg("%s: the rerun's predictions differ", what);
+  if (!same_file(pred_out, pred_ref)) {
+    sh("diff '%s' '%s' >&2", pred_ref, pred_out);
+    fail_msg("%s: the rerun's predictions differ", what);
+  }
 }
 
 /* ---- create_pretraining_data: shards a and b over previous ones ---------------------------- */
@@ -355,7 +358,7 @@ static int setup(void **state) {
   if (est_write_file_atomic(test_tmp_path("pred_in.tsv"), lines, strlen(lines)) != EST_OK) fail_msg("pred_in.tsv");
   snprintf(pred_cmd, sizeof pred_cmd, "%s predict --input_file='%s' --export_dir='%s/export' --batch_size=4"
            " --num_threads=1 > '%s'", EST_BIN, test_tmp_path("pred_in.tsv"), run_dir, pred_out);
-  free(test_run_ok("%s", pred_cmd));
+  free(test_run_ok("{ %s; }", pred_cmd)); /* braces: the log (stderr) stays out of pred_out */
   sh("cp '%s' '%s'", pred_out, pred_ref);
 
   /* create_pretraining_data: base holds shards of another seed, ref the real ones. */

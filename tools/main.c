@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "est/log.h"
 #include "est/threads.h"
 
 static const est_command commands[] = {
@@ -39,16 +40,30 @@ static const char *const math_commands[] = {"run_classifier", "run_pretraining",
  * executable's .preinit_array cannot set it: libc's own start-up resets the environment
  * after it), so a math command that finds neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY set
  * sets the spin count and executes itself again, once (~1 ms). If the exec fails, it runs
- * on with libgomp's default. */
+ * on with libgomp's default.
+ *
+ * The same exec fixes OpenBLAS's kernel choice, which it also makes in its constructor:
+ * where OpenBLAS did not recognise the CPU and fell back to its SSE3 "Prescott" kernels,
+ * OPENBLAS_CORETYPE names the family the CPU can run (est_blas_coretype_fix, est/threads.h;
+ * never when the user set OPENBLAS_CORETYPE). */
 enum { SPIN_COUNT = 1000 }; /* libgomp's own choice when its threads outnumber the CPUs */
 
-static void use_short_spin(char **argv) {
-  if (getenv("GOMP_SPINCOUNT") || getenv("OMP_WAIT_POLICY")) return; /* the user's choice, or done */
-  char spin[16];
-  snprintf(spin, sizeof spin, "%d", SPIN_COUNT);
-  if (setenv("GOMP_SPINCOUNT", spin, 1) != 0) return;
+static void tune_runtime(char **argv) {
+  int spin = !getenv("GOMP_SPINCOUNT") && !getenv("OMP_WAIT_POLICY"); /* else the user's choice, or done */
+  const char *core = est_blas_coretype_fix();
+  if (!spin && !core) return;
+  char count[16];
+  snprintf(count, sizeof count, "%d", SPIN_COUNT);
+  if (spin && setenv("GOMP_SPINCOUNT", count, 1) != 0) return;
+  if (core) {
+    if (setenv("OPENBLAS_CORETYPE", core, 1) != 0) return;
+    EST_LOG_INFO("OpenBLAS did not recognise this CPU and chose its generic %s kernels; running with "
+                 "OPENBLAS_CORETYPE=%s (set OPENBLAS_CORETYPE to choose yourself)",
+                 est_blas_corename(), core);
+  }
   execv("/proc/self/exe", argv);
-  unsetenv("GOMP_SPINCOUNT");
+  if (spin) unsetenv("GOMP_SPINCOUNT");
+  if (core) unsetenv("OPENBLAS_CORETYPE");
 }
 
 static void print_usage(FILE *out) {
@@ -61,7 +76,7 @@ static void print_usage(FILE *out) {
 
 int main(int argc, char **argv) {
   for (const char *const *m = math_commands; argc >= 2 && *m; m++)
-    if (!strcmp(argv[1], *m)) use_short_spin(argv);
+    if (!strcmp(argv[1], *m)) tune_runtime(argv);
   /* No thread of any pool runs until a command does math (see est/threads.h); the default
    * thread count is the CPUs this process may use, not the machine's. */
   est_blas_stop_threads();

@@ -39,6 +39,28 @@ void est_blas_set_num_threads(int n);
  * others). They come back only if someone asks OpenBLAS for more than one thread. */
 void est_blas_stop_threads(void);
 
+/* OpenBLAS picks its kernels by CPU model, and a model newer than the library (Debian 12's
+ * 0.3.21 on an Intel family 6 model 207, Emerald Rapids) gets its generic "Prescott" SSE3
+ * kernels: a quarter of the AVX-512 FMA rate, on the weight-gradient GEMMs est leaves to
+ * OpenBLAS. OpenBLAS reads OPENBLAS_CORETYPE only in its library constructor, so the `est`
+ * command line sets it and executes itself again (with its GOMP_SPINCOUNT, tools/main.c).
+ *
+ * est_blas_coretype_for: the OPENBLAS_CORETYPE to run with when OpenBLAS chose `core`
+ * (openblas_get_corename()) on a CPU with the given features, or NULL to keep OpenBLAS's
+ * choice. Only the generic fallback is replaced: "Prescott" becomes "Cooperlake" with
+ * AVX512-BF16, "SkylakeX" with AVX-512 (F, CD, BW, DQ, VL), "Haswell" with AVX2 + FMA.
+ * est_blas_coretype_fix: the same for this process's OpenBLAS and CPU; NULL also when the
+ * user set OPENBLAS_CORETYPE (their choice stands). */
+typedef struct {
+  int avx2_fma;   /* AVX2 and FMA */
+  int avx512;     /* AVX512 F, CD, BW, DQ, VL, the set OpenBLAS's SkylakeX kernels use */
+  int avx512_bf16;
+} est_cpu_features;
+const char *est_blas_coretype_for(const char *core, est_cpu_features f);
+const char *est_blas_coretype_fix(void);
+/* OpenBLAS's kernel family in this process, as openblas_get_corename() names it. */
+const char *est_blas_corename(void);
+
 #ifdef __cplusplus
 }
 #endif

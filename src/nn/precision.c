@@ -3,6 +3,7 @@
  * extract_features cannot drift apart in what they accept or log. */
 #include "est/log.h"
 #include "est/precision.h"
+#include "est/threads.h"
 #include "nn/cpu_peak.h"
 
 est_status est_precision_check_flag(const char *value) {
@@ -18,6 +19,8 @@ est_status est_precision_apply_flag(const char *value) {
   est_precision p = EST_PRECISION_FP32;
   if (value) est_precision_parse(value, &p);
   /* bf16 falls back to fp32, with a warning, without AVX512-BF16 */
+  /* which BLAS kernels the fp32 GEMMs est leaves to OpenBLAS run on (est/threads.h) */
+  EST_LOG_INFO("OpenBLAS kernels: %s", est_blas_corename());
   if (est_set_precision(p) != EST_PRECISION_BF16) return EST_OK;
   EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32");
   /* bf16 pays only where VDPBF16PS's 64 FLOP issue nearly as often as an FMA's 32; some
