@@ -8,7 +8,9 @@
  *
  *   bench_gemm [THREADS]      (build: the bench_gemm target)
  *
- * Unset OPENBLAS_CORETYPE for a fair fp32 figure (bench/README.md). */
+ * A fair fp32 figure needs OpenBLAS's AVX-512 kernels: unset OPENBLAS_CORETYPE where
+ * OpenBLAS recognises the CPU; on a VM where it does not (it falls back to SSE3 Prescott
+ * kernels), set it, e.g. OPENBLAS_CORETYPE=Cooperlake (bench/README.md, "bf16 GEMM"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>

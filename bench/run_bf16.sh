@@ -8,9 +8,12 @@
 #   e.g. bench/run_bf16.sh build 2 1 "small base" "train infer"
 #
 # Both runs get the environment `est` itself runs with: OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE
-# unset (OpenBLAS picks its AVX-512 kernels), OMP_NUM_THREADS=THREADS, GOMP_SPINCOUNT=1000
-# (tools/main.c: spin briefly at barriers, then sleep). ITERS overrides bench_bert's
-# default iteration count (Base: 3 train / 6 infer; others 20 / 50).
+# unset, OMP_NUM_THREADS=THREADS, GOMP_SPINCOUNT=1000 (tools/main.c: spin briefly at
+# barriers, then sleep). ITERS overrides bench_bert's default iteration count (Base: 3
+# train / 6 infer; others 20 / 50). BENCH_CORETYPE=X sets OPENBLAS_CORETYPE=X instead, as in
+# bench/run_bert.sh: on a VM whose CPU OpenBLAS does not recognise it otherwise falls back to
+# its SSE3 Prescott kernels, and an fp32 baseline on those makes bf16 look 2-2.6x faster
+# than it is (bench/README.md, "bf16 GEMM"); e.g. BENCH_CORETYPE=Cooperlake.
 set -e
 BUILD=${1:-build}
 THREADS=${2:-2}
@@ -20,7 +23,8 @@ MODES=${5:-"train infer"}
 EST="$BUILD/bench_bert"
 [ -x "$EST" ] || { echo "run_bf16.sh: $EST not found (build the bench_bert target)" >&2; exit 1; }
 run() {  # run precision model mode -> prints ex/s
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS="$THREADS" GOMP_SPINCOUNT=1000 \
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ${BENCH_CORETYPE:+OPENBLAS_CORETYPE=$BENCH_CORETYPE} \
+    OMP_NUM_THREADS="$THREADS" GOMP_SPINCOUNT=1000 \
     "$EST" --model "$2" --mode "$3" --threads "$THREADS" --precision "$1" ${ITERS:+--iters "$ITERS"} |
     awk '{print $4}'
 }

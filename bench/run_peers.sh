@@ -152,7 +152,7 @@ if [ "${1:-}" = --group ]; then
       -v pf="$PEAK_FP32" -v pb="$PEAK_BF16" 'BEGIN {
       g = e * f / 1e9; peak = (p == "bf16") ? pb : pf
       printf "%-6s %-5s %-15s %-4s %10.2f %9.1f %7.1f%% %9.0f %7.1f", m, md, n, p, e, g,
-        peak > 0 ? 100 * g / peak : 0, r / 1024, peak }')
+        (peak > 0 ? 100 * g / peak : 0), r / 1024, peak }')
     echo "$line"
     [ -n "${PEERS_RESULTS:-}" ] && echo "$line" | awk -v OFS='\t' '{ $1 = $1; print }' >>"$PEERS_RESULTS"
   done
