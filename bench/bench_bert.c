@@ -97,7 +97,8 @@ int main(int argc, char **argv) {
   CHECK(est_bert_classifier_create(&m, &cfg, 2, vs));
   CHECK(est_vars_finalize(vs, 1));
   est_bert_encoder_set_recompute(est_bert_classifier_encoder(m), recompute);
-  CHECK(est_bert_classifier_reserve(m, batch, seq));
+  /* Inference reserves what est serve and est predict reserve: forward-only activations. */
+  CHECK(train ? est_bert_classifier_reserve(m, batch, seq) : est_bert_classifier_reserve_forward_only(m, batch, seq));
   est_optimizer *opt = NULL;
   if (train) {
     est_adam_weight_decay_config oc = bert_awd_config();
