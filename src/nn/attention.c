@@ -26,6 +26,9 @@ static void masked_softmax_rows(float *p, const float *madd, int S) {
   for (int i = 0; i < S; i++) {
     float *row = p + (size_t)i * S;
     float mx = -INFINITY;
+    /* a max reduction (exact in any order): without the simd clause this loop ran
+     * scalar, one vmaxss latency per key, ~60% of the softmax's time */
+#pragma omp simd reduction(max : mx)
     for (int j = 0; j < S; j++) {
       row[j] += madd[j];
       mx = row[j] > mx ? row[j] : mx;
