@@ -1,9 +1,13 @@
 /* Scaled dot-product attention over all heads, BERT style (modeling.attention_layer).
  *
  * Work is split by (example, head) pairs across OpenMP threads; each pair's small GEMMs
- * ([S,Dh].[Dh,S] and [S,S].[S,Dh]) run single-threaded in OpenBLAS. Threading inside such
- * small products costs more than it gains (docs/performance.md §1), and a per-pair
- * split gives results that do not depend on the thread count.
+ * ([S,Dh].[Dh,S] and [S,S].[S,Dh]) run single-threaded. Threading inside such small
+ * products costs more than it gains (docs/performance.md §1), and a per-pair split gives
+ * results that do not depend on the thread count. The forward runs est's own AVX-512
+ * kernel (gemm_f32.c) fused per pair: K^T and V packed once, then strips of query rows
+ * go scores -> mask + softmax -> context while the strip is in L1 (OpenBLAS's small
+ * products re-packed both operands on every call, and the scores made a round trip to L2
+ * between three passes). The backward's four products per pair stay in OpenBLAS.
  *
  * Per pair (b, h), with Q, K, V the [S, Dh] slices (row stride N*Dh):
  *   forward   P  = softmax(Q K^T / sqrt(Dh) + madd),  madd[j] = (1 - input_mask[b,j]) * -10000
@@ -13,6 +17,7 @@
  * (the three input gradients accumulate: their GEMMs run with beta = 1) */
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "est/nn.h"
@@ -22,8 +27,8 @@
 size_t est_attention_scratch_floats(int B, int N, int S) { return 2 * (size_t)B * N * S * S; }
 
 /* Row-wise softmax of p[S,S] in place, after adding the key mask. */
-static void masked_softmax_rows(float *p, const float *madd, int S) {
-  for (int i = 0; i < S; i++) {
+static void masked_softmax_rows(float *p, const float *madd, int rows, int S) {
+  for (int i = 0; i < rows; i++) {
     float *row = p + (size_t)i * S;
     float mx = -INFINITY;
     /* a max reduction (exact in any order): without the simd clause this loop ran
@@ -53,6 +58,74 @@ void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, floa
                            step, tensor_id, 0);
 }
 
+/* Per-thread buffers of the fused forward, grown once to the largest shape seen (the step
+ * loop then allocates nothing): K^T and V packed for the own kernel, and a strip of
+ * dropped-out probabilities. */
+typedef struct {
+  float *p;
+  size_t cap;
+} grow_buf;
+static _Thread_local grow_buf buf_k, buf_v, buf_strip;
+
+static float *grow(grow_buf *g, size_t floats) {
+  if (g->cap < floats) {
+    free(g->p);
+    g->p = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    g->cap = g->p ? floats : 0;
+  }
+  return g->p;
+}
+
+/* Query rows per strip: a [STRIP, S] block of scores (24 KiB at S = 128) stays in L1
+ * between the scores product, the softmax and the context product. */
+enum { STRIP = 48 };
+
+/* One (example, head) pair with est's own kernel: K^T and V packed once, then per strip
+ * of query rows  scores = scale Q K^T -> masked softmax (into probs) -> dropout -> ctx = P V,
+ * the strip's scores still in L1 when the softmax and the second product read them.
+ * Returns non-zero, having done nothing, when a buffer cannot be had. */
+static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const float *qb, const float *kb,
+                            const float *vb, const float *madd, int S, int Dh, int HD, float scale, int dropout,
+                            float keep_scale) {
+  float *kp = grow(&buf_k, est_f32_packed_floats(Dh, S)), *vp = grow(&buf_v, est_f32_packed_floats(S, Dh));
+  float *strip = grow(&buf_strip, (size_t)STRIP * S);
+  if (!kp || !vp || !strip) return -1;
+  est_f32_pack(kp, kb, HD, CblasTrans, Dh, S);   /* op(B) = K^T [Dh, S] */
+  est_f32_pack(vp, vb, HD, CblasNoTrans, S, Dh); /* V [S, Dh] */
+  for (int i0 = 0; i0 < S; i0 += STRIP) {
+    int rows = S - i0 < STRIP ? S - i0 : STRIP;
+    float *p = probs + (size_t)i0 * S;
+    est_f32_gemm_packed(rows, S, Dh, scale, qb + (size_t)i0 * HD, HD, kp, p, S);
+    masked_softmax_rows(p, madd, rows, S);
+    const float *pd = p;
+    if (dropout) {
+      const uint8_t *mr = m + (size_t)i0 * S;
+      for (size_t e = 0; e < (size_t)rows * S; e++) strip[e] = mr[e] ? p[e] * keep_scale : 0.0f;
+      pd = strip;
+    }
+    est_f32_gemm_packed(rows, Dh, S, 1.0f, pd, S, vp, ctx + (size_t)i0 * HD, HD);
+  }
+  return 0;
+}
+
+/* The same pair through OpenBLAS (no AVX-512F, `--gemm blas`, or no memory for the
+ * packed copies). */
+static void pair_forward_blas(float *ctx, float *p, const uint8_t *m, float *tmp, const float *qb, const float *kb,
+                              const float *vb, const float *madd, int S, int Dh, int HD, float scale, int dropout,
+                              float keep_scale) {
+  const size_t SS = (size_t)S * S;
+  /* P[S,S] = scale * Q K^T */
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, S, Dh, scale, qb, HD, kb, HD, 0.0f, p, S);
+  masked_softmax_rows(p, madd, S, S);
+  const float *pd = p;
+  if (dropout) {
+    for (size_t e = 0; e < SS; e++) tmp[e] = m[e] ? p[e] * keep_scale : 0.0f;
+    pd = tmp;
+  }
+  /* ctx[S,Dh] = Pd V */
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, pd, S, vb, HD, 0.0f, ctx, HD);
+}
+
 void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
                               const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                               int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
@@ -62,6 +135,7 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
   const size_t SS = (size_t)S * S;
   const int dropout = dropout_prob > 0.0f;
   const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
+  const int own = est_cpu_has_avx512f() && est_gemm_get_choice() != EST_GEMM_BLAS;
   est_blas_use_one_thread();
 #pragma omp parallel
   {
@@ -71,26 +145,29 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
       int b = bh / N, h = bh % N;
       for (int j = 0; j < S; j++)
         madd[j] = input_mask ? (1.0f - (float)input_mask[(size_t)b * S + j]) * -10000.0f : 0.0f;
-      const float *qb = q + (size_t)b * S * HD + (size_t)h * Dh;
-      const float *kb = k + (size_t)b * S * HD + (size_t)h * Dh;
-      const float *vb = v + (size_t)b * S * HD + (size_t)h * Dh;
+      size_t off = (size_t)b * S * HD + (size_t)h * Dh;
       float *p = probs + (size_t)bh * SS;
-      /* P[S,S] = scale * Q K^T */
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, S, Dh, scale, qb, HD, kb, HD, 0.0f, p, S);
-      masked_softmax_rows(p, madd, S);
-      const float *pd = p;
-      if (dropout) {
-        uint8_t *m = dropout_mask + (size_t)bh * SS;
-        float *tmp = scratch + (size_t)bh * SS;
+      uint8_t *m = dropout ? dropout_mask + (size_t)bh * SS : NULL;
+      if (dropout)
         est_dropout_mask(m, ((size_t)first_example * N + (size_t)bh) * SS, SS, dropout_prob, seed, step, tensor_id);
-        for (size_t e = 0; e < SS; e++) tmp[e] = m[e] ? p[e] * keep_scale : 0.0f;
-        pd = tmp;
-      }
-      /* ctx[S,Dh] = Pd V */
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, pd, S, vb, HD, 0.0f,
-                  ctx + (size_t)b * S * HD + (size_t)h * Dh, HD);
+      if (own && pair_forward_own(ctx + off, p, m, q + off, k + off, v + off, madd, S, Dh, HD, scale, dropout,
+                                  keep_scale) == 0)
+        continue;
+      float *tmp = dropout ? scratch + (size_t)bh * SS : NULL;
+      pair_forward_blas(ctx + off, p, m, tmp, q + off, k + off, v + off, madd, S, Dh, HD, scale, dropout,
+                        keep_scale);
     }
   }
+}
+
+/* One single-threaded product of the backward: est's own kernel (which runs on the calling
+ * thread inside a parallel region) for NoTrans A, OpenBLAS otherwise. The rule is gemm.c's:
+ * with A transposed the own kernel copies A's k blocks first and OpenBLAS was ahead. */
+static void pair_gemm(int own, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
+                      const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+  if (own && ta == CblasNoTrans && est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL) == 0)
+    return;
+  cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,
@@ -101,6 +178,7 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
   const size_t SS = (size_t)S * S;
   const int dropout = dropout_prob > 0.0f;
   const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
+  const int own = est_cpu_has_avx512f() && est_gemm_get_choice() != EST_GEMM_BLAS;
   est_blas_use_one_thread();
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * N; bh++) {
@@ -117,10 +195,10 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
     }
     /* dV[S,Dh] += Pd^T dctx */
     if (dv)
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, pdrop, S, dctx + off, HD, 1.0f,
+      pair_gemm(own, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, pdrop, S, dctx + off, HD, 1.0f,
                   dv + off, HD);
     /* dPd[S,S] = dctx V^T */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, dctx + off, HD, v + off, HD, 0.0f, dp, S);
+    pair_gemm(own, CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, dctx + off, HD, v + off, HD, 0.0f, dp, S);
     for (int i = 0; i < S; i++) {
       float *drow = dp + (size_t)i * S;
       const float *prow = p + (size_t)i * S;
@@ -136,7 +214,7 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
       for (int j = 0; j < S; j++) drow[j] = prow[j] * (drow[j] - dot) * scale;
     }
     /* dQ[S,Dh] += dS K;  dK[S,Dh] += dS^T Q */
-    if (dq) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, k + off, HD, 1.0f, dq + off, HD);
-    if (dk) cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, q + off, HD, 1.0f, dk + off, HD);
+    if (dq) pair_gemm(own, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, k + off, HD, 1.0f, dq + off, HD);
+    if (dk) pair_gemm(own, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, q + off, HD, 1.0f, dk + off, HD);
   }
 }

@@ -48,6 +48,7 @@ enum { BLOCKS_PER_THREAD = 4, MIN_BLOCK = 128 };
 
 static est_gemm_choice choice = EST_GEMM_AUTO;
 void est_gemm_set_choice(est_gemm_choice c) { choice = c; }
+est_gemm_choice est_gemm_get_choice(void) { return choice; }
 
 /* Whether est's own fp32 kernel runs this shape (see bench/README.md, "fp32 GEMM"). */
 static int own_kernel_for(CBLAS_TRANSPOSE ta, int M, int N, int K, const est_gemm_epilogue *ep) {

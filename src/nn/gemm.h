@@ -49,11 +49,21 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
 void est_sgemm_f32_ref(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                        int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep);
 int est_cpu_has_avx512f(void);
+/* The same kernel in pieces, single-threaded, for a caller that runs many small products
+ * in its own parallel loop and multiplies several row strips by one B (attention's
+ * per-(example, head) products, attention.c). Need est_cpu_has_avx512f().
+ *   est_f32_pack:        bp[est_f32_packed_floats(K, N)] = op(B) [K, N], tile-major
+ *   est_f32_gemm_packed: C[M,N] = alpha A[M,K] op(B) (A row-major, lda apart; beta = 0) */
+size_t est_f32_packed_floats(int K, int N);
+void est_f32_pack(float *bp, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N);
+void est_f32_gemm_packed(int M, int N, int K, float alpha, const float *A, int lda, const float *bp, float *C,
+                         int ldc);
 
 /* Which fp32 GEMM est_sgemm_parallel_ep runs: by shape (the default), always OpenBLAS, or
  * always est's own kernel where it can. For benchmarks and tests; not thread-safe. */
 typedef enum { EST_GEMM_AUTO, EST_GEMM_BLAS, EST_GEMM_OWN } est_gemm_choice;
 void est_gemm_set_choice(est_gemm_choice c);
+est_gemm_choice est_gemm_get_choice(void);
 
 /* bf16 mixed precision: op(A) and op(B) rounded to bfloat16 (8 bits of precision),
  * products summed in fp32, C stays fp32 — what AVX512-BF16's VDPBF16PS computes, at twice

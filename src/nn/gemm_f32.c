@@ -220,6 +220,19 @@ F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *
   }
 }
 
+size_t est_f32_packed_floats(int K, int N) { return (size_t)((N + NR - 1) / NR) * (size_t)K * NR; }
+
+F32_TARGET void est_f32_pack(float *bp, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N) {
+  pack_b(bp, B, ldb, tb != CblasNoTrans, K, N, 0, (N + NR - 1) / NR);
+}
+
+F32_TARGET void est_f32_gemm_packed(int M, int N, int K, float alpha, const float *A, int lda, const float *bp,
+                                    float *C, int ldc) {
+  int tiles = (N + NR - 1) / NR;
+  for (int m0 = 0; m0 < M; m0 += MC)
+    run_item(0, N, K, alpha, A, lda, bp, 0.0f, C, ldc, NULL, m0, m0 + MC < M ? m0 + MC : M, 0, tiles);
+}
+
 int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep) {
   if (!est_cpu_has_avx512f()) return -1;
