@@ -42,13 +42,17 @@ typedef struct {
 } shape;
 
 /* Sizes cross every edge of the kernel: 12-row tiles (short tiles copied), 32-column tiles
- * (masked), 192-row blocks, 256-long k blocks, column groups (few row blocks, 2 threads). */
+ * (masked), 192-row blocks, 256-long k blocks, column groups (few row blocks, 2 threads),
+ * the prefetch of the next 12-row tile of A (M = 200, 385: blocks with and without one). */
 static const shape shapes[] = {
   {CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, 0.0f, 0, 0},     {CblasNoTrans, CblasNoTrans, 37, 45, 67, 1.0f, 1.0f, 1, 0},
   {CblasNoTrans, CblasTrans, 37, 45, 67, 0.5f, 1.0f, 0, 1},    {CblasTrans, CblasNoTrans, 37, 45, 67, 1.0f, 2.0f, 1, 1},
   {CblasTrans, CblasTrans, 13, 33, 5, -1.0f, 0.0f, 0, 0},      {CblasNoTrans, CblasNoTrans, 200, 70, 1100, 1.0f, 0.0f, 1, 1},
   {CblasTrans, CblasNoTrans, 64, 128, 1025, 1.0f, 1.0f, 0, 0}, {CblasNoTrans, CblasTrans, 385, 96, 128, 1.0f, 0.0f, 1, 0},
   {CblasNoTrans, CblasNoTrans, 24, 300, 257, 1.0f, 0.0f, 1, 1}, {CblasTrans, CblasTrans, 130, 64, 300, 1.0f, 1.0f, 0, 0},
+  /* Trans B packs by gathers of 16 columns: a last tile with 18 columns (a full and a
+   * partial gather) */
+  {CblasNoTrans, CblasTrans, 29, 50, 70, 1.0f, 0.0f, 0, 0},
 };
 
 typedef struct {

@@ -23,6 +23,7 @@
  * count or the item that computes it, so results do not depend on the thread count. */
 #include <immintrin.h>
 #include <omp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,11 +74,21 @@ F32_TARGET static void pack_b(float *bp, const float *B, int ldb, int trans, int
         _mm512_store_ps(dst + (size_t)k * NR, _mm512_maskz_loadu_ps(m0, s));
         _mm512_store_ps(dst + (size_t)k * NR + 16, _mm512_maskz_loadu_ps(m1, s + 16));
       }
-    } else { /* B [N][K]: column j of the tile is B's row n0 + j */
+    } else if (ldb > INT32_MAX / 16) { /* B [N][K], rows too far apart for gather offsets */
       if (cols < NR) memset(dst, 0, (size_t)K * NR * sizeof(float));
-      for (int j = 0; j < cols; j++) {
-        const float *s = B + (size_t)(n0 + j) * ldb;
-        for (int k = 0; k < K; k++) dst[(size_t)k * NR + j] = s[k];
+      for (int j = 0; j < cols; j++)
+        for (int k = 0; k < K; k++) dst[(size_t)k * NR + j] = B[(size_t)(n0 + j) * ldb + k];
+    } else { /* B [N][K]: column j of the tile is B's row n0 + j; a k's 16 columns are one
+              * gather down 16 rows (attention packs K^T per (example, head), where a
+              * scalar copy was ~3% of Tiny's inference) */
+      __m512i rows16 = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(ldb));
+      for (int h = 0; h < 2; h++) {
+        __mmask16 m = lanes(cols - 16 * h);
+        const float *s = B + (size_t)(n0 + 16 * h) * ldb;
+        for (int k = 0; k < K; k++)
+          _mm512_store_ps(dst + (size_t)k * NR + 16 * h,
+                          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, rows16, s + k, 4));
       }
     }
   }
@@ -97,7 +108,8 @@ typedef struct {
 F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc, const float *a, long a_m, long a_k,
                                                                          const float *b, float *c, long ldc,
                                                                          float alpha, int rows, int cols,
-                                                                         const store_op *op, int n0) {
+                                                                         const store_op *op, int n0,
+                                                                         const float *pf) {
   /* C's tile (and GELU's) is touched only after the k loop: ask for its lines now, so
    * their misses overlap the FMAs instead of stalling the stores (~10% on 768-wide C). */
 #pragma GCC unroll 12
@@ -114,6 +126,10 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int p = 0; p < kc; p++) {
+    if (pf && (p & 15) == 0) { /* the next row tile's A: one line of each of its rows per 16 k */
+#pragma GCC unroll 12
+      for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(pf + i * a_m + p), _MM_HINT_T0);
+    }
     __m512 b0 = _mm512_load_ps(b + (size_t)p * NR), b1 = _mm512_load_ps(b + (size_t)p * NR + 16);
     const float *ap = a + (size_t)p * a_k;
 #pragma GCC unroll 12
@@ -154,12 +170,12 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
 /* Two copies with a_m or a_k known to be 1, so the 12 broadcasts are plain displacements
  * (Trans A) or the compiler's choice of row pointers (NoTrans A). */
 F32_TARGET static void kernel_rows(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
-                                   int rows, int cols, const store_op *op, int n0) {
-  kernel_body(kc, a, lda, 1, b, c, ldc, alpha, rows, cols, op, n0);
+                                   int rows, int cols, const store_op *op, int n0, const float *pf) {
+  kernel_body(kc, a, lda, 1, b, c, ldc, alpha, rows, cols, op, n0, pf);
 }
 F32_TARGET static void kernel_cols(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
                                    int rows, int cols, const store_op *op, int n0) {
-  kernel_body(kc, a, 1, lda, b, c, ldc, alpha, rows, cols, op, n0);
+  kernel_body(kc, a, 1, lda, b, c, ldc, alpha, rows, cols, op, n0, NULL);
 }
 
 /* Splits [0, n) evenly over the team; the calling thread's share. */
@@ -205,7 +221,8 @@ F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *
         if (ap) {
           kernel_cols(kc, ap + (size_t)(m - m0) * kc, MR, b, c, ldc, alpha, rows, cols, &o, n0);
         } else if (rows == MR) {
-          if (!ta) kernel_rows(kc, A + (size_t)m * lda + k0, lda, b, c, ldc, alpha, rows, cols, &o, n0);
+          if (!ta) kernel_rows(kc, A + (size_t)m * lda + k0, lda, b, c, ldc, alpha, rows, cols, &o, n0,
+                               t == t0 && m + 2 * MR <= m1 ? A + (size_t)(m + MR) * lda + k0 : NULL);
           else kernel_cols(kc, A + (size_t)k0 * lda + m, lda, b, c, ldc, alpha, rows, cols, &o, n0);
         } else { /* short tile: A(i, p) copied to tail[p][i], zeros below M */
           for (int p = 0; p < kc; p++)
