@@ -42,7 +42,7 @@ typedef struct {
 } shape;
 
 /* Sizes cross every edge of the kernel: 12-row tiles (short tiles copied), 32-column tiles
- * (masked), 192-row blocks, 256-long k blocks, column groups (few row blocks, 2 threads),
+ * (masked), 192-row blocks, 768-long k blocks (K = 1025, 1100), column groups (few row blocks, 2 threads),
  * the prefetch of the next 12-row tile of A (M = 200, 385: blocks with and without one). */
 static const shape shapes[] = {
   {CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, 0.0f, 0, 0},     {CblasNoTrans, CblasNoTrans, 37, 45, 67, 1.0f, 1.0f, 1, 0},

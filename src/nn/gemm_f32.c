@@ -15,8 +15,10 @@
  *   C  -> a 12x32 tile lives in 24 zmm accumulators while the kernel runs over a k block;
  *         its lines are prefetched when the kernel starts.
  *
- * Blocking: k in blocks of KC (the B slice of a tile, KC x NR floats = 32 KiB, stays in L1
- * while the kernel walks a block's row tiles), rows in blocks of MC, columns in groups of
+ * Blocking: k in blocks of KC (the B slice of a tile, KC x NR floats = 96 KiB, stays in L2
+ * while the kernel walks a block's row tiles: two loads per 24 FMAs are well within L2's
+ * bandwidth, and BERT's K <= 768 then needs no second pass over C; KC = 256, an L1-sized
+ * slice, was 2-7% slower on Base's shapes, bench/README.md), rows in blocks of MC, columns in groups of
  * tiles when rows alone give the threads too few blocks. Work items (row block, column
  * group) are handed out dynamically to the OpenMP threads. Every C element is summed over
  * k in the same order (k blocks in turn, k ascending inside each) whatever the thread
@@ -32,7 +34,7 @@
 
 #define F32_TARGET __attribute__((target("avx512f")))
 
-enum { MR = 12, NR = 32, MC = 16 * MR, KC = 256, GROUP_TILES = 8, ITEMS_PER_THREAD = 4 };
+enum { MR = 12, NR = 32, MC = 16 * MR, KC = 768, GROUP_TILES = 8, ITEMS_PER_THREAD = 4 };
 
 int est_cpu_has_avx512f(void) {
   static int cached = -1; /* a benign race: every thread computes the same value */
@@ -203,7 +205,7 @@ F32_TARGET static void pack_a_trans(float *ap, const float *A, int lda, int k0, 
 F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *A, int lda, const float *bp,
                                 float beta, float *C, int ldc, const est_gemm_epilogue *ep, int m0, int m1, int t0,
                                 int t1) {
-  float tail[KC * MR] __attribute__((aligned(64))); /* 12 KiB of stack */
+  float tail[KC * MR] __attribute__((aligned(64))); /* 36 KiB of stack */
   float *ap = ta ? scratch_get(&scratch_a, (size_t)MC * KC) : NULL;
   for (int k0 = 0; k0 < K; k0 += KC) {
     int kc = K - k0 < KC ? K - k0 : KC;
