@@ -17,6 +17,7 @@
  * (the three input gradients accumulate: their GEMMs run with beta = 1) */
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,7 +66,31 @@ typedef struct {
   float *p;
   size_t cap;
 } grow_buf;
-static _Thread_local grow_buf buf_k, buf_v, buf_strip;
+typedef struct {
+  grow_buf k, v, strip;
+} pair_bufs;
+
+/* Held through a pthread key, not _Thread_local, so that a thread that ends (est serve's
+ * request threads, a user's own) hands its buffers back. */
+static pthread_key_t bufs_key;
+static pthread_once_t bufs_once = PTHREAD_ONCE_INIT;
+static void bufs_free(void *p) {
+  pair_bufs *b = p;
+  free(b->k.p);
+  free(b->v.p);
+  free(b->strip.p);
+  free(b);
+}
+static void bufs_key_init(void) { (void)pthread_key_create(&bufs_key, bufs_free); }
+static pair_bufs *thread_bufs(void) {
+  pthread_once(&bufs_once, bufs_key_init);
+  pair_bufs *b = pthread_getspecific(bufs_key);
+  if (!b && (b = calloc(1, sizeof *b)) != NULL && pthread_setspecific(bufs_key, b) != 0) {
+    free(b);
+    b = NULL;
+  }
+  return b;
+}
 
 static float *grow(grow_buf *g, size_t floats) {
   if (g->cap < floats) {
@@ -87,8 +112,10 @@ enum { STRIP = 48 };
 static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const float *qb, const float *kb,
                             const float *vb, const float *madd, int S, int Dh, int HD, float scale, int dropout,
                             float keep_scale) {
-  float *kp = grow(&buf_k, est_f32_packed_floats(Dh, S)), *vp = grow(&buf_v, est_f32_packed_floats(S, Dh));
-  float *strip = grow(&buf_strip, (size_t)STRIP * S);
+  pair_bufs *bufs = thread_bufs();
+  if (!bufs) return -1;
+  float *kp = grow(&bufs->k, est_f32_packed_floats(Dh, S)), *vp = grow(&bufs->v, est_f32_packed_floats(S, Dh));
+  float *strip = grow(&bufs->strip, (size_t)STRIP * S);
   if (!kp || !vp || !strip) return -1;
   est_f32_pack(kp, kb, HD, CblasTrans, Dh, S);   /* op(B) = K^T [Dh, S] */
   est_f32_pack(vp, vb, HD, CblasNoTrans, S, Dh); /* V [S, Dh] */
