@@ -7,7 +7,8 @@
  * kernel (gemm_f32.c) fused per pair: K^T and V packed once, then strips of query rows
  * go scores -> mask + softmax -> context while the strip is in L1 (OpenBLAS's small
  * products re-packed both operands on every call, and the scores made a round trip to L2
- * between three passes). The backward's four products per pair stay in OpenBLAS.
+ * between three passes). Of the backward's four products per pair, the two with NoTrans A
+ * run the own kernel too, the two with Trans A OpenBLAS (pair_gemm).
  *
  * Per pair (b, h), with Q, K, V the [S, Dh] slices (row stride N*Dh):
  *   forward   P  = softmax(Q K^T / sqrt(Dh) + madd),  madd[j] = (1 - input_mask[b,j]) * -10000
@@ -17,13 +18,13 @@
  * (the three input gradients accumulate: their GEMMs run with beta = 1) */
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "est/nn.h"
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
+#include "nn/thread_buf.h"
 
 size_t est_attention_scratch_floats(int B, int N, int S) { return 2 * (size_t)B * N * S * S; }
 
@@ -59,47 +60,8 @@ void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, floa
                            step, tensor_id, 0);
 }
 
-/* Per-thread buffers of the fused forward, grown once to the largest shape seen (the step
- * loop then allocates nothing): K^T and V packed for the own kernel, and a strip of
- * dropped-out probabilities. */
-typedef struct {
-  float *p;
-  size_t cap;
-} grow_buf;
-typedef struct {
-  grow_buf k, v, strip;
-} pair_bufs;
-
-/* Held through a pthread key, not _Thread_local, so that a thread that ends (est serve's
- * request threads, a user's own) hands its buffers back. */
-static pthread_key_t bufs_key;
-static pthread_once_t bufs_once = PTHREAD_ONCE_INIT;
-static void bufs_free(void *p) {
-  pair_bufs *b = p;
-  free(b->k.p);
-  free(b->v.p);
-  free(b->strip.p);
-  free(b);
-}
-static void bufs_key_init(void) { (void)pthread_key_create(&bufs_key, bufs_free); }
-static pair_bufs *thread_bufs(void) {
-  pthread_once(&bufs_once, bufs_key_init);
-  pair_bufs *b = pthread_getspecific(bufs_key);
-  if (!b && (b = calloc(1, sizeof *b)) != NULL && pthread_setspecific(bufs_key, b) != 0) {
-    free(b);
-    b = NULL;
-  }
-  return b;
-}
-
-static float *grow(grow_buf *g, size_t floats) {
-  if (g->cap < floats) {
-    free(g->p);
-    g->p = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
-    g->cap = g->p ? floats : 0;
-  }
-  return g->p;
-}
+/* Whether the per-pair products may run est's own kernel (AVX-512F, and not `--gemm blas`). */
+static int own_kernel_allowed(void) { return est_cpu_has_avx512f() && est_gemm_get_choice() != EST_GEMM_BLAS; }
 
 /* Query rows per strip: a [STRIP, S] block of scores (24 KiB at S = 128) stays in L1
  * between the scores product, the softmax and the context product. */
@@ -112,10 +74,9 @@ enum { STRIP = 48 };
 static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const float *qb, const float *kb,
                             const float *vb, const float *madd, int S, int Dh, int HD, float scale, int dropout,
                             float keep_scale) {
-  pair_bufs *bufs = thread_bufs();
-  if (!bufs) return -1;
-  float *kp = grow(&bufs->k, est_f32_packed_floats(Dh, S)), *vp = grow(&bufs->v, est_f32_packed_floats(S, Dh));
-  float *strip = grow(&bufs->strip, (size_t)STRIP * S);
+  float *kp = est_thread_buf(EST_TBUF_ATT_K, est_f32_packed_floats(Dh, S));
+  float *vp = est_thread_buf(EST_TBUF_ATT_V, est_f32_packed_floats(S, Dh));
+  float *strip = est_thread_buf(EST_TBUF_ATT_STRIP, (size_t)STRIP * S);
   if (!kp || !vp || !strip) return -1;
   est_f32_pack(kp, kb, HD, CblasTrans, Dh, S);   /* op(B) = K^T [Dh, S] */
   est_f32_pack(vp, vb, HD, CblasNoTrans, S, Dh); /* V [S, Dh] */
@@ -162,7 +123,7 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
   const size_t SS = (size_t)S * S;
   const int dropout = dropout_prob > 0.0f;
   const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
-  const int own = est_cpu_has_avx512f() && est_gemm_get_choice() != EST_GEMM_BLAS;
+  const int own = own_kernel_allowed();
   est_blas_use_one_thread();
 #pragma omp parallel
   {
@@ -205,7 +166,7 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
   const size_t SS = (size_t)S * S;
   const int dropout = dropout_prob > 0.0f;
   const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
-  const int own = est_cpu_has_avx512f() && est_gemm_get_choice() != EST_GEMM_BLAS;
+  const int own = own_kernel_allowed();
   est_blas_use_one_thread();
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * N; bh++) {

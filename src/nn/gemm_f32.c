@@ -31,6 +31,7 @@
 
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
+#include "nn/thread_buf.h"
 
 #define F32_TARGET __attribute__((target("avx512f")))
 
@@ -43,23 +44,6 @@ int est_cpu_has_avx512f(void) {
     cached = __builtin_cpu_supports("avx512f") != 0;
   }
   return cached;
-}
-
-/* Packed B, grown as needed and kept per calling thread (the step loop allocates nothing
- * once the largest GEMM has run). */
-typedef struct {
-  float *p;
-  size_t cap;
-} scratch;
-static _Thread_local scratch scratch_b, scratch_a; /* scratch_a: each worker's Trans-A block */
-
-static float *scratch_get(scratch *s, size_t floats) {
-  if (s->cap < floats) {
-    free(s->p);
-    s->p = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
-    s->cap = s->p ? floats : 0;
-  }
-  return s->p;
 }
 
 static inline __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
@@ -206,7 +190,7 @@ F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *
                                 float beta, float *C, int ldc, const est_gemm_epilogue *ep, int m0, int m1, int t0,
                                 int t1) {
   float tail[KC * MR] __attribute__((aligned(64))); /* 36 KiB of stack */
-  float *ap = ta ? scratch_get(&scratch_a, (size_t)MC * KC) : NULL;
+  float *ap = ta ? est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * KC) : NULL;
   for (int k0 = 0; k0 < K; k0 += KC) {
     int kc = K - k0 < KC ? K - k0 : KC;
     if (ap) pack_a_trans(ap, A, lda, k0, kc, m0, m1);
@@ -258,7 +242,7 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
   if (M <= 0 || N <= 0) return 0;
   if (K <= 0 || alpha == 0.0f) return -1; /* nothing to multiply: the caller's BLAS path scales C */
   int tiles = (N + NR - 1) / NR;
-  float *bp = scratch_get(&scratch_b, (size_t)tiles * K * NR);
+  float *bp = est_thread_buf(EST_TBUF_GEMM_B, (size_t)tiles * K * NR);
   if (!bp) return -1; /* out of memory for the packed copy: the caller's BLAS path needs none */
   if (beta != 0.0f && beta != 1.0f)
     for (int m = 0; m < M; m++)

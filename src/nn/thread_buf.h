@@ -1,0 +1,23 @@
+/* Internal: scratch buffers per thread, one per slot, grown to the largest size asked for
+ * and kept, so a step loop allocates nothing once its largest shape has run. Held through a
+ * pthread key with a destructor, not _Thread_local, so a thread that ends (est serve's
+ * request threads, a user's own) hands its buffers back. */
+#ifndef EST_NN_THREAD_BUF_H
+#define EST_NN_THREAD_BUF_H
+
+#include <stddef.h>
+
+typedef enum {
+  EST_TBUF_GEMM_B,       /* gemm_f32.c: packed B of the calling thread */
+  EST_TBUF_GEMM_A,       /* gemm_f32.c: each worker's Trans-A block */
+  EST_TBUF_ATT_K,        /* attention.c: a pair's K^T, packed */
+  EST_TBUF_ATT_V,        /* attention.c: a pair's V, packed */
+  EST_TBUF_ATT_STRIP,    /* attention.c: a strip of dropped-out probabilities */
+  EST_TBUF_COUNT
+} est_thread_buf_slot;
+
+/* The calling thread's buffer for slot, at least floats long, 64-byte aligned (its old
+ * contents are lost when it grows); NULL when out of memory. */
+float *est_thread_buf(est_thread_buf_slot slot, size_t floats);
+
+#endif
