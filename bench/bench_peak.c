@@ -8,7 +8,8 @@
  * pipes per core and "2x" for VDPBF16PS (64 FLOP per instruction against 32); a virtual
  * machine's CPU may differ, and on the one this was written on (Intel Xeon, family 6 model
  * 207) one VDPBF16PS retires for every four FMAs: half fp32's FLOP rate, so no bf16 GEMM
- * can beat fp32 there.
+ * can beat fp32 there. The same CPU family has AMX (TDPBF16PS: 16 x 16 x 32 bf16 products
+ * per instruction), which a VM may or may not expose; where it does, that is bf16's peak.
  *
  *   bench_peak [THREADS]    one OpenMP thread per core (default: OpenMP's thread count)
  *
@@ -70,10 +71,15 @@ int main(int argc, char **argv) {
   rate(est_peak_fma_loop, blocks / 10, threads); /* warm-up: wake the cores */
   double fma = rate(est_peak_fma_loop, blocks, threads);
   double dot = rate(est_peak_dpbf16_loop, blocks, threads);
+  double tile = rate(est_peak_amx_loop, blocks / 50, threads); /* ~16 cycles each */
   report("fp32 FMA  vfmadd231ps zmm", fma, EST_PEAK_FMA_FLOP, threads);
   report("bf16 dot  vdpbf16ps zmm", dot, EST_PEAK_DPBF16_FLOP, threads);
+  report("bf16 AMX  tdpbf16ps tiles", tile, EST_PEAK_TDPBF16_FLOP, threads);
   if (fma > 0 && dot > 0)
     printf("bf16/fp32 FLOP ratio %.2f (2.00: a bf16 GEMM can reach twice fp32's speed; 1.00: at best fp32's)\n",
            dot * EST_PEAK_DPBF16_FLOP / (fma * EST_PEAK_FMA_FLOP));
+  if (fma > 0 && tile > 0)
+    printf("AMX bf16/fp32 FLOP ratio %.2f (est's bf16 GEMM runs on the tiles where this is printed)\n",
+           tile * EST_PEAK_TDPBF16_FLOP / (fma * EST_PEAK_FMA_FLOP));
   return fma > 0 ? 0 : 1;
 }

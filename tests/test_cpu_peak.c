@@ -2,7 +2,8 @@
  * the bf16/fp32 probe reports a ratio only where AVX512-BF16 exists. The probe is a timing,
  * so its value is checked only against what the hardware can physically do: VDPBF16PS does
  * 64 FLOP to an FMA's 32 and cannot issue faster than the FMA pipes, so the FLOP ratio lies
- * in (0, 2] up to timing noise (the test allows 4x that); the lower bound 0.01 would mean
+ * in (0, 2] up to timing noise (the test allows 4x that), and with AMX's TDPBF16PS (16384
+ * FLOP per instruction, one per 16 cycles) in (0, 16] (again 4x allowed); the lower bound 0.01 would mean
  * a bf16 instruction costing 200 FMAs, i.e. the loop did not run as written. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +26,10 @@ static void loops_run_where_the_cpu_has_them(void **state) {
   assert_int_equal(est_peak_fma_loop(1000), has("f") ? 0 : -1);
   assert_int_equal(est_peak_dpbf16_loop(1000), has("b") ? 0 : -1);
   assert_int_equal(est_cpu_has_avx512_bf16(), has("b"));
+  /* AMX needs the kernel's say as well as the CPU flag: never more than the flag */
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("amx-bf16")) assert_int_equal(est_cpu_has_amx_bf16(), 0);
+  assert_int_equal(est_peak_amx_loop(10), est_cpu_has_amx_bf16() ? 0 : -1);
 }
 
 static void probe_ratio_is_physical(void **state) {
@@ -36,7 +41,8 @@ static void probe_ratio_is_physical(void **state) {
   }
   print_message("bf16/fp32 FLOP ratio on this CPU: %.2f\n", r);
   assert_true(r > 0.01);
-  assert_true(r < 8.0);
+  /* with AMX the tiles' ceiling is 16 (1024 FLOP per cycle against two FMA pipes' 64) */
+  assert_true(r < (est_cpu_has_amx_bf16() ? 64.0 : 8.0));
 }
 
 int main(void) {

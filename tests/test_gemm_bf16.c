@@ -1,5 +1,6 @@
-/* bf16 GEMM: conversions, the reference against exact arithmetic, the AVX512-BF16 kernel
- * against the reference (skipped on CPUs without it), and the precision setting.
+/* bf16 GEMM: conversions, the reference against exact arithmetic, the AVX512-BF16 and the
+ * AMX kernels against the reference (each skipped on CPUs without it), and the precision
+ * setting.
  *
  * Tolerances, from bf16's 8 bits of precision (unit roundoff u16 = 2^-8) and fp32's 24
  * (u32 = 2^-24):
@@ -71,13 +72,16 @@ typedef struct {
   float alpha, beta;
 } shape;
 
-/* Sizes cross every edge of the kernel: tiles of 12 rows x 32 columns, row blocks of 192,
- * k blocks of 512, odd K (a zero-padded pair). */
+/* Sizes cross every edge of both kernels: VDPBF16PS tiles of 12 rows x 32 columns, row
+ * blocks of 192, k blocks of 512; AMX tiles of 16 x 16 in blocks of 32 x 32 and work items
+ * of 256 x 256, k tiles of 32; odd K (a zero-padded pair). */
 static const shape shapes[] = {
   {CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, 0.0f},      {CblasNoTrans, CblasNoTrans, 37, 45, 67, 1.0f, 1.0f},
   {CblasNoTrans, CblasTrans, 37, 45, 67, 0.5f, 1.0f},     {CblasTrans, CblasNoTrans, 37, 45, 67, 1.0f, 2.0f},
   {CblasTrans, CblasTrans, 13, 33, 5, -1.0f, 0.0f},       {CblasNoTrans, CblasNoTrans, 200, 70, 1100, 1.0f, 1.0f},
   {CblasTrans, CblasNoTrans, 64, 128, 1025, 1.0f, 1.0f},  {CblasNoTrans, CblasTrans, 385, 96, 128, 1.0f, 0.0f},
+  {CblasNoTrans, CblasNoTrans, 300, 270, 96, 1.0f, 0.0f}, {CblasTrans, CblasTrans, 33, 17, 31, 2.0f, 0.5f},
+  {CblasNoTrans, CblasTrans, 16, 16, 32, 1.0f, 1.0f},
 };
 
 typedef struct {
@@ -140,9 +144,17 @@ static void test_reference_is_exact_but_for_input_rounding(void **state) {
   assert_true(c[0] == 1 * 3 + 2 * 0.25f + 3 * 6 && c[3] == -4 * -1 + 0.5f * 2 + 8 * 1);
 }
 
-static void test_kernel_matches_reference(void **state) {
-  (void)state;
-  if (!est_cpu_has_avx512_bf16()) skip();
+typedef void (*bf16_kernel)(CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, float, const float *, int, const float *,
+                            int, float, float *, int);
+
+/* est_sgemm_amx with the dispatcher's signature; a refusal fails the test (the caller
+ * checked that AMX is there, so the kernel must run every shape given). */
+static void amx_or_fail(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
+                        int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+  assert_int_equal(est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), 0);
+}
+
+static void check_kernel_against_reference(bf16_kernel kernel) {
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     const shape *s = &shapes[i];
     operands o = make_operands(s);
@@ -150,7 +162,7 @@ static void test_kernel_matches_reference(void **state) {
     float *fast = malloc(csize * sizeof(float)), *ref = malloc(csize * sizeof(float));
     memcpy(fast, o.C0, csize * sizeof(float));
     memcpy(ref, o.C0, csize * sizeof(float));
-    est_sgemm_bf16(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, fast, o.ldc);
+    kernel(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, fast, o.ldc);
     est_sgemm_bf16_ref(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, ref, o.ldc);
     for (int m = 0; m < s->M; m++) {
       for (int n = 0; n < s->N; n++) {
@@ -165,6 +177,35 @@ static void test_kernel_matches_reference(void **state) {
     free(fast), free(ref);
     free_operands(&o);
   }
+}
+
+static void test_dpbf16_kernel_matches_reference(void **state) {
+  (void)state;
+  if (!est_cpu_has_avx512_bf16()) skip();
+  check_kernel_against_reference(est_sgemm_bf16_dp);
+}
+
+/* The tile kernel: the same bound (TDPBF16PS adds each exact bf16 product into an fp32
+ * accumulator, K additions per result, in another order than VDPBF16PS). */
+static void test_amx_kernel_matches_reference(void **state) {
+  (void)state;
+  if (!est_cpu_has_amx_bf16()) skip();
+  check_kernel_against_reference(amx_or_fail);
+  /* with 1 and 2 threads, bit for bit: each 32 x 32 block of C sums its k tiles in order */
+  const shape s = {CblasTrans, CblasTrans, 530, 300, 100, 1.0f, 0.0f};
+  operands o = make_operands(&s);
+  size_t csize = (size_t)s.M * o.ldc;
+  float *one = calloc(csize, sizeof(float)), *two = calloc(csize, sizeof(float));
+  est_set_num_threads(1);
+  amx_or_fail(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 0.0f, one, o.ldc);
+  est_set_num_threads(2);
+  amx_or_fail(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 0.0f, two, o.ldc);
+  assert_memory_equal(one, two, csize * sizeof(float));
+  free(one), free(two);
+  free_operands(&o);
+  /* nothing to multiply: it leaves C to the caller */
+  float c = 1.0f;
+  assert_int_not_equal(est_sgemm_amx(CblasNoTrans, CblasNoTrans, 1, 1, 0, 1.0f, &c, 1, &c, 1, 0.0f, &c, 1), 0);
 }
 
 /* The GEMM layer follows the setting: bf16 results (where the CPU has it) equal the bf16
@@ -227,7 +268,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_conversion_rounds_to_nearest_even),
     cmocka_unit_test(test_reference_is_exact_but_for_input_rounding),
-    cmocka_unit_test(test_kernel_matches_reference),
+    cmocka_unit_test(test_dpbf16_kernel_matches_reference),
+    cmocka_unit_test(test_amx_kernel_matches_reference),
     cmocka_unit_test(test_precision_setting_switches_the_gemm),
     cmocka_unit_test(test_precision_flag),
   };

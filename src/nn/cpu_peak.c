@@ -2,8 +2,10 @@
  * rather than intrinsics so the compiler cannot shorten, fuse or reorder the loop: 20
  * accumulators zmm0..zmm19 (more than FMA latency 4 x 2 pipes, so only the issue rate
  * counts), sources zmm20 and zmm21 zeroed so every value stays 0 (no denormals). */
+#include <immintrin.h>
 #include <time.h>
 
+#include "nn/amx.h"
 #include "nn/cpu_peak.h"
 #include "nn/gemm.h" /* est_cpu_has_avx512_bf16 */
 
@@ -48,12 +50,43 @@ int est_peak_dpbf16_loop(long blocks) {
   if (blocks > 0) dpbf16_loop(blocks);
   return 0;
 }
+
+/* Four accumulators (tiles 0-3) each fed by tiles 4 and 5: the tile unit's latency is
+ * covered, so only its issue rate counts. The tile intrinsics are volatile builtins, so
+ * the compiler keeps every one. */
+__attribute__((target("amx-tile,amx-bf16"))) static void amx_loop(long blocks) {
+  est_amx_configure(6);
+  _tile_zero(0); /* a macro: each tile number must be a constant */
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_zero(4);
+  _tile_zero(5);
+  for (long b = 0; b < blocks; b++)
+    for (int i = 0; i < EST_PEAK_BLOCK / 4; i++) {
+      _tile_dpbf16ps(0, 4, 5);
+      _tile_dpbf16ps(1, 4, 5);
+      _tile_dpbf16ps(2, 4, 5);
+      _tile_dpbf16ps(3, 4, 5);
+    }
+  _tile_release();
+}
+
+int est_peak_amx_loop(long blocks) {
+  if (!est_cpu_has_amx_bf16()) return -1;
+  if (blocks > 0) amx_loop(blocks);
+  return 0;
+}
 #else
 int est_peak_fma_loop(long blocks) {
   (void)blocks;
   return -1;
 }
 int est_peak_dpbf16_loop(long blocks) {
+  (void)blocks;
+  return -1;
+}
+int est_peak_amx_loop(long blocks) {
   (void)blocks;
   return -1;
 }
@@ -80,6 +113,11 @@ static double best_seconds(int (*loop)(long), long blocks) {
 double est_peak_bf16_fp32_ratio(void) {
   const long blocks = 100 * 1000; /* 2 M instructions: ~0.5 ms of FMAs at 4 G/s */
   double fma = best_seconds(est_peak_fma_loop, blocks);
+  if (est_cpu_has_amx_bf16()) { /* what est_sgemm_bf16 runs there; ~16 cycles each */
+    double tile = best_seconds(est_peak_amx_loop, blocks / 20);
+    if (fma <= 0 || tile <= 0) return 0;
+    return (double)EST_PEAK_TDPBF16_FLOP * fma / (EST_PEAK_FMA_FLOP * 20 * tile);
+  }
   double dot = best_seconds(est_peak_dpbf16_loop, blocks);
   if (fma <= 0 || dot <= 0) return 0;
   /* same instruction count: the FLOP ratio is (64 / dot) / (32 / fma) */

@@ -72,6 +72,19 @@ est_gemm_choice est_gemm_get_choice(void);
  * error it has is the inputs' rounding: |ref - exact| <= 2 * 2^-8 * sum_k |a_mk| |b_kn|. */
 void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const float *B, int ldb, float beta, float *C, int ldc);
+/* est_sgemm_bf16 runs one of two kernels with the same arithmetic (bf16 inputs, fp32 sums;
+ * the order of the fp32 sums differs):
+ *   est_sgemm_amx      AMX tiles (TDPBF16PS), gemm_amx.c; returns 0 when done, non-zero
+ *                      when it did nothing (no AMX, or the kernel refused it the state,
+ *                      K = 0, alpha = 0, no memory): then the next one runs
+ *   est_sgemm_bf16_dp  AVX512-BF16 (VDPBF16PS), gemm_bf16.c; needs est_cpu_has_avx512_bf16() */
+int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc);
+void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
+                       int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* AMX-BF16 on the CPU and its tile state granted to this process by the kernel (asked for
+ * once, on the first call). */
+int est_cpu_has_amx_bf16(void);
 void est_sgemm_bf16_ref(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                         int lda, const float *B, int ldb, float beta, float *C, int ldc);
 int est_cpu_has_avx512_bf16(void);

@@ -1,0 +1,235 @@
+/* bf16 GEMM on AMX (Intel Advanced Matrix Extensions): the same arithmetic as gemm_bf16.c
+ * (op(A), op(B) rounded to bf16, products summed in fp32; reference twin gemm_bf16_ref.c),
+ * on the tile unit instead of zmm registers.
+ *
+ * One TDPBF16PS multiplies a 16 x 32 bf16 tile of A by a 32 x 16 bf16 tile of B into a
+ * 16 x 16 fp32 tile of C: 16384 FLOP per instruction, 5-7x what VFMADD231PS reaches per
+ * core on the Xeon this was written on (bench/bench_peak). The tiles want:
+ *   A tile: 16 rows m, each 16 words = 32 consecutive k as bf16 (k even in the low half)
+ *   B tile: 16 rows kp (k-pairs), each 16 words = 16 columns n, word = (k = 2kp, 2kp + 1)
+ * so both operands are packed once per call into 1 KiB tiles laid end to end (a tile load
+ * then reads 1 KiB contiguously):
+ *   Ap[mt][kt][16 m][16 kp]   Bp[nt][kt][16 kp][16 n]     (mt, nt, kt: tile indices)
+ * padded with zeros to whole tiles (K to a multiple of 32; M and N to an even number of
+ * tiles, so every kernel call has two A and two B tiles).
+ *
+ * Tiles 0-3 hold a 32 x 32 block of C; tiles 4-5 the block's two A tiles and 6-7 its two B
+ * tiles for one kt: four tile loads feed four TDPBF16PS. Each C block runs over all of K
+ * in kt order, so a result does not depend on the thread count or the blocking. Blocks
+ * of BM rows x BN columns are handed to the OpenMP threads dynamically (a descheduled
+ * thread's share is taken by the others); within one, A's BM rows (BM x K bf16, <= 0.8 MiB
+ * for K = 3072) and B's BN columns stay in L2 while its 32 x 32 blocks run.
+ *
+ * Linux hands out AMX state only to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM,
+ * once per process, for all its threads); each thread loads its tile configuration on
+ * entry and releases the tiles when done, so a context switch outside a GEMM saves none. */
+#include <immintrin.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "nn/amx.h"
+#include "nn/gemm.h"
+#include "nn/thread_buf.h"
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#define AMX_BUILD 1
+#define AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
+#else
+#define AMX_BUILD 0
+#endif
+
+enum { TILE_ROWS = 16, TILE_WORDS = 16, TILE_K = 32, TILE = TILE_ROWS * TILE_WORDS };
+enum { BM = 256, BN = 256 }; /* block of C per work item: 8 x 8 blocks of 32 x 32 */
+
+#if AMX_BUILD
+enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+
+static int amx_usable;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+
+static void amx_probe(void) {
+  __builtin_cpu_init();
+  /* the CPU flags, then the kernel's permission (it says no on kernels before 5.16) */
+  if (!__builtin_cpu_supports("amx-bf16") || !__builtin_cpu_supports("amx-tile") ||
+      !__builtin_cpu_supports("avx512bf16"))
+    return;
+  amx_usable = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
+int est_cpu_has_amx_bf16(void) {
+  pthread_once(&amx_once, amx_probe);
+  return amx_usable;
+}
+
+static inline __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+
+/* 32 floats from src (n of them valid, the rest 0) as 32 bf16 = 16 words, k-order. */
+AMX_TARGET static inline __m512i bf16_words(const float *src, int n) {
+  __m512 lo = _mm512_maskz_loadu_ps(lanes(n), src);
+  __m512 hi = _mm512_maskz_loadu_ps(lanes(n - 16), src + 16);
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* 16 words from two source rows: word i = (bf16(r0[i]) low, bf16(r1[i]) high); r1 may be
+ * NULL (an odd K's last pair: zero high half). n of the 16 valid. */
+AMX_TARGET static inline __m512i pair_words(const float *r0, const float *r1, int n) {
+  __m512i w0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes(n), r0)));
+  if (!r1) return w0;
+  __m512i w1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes(n), r1)));
+  return _mm512_or_si512(w0, _mm512_slli_epi32(w1, 16));
+}
+
+/* dst[c][r] = src[r][c] for a 16 x 16 block of words (src rows 16 words apart). */
+AMX_TARGET static void transpose16(int32_t *dst, const int32_t *src) {
+  const __m512i column = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                            _mm512_set1_epi32(16));
+  for (int c = 0; c < 16; c++) _mm512_store_si512(dst + 16 * c, _mm512_i32gather_epi32(column, src + c, 4));
+}
+
+/* A tile (mt, kt) from row-major A[M][K] (NoTrans): row m's 32 k are one conversion. */
+AMX_TARGET static void pack_a_rows(int32_t *tile, const float *A, int lda, int M, int K, int mt, int kt) {
+  int k0 = kt * TILE_K;
+  for (int r = 0; r < TILE_ROWS; r++) {
+    int m = mt * TILE_ROWS + r;
+    __m512i w = m < M ? bf16_words(A + (size_t)m * lda + k0, K - k0) : _mm512_setzero_si512();
+    _mm512_store_si512(tile + 16 * r, w);
+  }
+}
+
+/* A tile (mt, kt) from A stored [K][M] (Trans): words (kp, m) from row pairs, transposed. */
+AMX_TARGET static void pack_a_cols(int32_t *tile, const float *A, int lda, int M, int K, int mt, int kt) {
+  int32_t __attribute__((aligned(64))) t[TILE];
+  int m0 = mt * TILE_ROWS;
+  for (int p = 0; p < TILE_WORDS; p++) {
+    int k = kt * TILE_K + 2 * p;
+    __m512i w = k < K ? pair_words(A + (size_t)k * lda + m0, k + 1 < K ? A + (size_t)(k + 1) * lda + m0 : NULL,
+                                   M - m0)
+                      : _mm512_setzero_si512();
+    _mm512_store_si512(t + 16 * p, w);
+  }
+  transpose16(tile, t);
+}
+
+/* B tile (nt, kt) from B stored [K][N] (NoTrans): row kp = two rows of B, interleaved. */
+AMX_TARGET static void pack_b_rows(int32_t *tile, const float *B, int ldb, int N, int K, int nt, int kt) {
+  int n0 = nt * TILE_WORDS;
+  for (int p = 0; p < TILE_ROWS; p++) {
+    int k = kt * TILE_K + 2 * p;
+    __m512i w = k < K ? pair_words(B + (size_t)k * ldb + n0, k + 1 < K ? B + (size_t)(k + 1) * ldb + n0 : NULL,
+                                   N - n0)
+                      : _mm512_setzero_si512();
+    _mm512_store_si512(tile + 16 * p, w);
+  }
+}
+
+/* B tile (nt, kt) from B stored [N][K] (Trans): column n's pairs are one conversion of row
+ * n of B, so the tile is the transpose of 16 converted rows. */
+AMX_TARGET static void pack_b_cols(int32_t *tile, const float *B, int ldb, int N, int K, int nt, int kt) {
+  int32_t __attribute__((aligned(64))) t[TILE];
+  for (int c = 0; c < TILE_WORDS; c++) {
+    int n = nt * TILE_WORDS + c;
+    __m512i w = n < N ? bf16_words(B + (size_t)n * ldb + kt * TILE_K, K - kt * TILE_K) : _mm512_setzero_si512();
+    _mm512_store_si512(t + 16 * c, w);
+  }
+  transpose16(tile, t);
+}
+
+/* The 32 x 32 block of C at (mt, nt) (tile indices, both even): acc = sum over kt of
+ * A tiles x B tiles, then C = alpha acc + beta C on the rows < M and columns < N. */
+AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int mt, int nt, float alpha, float beta,
+                               float *C, int ldc, int M, int N) {
+  const int32_t *a0 = Ap + (size_t)mt * Kt * TILE, *a1 = a0 + (size_t)Kt * TILE;
+  const int32_t *b0 = Bp + (size_t)nt * Kt * TILE, *b1 = b0 + (size_t)Kt * TILE;
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int kt = 0; kt < Kt; kt++) {
+    _tile_loadd(4, a0 + (size_t)kt * TILE, 64);
+    _tile_loadd(5, a1 + (size_t)kt * TILE, 64);
+    _tile_loadd(6, b0 + (size_t)kt * TILE, 64);
+    _tile_loadd(7, b1 + (size_t)kt * TILE, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  float __attribute__((aligned(64))) acc[4][TILE];
+  _tile_stored(0, acc[0], 64);
+  _tile_stored(1, acc[1], 64);
+  _tile_stored(2, acc[2], 64);
+  _tile_stored(3, acc[3], 64);
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int q = 0; q < 4; q++) {
+    int m0 = (mt + (q >> 1)) * TILE_ROWS, n0 = (nt + (q & 1)) * TILE_WORDS;
+    __mmask16 cols = lanes(N - n0);
+    if (!cols) continue;
+    for (int r = 0; r < TILE_ROWS && m0 + r < M; r++) {
+      float *c = C + (size_t)(m0 + r) * ldc + n0;
+      __m512 v = _mm512_mul_ps(va, _mm512_load_ps(acc[q] + 16 * r));
+      if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(cols, c), v);
+      _mm512_mask_storeu_ps(c, cols, v);
+    }
+  }
+}
+
+/* Splits [0, n) evenly over the team; the calling thread's share. */
+static void share(int n, int *from, int *to) {
+  int t = omp_get_thread_num(), nt = omp_get_num_threads();
+  *from = (int)((long)n * t / nt);
+  *to = (int)((long)n * (t + 1) / nt);
+}
+
+AMX_TARGET int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
+                             const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+  if (!est_cpu_has_amx_bf16() || M <= 0 || N <= 0 || K <= 0 || alpha == 0.0f) return -1;
+  int Kt = (K + TILE_K - 1) / TILE_K;
+  int Mt = (M + 2 * TILE_ROWS - 1) / (2 * TILE_ROWS) * 2, Nt = (N + 2 * TILE_WORDS - 1) / (2 * TILE_WORDS) * 2;
+  /* packed operands: the calling thread's two scratch slots (floats and words are both 4 bytes) */
+  int32_t *Ap = (int32_t *)est_thread_buf(EST_TBUF_BF16_A, (size_t)Mt * Kt * TILE);
+  int32_t *Bp = (int32_t *)est_thread_buf(EST_TBUF_BF16_B, (size_t)Nt * Kt * TILE);
+  if (!Ap || !Bp) return -1;
+  int mblocks = (M + BM - 1) / BM, nblocks = (N + BN - 1) / BN;
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#pragma omp parallel num_threads(threads)
+  {
+    int from, to;
+    share(Mt * Kt, &from, &to);
+    for (int i = from; i < to; i++) {
+      int32_t *tile = Ap + (size_t)i * TILE;
+      if (ta == CblasNoTrans) pack_a_rows(tile, A, lda, M, K, i / Kt, i % Kt);
+      else pack_a_cols(tile, A, lda, M, K, i / Kt, i % Kt);
+    }
+    share(Nt * Kt, &from, &to);
+    for (int i = from; i < to; i++) {
+      int32_t *tile = Bp + (size_t)i * TILE;
+      if (tb == CblasNoTrans) pack_b_rows(tile, B, ldb, N, K, i / Kt, i % Kt);
+      else pack_b_cols(tile, B, ldb, N, K, i / Kt, i % Kt);
+    }
+#pragma omp barrier
+    est_amx_configure(8);
+#pragma omp for schedule(dynamic, 1)
+    for (int item = 0; item < mblocks * nblocks; item++) {
+      int mt0 = item / nblocks * (BM / TILE_ROWS), nt0 = item % nblocks * (BN / TILE_WORDS);
+      int mt1 = mt0 + BM / TILE_ROWS < Mt ? mt0 + BM / TILE_ROWS : Mt;
+      int nt1 = nt0 + BN / TILE_WORDS < Nt ? nt0 + BN / TILE_WORDS : Nt;
+      for (int nt = nt0; nt < nt1; nt += 2)
+        for (int mt = mt0; mt < mt1; mt += 2) block32(Ap, Bp, Kt, mt, nt, alpha, beta, C, ldc, M, N);
+    }
+    _tile_release();
+  }
+  return 0;
+}
+#else
+int est_cpu_has_amx_bf16(void) { return 0; }
+int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc) {
+  (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta;
+  (void)C, (void)ldc;
+  return -1;
+}
+#endif
