@@ -22,7 +22,8 @@
  *
  * Linux hands out AMX state only to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM,
  * once per process, for all its threads); each thread loads its tile configuration on
- * entry and releases the tiles when done, so a context switch outside a GEMM saves none. */
+ * entry and releases the tiles when done, so a context switch outside a GEMM saves none.
+ * The instruction facts and their public sources: docs/performance.md §4. */
 #include <immintrin.h>
 #include <omp.h>
 #include <pthread.h>

@@ -5,6 +5,7 @@
 #include "est/precision.h"
 #include "est/threads.h"
 #include "nn/cpu_peak.h"
+#include "nn/gemm.h" /* est_cpu_has_amx_bf16 */
 
 est_status est_precision_check_flag(const char *value) {
   est_precision p;
@@ -22,8 +23,10 @@ est_status est_precision_apply_flag(const char *value) {
   /* which BLAS kernels the fp32 GEMMs est leaves to OpenBLAS run on (est/threads.h) */
   EST_LOG_INFO("OpenBLAS kernels: %s", est_blas_corename());
   if (est_set_precision(p) != EST_PRECISION_BF16) return EST_OK;
-  EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32");
-  /* bf16 pays only where VDPBF16PS's 64 FLOP issue nearly as often as an FMA's 32; some
+  EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32, on %s",
+               est_cpu_has_amx_bf16() ? "AMX tiles (TDPBF16PS)" : "AVX512-BF16 (VDPBF16PS)");
+  /* bf16 pays only where its instruction beats fp32 FMAs: AMX's tiles do by far (~16x the
+   * FLOP rate); VDPBF16PS's 64 FLOP must issue nearly as often as an FMA's 32, and some
    * CPUs retire one for every four FMAs (bench/bench_peak.c). A ~10 ms probe says which;
    * it changes only this message, never the arithmetic. */
   double ratio = est_peak_bf16_fp32_ratio();
