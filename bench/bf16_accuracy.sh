@@ -38,7 +38,7 @@ for p in fp32 bf16; do
   "$EST" run_classifier $MRPC --precision=$p --num_threads="$THREADS" --output_dir="$OUT/mrpc-$p" \
     > "$OUT/mrpc-$p.log" 2>&1 || { tail -20 "$OUT/mrpc-$p.log"; exit 1; }
 done
-"$EST" run_classifier --task_name=sst-2 --do_export --vocab_file=data/vocab.txt \
+"$EST" run_classifier --task_name=sst-2 --do_export --data_dir=data/SST-2 --vocab_file=data/vocab.txt \
   --bert_config_file=data/bert_config.json --max_seq_length=64 --output_dir="$OUT/demo-fp32" \
   > "$OUT/export.log" 2>&1 || { tail -20 "$OUT/export.log"; exit 1; }
 cut -f2 data/SST-2/test.tsv | tail -n +2 > "$OUT/test_sentences.txt"
