@@ -118,9 +118,12 @@ if [ "${1:-}" = --group ]; then
   if [ -x "$BUILD/bench_peak" ] && peaks=$("$BUILD/bench_peak" "$THREADS" 2>/dev/null); then
     PEAK_FP32=$(echo "$peaks" | awk '/vfmadd231ps/ { print $(NF - 3) }')
     PEAK_BF16=$(echo "$peaks" | awk '/vdpbf16ps/ && /GFLOP/ { print $(NF - 3) }')
+    # with AMX, bf16's ceiling is the tile unit's (est and oneDNN both run TDPBF16PS there)
+    PEAK_AMX=$(echo "$peaks" | awk '/tdpbf16ps/ && /GFLOP/ { print $(NF - 3) }')
+    [ -n "$PEAK_AMX" ] && PEAK_BF16=$PEAK_AMX
     PEAK_BF16=${PEAK_BF16:-0} peak_from="measured, bench_peak $THREADS"
   fi
-  echo "    peak GFLOP/s ($peak_from): fp32 FMA $PEAK_FP32, bf16 dot $PEAK_BF16"
+  echo "    peak GFLOP/s ($peak_from): fp32 FMA $PEAK_FP32, bf16 ${PEAK_AMX:+AMX tiles }$PEAK_BF16"
   list=$(contestants "$model" "$mode")
   n=$(echo "$list" | wc -w)
   tmp=$(mktemp -d)

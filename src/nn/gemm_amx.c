@@ -140,15 +140,30 @@ AMX_TARGET static void pack_b_cols(int32_t *tile, const float *B, int ldb, int N
 }
 
 /* The 32 x 32 block of C at (mt, nt) (tile indices, both even): acc = sum over kt of
- * A tiles x B tiles, then C = alpha acc + beta C on the rows < M and columns < N. */
+ * A tiles x B tiles, then C = alpha acc + beta C on the rows < M and columns < N. With
+ * beta = 1 and alpha = 1 the sum starts from C (C + p1 + p2 + ... rather than C + (p1 + p2
+ * + ...)): fp32 rounding in another order, within the same bound (gemm.h). */
 AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int mt, int nt, float alpha, float beta,
                                float *C, int ldc, int M, int N) {
   const int32_t *a0 = Ap + (size_t)mt * Kt * TILE, *a1 = a0 + (size_t)Kt * TILE;
   const int32_t *b0 = Bp + (size_t)nt * Kt * TILE, *b1 = b0 + (size_t)Kt * TILE;
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
+  /* A block wholly inside C with alpha = 1 and beta 0 or 1 (every GEMM of BERT's layers)
+   * starts from C itself, or zero, and is stored straight back: no trip through a buffer. */
+  float *c = C + (size_t)mt * TILE_ROWS * ldc + (size_t)nt * TILE_WORDS;
+  const long ld = (long)ldc * (long)sizeof(float);
+  const int direct = alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && (mt + 2) * TILE_ROWS <= M &&
+                     (nt + 2) * TILE_WORDS <= N;
+  if (direct && beta == 1.0f) {
+    _tile_loadd(0, c, ld);
+    _tile_loadd(1, c + TILE_WORDS, ld);
+    _tile_loadd(2, c + TILE_ROWS * (size_t)ldc, ld);
+    _tile_loadd(3, c + TILE_ROWS * (size_t)ldc + TILE_WORDS, ld);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
   for (int kt = 0; kt < Kt; kt++) {
     _tile_loadd(4, a0 + (size_t)kt * TILE, 64);
     _tile_loadd(5, a1 + (size_t)kt * TILE, 64);
@@ -158,6 +173,13 @@ AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int
     _tile_dpbf16ps(1, 4, 7);
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
+  }
+  if (direct) {
+    _tile_stored(0, c, ld);
+    _tile_stored(1, c + TILE_WORDS, ld);
+    _tile_stored(2, c + TILE_ROWS * (size_t)ldc, ld);
+    _tile_stored(3, c + TILE_ROWS * (size_t)ldc + TILE_WORDS, ld);
+    return;
   }
   float __attribute__((aligned(64))) acc[4][TILE];
   _tile_stored(0, acc[0], 64);
