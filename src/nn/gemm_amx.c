@@ -3,8 +3,9 @@
  * on the tile unit instead of zmm registers.
  *
  * One TDPBF16PS multiplies a 16 x 32 bf16 tile of A by a 32 x 16 bf16 tile of B into a
- * 16 x 16 fp32 tile of C: 16384 FLOP per instruction, 5-7x what VFMADD231PS reaches per
- * core on the Xeon this was written on (bench/bench_peak). The tiles want:
+ * 16 x 16 fp32 tile of C: 16384 FLOP per instruction, one per ~16 cycles, 14-18x the FLOP
+ * rate of VFMADD231PS per core on the Xeon this was written on (bench/bench_peak); this
+ * kernel reaches 13-32% of that on BERT's shapes (bench/README.md). The tiles want:
  *   A tile: 16 rows m, each 16 words = 32 consecutive k as bf16 (k even in the low half)
  *   B tile: 16 rows kp (k-pairs), each 16 words = 16 columns n, word = (k = 2kp, 2kp + 1)
  * so both operands are packed once per call into 1 KiB tiles laid end to end (a tile load
@@ -192,10 +193,10 @@ AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int
     __mmask16 cols = lanes(N - n0);
     if (!cols) continue;
     for (int r = 0; r < TILE_ROWS && m0 + r < M; r++) {
-      float *c = C + (size_t)(m0 + r) * ldc + n0;
+      float *row = C + (size_t)(m0 + r) * ldc + n0;
       __m512 v = _mm512_mul_ps(va, _mm512_load_ps(acc[q] + 16 * r));
-      if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(cols, c), v);
-      _mm512_mask_storeu_ps(c, cols, v);
+      if (beta != 0.0f) v = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(cols, row), v);
+      _mm512_mask_storeu_ps(row, cols, v);
     }
   }
 }
