@@ -23,6 +23,7 @@
 
 #include "est/est.h"
 #include "est/precision.h"
+#include "nn/fastmath.h"
 #include "nn/gemm.h"
 #include "test_util.h"
 
@@ -151,7 +152,7 @@ typedef void (*bf16_kernel)(CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, flo
  * checked that AMX is there, so the kernel must run every shape given). */
 static void amx_or_fail(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                         int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-  assert_int_equal(est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc), 0);
+  assert_int_equal(est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL), 0);
 }
 
 static void check_kernel_against_reference(bf16_kernel kernel) {
@@ -205,7 +206,49 @@ static void test_amx_kernel_matches_reference(void **state) {
   free_operands(&o);
   /* nothing to multiply: it leaves C to the caller */
   float c = 1.0f;
-  assert_int_not_equal(est_sgemm_amx(CblasNoTrans, CblasNoTrans, 1, 1, 0, 1.0f, &c, 1, &c, 1, 0.0f, &c, 1), 0);
+  assert_int_not_equal(est_sgemm_amx(CblasNoTrans, CblasNoTrans, 1, 1, 0, 1.0f, &c, 1, &c, 1, 0.0f, &c, 1, NULL), 0);
+}
+
+/* The tile kernel's epilogue (bias, then tanh-GELU into a second output, on each block of C
+ * while it is hot) gives, bit for bit, what the layer computed before it was fused: C = bias
+ * then a beta = 1 GEMM (beta = 0 with a bias), or the GEMM then C += bias (beta != 0), and
+ * GELU as a pass over C. Shapes with edge blocks (the buffered store) and alpha != 1. */
+static void test_amx_epilogue_equals_separate_passes(void **state) {
+  (void)state;
+  if (!est_cpu_has_amx_bf16()) skip();
+  const shape cases[] = {{CblasNoTrans, CblasNoTrans, 300, 270, 96, 1.0f, 0.0f},
+                         {CblasNoTrans, CblasTrans, 77, 70, 130, 1.0f, 1.0f},
+                         {CblasTrans, CblasNoTrans, 64, 96, 200, 0.5f, 2.0f}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const shape *s = &cases[i];
+    operands o = make_operands(s);
+    size_t csize = (size_t)s->M * o.ldc, gsize = (size_t)s->M * (s->N + 1);
+    float *fused = malloc(csize * sizeof(float)), *apart = malloc(csize * sizeof(float));
+    float *g_fused = calloc(gsize, sizeof(float)), *g_apart = calloc(gsize, sizeof(float));
+    float *bias = random_matrix((size_t)s->N);
+    memcpy(fused, o.C0, csize * sizeof(float));
+    memcpy(apart, o.C0, csize * sizeof(float));
+    est_gemm_epilogue ep = {bias, g_fused, s->N + 1};
+    assert_int_equal(est_sgemm_amx(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, fused,
+                                   o.ldc, &ep), 0);
+    float beta = s->beta;
+    if (beta == 0.0f) { /* gemm.c's route: C = bias, then accumulate */
+      for (int m = 0; m < s->M; m++) memcpy(apart + (size_t)m * o.ldc, bias, (size_t)s->N * sizeof(float));
+      beta = 1.0f;
+    }
+    assert_int_equal(est_sgemm_amx(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, beta, apart,
+                                   o.ldc, NULL), 0);
+    for (int m = 0; m < s->M; m++)
+      for (int n = 0; n < s->N; n++) {
+        float *c = apart + (size_t)m * o.ldc + n;
+        if (s->beta != 0.0f) *c += bias[n];
+        g_apart[(size_t)m * (s->N + 1) + n] = est_fast_gelu(*c);
+      }
+    assert_memory_equal(fused, apart, csize * sizeof(float));
+    assert_memory_equal(g_fused, g_apart, gsize * sizeof(float));
+    free(fused), free(apart), free(g_fused), free(g_apart), free(bias);
+    free_operands(&o);
+  }
 }
 
 /* The GEMM layer follows the setting: bf16 results (where the CPU has it) equal the bf16
@@ -270,6 +313,7 @@ int main(void) {
     cmocka_unit_test(test_reference_is_exact_but_for_input_rounding),
     cmocka_unit_test(test_dpbf16_kernel_matches_reference),
     cmocka_unit_test(test_amx_kernel_matches_reference),
+    cmocka_unit_test(test_amx_epilogue_equals_separate_passes),
     cmocka_unit_test(test_precision_setting_switches_the_gemm),
     cmocka_unit_test(test_precision_flag),
   };

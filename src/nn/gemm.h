@@ -76,10 +76,12 @@ void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
  * the order of the fp32 sums differs):
  *   est_sgemm_amx      AMX tiles (TDPBF16PS), gemm_amx.c; returns 0 when done, non-zero
  *                      when it did nothing (no AMX, or the kernel refused it the state,
- *                      K = 0, alpha = 0, no memory): then the next one runs
+ *                      K = 0, alpha = 0, no memory): then the next one runs. It applies
+ *                      an epilogue (ep, may be NULL) to each block of C while it is hot,
+ *                      with the values est_sgemm_parallel_ep's separate passes give
  *   est_sgemm_bf16_dp  AVX512-BF16 (VDPBF16PS), gemm_bf16.c; needs est_cpu_has_avx512_bf16() */
 int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
-                  const float *B, int ldb, float beta, float *C, int ldc);
+                  const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep);
 void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                        int lda, const float *B, int ldb, float beta, float *C, int ldc);
 /* AMX-BF16 on the CPU and its tile state granted to this process by the kernel (asked for

@@ -149,7 +149,7 @@ static void share(int n, int *from, int *to) {
 void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const float *B, int ldb, float beta, float *C, int ldc) {
   /* the tile unit where the CPU and the kernel allow it (gemm_amx.c), else VDPBF16PS */
-  if (est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0) return;
+  if (est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL) == 0) return;
   est_sgemm_bf16_dp(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
