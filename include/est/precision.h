@@ -4,11 +4,13 @@
  *
  * EST_PRECISION_FP32 (the default): every GEMM in fp32.
  * EST_PRECISION_BF16: the matmul layers' GEMMs (forward, input and weight gradients) take
- *   their inputs rounded to bfloat16 and sum in fp32, on AVX512-BF16 (VDPBF16PS does 64
- *   FLOP to an FMA's 32: up to twice fp32's rate where it issues as often as an FMA; some
- *   CPUs issue it a quarter as often, and est_precision_apply_flag warns there, see
- *   bench/bench_peak.c). Everything else stays fp32: master weights, optimizer state, LayerNorm,
- *   softmax, the loss and the gradients. Checkpoints are fp32 as always.
+ *   their inputs rounded to bfloat16 and sum in fp32: on AMX tiles where the CPU has them and
+ *   Linux grants the process their state (TDPBF16PS, 14-18x the fp32 FMA rate on the Xeon
+ *   this was measured on), else on AVX512-BF16 (VDPBF16PS does 64 FLOP to an FMA's 32: up to
+ *   twice fp32's rate where it issues as often as an FMA; some CPUs issue it a quarter as
+ *   often, and est_precision_apply_flag warns there, see bench/bench_peak.c). Everything else
+ *   stays fp32: master weights, optimizer state, LayerNorm, softmax, the attention's per-head
+ *   products, the loss and the gradients. Checkpoints are fp32 as always.
  *
  * The setting is process-wide, like the thread count; set it before training starts. */
 #ifndef EST_PRECISION_H
@@ -39,7 +41,7 @@ int est_precision_parse(const char *name, est_precision *out);
  *     ...
  *     if (est_precision_apply_flag(precision) != EST_OK) ...   // after the flags parse */
 #define EST_PRECISION_FLAG_HELP                                                                  \
-  "[est] fp32, or bf16: matmul inputs in bfloat16 with fp32 sums on CPUs with AVX512-BF16 "      \
+  "[est] fp32, or bf16: matmul inputs in bfloat16 with fp32 sums on CPUs with AMX or AVX512-BF16 " \
   "(weights, optimizer, LayerNorm, softmax and loss stay fp32; elsewhere it runs fp32)."
 
 /* Checks a --precision value: "fp32" or "bf16" (NULL counts as fp32); anything else is
