@@ -15,10 +15,10 @@
  * Conversion is round-to-nearest-even (VCVTNEPS2BF16), as est_bf16_from_float. */
 #include <immintrin.h>
 #include <omp.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "nn/gemm.h"
+#include "nn/thread_buf.h"
 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
@@ -33,22 +33,11 @@ int est_cpu_has_avx512_bf16(void) {
   return cached;
 }
 
-/* Packed operands, grown as needed and kept per calling thread (the step loop stays
- * allocation-free once the largest GEMM has run). */
-typedef struct {
-  int32_t *p;
-  size_t cap;
-} scratch;
-static _Thread_local scratch scratch_a, scratch_b;
-
-static int32_t *scratch_get(scratch *s, size_t words) {
-  if (s->cap < words) {
-    free(s->p);
-    size_t bytes = (words * sizeof(int32_t) + 63) / 64 * 64;
-    s->p = aligned_alloc(64, bytes);
-    s->cap = s->p ? words : 0;
-  }
-  return s->p;
+/* Packed operands: the calling thread's bf16 scratch slots (nn/thread_buf.h), shared with the
+ * tile kernel (a thread runs one GEMM at a time), grown as needed and kept, so the step loop
+ * stays allocation-free once the largest GEMM has run; handed back when the thread ends. */
+static int32_t *scratch_get(est_thread_buf_slot slot, size_t words) {
+  return (int32_t *)est_thread_buf(slot, words); /* floats and words are both 4 bytes */
 }
 
 static inline __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
@@ -161,7 +150,7 @@ void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int
       for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] = beta == 0.0f ? 0.0f : beta * C[(size_t)m * ldc + n];
   if (K <= 0 || alpha == 0.0f) return;
   int kp2 = (K + 1) / 2, Mp = (M + MR - 1) / MR * MR, Np = (N + NR - 1) / NR * NR;
-  int32_t *aw = scratch_get(&scratch_a, (size_t)Mp * kp2), *bw = scratch_get(&scratch_b, (size_t)kp2 * Np);
+  int32_t *aw = scratch_get(EST_TBUF_BF16_A, (size_t)Mp * kp2), *bw = scratch_get(EST_TBUF_BF16_B, (size_t)kp2 * Np);
   if (!aw || !bw) { /* out of memory for the packed copies: the fp32 GEMM needs none */
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc); /* C holds beta C */
     return;

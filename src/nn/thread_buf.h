@@ -13,8 +13,8 @@ typedef enum {
   EST_TBUF_ATT_K,        /* attention.c: a pair's K^T, packed */
   EST_TBUF_ATT_V,        /* attention.c: a pair's V, packed */
   EST_TBUF_ATT_STRIP,    /* attention.c: a strip of dropped-out probabilities */
-  EST_TBUF_BF16_A,       /* gemm_amx.c: A of the calling thread, packed as bf16 tiles */
-  EST_TBUF_BF16_B,       /* gemm_amx.c: B of the calling thread, packed as bf16 tiles */
+  EST_TBUF_BF16_A,       /* gemm_amx.c, gemm_bf16.c: A of the calling thread, packed as bf16 */
+  EST_TBUF_BF16_B,       /* gemm_amx.c, gemm_bf16.c: B of the calling thread, packed as bf16 */
   EST_TBUF_COUNT
 } est_thread_buf_slot;
 
