@@ -34,6 +34,7 @@
 #include "nn/amx.h"
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
+#include "nn/gemm_util.h"
 #include "nn/thread_buf.h"
 
 #if defined(__x86_64__) && defined(__linux__)
@@ -68,21 +69,19 @@ int est_cpu_has_amx_bf16(void) {
   return amx_usable;
 }
 
-static inline __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
-
 /* 32 floats from src (n of them valid, the rest 0) as 32 bf16 = 16 words, k-order. */
 AMX_TARGET static inline __m512i bf16_words(const float *src, int n) {
-  __m512 lo = _mm512_maskz_loadu_ps(lanes(n), src);
-  __m512 hi = _mm512_maskz_loadu_ps(lanes(n - 16), src + 16);
+  __m512 lo = _mm512_maskz_loadu_ps(est_lanes16(n), src);
+  __m512 hi = _mm512_maskz_loadu_ps(est_lanes16(n - 16), src + 16);
   return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
 }
 
 /* 16 words from two source rows: word i = (bf16(r0[i]) low, bf16(r1[i]) high); r1 may be
  * NULL (an odd K's last pair: zero high half). n of the 16 valid. */
 AMX_TARGET static inline __m512i pair_words(const float *r0, const float *r1, int n) {
-  __m512i w0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes(n), r0)));
+  __m512i w0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(est_lanes16(n), r0)));
   if (!r1) return w0;
-  __m512i w1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes(n), r1)));
+  __m512i w1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(est_lanes16(n), r1)));
   return _mm512_or_si512(w0, _mm512_slli_epi32(w1, 16));
 }
 
@@ -219,7 +218,7 @@ AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   for (int q = 0; q < 4; q++) {
     int m0 = (mt + (q >> 1)) * TILE_ROWS, n0 = (nt + (q & 1)) * TILE_WORDS;
-    __mmask16 cols = lanes(N - n0);
+    __mmask16 cols = est_lanes16(N - n0);
     if (!cols) continue;
     for (int r = 0; r < TILE_ROWS && m0 + r < M; r++) {
       float *row = C + (size_t)(m0 + r) * ldc + n0;
@@ -229,13 +228,6 @@ AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int
       _mm512_mask_storeu_ps(row, cols, v);
     }
   }
-}
-
-/* Splits [0, n) evenly over the team; the calling thread's share. */
-static void share(int n, int *from, int *to) {
-  int t = omp_get_thread_num(), nt = omp_get_num_threads();
-  *from = (int)((long)n * t / nt);
-  *to = (int)((long)n * (t + 1) / nt);
 }
 
 AMX_TARGET int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
@@ -253,13 +245,13 @@ AMX_TARGET int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int 
 #pragma omp parallel num_threads(threads)
   {
     int from, to;
-    share(Mt * Kt, &from, &to);
+    est_team_share(Mt * Kt, &from, &to);
     for (int i = from; i < to; i++) {
       int32_t *tile = Ap + (size_t)i * TILE;
       if (ta == CblasNoTrans) pack_a_rows(tile, A, lda, M, K, i / Kt, i % Kt);
       else pack_a_cols(tile, A, lda, M, K, i / Kt, i % Kt);
     }
-    share(Nt * Kt, &from, &to);
+    est_team_share(Nt * Kt, &from, &to);
     for (int i = from; i < to; i++) {
       int32_t *tile = Bp + (size_t)i * TILE;
       if (tb == CblasNoTrans) pack_b_rows(tile, B, ldb, N, K, i / Kt, i % Kt);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "nn/gemm.h"
+#include "nn/gemm_util.h"
 #include "nn/thread_buf.h"
 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
@@ -40,8 +41,6 @@ static int32_t *scratch_get(est_thread_buf_slot slot, size_t words) {
   return (int32_t *)est_thread_buf(slot, words); /* floats and words are both 4 bytes */
 }
 
-static inline __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
-
 /* dst[m][0..Kp) = bf16(src row m), rows M..Mp zero; Kp = 2 * kp2 (a zero pads odd K). */
 BF16_TARGET static void pack_rows(int32_t *dst, const float *src, int ld, int M, int Mp, int K, int kp2, int from,
                                   int to) {
@@ -53,8 +52,8 @@ BF16_TARGET static void pack_rows(int32_t *dst, const float *src, int ld, int M,
     }
     const float *s = src + (size_t)m * ld;
     for (int k = 0; k < 2 * kp2; k += 32) {
-      __m512 lo = _mm512_maskz_loadu_ps(lanes(K - k), s + k);
-      __m512 hi = _mm512_maskz_loadu_ps(lanes(K - k - 16), s + k + 16);
+      __m512 lo = _mm512_maskz_loadu_ps(est_lanes16(K - k), s + k);
+      __m512 hi = _mm512_maskz_loadu_ps(est_lanes16(K - k - 16), s + k + 16);
       __m512i h = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
       int n = 2 * kp2 - k;
       _mm512_mask_storeu_epi16(row + k, n >= 32 ? ~(__mmask32)0 : (__mmask32)((1u << n) - 1), h);
@@ -71,12 +70,12 @@ BF16_TARGET static void pack_pairs_of_rows(int32_t *dst, const float *src, int l
     const float *r0 = src + (size_t)(2 * kp) * ld, *r1 = 2 * kp + 1 < K ? r0 + ld : NULL;
     int32_t *d = dst + (size_t)kp * Cp;
     for (int c = 0; c < Cp; c += 16) {
-      __mmask16 in = lanes(C - c);
+      __mmask16 in = est_lanes16(C - c);
       __m512 x0 = _mm512_maskz_loadu_ps(in, r0 + c);
       __m512 x1 = r1 ? _mm512_maskz_loadu_ps(in, r1 + c) : _mm512_setzero_ps();
       __m512i w0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x0));
       __m512i w1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x1));
-      _mm512_mask_storeu_epi32(d + c, lanes(Cp - c), _mm512_or_si512(w0, _mm512_slli_epi32(w1, 16)));
+      _mm512_mask_storeu_epi32(d + c, est_lanes16(Cp - c), _mm512_or_si512(w0, _mm512_slli_epi32(w1, 16)));
     }
   }
 }
@@ -91,10 +90,10 @@ BF16_TARGET static void pack_pairs_of_cols(int32_t *dst, const float *src, int l
   for (int n = from; n < to; n++) {
     const float *s = src + (size_t)n * ld;
     for (int k = 0; k < 2 * kp2; k += 32) {
-      __m512 lo = _mm512_maskz_loadu_ps(lanes(K - k), s + k);
-      __m512 hi = _mm512_maskz_loadu_ps(lanes(K - k - 16), s + k + 16);
+      __m512 lo = _mm512_maskz_loadu_ps(est_lanes16(K - k), s + k);
+      __m512 hi = _mm512_maskz_loadu_ps(est_lanes16(K - k - 16), s + k + 16);
       __m512i words = (__m512i)_mm512_cvtne2ps_pbh(hi, lo); /* 16 pairs, kp = k/2 .. k/2+15 */
-      _mm512_mask_i32scatter_epi32(dst + (size_t)(k / 2) * Np + n, lanes(kp2 - k / 2), stride, words, 4);
+      _mm512_mask_i32scatter_epi32(dst + (size_t)(k / 2) * Np + n, est_lanes16(kp2 - k / 2), stride, words, 4);
     }
   }
 }
@@ -117,7 +116,7 @@ BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k,
       acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
     }
   }
-  __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+  __mmask16 m0 = est_lanes16(cols), m1 = est_lanes16(cols - 16);
   __m512 va = _mm512_set1_ps(alpha);
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++)
@@ -126,13 +125,6 @@ BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k,
       _mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(acc[i][0], va, _mm512_maskz_loadu_ps(m0, ci)));
       _mm512_mask_storeu_ps(ci + 16, m1, _mm512_fmadd_ps(acc[i][1], va, _mm512_maskz_loadu_ps(m1, ci + 16)));
     }
-}
-
-/* Splits [0, n) evenly over the team; the calling thread's share. */
-static void share(int n, int *from, int *to) {
-  int t = omp_get_thread_num(), nt = omp_get_num_threads();
-  *from = (int)((long)n * t / nt);
-  *to = (int)((long)n * (t + 1) / nt);
 }
 
 void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -161,15 +153,15 @@ void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int
 #pragma omp parallel num_threads(threads)
   {
     int from, to;
-    if (ta == CblasNoTrans) share(Mp, &from, &to), pack_rows(aw, A, lda, M, Mp, K, kp2, from, to);
-    else share(kp2, &from, &to), pack_pairs_of_rows(aw, A, lda, K, M, Mp, from, to);
+    if (ta == CblasNoTrans) est_team_share(Mp, &from, &to), pack_rows(aw, A, lda, M, Mp, K, kp2, from, to);
+    else est_team_share(kp2, &from, &to), pack_pairs_of_rows(aw, A, lda, K, M, Mp, from, to);
     if (tb == CblasNoTrans) {
-      share(kp2, &from, &to);
+      est_team_share(kp2, &from, &to);
       pack_pairs_of_rows(bw, B, ldb, K, N, Np, from, to);
     } else {
-      share(N, &from, &to);
+      est_team_share(N, &from, &to);
       pack_pairs_of_cols(bw, B, ldb, K, kp2, Np, from, to);
-      share(kp2, &from, &to);
+      est_team_share(kp2, &from, &to);
       for (int kp = from; kp < to; kp++) memset(bw + (size_t)kp * Np + N, 0, (size_t)(Np - N) * sizeof(int32_t));
     }
 #pragma omp barrier

@@ -31,6 +31,7 @@
 
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
+#include "nn/gemm_util.h"
 #include "nn/thread_buf.h"
 
 #define F32_TARGET __attribute__((target("avx512f")))
@@ -46,15 +47,13 @@ int est_cpu_has_avx512f(void) {
   return cached;
 }
 
-static inline __mmask16 lanes(int n) { return n >= 16 ? 0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
-
 /* Bp[t][k][j] = op(B)[k][t NR + j] for the tiles t in [t0, t1), zero where t NR + j >= N. */
 F32_TARGET static void pack_b(float *bp, const float *B, int ldb, int trans, int K, int N, int t0, int t1) {
   for (int t = t0; t < t1; t++) {
     float *dst = bp + (size_t)t * K * NR;
     int n0 = t * NR, cols = N - n0 < NR ? N - n0 : NR;
     if (!trans) { /* B [K][N]: a tile row is a contiguous piece of B's row k */
-      __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+      __mmask16 m0 = est_lanes16(cols), m1 = est_lanes16(cols - 16);
       for (int k = 0; k < K; k++) {
         const float *s = B + (size_t)k * ldb + n0;
         _mm512_store_ps(dst + (size_t)k * NR, _mm512_maskz_loadu_ps(m0, s));
@@ -70,7 +69,7 @@ F32_TARGET static void pack_b(float *bp, const float *B, int ldb, int trans, int
       __m512i rows16 = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                                           _mm512_set1_epi32(ldb));
       for (int h = 0; h < 2; h++) {
-        __mmask16 m = lanes(cols - 16 * h);
+        __mmask16 m = est_lanes16(cols - 16 * h);
         const float *s = B + (size_t)(n0 + 16 * h) * ldb;
         for (int k = 0; k < K; k++)
           _mm512_store_ps(dst + (size_t)k * NR + 16 * h,
@@ -125,7 +124,7 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
       acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
   }
-  __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+  __mmask16 m0 = est_lanes16(cols), m1 = est_lanes16(cols - 16);
   __m512 va = _mm512_set1_ps(alpha);
   __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
   if (op->bias) bias0 = _mm512_maskz_loadu_ps(m0, op->bias + n0), bias1 = _mm512_maskz_loadu_ps(m1, op->bias + n0 + 16);
@@ -164,13 +163,6 @@ F32_TARGET static void kernel_cols(int kc, const float *a, long lda, const float
   kernel_body(kc, a, 1, lda, b, c, ldc, alpha, rows, cols, op, n0, NULL);
 }
 
-/* Splits [0, n) evenly over the team; the calling thread's share. */
-static void share(int n, int *from, int *to) {
-  int t = omp_get_thread_num(), nt = omp_get_num_threads();
-  *from = (int)((long)n * t / nt);
-  *to = (int)((long)n * (t + 1) / nt);
-}
-
 /* Trans A (stored [K][M]): the block's rows [m0, m1) x k block [k0, k0 + kc) copied to
  * ap[tile][p][i] (MR a tile, zeros below M). The source rows are contiguous already, so
  * this is a 12-float copy per k; it spares the kernel 256 different lines (and pages,
@@ -178,7 +170,7 @@ static void share(int n, int *from, int *to) {
 F32_TARGET static void pack_a_trans(float *ap, const float *A, int lda, int k0, int kc, int m0, int m1) {
   for (int m = m0; m < m1; m += MR) {
     int rows = m1 - m < MR ? m1 - m : MR;
-    __mmask16 in = lanes(rows);
+    __mmask16 in = est_lanes16(rows);
     float *dst = ap + (size_t)(m - m0) * kc;
     for (int p = 0; p < kc; p++)
       _mm512_mask_storeu_ps(dst + (size_t)p * MR, 0x0FFF, _mm512_maskz_loadu_ps(in, A + (size_t)(k0 + p) * lda + m));
@@ -261,7 +253,7 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
 #pragma omp parallel num_threads(items < threads ? items : threads)
   {
     int from, to;
-    share(tiles, &from, &to);
+    est_team_share(tiles, &from, &to);
     pack_b(bp, B, ldb, tb != CblasNoTrans, K, N, from, to);
 #pragma omp barrier
 #pragma omp for schedule(dynamic, 1)
