@@ -92,52 +92,40 @@ AMX_TARGET static void transpose16(int32_t *dst, const int32_t *src) {
   for (int c = 0; c < 16; c++) _mm512_store_si512(dst + 16 * c, _mm512_i32gather_epi32(column, src + c, 4));
 }
 
-/* A tile (mt, kt) from row-major A[M][K] (NoTrans): row m's 32 k are one conversion. */
-AMX_TARGET static void pack_a_rows(int32_t *tile, const float *A, int lda, int M, int K, int mt, int kt) {
-  int k0 = kt * TILE_K;
+/* dst row r (16 words) = 32 consecutive values of source row c0 + r from column k0, as
+ * bf16 (rows at or past C, and values past K, are zero): a k-contiguous source. */
+AMX_TARGET static void words_of_rows(int32_t *dst, const float *src, int ld, int C, int K, int c0, int k0) {
   for (int r = 0; r < TILE_ROWS; r++) {
-    int m = mt * TILE_ROWS + r;
-    __m512i w = m < M ? bf16_words(A + (size_t)m * lda + k0, K - k0) : _mm512_setzero_si512();
-    _mm512_store_si512(tile + 16 * r, w);
+    int c = c0 + r;
+    __m512i w = c < C ? bf16_words(src + (size_t)c * ld + k0, K - k0) : _mm512_setzero_si512();
+    _mm512_store_si512(dst + 16 * r, w);
   }
 }
 
-/* A tile (mt, kt) from A stored [K][M] (Trans): words (kp, m) from row pairs, transposed. */
-AMX_TARGET static void pack_a_cols(int32_t *tile, const float *A, int lda, int M, int K, int mt, int kt) {
-  int32_t __attribute__((aligned(64))) t[TILE];
-  int m0 = mt * TILE_ROWS;
-  for (int p = 0; p < TILE_WORDS; p++) {
-    int k = kt * TILE_K + 2 * p;
-    __m512i w = k < K ? pair_words(A + (size_t)k * lda + m0, k + 1 < K ? A + (size_t)(k + 1) * lda + m0 : NULL,
-                                   M - m0)
-                      : _mm512_setzero_si512();
-    _mm512_store_si512(t + 16 * p, w);
-  }
-  transpose16(tile, t);
-}
-
-/* B tile (nt, kt) from B stored [K][N] (NoTrans): row kp = two rows of B, interleaved. */
-AMX_TARGET static void pack_b_rows(int32_t *tile, const float *B, int ldb, int N, int K, int nt, int kt) {
-  int n0 = nt * TILE_WORDS;
+/* dst row p (16 words) = the pairs (source rows k0 + 2p, k0 + 2p + 1) of columns c0.. c0 + 15
+ * (rows past K and columns past C zero): a source whose rows are k. */
+AMX_TARGET static void words_of_row_pairs(int32_t *dst, const float *src, int ld, int C, int K, int c0, int k0) {
   for (int p = 0; p < TILE_ROWS; p++) {
-    int k = kt * TILE_K + 2 * p;
-    __m512i w = k < K ? pair_words(B + (size_t)k * ldb + n0, k + 1 < K ? B + (size_t)(k + 1) * ldb + n0 : NULL,
-                                   N - n0)
+    int k = k0 + 2 * p;
+    __m512i w = k < K ? pair_words(src + (size_t)k * ld + c0, k + 1 < K ? src + (size_t)(k + 1) * ld + c0 : NULL,
+                                   C - c0)
                       : _mm512_setzero_si512();
-    _mm512_store_si512(tile + 16 * p, w);
+    _mm512_store_si512(dst + 16 * p, w);
   }
 }
 
-/* B tile (nt, kt) from B stored [N][K] (Trans): column n's pairs are one conversion of row
- * n of B, so the tile is the transpose of 16 converted rows. */
-AMX_TARGET static void pack_b_cols(int32_t *tile, const float *B, int ldb, int N, int K, int nt, int kt) {
+/* One 1 KiB tile (ct, kt) of an operand whose other dimension is C (M for A, N for B).
+ * k_contiguous: the source holds k along its rows (A NoTrans, B Trans), else down its
+ * columns. An A tile wants rows of m, a B tile rows of k-pairs (rows_are_pairs); when the
+ * source has the other orientation, the 16 x 16 words are built the way it allows and
+ * transposed (A Trans, B Trans). */
+AMX_TARGET static void pack_tile(int32_t *tile, const float *src, int ld, int k_contiguous, int rows_are_pairs,
+                                 int C, int K, int ct, int kt) {
   int32_t __attribute__((aligned(64))) t[TILE];
-  for (int c = 0; c < TILE_WORDS; c++) {
-    int n = nt * TILE_WORDS + c;
-    __m512i w = n < N ? bf16_words(B + (size_t)n * ldb + kt * TILE_K, K - kt * TILE_K) : _mm512_setzero_si512();
-    _mm512_store_si512(t + 16 * c, w);
-  }
-  transpose16(tile, t);
+  int32_t *dst = k_contiguous == rows_are_pairs ? t : tile;
+  if (k_contiguous) words_of_rows(dst, src, ld, C, K, ct * TILE_ROWS, kt * TILE_K);
+  else words_of_row_pairs(dst, src, ld, C, K, ct * TILE_WORDS, kt * TILE_K);
+  if (dst == t) transpose16(tile, t);
 }
 
 /* gelu_out = tanh-GELU(C) on the 32 x 32 block at row m0, column n0 (clipped to M x N),
@@ -246,17 +234,11 @@ AMX_TARGET int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int 
   {
     int from, to;
     est_team_share(Mt * Kt, &from, &to);
-    for (int i = from; i < to; i++) {
-      int32_t *tile = Ap + (size_t)i * TILE;
-      if (ta == CblasNoTrans) pack_a_rows(tile, A, lda, M, K, i / Kt, i % Kt);
-      else pack_a_cols(tile, A, lda, M, K, i / Kt, i % Kt);
-    }
+    for (int i = from; i < to; i++)
+      pack_tile(Ap + (size_t)i * TILE, A, lda, ta == CblasNoTrans, 0, M, K, i / Kt, i % Kt);
     est_team_share(Nt * Kt, &from, &to);
-    for (int i = from; i < to; i++) {
-      int32_t *tile = Bp + (size_t)i * TILE;
-      if (tb == CblasNoTrans) pack_b_rows(tile, B, ldb, N, K, i / Kt, i % Kt);
-      else pack_b_cols(tile, B, ldb, N, K, i / Kt, i % Kt);
-    }
+    for (int i = from; i < to; i++)
+      pack_tile(Bp + (size_t)i * TILE, B, ldb, tb == CblasTrans, 1, N, K, i / Kt, i % Kt);
 #pragma omp barrier
     est_amx_configure(8);
 #pragma omp for schedule(dynamic, 1)
