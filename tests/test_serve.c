@@ -253,24 +253,43 @@ static void *client_main(void *arg) {
   return NULL;
 }
 
+/* Whether the server's log has a line containing needle. */
+static int log_has(const server *s, const char *needle) {
+  char *log = test_read_file(s->log, NULL);
+  int has = strstr(log, needle) != NULL;
+  free(log);
+  return has;
+}
+
+/* n clients of `rounds` requests each on port, every answer checked against the fp32 one to
+ * tol (0: 1e-5); none may fail. Returns the instances sent; *worst gets the largest
+ * difference seen. */
+static int run_clients(int port, int n, int rounds, double tol, double *worst) {
+  client c[32];
+  pthread_t t[32];
+  assert_true(n <= 32);
+  for (int i = 0; i < n; i++) {
+    c[i] = (client){.port = port, .id = i, .rounds = rounds, .tol = tol};
+    assert_int_equal(pthread_create(&t[i], NULL, client_main, &c[i]), 0);
+  }
+  int total = 0;
+  *worst = 0;
+  for (int i = 0; i < n; i++) {
+    pthread_join(t[i], NULL);
+    assert_int_equal(c[i].failures, 0);
+    total += c[i].instances;
+    if (c[i].worst > *worst) *worst = c[i].worst;
+  }
+  return total;
+}
+
 static void test_32_concurrent_clients(void **state) {
   (void)state;
   server s;
   server_start(&s, "concurrent", "--enable_batching --max_batch_size=16 --batch_timeout_micros=2000"
                                  " --file_system_poll_wait_seconds=0");
-  enum { N = 32 };
-  client c[N];
-  pthread_t t[N];
-  for (int i = 0; i < N; i++) {
-    c[i] = (client){.port = s.port, .id = i, .rounds = 4};
-    assert_int_equal(pthread_create(&t[i], NULL, client_main, &c[i]), 0);
-  }
-  int total = 0;
-  for (int i = 0; i < N; i++) {
-    pthread_join(t[i], NULL);
-    assert_int_equal(c[i].failures, 0);
-    total += c[i].instances;
-  }
+  double worst;
+  int total = run_clients(s.port, 32, 4, 0, &worst);
   /* every example went through exactly one forward pass */
   assert_int_equal((int)metric(s.port, "est_serving_batch_size_sum{model_name=\"jack\"} "), total);
   assert_int_equal(server_stop(&s), 0);
@@ -281,31 +300,19 @@ static void test_32_concurrent_clients(void **state) {
  * configured per thread), and every answer is within 0.02 of the fp32 one, as est predict's
  * (test_precision_cli.c). Where the CPU runs bf16 the answers must differ from fp32
  * somewhere, else the flag did nothing. */
-static int log_has(const server *s, const char *needle);
-
 static void test_bf16_serves_close_to_fp32(void **state) {
   (void)state;
   server s;
   server_start(&s, "bf16", "--precision=bf16 --enable_batching --max_batch_size=8 --batch_timeout_micros=1000"
                            " --file_system_poll_wait_seconds=0");
-  enum { N = 8 };
-  client c[N];
-  pthread_t t[N];
-  for (int i = 0; i < N; i++) {
-    c[i] = (client){.port = s.port, .id = i, .rounds = 3, .tol = 0.02};
-    assert_int_equal(pthread_create(&t[i], NULL, client_main, &c[i]), 0);
-  }
-  double worst = 0;
-  for (int i = 0; i < N; i++) {
-    pthread_join(t[i], NULL);
-    assert_int_equal(c[i].failures, 0);
-    if (c[i].worst > worst) worst = c[i].worst;
-  }
+  double worst;
+  run_clients(s.port, 8, 3, 0.02, &worst);
   print_message("serve bf16 vs fp32: max |diff| %.3g\n", worst);
   if (log_has(&s, "precision bf16: matmul inputs in bfloat16")) assert_true(worst > 0);
   else assert_true(log_has(&s, "this CPU has no AVX512-BF16"));
   assert_int_equal(server_stop(&s), 0);
 }
+
 
 /* A request whose body has only partly arrived: headers + the first `sent` bytes. */
 static int partial_open(int port, const char *body, size_t sent) {
@@ -385,12 +392,6 @@ static void test_requests_coalesce(void **state) {
 
 /* ---- versions ---- */
 
-static int log_has(const server *s, const char *needle) {
-  char *log = test_read_file(s->log, NULL);
-  int has = strstr(log, needle) != NULL;
-  free(log);
-  return has;
-}
 
 /* Waits for a log line (a hang guard of about a minute, not a speed check). */
 static void wait_log(const server *s, const char *needle) {
