@@ -392,7 +392,6 @@ static void test_requests_coalesce(void **state) {
 
 /* ---- versions ---- */
 
-
 /* Waits for a log line (a hang guard of about a minute, not a speed check). */
 static void wait_log(const server *s, const char *needle) {
   for (int i = 0; !log_has(s, needle); i++) {
