@@ -105,6 +105,15 @@ size_t est_vars_num_parameters(const est_var_store *vs);
 
 void est_vars_zero_grads(est_var_store *vs);
 
+/* Read-only (1) from now on, or writable again (0). The caller promises that no value
+ * changes while the store is read-only (inference: predict, evaluate, serve,
+ * extract_features); the GEMMs may then keep their own packed copies of the weights (the
+ * bf16 tiles of the AMX kernel) instead of packing them again on every call: memory for
+ * speed, about half the weights' size. Making it writable again, or freeing the store,
+ * drops those copies. No effect before est_vars_finalize. */
+void est_vars_set_read_only(est_var_store *vs, int read_only);
+int est_vars_read_only(const est_var_store *vs);
+
 /* A tensor view (float32, the variable's shape) of a variable's value or gradient. */
 est_tensor est_vars_tensor(est_var_store *vs, size_t index);
 est_tensor est_vars_grad_tensor(est_var_store *vs, size_t index);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/frozen.h"
 #include "est/rng.h"
 
 enum { FLOATS_PER_LINE = 16 };  /* 64 bytes: every variable starts on a cache line */
@@ -17,6 +18,7 @@ struct est_var_store {
   float *params;
   float *grads;
   int finalized;
+  int read_only; /* params registered with core/frozen.h */
 };
 
 est_status est_vars_create(est_var_store **out) {
@@ -26,6 +28,7 @@ est_status est_vars_create(est_var_store **out) {
 
 void est_vars_free(est_var_store *vs) {
   if (!vs) return;
+  est_vars_set_read_only(vs, 0); /* before the buffer goes: its packed copies go with it */
   est_free(vs->params);
   est_free(vs->grads);
   free(vs->vars);
@@ -154,6 +157,7 @@ static void initialize_one(est_variable *v, float *data, uint64_t seed) {
 }
 
 void est_vars_initialize(est_var_store *vs, uint64_t seed) {
+  est_vars_set_read_only(vs, 0); /* new values: no packed copy of the old may be used */
   for (size_t i = 0; i < vs->count; i++) {
     initialize_one(&vs->vars[i], vs->params + vs->vars[i].offset, seed);
     vs->vars[i].from_checkpoint = 0;
@@ -182,6 +186,15 @@ int est_vars_find(const est_var_store *vs, const char *name) {
     if (!strcmp(vs->vars[i].name, name)) return (int)i;
   return -1;
 }
+
+void est_vars_set_read_only(est_var_store *vs, int read_only) {
+  read_only = read_only && vs->finalized && vs->params;
+  if (read_only == vs->read_only) return;
+  if (read_only) vs->read_only = est_frozen_add(vs->params, vs->total * sizeof(float)) == 0;
+  else est_frozen_remove(vs->params), vs->read_only = 0;
+}
+
+int est_vars_read_only(const est_var_store *vs) { return vs->read_only; }
 
 float *est_vars_value(est_var_store *vs, size_t index) { return vs->params + vs->vars[index].offset; }
 float *est_vars_grad(est_var_store *vs, size_t index) { return vs->grads + vs->vars[index].offset; }

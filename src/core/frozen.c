@@ -1,0 +1,105 @@
+/* Read-only ranges and their derived copies (core/frozen.h). A handful of ranges (one per
+ * live inference model) and a few dozen copies (one per weight matrix), so a lock and two
+ * lists are enough: a lookup is a few dozen comparisons next to a GEMM's millions of FLOPs. */
+#include "core/frozen.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+
+enum { MAX_RANGES = 64 };
+
+typedef struct {
+  const char *base;
+  size_t bytes;
+} frozen_range;
+
+typedef struct derived_copy {
+  const char *src;
+  uint64_t key[4];
+  void *copy;
+  size_t bytes;
+  int range; /* index into ranges */
+  struct derived_copy *next;
+} derived_copy;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static frozen_range ranges[MAX_RANGES]; /* base NULL: free slot */
+static derived_copy *copies;
+static size_t copy_bytes;
+
+int est_frozen_add(const void *base, size_t bytes) {
+  if (!base || !bytes) return 0;
+  int slot = -1;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_RANGES && slot < 0; i++)
+    if (!ranges[i].base) slot = i;
+  if (slot >= 0) ranges[slot] = (frozen_range){base, bytes};
+  pthread_mutex_unlock(&lock);
+  return slot >= 0 ? 0 : -1;
+}
+
+void est_frozen_remove(const void *base) {
+  if (!base) return;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < MAX_RANGES; i++) {
+    if (ranges[i].base != base) continue;
+    for (derived_copy **p = &copies; *p;) {
+      derived_copy *d = *p;
+      if (d->range != i) {
+        p = &d->next;
+        continue;
+      }
+      *p = d->next;
+      copy_bytes -= d->bytes;
+      est_free(d->copy);
+      free(d);
+    }
+    ranges[i] = (frozen_range){NULL, 0};
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* The range holding all of [p, p + n), or -1. */
+static int range_of(const char *p, size_t n) {
+  for (int i = 0; i < MAX_RANGES; i++) {
+    const frozen_range *r = &ranges[i];
+    if (r->base && p >= r->base && (size_t)(p - r->base) <= r->bytes && n <= r->bytes - (size_t)(p - r->base))
+      return i;
+  }
+  return -1;
+}
+
+const void *est_frozen_derived(const void *src, size_t extent, const uint64_t key[4], size_t bytes,
+                               void (*make)(void *copy, void *ctx), void *ctx) {
+  const char *s = src;
+  void *found = NULL;
+  pthread_mutex_lock(&lock);
+  int r = range_of(s, extent);
+  for (derived_copy *d = copies; r >= 0 && d && !found; d = d->next)
+    if (d->src == s && !memcmp(d->key, key, sizeof d->key)) found = d->copy;
+  if (r >= 0 && !found) {
+    derived_copy *d = malloc(sizeof *d);
+    void *copy = d ? est_alloc(bytes) : NULL;
+    if (copy) {
+      make(copy, ctx);
+      *d = (derived_copy){s, {key[0], key[1], key[2], key[3]}, copy, bytes, r, copies};
+      copies = d;
+      copy_bytes += bytes;
+      found = copy;
+    } else {
+      free(d);
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return found;
+}
+
+size_t est_frozen_derived_bytes(void) {
+  pthread_mutex_lock(&lock);
+  size_t n = copy_bytes;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
