@@ -99,6 +99,8 @@ int main(int argc, char **argv) {
   est_bert_encoder_set_recompute(est_bert_classifier_encoder(m), recompute);
   /* Inference reserves what est serve and est predict reserve: forward-only activations. */
   CHECK(train ? est_bert_classifier_reserve(m, batch, seq) : est_bert_classifier_reserve_forward_only(m, batch, seq));
+  /* and its weights are read-only, as theirs are (packed weights kept; the warm-up packs them) */
+  if (!train) est_vars_set_read_only(vs, 1);
   est_optimizer *opt = NULL;
   if (train) {
     est_adam_weight_decay_config oc = bert_awd_config();

@@ -9,7 +9,9 @@
  *   A tile: 16 rows m, each 16 words = 32 consecutive k as bf16 (k even in the low half)
  *   B tile: 16 rows kp (k-pairs), each 16 words = 16 columns n, word = (k = 2kp, 2kp + 1)
  * so both operands are packed once per call into 1 KiB tiles laid end to end (a tile load
- * then reads 1 KiB contiguously):
+ * then reads 1 KiB contiguously) -- except a B that lies in a read-only store (inference's
+ * weights, est_vars_set_read_only): its tiles are packed on first use and kept
+ * (core/frozen.h), which at one example of 128 tokens was ~85% of the packing:
  *   Ap[mt][kt][16 m][16 kp]   Bp[nt][kt][16 kp][16 n]     (mt, nt, kt: tile indices)
  * padded with zeros to whole tiles (K to a multiple of 32; M and N to an even number of
  * tiles, so every kernel call has two A and two B tiles).
@@ -31,6 +33,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/frozen.h"
 #include "nn/amx.h"
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
@@ -47,7 +50,8 @@
 #endif
 
 enum { TILE_ROWS = 16, TILE_WORDS = 16, TILE_K = 32, TILE = TILE_ROWS * TILE_WORDS };
-enum { BM = 256, BN = 256 }; /* block of C per work item: 8 x 8 blocks of 32 x 32 */
+enum { BM = 256, BN = 256 }; /* block of C per work item at most: 8 x 8 blocks of 32 x 32 */
+enum { ITEMS_PER_THREAD = 4 };  /* fewer, and the items shrink (est_sgemm_amx) */
 
 #if AMX_BUILD
 enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
@@ -218,34 +222,82 @@ AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int
   }
 }
 
+/* B's tiles [Nt][Kt] (Bp above), [from, to) of them: the per-call packing and the copy
+ * kept for a read-only weight share it. */
+typedef struct {
+  int32_t *Bp;
+  const float *B;
+  int ldb, trans, N, K, Kt, tiles;
+} b_tiles;
+
+AMX_TARGET static void pack_b_tiles(const b_tiles *b, int from, int to) {
+  for (int i = from; i < to; i++)
+    pack_tile(b->Bp + (size_t)i * TILE, b->B, b->ldb, b->trans, 1, b->N, b->K, i / b->Kt, i % b->Kt);
+}
+
+AMX_TARGET static void make_b_copy(void *copy, void *ctx) {
+  b_tiles b = *(const b_tiles *)ctx;
+  b.Bp = copy;
+#pragma omp parallel
+  {
+    int from, to;
+    est_team_share(b.tiles, &from, &to);
+    pack_b_tiles(&b, from, to);
+  }
+}
+
+/* B packed as tiles: the copy kept for a read-only weight (core/frozen.h) when B lies in
+ * one, else packed into the thread's scratch slot by the team (*pack_here set). */
+static const int32_t *b_operand(b_tiles *b, int *pack_here) {
+  *pack_here = 0;
+  size_t extent = b->trans ? ((size_t)(b->N - 1) * b->ldb + b->K) * sizeof(float)
+                           : ((size_t)(b->K - 1) * b->ldb + b->N) * sizeof(float);
+  const uint64_t key[4] = {0x414d5842 /* "AMXB" */, (uint64_t)b->ldb, (uint64_t)b->trans,
+                           (uint64_t)b->K << 32 | (uint32_t)b->N};
+  const int32_t *kept = est_frozen_derived(b->B, extent, key, (size_t)b->tiles * TILE * sizeof(int32_t), make_b_copy, b);
+  if (kept) return kept;
+  b->Bp = (int32_t *)est_thread_buf(EST_TBUF_BF16_B, (size_t)b->tiles * TILE);
+  *pack_here = 1;
+  return b->Bp;
+}
+
 AMX_TARGET int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                              const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
                              const est_gemm_epilogue *ep) {
   if (!est_cpu_has_amx_bf16() || M <= 0 || N <= 0 || K <= 0 || alpha == 0.0f) return -1;
   int Kt = (K + TILE_K - 1) / TILE_K;
   int Mt = (M + 2 * TILE_ROWS - 1) / (2 * TILE_ROWS) * 2, Nt = (N + 2 * TILE_WORDS - 1) / (2 * TILE_WORDS) * 2;
-  /* packed operands: the calling thread's two scratch slots (floats and words are both 4 bytes) */
+  /* packed A: the calling thread's scratch slot (floats and words are both 4 bytes) */
   int32_t *Ap = (int32_t *)est_thread_buf(EST_TBUF_BF16_A, (size_t)Mt * Kt * TILE);
-  int32_t *Bp = (int32_t *)est_thread_buf(EST_TBUF_BF16_B, (size_t)Nt * Kt * TILE);
+  b_tiles b = {NULL, B, ldb, tb == CblasTrans, N, K, Kt, Nt * Kt};
+  int pack_b = 0;
+  const int32_t *Bp = Ap ? b_operand(&b, &pack_b) : NULL;
   if (!Ap || !Bp) return -1;
-  int mblocks = (M + BM - 1) / BM, nblocks = (N + BN - 1) / BN;
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  /* Work items of bm x bn tiles: 16 x 16 (256 x 256 of C) where there are enough of them,
+   * narrower when not (one example of 128 tokens and N = 768 gives 3 items of the full
+   * size for 2 threads: a third of the time one idles). The blocks' sums do not depend on
+   * the items' size, so neither do the results. */
+  int bm = BM / TILE_ROWS, bn = BN / TILE_WORDS;
+  while (bn > 2 && ((Mt + bm - 1) / bm) * ((Nt + bn - 1) / bn) < ITEMS_PER_THREAD * threads) bn /= 2;
+  while (bm > 2 && ((Mt + bm - 1) / bm) * ((Nt + bn - 1) / bn) < ITEMS_PER_THREAD * threads) bm /= 2;
+  int mblocks = (Mt + bm - 1) / bm, nblocks = (Nt + bn - 1) / bn;
 #pragma omp parallel num_threads(threads)
   {
     int from, to;
     est_team_share(Mt * Kt, &from, &to);
     for (int i = from; i < to; i++)
       pack_tile(Ap + (size_t)i * TILE, A, lda, ta == CblasNoTrans, 0, M, K, i / Kt, i % Kt);
-    est_team_share(Nt * Kt, &from, &to);
-    for (int i = from; i < to; i++)
-      pack_tile(Bp + (size_t)i * TILE, B, ldb, tb == CblasTrans, 1, N, K, i / Kt, i % Kt);
+    if (pack_b) {
+      est_team_share(Nt * Kt, &from, &to);
+      pack_b_tiles(&b, from, to);
+    }
 #pragma omp barrier
     est_amx_configure(8);
 #pragma omp for schedule(dynamic, 1)
     for (int item = 0; item < mblocks * nblocks; item++) {
-      int mt0 = item / nblocks * (BM / TILE_ROWS), nt0 = item % nblocks * (BN / TILE_WORDS);
-      int mt1 = mt0 + BM / TILE_ROWS < Mt ? mt0 + BM / TILE_ROWS : Mt;
-      int nt1 = nt0 + BN / TILE_WORDS < Nt ? nt0 + BN / TILE_WORDS : Nt;
+      int mt0 = item / nblocks * bm, nt0 = item % nblocks * bn;
+      int mt1 = mt0 + bm < Mt ? mt0 + bm : Mt, nt1 = nt0 + bn < Nt ? nt0 + bn : Nt;
       for (int nt = nt0; nt < nt1; nt += 2)
         for (int mt = mt0; mt < mt1; mt += 2) {
           block32(Ap, Bp, Kt, mt, nt, alpha, beta, C, ldc, M, N, ep);

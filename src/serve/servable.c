@@ -73,6 +73,7 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
   if (st == EST_OK) st = est_vars_finalize(s->vs, 1);
   if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "variables/variables");
   if (st == EST_OK) st = restore_vars(s->vs, p);
+  if (st == EST_OK) est_vars_set_read_only(s->vs, 1); /* served weights never change */
   /* serving never runs backward: forward-only activations (no per-layer scratch or masks) */
   if (st == EST_OK) st = est_bert_classifier_reserve_forward_only(s->model, max_batch, s->meta.max_seq_length);
   if (st == EST_OK && !(s->logits = malloc((size_t)max_batch * s->meta.num_labels * sizeof(float))))
@@ -247,6 +248,7 @@ est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_conf
   if (st == EST_OK) st = est_bert_encoder_create(&e->enc, &cut, e->vs);
   if (st == EST_OK) st = est_vars_finalize(e->vs, 1);
   if (st == EST_OK) st = restore_vars(e->vs, ckpt_prefix);
+  if (st == EST_OK) est_vars_set_read_only(e->vs, 1);
   if (st == EST_OK) st = est_bert_encoder_reserve(e->enc, max_batch, seq_len, 0);
   if (st != EST_OK) {
     est_encoder_layers_free(e);

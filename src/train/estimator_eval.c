@@ -137,6 +137,8 @@ static est_status open_for_inference(est_estimator *e, est_mode mode, const char
                  mode == EST_MODE_EVAL ? "evaluate" : "predict");
     st = est_session_initialize(e, s);
   }
+  /* evaluate and predict never write the variables: the GEMMs may keep packed weights */
+  if (st == EST_OK) est_vars_set_read_only(s->vars, 1);
   if (st != EST_OK) est_session_free(e, s);
   return st;
 }
