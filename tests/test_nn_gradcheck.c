@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "est/nn.h"
+#include "est/precision.h"
 #include "est/rng.h"
 #include "est/threads.h"
 #include "nn/gemm.h"
@@ -397,6 +398,44 @@ static void test_attention_fast_matches_reference(void **state) {
   attention_fast_vs_reference(2, 130, 2, 64, EST_GEMM_BLAS, 5e-5, 1e-7);
 }
 
+/* bf16 mode on AMX: the scores and context products take bf16 inputs with fp32 sums
+ * (attention.c, pair_forward_amx). Against the reference run on the inputs rounded to bf16
+ * (q, k, v; the reference sums in double): the probabilities differ only by the fp32 sums
+ * of Dh exact products, as in the fp32 test (5e-5); the context also rounds each
+ * probability to bf16 before P V, |p - bf16(p)| <= 2^-8 p, so with sum p = 1 and |v| <= 1
+ * it is off by at most 2^-8 plus the fp32 terms. And it did round: the context differs from
+ * the fp32 path's by more than fp32 error somewhere. Skipped without AMX. */
+static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state) {
+  (void)state;
+  if (!est_cpu_has_amx_bf16()) skip();
+  enum { B = 2, S = 130, N = 2, Dh = 64 };
+  size_t n = (size_t)B * S * N * Dh, pp = (size_t)B * N * S * S;
+  int32_t *input_mask = malloc((size_t)B * S * sizeof(int32_t));
+  for (int i = 0; i < B * S; i++) input_mask[i] = (i % S) < (i < S ? S - 3 : S / 2 + 1);
+  for (int pass = 0; pass < 2; pass++) {
+    float prob = pass ? 0.2f : 0.0f;
+    float *q = rand_buf(n, 1.5f), *k = rand_buf(n, 1.5f), *v = rand_buf(n, 1.0f);
+    float *qr = zeros(n), *kr = zeros(n), *vr = zeros(n);
+    for (size_t i = 0; i < n; i++) qr[i] = est_bf16_round(q[i]), kr[i] = est_bf16_round(k[i]), vr[i] = est_bf16_round(v[i]);
+    float *ctx = zeros(n), *ctx32 = zeros(n), *ctxr = zeros(n), *probs = zeros(pp), *probsr = zeros(pp);
+    float *scratch = zeros(est_attention_scratch_floats(B, N, S));
+    uint8_t *mask = calloc(pp, 1);
+    est_attention_forward(ctx32, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13);
+    assert_int_equal(est_set_precision(EST_PRECISION_BF16), EST_PRECISION_BF16);
+    est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13);
+    est_set_precision(EST_PRECISION_FP32);
+    est_attention_forward_ref(ctxr, probsr, mask, qr, kr, vr, input_mask, B, S, N, Dh, prob);
+    assert_close("bf16 attention probs", probs, probsr, pp, 5e-5, 1e-7);
+    assert_close("bf16 attention ctx", ctx, ctxr, n, 5e-5, 0x1p-8 * (pass ? 1.25 : 1.0) + 1e-6);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)ctx[i] - ctx32[i]));
+    assert_true(worst > 1e-4); /* rounded to bf16, not fp32 */
+    free(q); free(k); free(v); free(qr); free(kr); free(vr); free(ctx); free(ctx32); free(ctxr); free(probs);
+    free(probsr); free(scratch); free(mask);
+  }
+  free(input_mask);
+}
+
 static void test_attention_fully_masked_row(void **state) {
   (void)state;
   /* input_mask all zero: every score is q.k/sqrt(Dh) - 10000, finite, so each row is a
@@ -613,6 +652,7 @@ int main(void) {
       cmocka_unit_test_setup(test_activation_names, setup),
       cmocka_unit_test_setup(test_attention_gradcheck_masked_keys, setup),
       cmocka_unit_test_setup(test_attention_fast_matches_reference, setup),
+      cmocka_unit_test_setup(test_attention_bf16_on_tiles_matches_rounded_reference, setup),
       cmocka_unit_test_setup(test_attention_fully_masked_row, setup),
       cmocka_unit_test_setup(test_attention_gradcheck_with_dropout, setup),
       cmocka_unit_test_setup(test_embeddings_scatter_add_and_errors, setup),

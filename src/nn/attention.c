@@ -8,7 +8,9 @@
  * go scores -> mask + softmax -> context while the strip is in L1 (OpenBLAS's small
  * products re-packed both operands on every call, and the scores made a round trip to L2
  * between three passes). Of the backward's four products per pair, the two with NoTrans A
- * run the own kernel too, the two with Trans A OpenBLAS (pair_gemm).
+ * run the own kernel too, the two with Trans A OpenBLAS (pair_gemm). In bf16 mode on a CPU
+ * with AMX the forward's two products run on the tiles instead (pair_forward_amx); the
+ * backward stays fp32.
  *
  * Per pair (b, h), with Q, K, V the [S, Dh] slices (row stride N*Dh):
  *   forward   P  = softmax(Q K^T / sqrt(Dh) + madd),  madd[j] = (1 - input_mask[b,j]) * -10000
@@ -28,8 +30,9 @@
 
 size_t est_attention_scratch_floats(int B, int N, int S) { return 2 * (size_t)B * N * S * S; }
 
-/* Row-wise softmax of p[S,S] in place, after adding the key mask. */
-static void masked_softmax_rows(float *p, const float *madd, int rows, int S) {
+/* Row-wise softmax of p[S,S] in place, after scaling (x scale: 1 where the product
+ * applied it already, which changes no bit) and adding the key mask. */
+static void masked_softmax_rows(float *p, const float *madd, float scale, int rows, int S) {
   for (int i = 0; i < rows; i++) {
     float *row = p + (size_t)i * S;
     float mx = -INFINITY;
@@ -37,7 +40,7 @@ static void masked_softmax_rows(float *p, const float *madd, int rows, int S) {
      * scalar, one vmaxss latency per key, ~60% of the softmax's time */
 #pragma omp simd reduction(max : mx)
     for (int j = 0; j < S; j++) {
-      row[j] += madd[j];
+      row[j] = row[j] * scale + madd[j];
       mx = row[j] > mx ? row[j] : mx;
     }
     float sum = 0.0f;
@@ -84,7 +87,7 @@ static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const fl
     int rows = S - i0 < STRIP ? S - i0 : STRIP;
     float *p = probs + (size_t)i0 * S;
     est_f32_gemm_packed(rows, S, Dh, scale, qb + (size_t)i0 * HD, HD, kp, p, S);
-    masked_softmax_rows(p, madd, rows, S);
+    masked_softmax_rows(p, madd, 1.0f, rows, S);
     const float *pd = p;
     if (dropout) {
       const uint8_t *mr = m + (size_t)i0 * S;
@@ -96,6 +99,28 @@ static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const fl
   return 0;
 }
 
+/* One pair in bf16 mode on AMX (--precision=bf16 where the CPU has the tiles): the two
+ * products on bf16 inputs with fp32 sums, as every dense layer's, on the tile kernel run
+ * single-threaded on this thread (est_sgemm_amx inside a parallel region); the masked
+ * softmax and the dropout stay fp32, in between. The whole [S, S] of scores at once: the
+ * tile kernel packs its operands per call, so strips would pack K^T and V again per strip.
+ * In fp32 this pair took ~12% of a bf16 Small inference step, against ~60% for every dense
+ * layer together (perf). Returns non-zero, having done nothing, when the tile kernel
+ * refuses (then the fp32 paths run). */
+static int pair_forward_amx(float *ctx, float *p, const uint8_t *m, const float *qb, const float *kb, const float *vb,
+                            const float *madd, int S, int Dh, int HD, float scale, int dropout, float keep_scale) {
+  float *pd = p;
+  if (dropout && !(pd = est_thread_buf(EST_TBUF_ATT_STRIP, (size_t)S * S))) return -1;
+  /* P[S,S] = Q K^T, scaled in the softmax: with alpha = 1 the tiles are stored straight
+   * into P rather than through a buffer */
+  if (est_sgemm_amx(CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, qb, HD, kb, HD, 0.0f, p, S, NULL) != 0) return -1;
+  masked_softmax_rows(p, madd, scale, S, S);
+  if (dropout)
+    for (size_t e = 0; e < (size_t)S * S; e++) pd[e] = m[e] ? p[e] * keep_scale : 0.0f;
+  /* ctx[S,Dh] = Pd V: the first product ran, so the tiles are there and this one runs too */
+  return est_sgemm_amx(CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, pd, S, vb, HD, 0.0f, ctx, HD, NULL);
+}
+
 /* The same pair through OpenBLAS (no AVX-512F, `--gemm blas`, or no memory for the
  * packed copies). */
 static void pair_forward_blas(float *ctx, float *p, const uint8_t *m, float *tmp, const float *qb, const float *kb,
@@ -104,7 +129,7 @@ static void pair_forward_blas(float *ctx, float *p, const uint8_t *m, float *tmp
   const size_t SS = (size_t)S * S;
   /* P[S,S] = scale * Q K^T */
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, S, Dh, scale, qb, HD, kb, HD, 0.0f, p, S);
-  masked_softmax_rows(p, madd, S, S);
+  masked_softmax_rows(p, madd, 1.0f, S, S);
   const float *pd = p;
   if (dropout) {
     for (size_t e = 0; e < SS; e++) tmp[e] = m[e] ? p[e] * keep_scale : 0.0f;
@@ -124,6 +149,7 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
   const int dropout = dropout_prob > 0.0f;
   const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
   const int own = own_kernel_allowed();
+  const int amx = est_get_precision() == EST_PRECISION_BF16 && est_cpu_has_amx_bf16();
   est_blas_use_one_thread();
 #pragma omp parallel
   {
@@ -138,6 +164,9 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
       uint8_t *m = dropout ? dropout_mask + (size_t)bh * SS : NULL;
       if (dropout)
         est_dropout_mask(m, ((size_t)first_example * N + (size_t)bh) * SS, SS, dropout_prob, seed, step, tensor_id);
+      if (amx && pair_forward_amx(ctx + off, p, m, q + off, k + off, v + off, madd, S, Dh, HD, scale, dropout,
+                                  keep_scale) == 0)
+        continue;
       if (own && pair_forward_own(ctx + off, p, m, q + off, k + off, v + off, madd, S, Dh, HD, scale, dropout,
                                   keep_scale) == 0)
         continue;

@@ -222,6 +222,22 @@ AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int
   }
 }
 
+/* The 32 x 32 blocks of C in tile rows [mt0, mt1) x tile columns [nt0, nt1), column pairs
+ * outermost (a pair's B tiles are reused down the rows), each with its epilogue. */
+AMX_TARGET static void run_blocks(const int32_t *Ap, const int32_t *Bp, int Kt, int mt0, int mt1, int nt0, int nt1,
+                                  float alpha, float beta, float *C, int ldc, int M, int N,
+                                  const est_gemm_epilogue *ep) {
+  for (int nt = nt0; nt < nt1; nt += 2)
+    for (int mt = mt0; mt < mt1; mt += 2) {
+      block32(Ap, Bp, Kt, mt, nt, alpha, beta, C, ldc, M, N, ep);
+      /* the block's GELU while it is in L1. Measured against gemm.c's pass over C
+       * afterwards (Small inference, perf): the same share of the step in sum, the memory
+       * pass gone; the bias tile above is what removed a pass (gemm.c's C = bias copy, 10%
+       * of a bf16 Small inference step) */
+      if (ep && ep->gelu_out) gelu_block(C, ldc, ep, mt * TILE_ROWS, nt * TILE_WORDS, M, N);
+    }
+}
+
 /* B's tiles [Nt][Kt] (Bp above), [from, to) of them: the per-call packing and the copy
  * kept for a read-only weight share it. */
 typedef struct {
@@ -273,7 +289,18 @@ AMX_TARGET int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int 
   int pack_b = 0;
   const int32_t *Bp = Ap ? b_operand(&b, &pack_b) : NULL;
   if (!Ap || !Bp) return -1;
-  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (omp_in_parallel()) { /* a small product of a caller's parallel loop: this thread alone,
+                            * without a nested team (libgomp's start of one was ~20% of
+                            * bf16 attention's per-head products) */
+    for (int i = 0; i < Mt * Kt; i++)
+      pack_tile(Ap + (size_t)i * TILE, A, lda, ta == CblasNoTrans, 0, M, K, i / Kt, i % Kt);
+    if (pack_b) pack_b_tiles(&b, 0, Nt * Kt);
+    est_amx_configure(8);
+    run_blocks(Ap, Bp, Kt, 0, Mt, 0, Nt, alpha, beta, C, ldc, M, N, ep);
+    _tile_release();
+    return 0;
+  }
+  int threads = omp_get_max_threads();
   /* Work items of bm x bn tiles: 16 x 16 (256 x 256 of C) where there are enough of them,
    * narrower when not (one example of 128 tokens and N = 768 gives 3 items of the full
    * size for 2 threads: a third of the time one idles). The blocks' sums do not depend on
@@ -297,16 +324,8 @@ AMX_TARGET int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int 
 #pragma omp for schedule(dynamic, 1)
     for (int item = 0; item < mblocks * nblocks; item++) {
       int mt0 = item / nblocks * bm, nt0 = item % nblocks * bn;
-      int mt1 = mt0 + bm < Mt ? mt0 + bm : Mt, nt1 = nt0 + bn < Nt ? nt0 + bn : Nt;
-      for (int nt = nt0; nt < nt1; nt += 2)
-        for (int mt = mt0; mt < mt1; mt += 2) {
-          block32(Ap, Bp, Kt, mt, nt, alpha, beta, C, ldc, M, N, ep);
-          /* the block's GELU while it is in L1. Measured against gemm.c's pass over C
-           * afterwards (Small inference, perf): the same share of the step in sum, the
-           * memory pass gone; the bias tile above is what removed a pass (gemm.c's
-           * C = bias copy, 10% of a bf16 Small inference step) */
-          if (ep && ep->gelu_out) gelu_block(C, ldc, ep, mt * TILE_ROWS, nt * TILE_WORDS, M, N);
-        }
+      run_blocks(Ap, Bp, Kt, mt0, mt0 + bm < Mt ? mt0 + bm : Mt, nt0, nt0 + bn < Nt ? nt0 + bn : Nt, alpha, beta, C,
+                 ldc, M, N, ep);
     }
     _tile_release();
   }
