@@ -399,7 +399,7 @@ static void test_attention_fast_matches_reference(void **state) {
 }
 
 /* bf16 mode on AMX: the scores and context products take bf16 inputs with fp32 sums
- * (attention.c, pair_forward_amx). Against the reference run on the inputs rounded to bf16
+ * (attention.c, pair_forward_amx), and so do the backward's (below). Against the reference run on the inputs rounded to bf16
  * (q, k, v; the reference sums in double): the probabilities differ only by the fp32 sums
  * of Dh exact products, as in the fp32 test (5e-5); the context also rounds each
  * probability to bf16 before P V, |p - bf16(p)| <= 2^-8 p, so with sum p = 1 and |v| <= 1
@@ -430,6 +430,28 @@ static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state)
     double worst = 0;
     for (size_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)ctx[i] - ctx32[i]));
     assert_true(worst > 1e-4); /* rounded to bf16, not fp32 */
+    /* The backward's four products on the tiles too. A gradient is at most three bf16
+     * products deep (scores, dP = dctx V^T, dS K): as the bf16 golden test derives it, 6
+     * sigma of that chain is 6 sqrt(2/3) 2^-8 sqrt(3) = 3.3% of the tensor's scale (its
+     * largest |value|), against the fp32 reference on the unrounded inputs. */
+    float *dctx = rand_buf(n, 1.0f), *g[3], *gr[3];
+    for (int t = 0; t < 3; t++) g[t] = zeros(n), gr[t] = zeros(n);
+    assert_int_equal(est_set_precision(EST_PRECISION_BF16), EST_PRECISION_BF16);
+    est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13);
+    est_attention_backward(g[0], g[1], g[2], scratch, dctx, q, k, v, probs, mask, B, S, N, Dh, prob);
+    est_set_precision(EST_PRECISION_FP32);
+    est_attention_forward_ref(ctxr, probsr, mask, q, k, v, input_mask, B, S, N, Dh, prob);
+    est_attention_backward_ref(gr[0], gr[1], gr[2], dctx, q, k, v, probsr, mask, B, S, N, Dh, prob);
+    const double tol = 6.0 * sqrt(2.0 / 3.0) * 0x1p-8 * sqrt(3.0);
+    for (int t = 0; t < 3; t++) {
+      double scale = 0, err = 0;
+      for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(gr[t][i]));
+      for (size_t i = 0; i < n; i++) err = fmax(err, fabs((double)g[t][i] - gr[t][i]));
+      if (!(err <= tol * scale)) fail_msg("bf16 attention gradient %d: off by %.3g of its scale %.3g", t, err / scale, scale);
+      assert_true(err > 1e-4 * scale); /* rounded to bf16 */
+      free(g[t]), free(gr[t]);
+    }
+    free(dctx);
     free(q); free(k); free(v); free(qr); free(kr); free(vr); free(ctx); free(ctx32); free(ctxr); free(probs);
     free(probsr); free(scratch); free(mask);
   }

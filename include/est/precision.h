@@ -9,10 +9,10 @@
  *   this was measured on), else on AVX512-BF16 (VDPBF16PS does 64 FLOP to an FMA's 32: up to
  *   twice fp32's rate where it issues as often as an FMA; some CPUs issue it a quarter as
  *   often, and est_precision_apply_flag warns there, see bench/bench_peak.c). With AMX the
- *   attention's two forward products per head (scores Q K^T, context P V) run on the tiles
- *   too; without it they stay fp32, as do the attention's backward products. Everything
- *   else stays fp32: master weights, optimizer state, LayerNorm, softmax, the loss and the
- *   gradients. Checkpoints are fp32 as always.
+ *   attention's per-head products (forward: scores Q K^T, context P V; and the four of the
+ *   backward) run on the tiles too; without it they stay fp32. Everything else stays fp32:
+ *   master weights, optimizer state, LayerNorm, softmax, the loss and the gradients.
+ *   Checkpoints are fp32 as always.
  *
  * The setting is process-wide, like the thread count; set it before training starts. */
 #ifndef EST_PRECISION_H

@@ -9,8 +9,7 @@
  * products re-packed both operands on every call, and the scores made a round trip to L2
  * between three passes). Of the backward's four products per pair, the two with NoTrans A
  * run the own kernel too, the two with Trans A OpenBLAS (pair_gemm). In bf16 mode on a CPU
- * with AMX the forward's two products run on the tiles instead (pair_forward_amx); the
- * backward stays fp32.
+ * with AMX all six run on the tiles instead (pair_forward_amx, pair_gemm).
  *
  * Per pair (b, h), with Q, K, V the [S, Dh] slices (row stride N*Dh):
  *   forward   P  = softmax(Q K^T / sqrt(Dh) + madd),  madd[j] = (1 - input_mask[b,j]) * -10000
@@ -177,11 +176,13 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
   }
 }
 
-/* One single-threaded product of the backward: est's own kernel (which runs on the calling
+/* One single-threaded product of the backward: in bf16 mode with AMX the tile kernel (bf16
+ * inputs, fp32 sums, as the forward's); else est's own kernel (which runs on the calling
  * thread inside a parallel region) for NoTrans A, OpenBLAS otherwise. The rule is gemm.c's:
  * with A transposed the own kernel copies A's k blocks first and OpenBLAS was ahead. */
-static void pair_gemm(int own, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
+static void pair_gemm(int own, int amx, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+  if (amx && est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL) == 0) return;
   if (own && ta == CblasNoTrans && est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL) == 0)
     return;
   cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
@@ -196,6 +197,7 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
   const int dropout = dropout_prob > 0.0f;
   const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
   const int own = own_kernel_allowed();
+  const int amx = est_get_precision() == EST_PRECISION_BF16 && est_cpu_has_amx_bf16();
   est_blas_use_one_thread();
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * N; bh++) {
@@ -212,10 +214,10 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
     }
     /* dV[S,Dh] += Pd^T dctx */
     if (dv)
-      pair_gemm(own, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, pdrop, S, dctx + off, HD, 1.0f,
+      pair_gemm(own, amx, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, pdrop, S, dctx + off, HD, 1.0f,
                   dv + off, HD);
     /* dPd[S,S] = dctx V^T */
-    pair_gemm(own, CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, dctx + off, HD, v + off, HD, 0.0f, dp, S);
+    pair_gemm(own, amx, CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, dctx + off, HD, v + off, HD, 0.0f, dp, S);
     for (int i = 0; i < S; i++) {
       float *drow = dp + (size_t)i * S;
       const float *prow = p + (size_t)i * S;
@@ -231,7 +233,7 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
       for (int j = 0; j < S; j++) drow[j] = prow[j] * (drow[j] - dot) * scale;
     }
     /* dQ[S,Dh] += dS K;  dK[S,Dh] += dS^T Q */
-    if (dq) pair_gemm(own, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, k + off, HD, 1.0f, dq + off, HD);
-    if (dk) pair_gemm(own, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, q + off, HD, 1.0f, dk + off, HD);
+    if (dq) pair_gemm(own, amx, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, k + off, HD, 1.0f, dq + off, HD);
+    if (dk) pair_gemm(own, amx, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, q + off, HD, 1.0f, dk + off, HD);
   }
 }
