@@ -104,8 +104,8 @@ static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const fl
  * softmax and the dropout stay fp32, in between. The whole [S, S] of scores at once: the
  * tile kernel packs its operands per call, so strips would pack K^T and V again per strip.
  * In fp32 this pair took ~12% of a bf16 Small inference step, against ~60% for every dense
- * layer together (perf). Returns non-zero, having done nothing, when the tile kernel
- * refuses (then the fp32 paths run). */
+ * layer together (perf). Returns non-zero when the tile kernel refuses (no memory for its
+ * packed operands); the fp32 paths then run and write P and ctx whole. */
 static int pair_forward_amx(float *ctx, float *p, const uint8_t *m, const float *qb, const float *kb, const float *vb,
                             const float *madd, int S, int Dh, int HD, float scale, int dropout, float keep_scale) {
   float *pd = p;
@@ -116,7 +116,7 @@ static int pair_forward_amx(float *ctx, float *p, const uint8_t *m, const float 
   masked_softmax_rows(p, madd, scale, S, S);
   if (dropout)
     for (size_t e = 0; e < (size_t)S * S; e++) pd[e] = m[e] ? p[e] * keep_scale : 0.0f;
-  /* ctx[S,Dh] = Pd V: the first product ran, so the tiles are there and this one runs too */
+  /* ctx[S,Dh] = Pd V */
   return est_sgemm_amx(CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, pd, S, vb, HD, 0.0f, ctx, HD, NULL);
 }
 
