@@ -21,6 +21,14 @@
  * tests/test_nn_gradcheck.c checks the rule for every op: a backward into a non-zero
  * buffer gives that buffer plus the gradient.
  *
+ * The one exception is asked for by name: the ops that produce an input gradient have a
+ * `_mode` twin whose last argument says how that input gradient is delivered,
+ * EST_GRAD_ADD (the rule) or EST_GRAD_WRITE (written over, the buffer's old contents
+ * never read). The first backward into a buffer may then write it, and the buffer need
+ * not be zeroed first: in a small model's training step the zeroing and the reading back
+ * of zeros were ~5% of the time (bench/README.md, "Input gradients written, not added").
+ * Parameter gradients always add. WRITE gives the same numbers as ADD into zeros.
+ *
  * Numerics follow google-research/bert modeling.py (docs/bert.md §2): layer norm eps
  * 1e-12, additive -10000 attention mask applied after the 1/sqrt(Dh) scale, inverted
  * dropout, "gelu" = the tanh approximation.
@@ -40,6 +48,12 @@
 extern "C" {
 #endif
 
+/* How a `_mode` backward delivers its input gradient (see the rule above). */
+typedef enum est_grad_mode {
+  EST_GRAD_ADD = 0,   /* dinp += gradient */
+  EST_GRAD_WRITE = 1, /* dinp = gradient; dinp's old contents are not read (may be garbage) */
+} est_grad_mode;
+
 /* ---------------------------------------------------------------------------------- */
 /* Dense layer / matmul (CBLAS sgemm).
  * weight_transposed = 0: weight is [IC, OC], TF's tf.layers.dense kernel layout.
@@ -55,6 +69,10 @@ void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const flo
 /* dinp[N,IC] += dout . W^T;  dweight += inp^T . dout (in W's layout);  dbias[OC] += sum_n dout */
 void est_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                          const float *weight, int N, int IC, int OC, int weight_transposed);
+/* The same with dinp delivered as `mode` says (dweight, dbias still +=). */
+void est_matmul_backward_mode(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                              const float *weight, int N, int IC, int OC, int weight_transposed,
+                              est_grad_mode mode);
 
 /* The same with plain loops (double accumulation): the reference the BLAS path is tested
  * against. Slow; never used by the model. */
@@ -78,6 +96,10 @@ void est_layernorm_forward_residual(float *out, float *mean, float *rstd, float 
 /* dinp[N,C] +=; dgamma[C], dbeta[C] +=. dinp must not alias dout. */
 void est_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                             const float *gamma, const float *mean, const float *rstd, int N, int C);
+/* The same with dinp delivered as `mode` says (dgamma, dbeta still +=). */
+void est_layernorm_backward_mode(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                 const float *gamma, const float *mean, const float *rstd, int N, int C,
+                                 est_grad_mode mode);
 
 /* ---------------------------------------------------------------------------------- */
 /* Activations (modeling.get_activation). Config spellings, case-insensitive:
@@ -101,6 +123,9 @@ const char *est_activation_name(est_activation act);
 void est_activation_forward(float *out, const float *inp, size_t n, est_activation act);
 /* dinp[n] += dout[n] * act'(inp[n]); dinp must not alias dout. */
 void est_activation_backward(float *dinp, const float *dout, const float *inp, size_t n, est_activation act);
+/* The same with dinp delivered as `mode` says. */
+void est_activation_backward_mode(float *dinp, const float *dout, const float *inp, size_t n, est_activation act,
+                                  est_grad_mode mode);
 
 /* Scalar reference tanh-GELU and its derivative in double precision, for tests of the
  * vectorised kernels. */
@@ -126,6 +151,9 @@ void est_dropout_forward_at(float *out, uint8_t *mask, const float *inp, size_t 
 /* dinp[n] += dout * mask / (1-prob); dinp must not alias dout. prob == 0: dinp += dout
  * (mask unread; a caller may rather skip the op and use dout itself). */
 void est_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float prob);
+/* The same with dinp delivered as `mode` says (prob == 0 and WRITE: a copy of dout). */
+void est_dropout_backward_mode(float *dinp, const float *dout, const uint8_t *mask, size_t n, float prob,
+                               est_grad_mode mode);
 
 /* ---------------------------------------------------------------------------------- */
 /* Multi-head self-attention core (modeling.attention_layer after the Q/K/V dense layers).
@@ -151,6 +179,11 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,
                             const float *k, const float *v, const float *probs, const uint8_t *dropout_mask,
                             int B, int S, int N, int Dh, float dropout_prob);
+/* The same with dq, dk, dv delivered as `mode` says. */
+void est_attention_backward_mode(float *dq, float *dk, float *dv, float *scratch, const float *dctx,
+                                 const float *q, const float *k, const float *v, const float *probs,
+                                 const uint8_t *dropout_mask, int B, int S, int N, int Dh, float dropout_prob,
+                                 est_grad_mode mode);
 /* Plain-loop references (double accumulation, libm exp), same arguments minus scratch;
  * the dropout mask is read, not drawn (pass the fast forward's mask). The backward adds
  * (+=) into dq, dk, dv like the fast one; none may be NULL. */

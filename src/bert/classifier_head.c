@@ -141,8 +141,9 @@ est_status est_bert_classifier_head_backward(est_bert_classifier_head *h, float 
   est_crossentropy_backward(h->d_logits, h->probs, h->labels, 1.0f / (float)B, B, C);
   /* logits = pooled_d W^T + b; pooled_d = dropout(pooled), the identity when p is 0 */
   float *d_pd = h->p > 0.0f ? h->d_pooled_d : d_pooled;
-  if (d_pd != d_pooled) memset(d_pd, 0, (size_t)B * H * sizeof(float));
-  est_matmul_backward(d_pd, dW, db, h->d_logits, h->pooled_d, est_vars_value(h->vs, (size_t)h->out_w), B, H, C, 1);
+  /* its own buffer is written; d_pooled (what the encoder reads) is added into */
+  est_matmul_backward_mode(d_pd, dW, db, h->d_logits, h->pooled_d, est_vars_value(h->vs, (size_t)h->out_w), B, H, C,
+                           1, d_pd != d_pooled ? EST_GRAD_WRITE : EST_GRAD_ADD);
   est_bert_report_grads_ready(h->vs, (size_t)h->out_w, (size_t)h->out_b, h->ready_fn, h->ready_ctx);
   if (d_pd != d_pooled) est_dropout_backward(d_pooled, d_pd, h->mask, (size_t)B * H, h->p);
   return EST_OK;

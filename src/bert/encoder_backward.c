@@ -1,23 +1,22 @@
 /* BERT encoder backward: from d sequence output [T,H] and d pooled output [B,H] (what the
  * heads added) down to every parameter gradient.
  *
- * Every op's backward adds into its input gradient (est/nn.h), so each named gradient
- * buffer (enc_grads) is zeroed right before the first op that adds into it, and a tensor
- * read twice gets both gradients by handing both backwards the same buffer: a residual sum
+ * Every op's backward adds into its input gradient (est/nn.h), and a tensor read twice
+ * gets both gradients by handing both backwards the same buffer: a residual sum
  * r = f(u) + u lets LayerNorm's backward add d r straight into d u, then f's backward adds
- * its part on top. A dropout that dropped nothing (prob 0) is the identity, and its
- * gradient is its output's gradient buffer itself. */
+ * its part on top. The first op into each named gradient buffer (enc_grads) writes it
+ * instead (its `_mode` twin with EST_GRAD_WRITE), so no buffer is zeroed first. A dropout
+ * that dropped nothing (prob 0) is the identity, and its gradient is its output's gradient
+ * buffer itself. */
 #include <stddef.h>
 #include <string.h>
 
 #include "bert/encoder_internal.h"
 
-/* d input of a dropout from d output: dout itself when prob is 0, else scratch (zeroed, then
- * added into). */
+/* d input of a dropout from d output: dout itself when prob is 0, else scratch (written). */
 static const float *dropout_grad(float *scratch, const float *dout, const uint8_t *mask, size_t n, float prob) {
   if (prob <= 0.0f) return dout;
-  est_bert_zero(scratch, n);
-  est_dropout_backward(scratch, dout, mask, n, prob);
+  est_dropout_backward_mode(scratch, dout, mask, n, prob, EST_GRAD_WRITE);
   return scratch;
 }
 
@@ -36,30 +35,23 @@ static void layer_backward(est_bert_encoder *e, int l, int B, int S) {
 #define G(idx) enc_grad(e, idx)
 
   /* Y = LayerNorm(y_pre), y_pre = dropout(ffn) + A: LayerNorm's backward starts d A */
-  est_bert_zero(d->attn_out, TH);
-  est_layernorm_backward(d->attn_out, G(w->ln2_g), G(w->ln2_b), d->hidden, a->y_pre, V(w->ln2_g), a->ln2_mean,
-                         a->ln2_rstd, T, H);
+  est_layernorm_backward_mode(d->attn_out, G(w->ln2_g), G(w->ln2_b), d->hidden, a->y_pre, V(w->ln2_g),
+                              a->ln2_mean, a->ln2_rstd, T, H, EST_GRAD_WRITE);
   const float *d_ffn = dropout_grad(d->ffn_out, d->attn_out, a->omask, TH, e->p_hidden);
   /* ffn = act(h_pre) Wo + bo, h_pre = A Wi + bi. act(h_pre) is recomputed (a vectorised
    * pass) rather than kept for every layer; its buffer then holds d h_pre. */
   est_activation_forward(e->h, a->h_pre, TI, cfg->hidden_act);
-  est_bert_zero(d->inter, TI);
-  est_matmul_backward(d->inter, G(w->o_w), G(w->o_b), d_ffn, e->h, V(w->o_w), T, I, H, 0);
-  est_bert_zero(d->inter_pre, TI);
-  est_activation_backward(d->inter_pre, d->inter, a->h_pre, TI, cfg->hidden_act);
+  est_matmul_backward_mode(d->inter, G(w->o_w), G(w->o_b), d_ffn, e->h, V(w->o_w), T, I, H, 0, EST_GRAD_WRITE);
+  est_activation_backward_mode(d->inter_pre, d->inter, a->h_pre, TI, cfg->hidden_act, EST_GRAD_WRITE);
   est_matmul_backward(d->attn_out, G(w->i_w), G(w->i_b), d->inter_pre, a->a, V(w->i_w), T, H, I, 0);
 
   /* A = LayerNorm(a_pre), a_pre = dropout(ctx Wao + bao) + x: LayerNorm's backward starts d x */
-  est_bert_zero(d->hidden, TH);
-  est_layernorm_backward(d->hidden, G(w->ln1_g), G(w->ln1_b), d->attn_out, a->a_pre, V(w->ln1_g), a->ln1_mean,
-                         a->ln1_rstd, T, H);
+  est_layernorm_backward_mode(d->hidden, G(w->ln1_g), G(w->ln1_b), d->attn_out, a->a_pre, V(w->ln1_g),
+                              a->ln1_mean, a->ln1_rstd, T, H, EST_GRAD_WRITE);
   const float *d_dense = dropout_grad(d->attn_dense, d->hidden, a->amask, TH, e->p_hidden);
-  est_bert_zero(d->ctx, TH);
-  est_matmul_backward(d->ctx, G(w->ao_w), G(w->ao_b), d_dense, a->ctx, V(w->ao_w), T, H, H, 0);
-  /* attention core -> d Q, d K, d V; the three projections of x add into d x */
-  est_bert_zero(d->q, TH);
-  est_bert_zero(d->k, TH);
-  est_bert_zero(d->v, TH);
+  est_matmul_backward_mode(d->ctx, G(w->ao_w), G(w->ao_b), d_dense, a->ctx, V(w->ao_w), T, H, H, 0,
+                           EST_GRAD_WRITE);
+  /* attention core -> d Q, d K, d V (written); the three projections of x add into d x */
   /* the probabilities and their mask are one buffer for all layers, last written by the top
    * layer's forward (or this layer's recompute): below the top, draw them again from the
    * kept Q, K, V, mask and dropout coordinates (the same numbers; ctx rewritten unchanged) */
@@ -67,8 +59,8 @@ static void layer_backward(est_bert_encoder *e, int l, int B, int S) {
     est_attention_forward_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v,
                              e->has_mask ? e->mask : NULL, B, S, N, Dh, e->p_attn, e->seed, e->step,
                              EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l, e->row0);
-  est_attention_backward(d->q, d->k, d->v, e->att_scratch, d->ctx, a->q, a->k, a->v, a->probs, a->pmask, B, S, N,
-                         Dh, e->p_attn);
+  est_attention_backward_mode(d->q, d->k, d->v, e->att_scratch, d->ctx, a->q, a->k, a->v, a->probs, a->pmask, B,
+                              S, N, Dh, e->p_attn, EST_GRAD_WRITE);
   est_matmul_backward(d->hidden, G(w->q_w), G(w->q_b), d->q, x, V(w->q_w), T, H, H, 0);
   est_matmul_backward(d->hidden, G(w->k_w), G(w->k_b), d->k, x, V(w->k_w), T, H, H, 0);
   est_matmul_backward(d->hidden, G(w->v_w), G(w->v_b), d->v, x, V(w->v_w), T, H, H, 0);
@@ -92,10 +84,9 @@ est_status est_bert_encoder_backward(est_bert_encoder *e) {
 #define G(idx) enc_grad(e, idx)
 
   /* pooled = tanh(first . Wp + bp), first = row 0 of each example's sequence output */
-  est_bert_zero(d->pool_pre, BH);
-  est_activation_backward(d->pool_pre, d_pooled, e->pool_pre, BH, EST_ACT_TANH);
-  est_bert_zero(d->first, BH);
-  est_matmul_backward(d->first, G(e->pool_w), G(e->pool_b), d->pool_pre, e->first, V(e->pool_w), B, H, H, 0);
+  est_activation_backward_mode(d->pool_pre, d_pooled, e->pool_pre, BH, EST_ACT_TANH, EST_GRAD_WRITE);
+  est_matmul_backward_mode(d->first, G(e->pool_w), G(e->pool_b), d->pool_pre, e->first, V(e->pool_w), B, H, H, 0,
+                           EST_GRAD_WRITE);
   est_bert_report_grads_ready(e->vs, (size_t)e->pool_w, (size_t)e->pool_b, e->ready_fn, e->ready_ctx);
   for (int b = 0; b < B; b++) {
     float *row = d_seq + (size_t)b * S * H;
@@ -117,9 +108,8 @@ est_status est_bert_encoder_backward(est_bert_encoder *e) {
 
   /* embeddings: dropout -> LayerNorm -> scatter-add into the three tables */
   const float *d_ln = dropout_grad(d->emb_ln, d->hidden, e->emb_mask, TH, e->p_hidden);
-  est_bert_zero(d->emb_sum, TH);
-  est_layernorm_backward(d->emb_sum, G(e->emb_g), G(e->emb_b), d_ln, e->emb_sum, V(e->emb_g), e->emb_mean,
-                         e->emb_rstd, B * S, H);
+  est_layernorm_backward_mode(d->emb_sum, G(e->emb_g), G(e->emb_b), d_ln, e->emb_sum, V(e->emb_g), e->emb_mean,
+                              e->emb_rstd, B * S, H, EST_GRAD_WRITE);
   est_embeddings_backward(G(e->word), G(e->type), G(e->pos), d->emb_sum, e->ids, e->has_types ? e->types : NULL, B,
                           S, H, cfg->vocab_size, cfg->type_vocab_size);
   est_bert_report_grads_ready(e->vs, (size_t)e->word, (size_t)e->emb_g, e->ready_fn, e->ready_ctx);

@@ -214,18 +214,16 @@ est_status est_bert_pretraining_heads_backward(est_bert_pretraining_heads *h) {
   for (int n = 0; n < N; n++) h->scale[n] = h->w[n] != 0.0f ? (float)(h->w[n] / h->denom) : 0.0f;
   float *dlogits = h->logits;
   est_vocab_xent_backward_inplace(dlogits, h->row_max, h->row_inv, h->ids, h->scale, N, V);
-  memset(h->dy, 0, (size_t)N * H * sizeof(float));
+  /* each input gradient below is read by one op only: written, not added (est/nn.h) */
   /* logits = y . E^T + b: the tied table's gradient gets this path (the encoder adds the lookup's) */
-  est_matmul_backward(h->dy, est_vars_grad(vs, h->word), est_vars_grad(vs, (size_t)h->out_b), dlogits, h->y,
-                      est_vars_value(vs, h->word), N, H, V, 1);
-  memset(h->da, 0, (size_t)N * H * sizeof(float));
-  est_layernorm_backward(h->da, est_vars_grad(vs, (size_t)h->ln_gamma), est_vars_grad(vs, (size_t)h->ln_beta), h->dy,
-                         h->a, est_vars_value(vs, (size_t)h->ln_gamma), h->mean, h->rstd, N, H);
-  memset(h->dz, 0, (size_t)N * H * sizeof(float));
-  est_activation_backward(h->dz, h->da, h->z, (size_t)N * H, h->act);
-  memset(h->dx, 0, (size_t)N * H * sizeof(float));
-  est_matmul_backward(h->dx, est_vars_grad(vs, (size_t)h->dense_w), est_vars_grad(vs, (size_t)h->dense_b), h->dz,
-                      h->x, est_vars_value(vs, (size_t)h->dense_w), N, H, H, 0);
+  est_matmul_backward_mode(h->dy, est_vars_grad(vs, h->word), est_vars_grad(vs, (size_t)h->out_b), dlogits, h->y,
+                           est_vars_value(vs, h->word), N, H, V, 1, EST_GRAD_WRITE);
+  est_layernorm_backward_mode(h->da, est_vars_grad(vs, (size_t)h->ln_gamma), est_vars_grad(vs, (size_t)h->ln_beta),
+                              h->dy, h->a, est_vars_value(vs, (size_t)h->ln_gamma), h->mean, h->rstd, N, H,
+                              EST_GRAD_WRITE);
+  est_activation_backward_mode(h->dz, h->da, h->z, (size_t)N * H, h->act, EST_GRAD_WRITE);
+  est_matmul_backward_mode(h->dx, est_vars_grad(vs, (size_t)h->dense_w), est_vars_grad(vs, (size_t)h->dense_b),
+                           h->dz, h->x, est_vars_value(vs, (size_t)h->dense_w), N, H, H, 0, EST_GRAD_WRITE);
   /* scatter back: a position masked twice gets both rows */
   for (int n = 0; n < N; n++) {
     float *d = dseq + (size_t)h->rows[n] * H;

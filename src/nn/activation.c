@@ -74,35 +74,43 @@ void est_activation_forward(float *out, const float *inp, size_t n, est_activati
   }
 }
 
+/* The derivatives the libm forms need (the vectorised GELU's is est_fast_gelu_grad). */
+static inline float gelu_exact_grad(float x) {
+  float cdf = 0.5f * (1.0f + erff(x * INV_SQRT2));
+  return cdf + x * INV_SQRT_2PI * expf(-0.5f * x * x);
+}
+static inline float tanh_grad(float x) {
+  float t = tanhf(x);
+  return 1.0f - t * t;
+}
+
+/* dinp[i] = G or dinp[i] += G for every i < len, the choice made outside the loop so that
+ * WRITE never reads dinp. SIMD for the forms without libm calls (libm's vector variants
+ * would not give the scalar calls' bits). */
+#define EACH_ELEMENT(PRAGMA, G)                                  \
+  do {                                                           \
+    if (write) {                                                 \
+      _Pragma(PRAGMA) for (ptrdiff_t i = 0; i < len; i++) dinp[i] = (G);  \
+    } else {                                                     \
+      _Pragma(PRAGMA) for (ptrdiff_t i = 0; i < len; i++) dinp[i] += (G); \
+    }                                                            \
+  } while (0)
+#define VECTOR "omp parallel for simd schedule(static)"
+#define SCALAR "omp parallel for schedule(static)"
+
 void est_activation_backward(float *dinp, const float *dout, const float *inp, size_t n, est_activation act) {
-  ptrdiff_t len = (ptrdiff_t)n;
+  est_activation_backward_mode(dinp, dout, inp, n, act, EST_GRAD_ADD);
+}
+
+void est_activation_backward_mode(float *dinp, const float *dout, const float *inp, size_t n, est_activation act,
+                                  est_grad_mode mode) {
+  const ptrdiff_t len = (ptrdiff_t)n;
+  const int write = mode == EST_GRAD_WRITE;
   switch (act) {
-  case EST_ACT_LINEAR:
-#pragma omp parallel for simd schedule(static)
-    for (ptrdiff_t i = 0; i < len; i++) dinp[i] += dout[i];
-    break;
-  case EST_ACT_RELU:
-#pragma omp parallel for simd schedule(static)
-    for (ptrdiff_t i = 0; i < len; i++) dinp[i] += inp[i] > 0.0f ? dout[i] : 0.0f;
-    break;
-  case EST_ACT_GELU:
-#pragma omp parallel for simd schedule(static)
-    for (ptrdiff_t i = 0; i < len; i++) dinp[i] += dout[i] * est_fast_gelu_grad(inp[i]);
-    break;
-  case EST_ACT_GELU_EXACT:
-#pragma omp parallel for schedule(static)
-    for (ptrdiff_t i = 0; i < len; i++) {
-      float x = inp[i];
-      float cdf = 0.5f * (1.0f + erff(x * INV_SQRT2));
-      dinp[i] += dout[i] * (cdf + x * INV_SQRT_2PI * expf(-0.5f * x * x));
-    }
-    break;
-  case EST_ACT_TANH:
-#pragma omp parallel for schedule(static)
-    for (ptrdiff_t i = 0; i < len; i++) {
-      float t = tanhf(inp[i]);
-      dinp[i] += dout[i] * (1.0f - t * t);
-    }
-    break;
+  case EST_ACT_LINEAR: EACH_ELEMENT(VECTOR, dout[i]); break;
+  case EST_ACT_RELU: EACH_ELEMENT(VECTOR, inp[i] > 0.0f ? dout[i] : 0.0f); break;
+  case EST_ACT_GELU: EACH_ELEMENT(VECTOR, dout[i] * est_fast_gelu_grad(inp[i])); break;
+  case EST_ACT_GELU_EXACT: EACH_ELEMENT(SCALAR, dout[i] * gelu_exact_grad(inp[i])); break;
+  case EST_ACT_TANH: EACH_ELEMENT(SCALAR, dout[i] * tanh_grad(inp[i])); break;
   }
 }

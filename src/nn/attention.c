@@ -191,6 +191,17 @@ static void pair_gemm(int own, int amx, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, 
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,
                             const float *k, const float *v, const float *probs, const uint8_t *dropout_mask,
                             int B, int S, int N, int Dh, float dropout_prob) {
+  est_attention_backward_mode(dq, dk, dv, scratch, dctx, q, k, v, probs, dropout_mask, B, S, N, Dh, dropout_prob,
+                              EST_GRAD_ADD);
+}
+
+/* Each (example, head) pair owns its columns of dQ, dK, dV, so WRITE is beta 0 in its
+ * three products (beta 0 never reads C). */
+void est_attention_backward_mode(float *dq, float *dk, float *dv, float *scratch, const float *dctx,
+                                 const float *q, const float *k, const float *v, const float *probs,
+                                 const uint8_t *dropout_mask, int B, int S, int N, int Dh, float dropout_prob,
+                                 est_grad_mode mode) {
+  const float beta = mode == EST_GRAD_WRITE ? 0.0f : 1.0f;
   const int HD = N * Dh;
   const float scale = 1.0f / sqrtf((float)Dh);
   const size_t SS = (size_t)S * S;
@@ -212,10 +223,9 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
       for (size_t e = 0; e < SS; e++) pd[e] = m[e] ? p[e] * keep_scale : 0.0f;
       pdrop = pd;
     }
-    /* dV[S,Dh] += Pd^T dctx */
+    /* dV[S,Dh] (+)= Pd^T dctx */
     if (dv)
-      pair_gemm(own, amx, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, pdrop, S, dctx + off, HD, 1.0f,
-                  dv + off, HD);
+      pair_gemm(own, amx, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, pdrop, S, dctx + off, HD, beta, dv + off, HD);
     /* dPd[S,S] = dctx V^T */
     pair_gemm(own, amx, CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, dctx + off, HD, v + off, HD, 0.0f, dp, S);
     for (int i = 0; i < S; i++) {
@@ -232,8 +242,8 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
 #pragma omp simd
       for (int j = 0; j < S; j++) drow[j] = prow[j] * (drow[j] - dot) * scale;
     }
-    /* dQ[S,Dh] += dS K;  dK[S,Dh] += dS^T Q */
-    if (dq) pair_gemm(own, amx, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, k + off, HD, 1.0f, dq + off, HD);
-    if (dk) pair_gemm(own, amx, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, q + off, HD, 1.0f, dk + off, HD);
+    /* dQ[S,Dh] (+)= dS K;  dK[S,Dh] (+)= dS^T Q */
+    if (dq) pair_gemm(own, amx, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, k + off, HD, beta, dq + off, HD);
+    if (dk) pair_gemm(own, amx, CblasTrans, CblasNoTrans, S, Dh, S, 1.0f, dp, S, q + off, HD, beta, dk + off, HD);
   }
 }

@@ -154,13 +154,27 @@ void est_dropout_forward_at(float *out, uint8_t *mask, const float *inp, size_t 
 }
 
 void est_dropout_backward(float *dinp, const float *dout, const uint8_t *mask, size_t n, float prob) {
-  ptrdiff_t len = (ptrdiff_t)n;
+  est_dropout_backward_mode(dinp, dout, mask, n, prob, EST_GRAD_ADD);
+}
+
+/* dinp[i] = G or += G, the choice outside the loop so that WRITE never reads dinp. */
+#define EACH_ELEMENT(G)                                                                              \
+  do {                                                                                               \
+    if (write) {                                                                                     \
+      _Pragma("omp parallel for simd schedule(static)") for (ptrdiff_t i = 0; i < len; i++) dinp[i] = (G);  \
+    } else {                                                                                         \
+      _Pragma("omp parallel for simd schedule(static)") for (ptrdiff_t i = 0; i < len; i++) dinp[i] += (G); \
+    }                                                                                                \
+  } while (0)
+
+void est_dropout_backward_mode(float *dinp, const float *dout, const uint8_t *mask, size_t n, float prob,
+                               est_grad_mode mode) {
+  const ptrdiff_t len = (ptrdiff_t)n;
+  const int write = mode == EST_GRAD_WRITE;
   if (prob <= 0.0f) {
-#pragma omp parallel for simd schedule(static)
-    for (ptrdiff_t i = 0; i < len; i++) dinp[i] += dout[i];
+    EACH_ELEMENT(dout[i]);
     return;
   }
-  float scale = 1.0f / (1.0f - prob);
-#pragma omp parallel for simd schedule(static)
-  for (ptrdiff_t i = 0; i < len; i++) dinp[i] += mask[i] ? dout[i] * scale : 0.0f;
+  const float scale = 1.0f / (1.0f - prob);
+  EACH_ELEMENT(mask[i] ? dout[i] * scale : 0.0f);
 }

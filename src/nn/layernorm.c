@@ -55,8 +55,21 @@ void est_layernorm_forward_residual(float *out, float *mean, float *rstd, float 
   }
 }
 
+/* d x of one element: rstd * (dy gamma - mean_c(dy gamma) - xhat mean_c(dy gamma xhat)) */
+static inline float dx_elem(float dy, float gamma, float x, float mean, float rstd, float mg, float mgx) {
+  float xhat = (x - mean) * rstd;
+  return rstd * (dy * gamma - mg - xhat * mgx);
+}
+
 void est_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                             const float *gamma, const float *mean, const float *rstd, int N, int C) {
+  est_layernorm_backward_mode(dinp, dgamma, dbeta, dout, inp, gamma, mean, rstd, N, C, EST_GRAD_ADD);
+}
+
+void est_layernorm_backward_mode(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
+                                 const float *gamma, const float *mean, const float *rstd, int N, int C,
+                                 est_grad_mode mode) {
+  const int write = mode == EST_GRAD_WRITE;
   if (dinp) {
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
@@ -71,11 +84,12 @@ void est_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const floa
         sum_gx += g * (x[c] - m) * s;
       }
       float mg = sum_g / (float)C, mgx = sum_gx / (float)C;
+      if (write) /* two loops, so that WRITE never reads dx */
 #pragma omp simd
-      for (int c = 0; c < C; c++) {
-        float xhat = (x[c] - m) * s;
-        dx[c] += s * (dy[c] * gamma[c] - mg - xhat * mgx);
-      }
+        for (int c = 0; c < C; c++) dx[c] = dx_elem(dy[c], gamma[c], x[c], m, s, mg, mgx);
+      else
+#pragma omp simd
+        for (int c = 0; c < C; c++) dx[c] += dx_elem(dy[c], gamma[c], x[c], m, s, mg, mgx);
     }
   }
   if (!dgamma && !dbeta) return;

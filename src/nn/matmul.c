@@ -2,7 +2,7 @@
  *
  * Row-major throughout. With W [IC,OC] (TF kernel layout) the three products are
  *   forward   out[N,OC]  = inp[N,IC] . W[IC,OC]          sgemm NN
- *   dinp      dinp[N,IC] += dout[N,OC] . W^T             sgemm NT, beta 1
+ *   dinp      dinp[N,IC] += dout[N,OC] . W^T             sgemm NT, beta 1 (0 to write)
  *   dweight   dW[IC,OC]  += inp^T . dout                 sgemm TN, beta 1
  * and with W [OC,IC] (weight_transposed) the roles of N/T on W swap. */
 #include <string.h>
@@ -48,10 +48,18 @@ static void bias_grad(float *dbias, const float *dout, int N, int OC) {
 
 void est_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                          const float *weight, int N, int IC, int OC, int weight_transposed) {
+  est_matmul_backward_mode(dinp, dweight, dbias, dout, inp, weight, N, IC, OC, weight_transposed, EST_GRAD_ADD);
+}
+
+void est_matmul_backward_mode(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                              const float *weight, int N, int IC, int OC, int weight_transposed,
+                              est_grad_mode mode) {
   if (dinp) {
-    /* dinp[N,IC] += dout[N,OC] . W^T (W [IC,OC]) or dout . W (W [OC,IC]) */
+    /* dinp[N,IC] (+)= dout[N,OC] . W^T (W [IC,OC]) or dout . W (W [OC,IC]); beta 0 never
+     * reads C (BLAS's contract, and est's kernels') */
+    float beta = mode == EST_GRAD_WRITE ? 0.0f : 1.0f;
     est_sgemm_parallel(CblasNoTrans, weight_transposed ? CblasNoTrans : CblasTrans, N, IC, OC, 1.0f,
-                dout, OC, weight, weight_transposed ? IC : OC, 1.0f, dinp, IC);
+                dout, OC, weight, weight_transposed ? IC : OC, beta, dinp, IC);
   }
   if (dweight) {
     if (weight_transposed) /* dW[OC,IC] += dout^T . inp */
