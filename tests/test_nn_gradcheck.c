@@ -15,6 +15,8 @@
 #include "est/precision.h"
 #include "est/rng.h"
 #include "est/threads.h"
+#include "nn/fastmath.h"
+#include "nn/gelu_avx512.h"
 #include "nn/gemm.h"
 #include "test_util.h"
 
@@ -250,6 +252,42 @@ static void test_gelu_values_and_fast_vs_libm(void **state) {
          worst_x, worst_g);
   assert_true(worst < 2.5e-7);
   assert_true(worst_g < 5e-6);  /* s + x s (1-s) 2u' cancels near x = -2 */
+  free(x); free(f); free(g); free(ones);
+}
+
+GELU_AVX512_TARGET static void gelu_avx512_rows(float *f, float *g, const float *x, const float *ones, long n) {
+  est_gelu_rows16(f, x, n);
+  est_gelu_grad_rows16(g, ones, x, n, 0);
+}
+
+/* gelu_avx512.h's 16-lane GELU and derivative (every vectorised GELU of est: the GEMM
+ * epilogues and the passes) against their readable scalar twins in fastmath.h, bit for bit:
+ * every 4099th float bit pattern (a million, all exponents, both signs), the edges of the
+ * exp clamps (-2u = -87 and 88 reached near x = 5.6 and -5.8), 0, infinities and NaN. */
+static void test_gelu_avx512_equals_scalar_form(void **state) {
+  (void)state;
+  if (!est_cpu_has_avx512f()) skip();
+  enum { SWEEP = 1048000, EDGES = 4001, N = SWEEP + EDGES + 5 };
+  float *x = malloc(N * sizeof(float)), *f = malloc(N * sizeof(float)), *g = malloc(N * sizeof(float));
+  float *ones = malloc(N * sizeof(float));
+  long n = 0;
+  for (long i = 0; i < SWEEP; i++) {
+    uint32_t bits = (uint32_t)(i * 4099u);
+    memcpy(&x[n++], &bits, sizeof(float));
+  }
+  for (int i = 0; i < EDGES; i++) x[n++] = -8.0f + 16.0f * (float)i / (EDGES - 1);
+  const float special[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN};
+  for (int i = 0; i < 5; i++) x[n++] = special[i];
+  for (long i = 0; i < n; i++) ones[i] = 1.0f;
+  gelu_avx512_rows(f, g, x, ones, n - 3); /* n - 3: a masked tail too, then the rest */
+  gelu_avx512_rows(f + n - 3, g + n - 3, x + n - 3, ones, 3);
+  for (long i = 0; i < n; i++) {
+    float want = est_fast_gelu(x[i]), want_g = 1.0f * est_fast_gelu_grad(x[i]);
+    int same = (isnan(want) ? isnan(f[i]) : f[i] == want && signbit(f[i]) == signbit(want)) &&
+               (isnan(want_g) ? isnan(g[i]) : g[i] == want_g);
+    if (!same)
+      fail_msg("x = %.9g: gelu %.9g vs scalar %.9g, derivative %.9g vs scalar %.9g", x[i], f[i], want, g[i], want_g);
+  }
   free(x); free(f); free(g); free(ones);
 }
 
@@ -670,6 +708,7 @@ int main(void) {
       cmocka_unit_test_setup(test_dense_bert_sized_blas_vs_reference, setup),
       cmocka_unit_test_setup(test_layernorm_gradcheck, setup),
       cmocka_unit_test_setup(test_gelu_values_and_fast_vs_libm, setup),
+      cmocka_unit_test_setup(test_gelu_avx512_equals_scalar_form, setup),
       cmocka_unit_test_setup(test_activation_gradcheck, setup),
       cmocka_unit_test_setup(test_activation_names, setup),
       cmocka_unit_test_setup(test_attention_gradcheck_masked_keys, setup),

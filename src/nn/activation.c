@@ -7,6 +7,8 @@
 
 #include "est/nn.h"
 #include "nn/fastmath.h"
+#include "nn/gelu_avx512.h"
+#include "nn/gemm.h"
 
 est_status est_activation_from_name(const char *name, est_activation *out) {
   /* get_activation: None/"" means no activation; the match is case-insensitive. */
@@ -44,6 +46,33 @@ float est_gelu_tanh_grad_ref(float x) {
   return (float)(s + xd * s * (e / (1.0 + e)) * 2.0 * du);
 }
 
+GELU_AVX512_TARGET static void gelu_row_avx512(float *out, const float *in, long n) { est_gelu_rows16(out, in, n); }
+GELU_AVX512_TARGET static void gelu_grad_row_avx512(float *d, const float *dout, const float *in, long n, int add) {
+  est_gelu_grad_rows16(d, dout, in, n, add);
+}
+
+void est_gelu_row(float *out, const float *in, long n) {
+  if (est_cpu_has_avx512f()) {
+    gelu_row_avx512(out, in, n);
+    return;
+  }
+  for (long i = 0; i < n; i++) out[i] = est_fast_gelu(in[i]);
+}
+
+void est_gelu_grad_row(float *d, const float *dout, const float *in, long n, int add) {
+  if (est_cpu_has_avx512f()) {
+    gelu_grad_row_avx512(d, dout, in, n, add);
+    return;
+  }
+  if (add)
+    for (long i = 0; i < n; i++) d[i] += dout[i] * est_fast_gelu_grad(in[i]);
+  else
+    for (long i = 0; i < n; i++) d[i] = dout[i] * est_fast_gelu_grad(in[i]);
+}
+
+/* GELU passes split into blocks of this many elements over the threads */
+enum { GELU_BLOCK = 4096 };
+
 static const float INV_SQRT2 = 0.70710678118654752f;
 static const float INV_SQRT_2PI = 0.39894228040143268f;
 
@@ -59,10 +88,15 @@ void est_activation_forward(float *out, const float *inp, size_t n, est_activati
 #pragma omp parallel for simd schedule(static)
     for (ptrdiff_t i = 0; i < len; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
     break;
-  case EST_ACT_GELU:
-#pragma omp parallel for simd schedule(static)
-    for (ptrdiff_t i = 0; i < len; i++) out[i] = est_fast_gelu(inp[i]);
+  case EST_ACT_GELU: {
+    ptrdiff_t blocks = (len + GELU_BLOCK - 1) / GELU_BLOCK;
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t b = 0; b < blocks; b++) {
+      ptrdiff_t i = b * GELU_BLOCK;
+      est_gelu_row(out + i, inp + i, len - i < GELU_BLOCK ? len - i : GELU_BLOCK);
+    }
     break;
+  }
   case EST_ACT_GELU_EXACT:
 #pragma omp parallel for schedule(static)
     for (ptrdiff_t i = 0; i < len; i++) out[i] = 0.5f * inp[i] * (1.0f + erff(inp[i] * INV_SQRT2));
@@ -74,7 +108,7 @@ void est_activation_forward(float *out, const float *inp, size_t n, est_activati
   }
 }
 
-/* The derivatives the libm forms need (the vectorised GELU's is est_fast_gelu_grad). */
+/* The derivatives the libm forms need (the tanh GELU's: est_gelu_grad_row). */
 static inline float gelu_exact_grad(float x) {
   float cdf = 0.5f * (1.0f + erff(x * INV_SQRT2));
   return cdf + x * INV_SQRT_2PI * expf(-0.5f * x * x);
@@ -109,7 +143,15 @@ void est_activation_backward_mode(float *dinp, const float *dout, const float *i
   switch (act) {
   case EST_ACT_LINEAR: EACH_ELEMENT(VECTOR, dout[i]); break;
   case EST_ACT_RELU: EACH_ELEMENT(VECTOR, inp[i] > 0.0f ? dout[i] : 0.0f); break;
-  case EST_ACT_GELU: EACH_ELEMENT(VECTOR, dout[i] * est_fast_gelu_grad(inp[i])); break;
+  case EST_ACT_GELU: {
+    ptrdiff_t blocks = (len + GELU_BLOCK - 1) / GELU_BLOCK;
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t b = 0; b < blocks; b++) {
+      ptrdiff_t i = b * GELU_BLOCK;
+      est_gelu_grad_row(dinp + i, dout + i, inp + i, len - i < GELU_BLOCK ? len - i : GELU_BLOCK, !write);
+    }
+    break;
+  }
   case EST_ACT_GELU_EXACT: EACH_ELEMENT(SCALAR, dout[i] * gelu_exact_grad(inp[i])); break;
   case EST_ACT_TANH: EACH_ELEMENT(SCALAR, dout[i] * tanh_grad(inp[i])); break;
   }

@@ -6,6 +6,7 @@
 
 #include "est/log.h"
 #include "nn/fastmath.h"
+#include "nn/gelu_avx512.h"
 #include "est/threads.h"
 
 /* Read by every GEMM, written before training starts (est/precision.h). */
@@ -78,9 +79,7 @@ static void epilogue_passes(int M, int N, float *C, int ldc, const est_gemm_epil
       for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] += ep->bias[n];
   if (ep->gelu_out)
 #pragma omp parallel for schedule(static)
-    for (int m = 0; m < M; m++)
-#pragma omp simd
-      for (int n = 0; n < N; n++) ep->gelu_out[(size_t)m * ep->ld_gelu + n] = est_fast_gelu(C[(size_t)m * ldc + n]);
+    for (int m = 0; m < M; m++) est_gelu_row(ep->gelu_out + (size_t)m * ep->ld_gelu, C + (size_t)m * ldc, N);
 }
 
 static void blas_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,

@@ -36,6 +36,7 @@
 #include "core/frozen.h"
 #include "nn/amx.h"
 #include "nn/fastmath.h"
+#include "nn/gelu_avx512.h"
 #include "nn/gemm.h"
 #include "nn/gemm_util.h"
 #include "nn/thread_buf.h"
@@ -147,16 +148,12 @@ AMX_TARGET static void pack_tiles(int32_t *dst, const float *src, int ld, int k_
 }
 
 /* gelu_out = tanh-GELU(C) on the 32 x 32 block at row m0, column n0 (clipped to M x N),
- * while it is in L1: the scalar est_fast_gelu, vectorised by the compiler, as gemm.c's pass
- * over the whole of C computes it. */
-static void gelu_block(const float *C, int ldc, const est_gemm_epilogue *ep, int m0, int n0, int M, int N) {
+ * while it is in L1, by the vectorised GELU every other path runs (gelu_avx512.h). */
+AMX_TARGET static void gelu_block(const float *C, int ldc, const est_gemm_epilogue *ep, int m0, int n0, int M,
+                                  int N) {
   int rows = M - m0 < 32 ? M - m0 : 32, cols = N - n0 < 32 ? N - n0 : 32;
-  for (int r = 0; r < rows; r++) {
-    const float *c = C + (size_t)(m0 + r) * ldc + n0;
-    float *out = ep->gelu_out + (size_t)(m0 + r) * ep->ld_gelu + n0;
-#pragma omp simd
-    for (int j = 0; j < cols; j++) out[j] = est_fast_gelu(c[j]);
-  }
+  for (int r = 0; r < rows; r++)
+    est_gelu_rows16(ep->gelu_out + (size_t)(m0 + r) * ep->ld_gelu + n0, C + (size_t)(m0 + r) * ldc + n0, cols);
 }
 
 /* The 32 x 32 block of C at (mt, nt) (tile indices, both even): acc = sum over kt of

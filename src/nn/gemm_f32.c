@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "nn/fastmath.h"
+#include "nn/gelu_avx512.h"
 #include "nn/gemm.h"
 #include "nn/gemm_util.h"
 #include "nn/thread_buf.h"
@@ -138,16 +139,10 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
       c1 = _mm512_fmadd_ps(acc[i][1], va, c1);
       _mm512_mask_storeu_ps(ci, m0, c0);
       _mm512_mask_storeu_ps(ci + 16, m1, c1);
-      if (op->act) {
-        /* the scalar est_fast_gelu, vectorised by the compiler: the same function (and
-         * so the same values) as est_activation_forward's GELU */
-        float v[NR], *out = op->act + (size_t)i * op->ld_act;
-        _mm512_storeu_ps(v, c0);
-        _mm512_storeu_ps(v + 16, c1);
-#pragma omp simd
-        for (int j = 0; j < NR; j++) v[j] = est_fast_gelu(v[j]);
-        _mm512_mask_storeu_ps(out, m0, _mm512_loadu_ps(v));
-        _mm512_mask_storeu_ps(out + 16, m1, _mm512_loadu_ps(v + 16));
+      if (op->act) { /* the GELU est_activation_forward runs too (gelu_avx512.h): its values */
+        float *out = op->act + (size_t)i * op->ld_act;
+        _mm512_mask_storeu_ps(out, m0, est_gelu16(c0));
+        _mm512_mask_storeu_ps(out + 16, m1, est_gelu16(c1));
       }
     }
 }
