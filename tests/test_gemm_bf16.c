@@ -277,7 +277,7 @@ static void test_amx_epilogue_equals_separate_passes(void **state) {
     float *bias = random_matrix((size_t)s->N);
     memcpy(fused, o.C0, csize * sizeof(float));
     memcpy(apart, o.C0, csize * sizeof(float));
-    est_gemm_epilogue ep = {bias, g_fused, s->N + 1};
+    est_gemm_epilogue ep = {.bias = bias, .gelu_out = g_fused, .ld_gelu = s->N + 1};
     assert_int_equal(est_sgemm_amx(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, fused,
                                    o.ldc, &ep), 0);
     float beta = s->beta;

@@ -34,6 +34,8 @@ static float *random_matrix(size_t n) {
   return m;
 }
 
+/* gelu: 0 none, 1 the forward's epilogue (gelu_out = GELU(C)), 2 the backward's (C *=
+ * GELU'(pre), gelu_act = GELU(pre)) */
 typedef struct {
   CBLAS_TRANSPOSE ta, tb;
   int M, N, K;
@@ -53,10 +55,13 @@ static const shape shapes[] = {
   /* Trans B packs by gathers of 16 columns: a last tile with 18 columns (a full and a
    * partial gather) */
   {CblasNoTrans, CblasTrans, 29, 50, 70, 1.0f, 0.0f, 0, 0},
+  /* the backward through a GELU: the FFN's d act GEMM (NT, beta 0), and with two k blocks,
+   * beta 1 and a masked last tile */
+  {CblasNoTrans, CblasTrans, 200, 96, 130, 1.0f, 0.0f, 0, 2},  {CblasNoTrans, CblasNoTrans, 37, 45, 1100, 1.0f, 1.0f, 0, 2},
 };
 
 typedef struct {
-  float *A, *B, *C0, *bias;
+  float *A, *B, *C0, *bias, *pre; /* pre [M, N + 1]: the GELU backward's input */
   int lda, ldb, ldc;
 } operands;
 
@@ -70,10 +75,19 @@ static operands make_operands(const shape *s) {
   o.B = random_matrix((size_t)brows * o.ldb);
   o.C0 = random_matrix((size_t)s->M * o.ldc);
   o.bias = random_matrix((size_t)s->N);
+  o.pre = random_matrix((size_t)s->M * (s->N + 1));
   return o;
 }
 
-static void free_operands(operands *o) { free(o->A), free(o->B), free(o->C0), free(o->bias); }
+static void free_operands(operands *o) { free(o->A), free(o->B), free(o->C0), free(o->bias), free(o->pre); }
+
+/* The shape's epilogue; G [M, ldg] receives GELU(C) or GELU(pre) (ldg = N + 1, pre's too). */
+static est_gemm_epilogue make_epilogue(const shape *s, const operands *o, float *G, int ldg) {
+  est_gemm_epilogue ep = {.bias = s->bias ? o->bias : NULL};
+  if (s->gelu == 1) ep.gelu_out = G, ep.ld_gelu = ldg;
+  if (s->gelu == 2) ep.gelu_pre = o->pre, ep.gelu_act = G, ep.ld_pre = ldg;
+  return ep;
+}
 
 static double abs_sum(const shape *s, const operands *o, int m, int n) {
   double sum = 0.0;
@@ -88,13 +102,13 @@ static double abs_sum(const shape *s, const operands *o, int m, int n) {
 typedef void gemm_fn(const shape *s, const operands *o, float *C, float *G, int ldg);
 
 static void run_fast(const shape *s, const operands *o, float *C, float *G, int ldg) {
-  est_gemm_epilogue ep = {s->bias ? o->bias : NULL, s->gelu ? G : NULL, ldg};
+  est_gemm_epilogue ep = make_epilogue(s, o, G, ldg);
   assert_int_equal(est_sgemm_f32(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o->A, o->lda, o->B, o->ldb, s->beta, C,
                                  o->ldc, &ep), 0);
 }
 
 static void run_blas_path(const shape *s, const operands *o, float *C, float *G, int ldg) {
-  est_gemm_epilogue ep = {s->bias ? o->bias : NULL, s->gelu ? G : NULL, ldg};
+  est_gemm_epilogue ep = make_epilogue(s, o, G, ldg);
   est_gemm_set_choice(EST_GEMM_BLAS);
   est_sgemm_parallel_ep(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o->A, o->lda, o->B, o->ldb, s->beta, C, o->ldc, &ep);
   est_gemm_set_choice(EST_GEMM_AUTO);
@@ -111,7 +125,7 @@ static void check_against_reference(gemm_fn *fn) {
     int ldg = s->N + 1;
     float *ref = malloc(csize * sizeof(float)), *gref = calloc((size_t)s->M * ldg, sizeof(float));
     memcpy(ref, o.C0, csize * sizeof(float));
-    est_gemm_epilogue ep = {s->bias ? o.bias : NULL, s->gelu ? gref : NULL, ldg};
+    est_gemm_epilogue ep = make_epilogue(s, &o, gref, ldg);
     est_sgemm_f32_ref(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, ref, o.ldc, &ep);
     float *first = NULL, *gfirst = NULL;
     for (int threads = 1; threads <= 2; threads++) {
@@ -125,8 +139,13 @@ static void check_against_reference(gemm_fn *fn) {
           double extra = fabs(s->beta * c0) + (s->bias ? fabs(o.bias[n]) : 0.0) + fabs(r);
           double tol = s->K * 0x1p-24 * 1.01 * fabs(s->alpha) * abs_sum(s, &o, m, n) + 0x1p-23 * extra;
           float c = fast[(size_t)m * o.ldc + n];
+          if (s->gelu == 2) { /* both sides times the same GELU'(pre), each product rounded once */
+            float pre = o.pre[(size_t)m * ldg + n];
+            tol = tol * fabs(est_fast_gelu_grad(pre)) + 0x1p-23 * fabs(r);
+            assert_true(g[(size_t)m * ldg + n] == est_fast_gelu(pre)); /* gelu_avx512.h: the scalar's bits */
+          }
           assert_true(fabs(c - r) <= tol);
-          if (s->gelu) {
+          if (s->gelu == 1) {
             float want = est_fast_gelu(c), got = g[(size_t)m * ldg + n];
             assert_true(fabsf(got - want) <= 4 * 0x1p-24f * fabsf(want) + 1e-30f);
           }
@@ -164,7 +183,7 @@ static void test_reference_on_exact_values(void **state) {
   (void)state;
   float a[6] = {1, 2, 3, -4, 0.5f, 8}, b[6] = {3, -1, 0.25f, 2, 6, 1}, c[4] = {1, 1, 1, 1}, bias[2] = {10, 20};
   float g[4];
-  est_gemm_epilogue ep = {bias, g, 2};
+  est_gemm_epilogue ep = {.bias = bias, .gelu_out = g, .ld_gelu = 2};
   est_sgemm_f32_ref(CblasNoTrans, CblasNoTrans, 2, 2, 3, 1.0f, a, 3, b, 2, 2.0f, c, 2, &ep);
   assert_true(c[0] == 1 * 3 + 2 * 0.25f + 3 * 6 + 2 + 10);
   assert_true(c[3] == -4 * -1 + 0.5f * 2 + 8 * 1 + 2 + 20);

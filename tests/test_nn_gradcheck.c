@@ -153,6 +153,49 @@ static void test_dense_bert_sized_blas_vs_reference(void **state) {
     }
 }
 
+/* est_matmul_backward_gelu against what it fuses, the three ops in a row (GELU's forward
+ * recomputed, d act written by the dinp GEMM, GELU's backward written from it). The dinp
+ * GEMM runs the same kernel both ways (the epilogue does not change the kernel choice), and
+ * the epilogue and the passes run the same GELU code (gelu_avx512.h), so every output is
+ * equal (==). The shapes cover est's own kernel (every side >= 64, N and K <= 1024),
+ * OpenBLAS with the epilogue as passes (below 64 rows, and N = 1100), the tile kernel in
+ * bf16, and both weight layouts; the weight gradient's and the bias's += included. */
+static void test_dense_backward_through_gelu_fused(void **state) {
+  (void)state;
+  static const int shapes[][3] = {{200, 96, 130}, {40, 37, 50}, {256, 512, 128}, {96, 1100, 64}};
+  for (int prec = 0; prec < 2; prec++) {
+    est_set_precision(prec ? EST_PRECISION_BF16 : EST_PRECISION_FP32); /* fp32 again without AVX512-BF16 */
+    for (int sh = 0; sh < 4; sh++)
+      for (int tr = 0; tr <= 1; tr++) {
+        int N = shapes[sh][0], IC = shapes[sh][1], OC = shapes[sh][2];
+        size_t NI = (size_t)N * IC, W = (size_t)IC * OC;
+        float *pre = rand_buf(NI, 2.0f), *w = rand_buf(W, 0.1f), *dy = rand_buf((size_t)N * OC, 1.0f);
+        float *dw0 = rand_buf(W, 1.0f), *db0 = rand_buf(OC, 1.0f);
+        float *act = zeros(NI), *dact = zeros(NI), *dpre = zeros(NI), *dw = zeros(W), *db = zeros(OC);
+        memcpy(dw, dw0, W * sizeof(float));
+        memcpy(db, db0, OC * sizeof(float));
+        est_activation_forward(act, pre, NI, EST_ACT_GELU);
+        est_matmul_backward_mode(dact, dw, db, dy, act, w, N, IC, OC, tr, EST_GRAD_WRITE);
+        est_activation_backward_mode(dpre, dact, pre, NI, EST_ACT_GELU, EST_GRAD_WRITE);
+        float *act_f = malloc(NI * sizeof(float)), *dpre_f = malloc(NI * sizeof(float));
+        for (size_t i = 0; i < NI; i++) act_f[i] = dpre_f[i] = NAN; /* written, never read */
+        float *dw_f = malloc(W * sizeof(float)), *db_f = malloc(OC * sizeof(float));
+        memcpy(dw_f, dw0, W * sizeof(float));
+        memcpy(db_f, db0, OC * sizeof(float));
+        est_matmul_backward_gelu(dpre_f, act_f, dw_f, db_f, dy, pre, w, N, IC, OC, tr);
+        for (size_t i = 0; i < NI; i++)
+          if (!(dpre_f[i] == dpre[i] && act_f[i] == act[i]))
+            fail_msg("%s [%d,%d,%d] tr %d, element %zu: fused d pre %.9g act %.9g, in a row %.9g %.9g",
+                     prec ? "bf16" : "fp32", N, IC, OC, tr, i, dpre_f[i], act_f[i], dpre[i], act[i]);
+        for (size_t i = 0; i < W; i++) assert_true(dw_f[i] == dw[i]);
+        for (int i = 0; i < OC; i++) assert_true(db_f[i] == db[i]);
+        free(pre); free(w); free(dy); free(dw0); free(db0); free(act); free(dact); free(dpre); free(dw); free(db);
+        free(act_f); free(dpre_f); free(dw_f); free(db_f);
+      }
+  }
+  est_set_precision(EST_PRECISION_FP32);
+}
+
 /* ---- layer norm --------------------------------------------------------------------- */
 
 typedef struct {
@@ -706,6 +749,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_dense_fast_matches_reference_and_gradcheck, setup),
       cmocka_unit_test_setup(test_dense_bert_sized_blas_vs_reference, setup),
+      cmocka_unit_test_setup(test_dense_backward_through_gelu_fused, setup),
       cmocka_unit_test_setup(test_layernorm_gradcheck, setup),
       cmocka_unit_test_setup(test_gelu_values_and_fast_vs_libm, setup),
       cmocka_unit_test_setup(test_gelu_avx512_equals_scalar_form, setup),

@@ -74,6 +74,19 @@ void est_matmul_backward_mode(float *dinp, float *dweight, float *dbias, const f
                               const float *weight, int N, int IC, int OC, int weight_transposed,
                               est_grad_mode mode);
 
+/* The backward of out[N,OC] = gelu(pre[N,IC]) . W + bias (BERT's FFN output layer) through
+ * the GELU as well, from dout:
+ *   dpre[N,IC] = (dout . W^T) * gelu'(pre)   (written, as EST_GRAD_WRITE: not read)
+ *   act[N,IC]  = gelu(pre)                   (the forward's activation, recomputed)
+ *   dweight += act^T . dout;  dbias += sum_n dout
+ * "gelu" is EST_ACT_GELU (the tanh form). The numbers are those of est_activation_forward
+ * into act, est_matmul_backward_mode(WRITE) into a d act buffer and
+ * est_activation_backward_mode(WRITE) from it, in a row; here d act is never stored: its
+ * GEMM's epilogue multiplies each tile by gelu'(pre) and writes act from the same load of
+ * pre. dpre and act must not overlap each other or the inputs. */
+void est_matmul_backward_gelu(float *dpre, float *act, float *dweight, float *dbias, const float *dout,
+                              const float *pre, const float *weight, int N, int IC, int OC, int weight_transposed);
+
 /* The same with plain loops (double accumulation): the reference the BLAS path is tested
  * against. Slow; never used by the model. */
 void est_matmul_forward_ref(float *out, const float *inp, const float *weight, const float *bias,

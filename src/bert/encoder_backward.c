@@ -38,11 +38,18 @@ static void layer_backward(est_bert_encoder *e, int l, int B, int S) {
   est_layernorm_backward_mode(d->attn_out, G(w->ln2_g), G(w->ln2_b), d->hidden, a->y_pre, V(w->ln2_g),
                               a->ln2_mean, a->ln2_rstd, T, H, EST_GRAD_WRITE);
   const float *d_ffn = dropout_grad(d->ffn_out, d->attn_out, a->omask, TH, e->p_hidden);
-  /* ffn = act(h_pre) Wo + bo, h_pre = A Wi + bi. act(h_pre) is recomputed (a vectorised
-   * pass) rather than kept for every layer; its buffer then holds d h_pre. */
-  est_activation_forward(e->h, a->h_pre, TI, cfg->hidden_act);
-  est_matmul_backward_mode(d->inter, G(w->o_w), G(w->o_b), d_ffn, e->h, V(w->o_w), T, I, H, 0, EST_GRAD_WRITE);
-  est_activation_backward_mode(d->inter_pre, d->inter, a->h_pre, TI, cfg->hidden_act, EST_GRAD_WRITE);
+  /* ffn = act(h_pre) Wo + bo, h_pre = A Wi + bi. act(h_pre) is recomputed rather than
+   * kept for every layer. With the tanh GELU, d h_pre comes out of d act's GEMM, whose
+   * epilogue recomputes act(h_pre) into d->inter (d act is never stored). Other
+   * activations take the passes: act(h_pre) into e->h, d act into d->inter, then d h_pre
+   * into e->h again (d->inter_pre is e->h). */
+  if (cfg->hidden_act == EST_ACT_GELU) {
+    est_matmul_backward_gelu(d->inter_pre, d->inter, G(w->o_w), G(w->o_b), d_ffn, a->h_pre, V(w->o_w), T, I, H, 0);
+  } else {
+    est_activation_forward(e->h, a->h_pre, TI, cfg->hidden_act);
+    est_matmul_backward_mode(d->inter, G(w->o_w), G(w->o_b), d_ffn, e->h, V(w->o_w), T, I, H, 0, EST_GRAD_WRITE);
+    est_activation_backward_mode(d->inter_pre, d->inter, a->h_pre, TI, cfg->hidden_act, EST_GRAD_WRITE);
+  }
   est_matmul_backward(d->attn_out, G(w->i_w), G(w->i_b), d->inter_pre, a->a, V(w->i_w), T, H, I, 0);
 
   /* A = LayerNorm(a_pre), a_pre = dropout(ctx Wao + bao) + x: LayerNorm's backward starts d x */

@@ -29,7 +29,8 @@ typedef struct enc_layer_acts {
 } enc_layer_acts;
 
 /* Activation gradients: scratch of the layer at hand, reused from the top layer down.
- * Each name is d(loss)/d(the tensor named), all zeroed before the first op adds in. */
+ * Each name is d(loss)/d(the tensor named), written by the first op into it (EST_GRAD_WRITE)
+ * and added into by the rest. */
 typedef struct enc_grads {
   float *hidden;      /* [T,H] d layer output on entry to a layer, d layer input on exit;
                          on entry to backward it is the public sequence-output gradient */
@@ -38,7 +39,8 @@ typedef struct enc_grads {
   float *first;       /* [B,H] d first-token rows of the sequence output */
   float *attn_out;    /* [T,H] d A, the attention block's output (LayerNorm 1's output) */
   float *ffn_out;     /* [T,H] d(act(A Wi + bi) Wo + bo), after the output dropout's backward */
-  float *inter;       /* [T,I] d act(A Wi + bi) */
+  float *inter;       /* [T,I] d act(A Wi + bi); with the tanh GELU, act(A Wi + bi) itself
+                         (est_matmul_backward_gelu recomputes it there, d act is not stored) */
   float *inter_pre;   /* [T,I] d(A Wi + bi): the act(h_pre) buffer `h`, free by then */
   float *attn_dense;  /* [T,H] d(ctx Wao + bao), after the attention-output dropout's backward */
   float *ctx;         /* [T,H] d ctx */

@@ -80,6 +80,16 @@ static void epilogue_passes(int M, int N, float *C, int ldc, const est_gemm_epil
   if (ep->gelu_out)
 #pragma omp parallel for schedule(static)
     for (int m = 0; m < M; m++) est_gelu_row(ep->gelu_out + (size_t)m * ep->ld_gelu, C + (size_t)m * ldc, N);
+  if (ep->gelu_pre)
+#pragma omp parallel for schedule(static)
+    for (int m = 0; m < M; m++) {
+      const float *pre = ep->gelu_pre + (size_t)m * ep->ld_pre;
+      float *c = C + (size_t)m * ldc;
+      /* d pre = d act * GELU'(pre) over d act itself (d = C, dout = C: each element is
+       * read before it is written), then GELU(pre) */
+      est_gelu_grad_row(c, c, pre, N, 0);
+      if (ep->gelu_act) est_gelu_row(ep->gelu_act + (size_t)m * ep->ld_pre, pre, N);
+    }
 }
 
 static void blas_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
@@ -96,8 +106,10 @@ void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N,
   if (precision != EST_PRECISION_BF16 && own_kernel_for(ta, M, N, K, ep) &&
       est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
     return; /* the kernel applied the epilogue */
-  if (precision == EST_PRECISION_BF16 && est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
-    return; /* so did the tile kernel */
+  if (precision == EST_PRECISION_BF16 && !(ep && ep->gelu_pre) &&
+      est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
+    return; /* so did the tile kernel (which has no GELU backward: the generic path below
+             * runs it, then the epilogue as passes) */
   est_gemm_epilogue rest = ep ? *ep : (est_gemm_epilogue){0};
   if (rest.bias && beta == 0.0f) { /* C = bias first, then the GEMM adds into it (beta 1) */
     fill_rows(C, ldc, rest.bias, M, N);

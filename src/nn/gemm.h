@@ -26,11 +26,21 @@ void est_sgemm_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, in
 
 /* What a GEMM does to C's tiles while they are hot, after C = alpha op(A) op(B) + beta C:
  * C[m][n] += bias[n] (bias may be NULL), then gelu_out[m * ld_gelu + n] = tanh-GELU(C[m][n])
- * (est_fast_gelu; gelu_out may be NULL). C keeps the pre-activation (the backward needs it). */
+ * (est_fast_gelu; gelu_out may be NULL). C keeps the pre-activation (the backward needs it).
+ *
+ * Or, for the backward through a GELU (the input gradient of a layer whose input was
+ * gelu(pre), BERT's FFN output): with gelu_pre set, C[m][n] *= est_fast_gelu_grad(p) and,
+ * when gelu_act is set, gelu_act[m][n] = est_fast_gelu(p), where p = gelu_pre[m][n] and
+ * both matrices are ld_pre apart: C becomes d pre, and the forward's GELU, which the
+ * weight gradient reads, is recomputed from the same load of pre. Not with bias or
+ * gelu_out. */
 typedef struct {
   const float *bias;
   float *gelu_out;
   int ld_gelu;
+  const float *gelu_pre;
+  float *gelu_act;
+  int ld_pre;
 } est_gemm_epilogue;
 
 /* est_sgemm_parallel with an epilogue (ep may be NULL). */

@@ -86,6 +86,9 @@ typedef struct {
   const float *bias; /* bias[n] added (first k block only), or NULL */
   float *act;       /* last k block: act[m][n] = gelu(C[m][n]), or NULL */
   long ld_act;
+  const float *pre; /* last k block: C[m][n] *= gelu'(pre[m][n]), or NULL */
+  float *pre_act;   /* and then pre_act[m][n] = gelu(pre[m][n]), or NULL */
+  long ld_pre;
 } store_op;
 
 /* C[rows][cols] (rows <= MR, cols <= NR) = alpha * sum_p A(i,p) Bp[p][j] + store extras.
@@ -106,6 +109,10 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
       if (op->act) {
         _mm_prefetch((const char *)(op->act + (size_t)i * op->ld_act), _MM_HINT_T0);
         _mm_prefetch((const char *)(op->act + (size_t)i * op->ld_act + 16), _MM_HINT_T0);
+      }
+      if (op->pre) {
+        _mm_prefetch((const char *)(op->pre + (size_t)i * op->ld_pre), _MM_HINT_T0);
+        _mm_prefetch((const char *)(op->pre + (size_t)i * op->ld_pre + 16), _MM_HINT_T0);
       }
     }
   __m512 acc[MR][2];
@@ -137,6 +144,17 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
       if (op->load_c) c0 = _mm512_add_ps(c0, _mm512_maskz_loadu_ps(m0, ci)), c1 = _mm512_add_ps(c1, _mm512_maskz_loadu_ps(m1, ci + 16));
       c0 = _mm512_fmadd_ps(acc[i][0], va, c0);
       c1 = _mm512_fmadd_ps(acc[i][1], va, c1);
+      if (op->pre) { /* the backward through a GELU: the passes' code (gelu_avx512.h), their values */
+        const float *pi = op->pre + (size_t)i * op->ld_pre;
+        __m512 p0 = _mm512_maskz_loadu_ps(m0, pi), p1 = _mm512_maskz_loadu_ps(m1, pi + 16);
+        c0 = _mm512_mul_ps(c0, est_gelu_grad16(p0));
+        c1 = _mm512_mul_ps(c1, est_gelu_grad16(p1));
+        if (op->pre_act) {
+          float *out = op->pre_act + (size_t)i * op->ld_pre;
+          _mm512_mask_storeu_ps(out, m0, est_gelu16(p0));
+          _mm512_mask_storeu_ps(out + 16, m1, est_gelu16(p1));
+        }
+      }
       _mm512_mask_storeu_ps(ci, m0, c0);
       _mm512_mask_storeu_ps(ci + 16, m1, c1);
       if (op->act) { /* the GELU est_activation_forward runs too (gelu_avx512.h): its values */
@@ -181,8 +199,10 @@ F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *
   for (int k0 = 0; k0 < K; k0 += KC) {
     int kc = K - k0 < KC ? K - k0 : KC;
     if (ap) pack_a_trans(ap, A, lda, k0, kc, m0, m1);
+    const int last = k0 + kc == K;
     store_op op = {k0 > 0 || beta != 0.0f, k0 == 0 && ep ? ep->bias : NULL,
-                   k0 + kc == K && ep ? ep->gelu_out : NULL, ep ? ep->ld_gelu : 0};
+                   last && ep ? ep->gelu_out : NULL, ep ? ep->ld_gelu : 0,
+                   last && ep ? ep->gelu_pre : NULL, last && ep ? ep->gelu_act : NULL, ep ? ep->ld_pre : 0};
     for (int t = t0; t < t1; t++) {
       int n0 = t * NR, cols = N - n0 < NR ? N - n0 : NR;
       const float *b = bp + (size_t)t * K * NR + (size_t)k0 * NR;
@@ -191,6 +211,8 @@ F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *
         float *c = C + (size_t)m * ldc + n0;
         store_op o = op;
         if (o.act) o.act += (size_t)m * o.ld_act + n0;
+        if (o.pre) o.pre += (size_t)m * o.ld_pre + n0;
+        if (o.pre_act) o.pre_act += (size_t)m * o.ld_pre + n0;
         if (ap) {
           kernel_cols(kc, ap + (size_t)(m - m0) * kc, MR, b, c, ldc, alpha, rows, cols, &o, n0);
         } else if (rows == MR) {

@@ -18,5 +18,10 @@ void est_sgemm_f32_ref(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int
       if (ep && ep->bias) v += ep->bias[n];
       *c = (float)v;
       if (ep && ep->gelu_out) ep->gelu_out[(size_t)m * ep->ld_gelu + n] = est_fast_gelu(*c);
+      if (ep && ep->gelu_pre) { /* the backward through a GELU: d pre = d act * GELU'(pre) */
+        float pre = ep->gelu_pre[(size_t)m * ep->ld_pre + n];
+        *c *= est_fast_gelu_grad(pre);
+        if (ep->gelu_act) ep->gelu_act[(size_t)m * ep->ld_pre + n] = est_fast_gelu(pre);
+      }
     }
 }

@@ -14,7 +14,7 @@
  * the BLAS path fills out with it first and lets the GEMM add into it (gemm.c). */
 void est_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                         int N, int IC, int OC, int weight_transposed) {
-  est_gemm_epilogue ep = {bias, NULL, 0};
+  est_gemm_epilogue ep = {.bias = bias};
   est_sgemm_parallel_ep(CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f, inp, IC,
                         weight, weight_transposed ? IC : OC, 0.0f, out, OC, &ep);
 }
@@ -23,7 +23,7 @@ void est_matmul_forward(float *out, const float *inp, const float *weight, const
  * to each C tile as it leaves the kernel's registers (BERT's FFN: h = gelu(A Wi + bi)). */
 void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const float *weight, const float *bias,
                              int N, int IC, int OC, int weight_transposed) {
-  est_gemm_epilogue ep = {bias, act, OC};
+  est_gemm_epilogue ep = {.bias = bias, .gelu_out = act, .ld_gelu = OC};
   est_sgemm_parallel_ep(CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f, inp, IC,
                         weight, weight_transposed ? IC : OC, 0.0f, pre, OC, &ep);
 }
@@ -68,6 +68,16 @@ void est_matmul_backward_mode(float *dinp, float *dweight, float *dbias, const f
       est_sgemm_parallel(CblasTrans, CblasNoTrans, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC);
   }
   if (dbias) bias_grad(dbias, dout, N, OC);
+}
+
+/* The dinp GEMM first, its epilogue turning d act into d pre and recomputing act, then
+ * the weight gradient from that act. */
+void est_matmul_backward_gelu(float *dpre, float *act, float *dweight, float *dbias, const float *dout,
+                              const float *pre, const float *weight, int N, int IC, int OC, int weight_transposed) {
+  est_gemm_epilogue ep = {.gelu_pre = pre, .gelu_act = act, .ld_pre = IC};
+  est_sgemm_parallel_ep(CblasNoTrans, weight_transposed ? CblasNoTrans : CblasTrans, N, IC, OC, 1.0f, dout, OC,
+                        weight, weight_transposed ? IC : OC, 0.0f, dpre, IC, &ep);
+  est_matmul_backward(NULL, dweight, dbias, dout, act, weight, N, IC, OC, weight_transposed);
 }
 
 /* Weight element (i = input index, o = output index) in either layout. */
