@@ -70,6 +70,21 @@ void est_gelu_grad_row(float *d, const float *dout, const float *in, long n, int
     for (long i = 0; i < n; i++) d[i] = dout[i] * est_fast_gelu_grad(in[i]);
 }
 
+GELU_AVX512_TARGET static void gelu_backward_row_avx512(float *d, float *act, const float *pre, long n) {
+  est_gelu_backward_rows16(d, act, pre, n);
+}
+
+void est_gelu_backward_row(float *d, float *act, const float *pre, long n) {
+  if (est_cpu_has_avx512f()) {
+    gelu_backward_row_avx512(d, act, pre, n);
+    return;
+  }
+  for (long i = 0; i < n; i++) {
+    d[i] = d[i] * est_fast_gelu_grad(pre[i]);
+    if (act) act[i] = est_fast_gelu(pre[i]);
+  }
+}
+
 /* GELU passes split into blocks of this many elements over the threads */
 enum { GELU_BLOCK = 4096 };
 

@@ -51,19 +51,29 @@ GELU_AVX512_INLINE __m512 est_gelu_exp16(__m512 x) {
   return est_expf16(_mm512_mul_ps(_mm512_set1_ps(-2.0f), u));
 }
 
-/* est_fast_gelu: x / (1 + e) */
-GELU_AVX512_INLINE __m512 est_gelu16(__m512 x) {
-  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), est_gelu_exp16(x)));
+/* est_fast_gelu from e: x / (1 + e) */
+GELU_AVX512_INLINE __m512 est_gelu_from_exp16(__m512 x, __m512 e) {
+  return _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
 }
 
-/* est_fast_gelu_grad: s + x s (e s) 2 u',  s = 1 / (1 + e), u' = k (1 + 3 a x^2) */
-GELU_AVX512_INLINE __m512 est_gelu_grad16(__m512 x) {
-  __m512 e = est_gelu_exp16(x);
+/* est_fast_gelu_grad from e: s + x s (e s) 2 u',  s = 1 / (1 + e), u' = k (1 + 3 a x^2) */
+GELU_AVX512_INLINE __m512 est_gelu_grad_from_exp16(__m512 x, __m512 e) {
   __m512 s = _mm512_div_ps(_mm512_set1_ps(1.0f), _mm512_add_ps(_mm512_set1_ps(1.0f), e));
   __m512 a3x = _mm512_mul_ps(_mm512_set1_ps(3.0f * EST_GELU_A), x);
   __m512 du = _mm512_mul_ps(_mm512_set1_ps(EST_GELU_K), _mm512_fmadd_ps(a3x, x, _mm512_set1_ps(1.0f)));
   __m512 t = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(x, s), _mm512_mul_ps(e, s)), _mm512_set1_ps(2.0f));
   return _mm512_fmadd_ps(t, du, s);
+}
+
+GELU_AVX512_INLINE __m512 est_gelu16(__m512 x) { return est_gelu_from_exp16(x, est_gelu_exp16(x)); }
+GELU_AVX512_INLINE __m512 est_gelu_grad16(__m512 x) { return est_gelu_grad_from_exp16(x, est_gelu_exp16(x)); }
+
+/* The backward through a GELU on 16 lanes, one exp for both: *d = d act * GELU'(pre) and
+ * *act = GELU(pre), the recomputed forward (est_matmul_backward_gelu's epilogue). */
+GELU_AVX512_INLINE void est_gelu_backward16(__m512 dact, __m512 pre, __m512 *d, __m512 *act) {
+  __m512 e = est_gelu_exp16(pre);
+  *d = _mm512_mul_ps(dact, est_gelu_grad_from_exp16(pre, e));
+  *act = est_gelu_from_exp16(pre, e);
 }
 
 /* Whole arrays, one thread (callers split the work): out[i] = gelu(in[i]), and
@@ -83,10 +93,22 @@ GELU_AVX512_INLINE void est_gelu_grad_rows16(float *d, const float *dout, const 
   }
 }
 
+/* d[i] = d[i] * GELU'(pre[i]) in place and act[i] = GELU(pre[i]) (act may be NULL). */
+GELU_AVX512_INLINE void est_gelu_backward_rows16(float *d, float *act, const float *pre, long n) {
+  for (long i = 0; i < n; i += 16) {
+    __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+    __m512 dv, av;
+    est_gelu_backward16(_mm512_maskz_loadu_ps(m, d + i), _mm512_maskz_loadu_ps(m, pre + i), &dv, &av);
+    _mm512_mask_storeu_ps(d + i, m, dv);
+    if (act) _mm512_mask_storeu_ps(act + i, m, av);
+  }
+}
+
 /* The same over one row of n, on the calling thread, with the scalar fastmath.h functions
  * (the same values) on a CPU without AVX-512F (activation.c): for the passes that split
  * their rows over the threads themselves. */
 void est_gelu_row(float *out, const float *in, long n);
 void est_gelu_grad_row(float *d, const float *dout, const float *in, long n, int add);
+void est_gelu_backward_row(float *d, float *act, const float *pre, long n);
 
 #endif

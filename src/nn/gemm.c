@@ -82,14 +82,9 @@ static void epilogue_passes(int M, int N, float *C, int ldc, const est_gemm_epil
     for (int m = 0; m < M; m++) est_gelu_row(ep->gelu_out + (size_t)m * ep->ld_gelu, C + (size_t)m * ldc, N);
   if (ep->gelu_pre)
 #pragma omp parallel for schedule(static)
-    for (int m = 0; m < M; m++) {
-      const float *pre = ep->gelu_pre + (size_t)m * ep->ld_pre;
-      float *c = C + (size_t)m * ldc;
-      /* d pre = d act * GELU'(pre) over d act itself (d = C, dout = C: each element is
-       * read before it is written), then GELU(pre) */
-      est_gelu_grad_row(c, c, pre, N, 0);
-      if (ep->gelu_act) est_gelu_row(ep->gelu_act + (size_t)m * ep->ld_pre, pre, N);
-    }
+    for (int m = 0; m < M; m++)
+      est_gelu_backward_row(C + (size_t)m * ldc, ep->gelu_act ? ep->gelu_act + (size_t)m * ep->ld_pre : NULL,
+                            ep->gelu_pre + (size_t)m * ep->ld_pre, N);
 }
 
 static void blas_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,

@@ -146,13 +146,13 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
       c1 = _mm512_fmadd_ps(acc[i][1], va, c1);
       if (op->pre) { /* the backward through a GELU: the passes' code (gelu_avx512.h), their values */
         const float *pi = op->pre + (size_t)i * op->ld_pre;
-        __m512 p0 = _mm512_maskz_loadu_ps(m0, pi), p1 = _mm512_maskz_loadu_ps(m1, pi + 16);
-        c0 = _mm512_mul_ps(c0, est_gelu_grad16(p0));
-        c1 = _mm512_mul_ps(c1, est_gelu_grad16(p1));
+        __m512 g0, g1;
+        est_gelu_backward16(c0, _mm512_maskz_loadu_ps(m0, pi), &c0, &g0);
+        est_gelu_backward16(c1, _mm512_maskz_loadu_ps(m1, pi + 16), &c1, &g1);
         if (op->pre_act) {
           float *out = op->pre_act + (size_t)i * op->ld_pre;
-          _mm512_mask_storeu_ps(out, m0, est_gelu16(p0));
-          _mm512_mask_storeu_ps(out + 16, m1, est_gelu16(p1));
+          _mm512_mask_storeu_ps(out, m0, g0);
+          _mm512_mask_storeu_ps(out + 16, m1, g1);
         }
       }
       _mm512_mask_storeu_ps(ci, m0, c0);
