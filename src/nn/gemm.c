@@ -101,10 +101,8 @@ void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N,
   if (precision != EST_PRECISION_BF16 && own_kernel_for(ta, M, N, K, ep) &&
       est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
     return; /* the kernel applied the epilogue */
-  if (precision == EST_PRECISION_BF16 && !(ep && ep->gelu_pre) &&
-      est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
-    return; /* so did the tile kernel (which has no GELU backward: the generic path below
-             * runs it, then the epilogue as passes) */
+  if (precision == EST_PRECISION_BF16 && est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
+    return; /* so did the tile kernel */
   est_gemm_epilogue rest = ep ? *ep : (est_gemm_epilogue){0};
   if (rest.bias && beta == 0.0f) { /* C = bias first, then the GEMM adds into it (beta 1) */
     fill_rows(C, ldc, rest.bias, M, N);

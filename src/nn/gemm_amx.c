@@ -233,6 +233,18 @@ AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int
   }
 }
 
+/* The backward through a GELU (est_gemm_epilogue.gelu_pre) on the same block: C *=
+ * GELU'(pre), gelu_act = GELU(pre), by the code gemm.c's pass and the fp32 kernel run. */
+AMX_TARGET static void gelu_backward_block(float *C, int ldc, const est_gemm_epilogue *ep, int m0, int n0, int M,
+                                           int N) {
+  int rows = M - m0 < 32 ? M - m0 : 32, cols = N - n0 < 32 ? N - n0 : 32;
+  for (int r = 0; r < rows; r++) {
+    size_t p = (size_t)(m0 + r) * ep->ld_pre + n0;
+    est_gelu_backward_rows16(C + (size_t)(m0 + r) * ldc + n0, ep->gelu_act ? ep->gelu_act + p : NULL,
+                             ep->gelu_pre + p, cols);
+  }
+}
+
 /* The 32 x 32 blocks of C in tile rows [mt0, mt1) x tile columns [nt0, nt1), column pairs
  * outermost (a pair's B tiles are reused down the rows), each with its epilogue. */
 AMX_TARGET static void run_blocks(const int32_t *Ap, const int32_t *Bp, int Kt, int mt0, int mt1, int nt0, int nt1,
@@ -246,6 +258,7 @@ AMX_TARGET static void run_blocks(const int32_t *Ap, const int32_t *Bp, int Kt, 
        * pass gone; the bias tile above is what removed a pass (gemm.c's C = bias copy, 10%
        * of a bf16 Small inference step) */
       if (ep && ep->gelu_out) gelu_block(C, ldc, ep, mt * TILE_ROWS, nt * TILE_WORDS, M, N);
+      if (ep && ep->gelu_pre) gelu_backward_block(C, ldc, ep, mt * TILE_ROWS, nt * TILE_WORDS, M, N);
     }
 }
 
