@@ -74,6 +74,28 @@ static void test_installed_library_builds_the_example(void **state) {
   assert_string_equal(a, b);
   free(a);
   free(b);
+
+  /* examples/regression_head.c, a BERT head on the one BERT model_fn (est/bert_head.h):
+   * built the same way, it trains and evaluates as the in-tree build does. */
+  char head_program[4300], head_a[4300], head_b[4300];
+  snprintf(head_program, sizeof head_program, "%s/regression_head", test_tmpdir);
+  snprintf(head_a, sizeof head_a, "%s/head_installed", test_tmpdir);
+  snprintf(head_b, sizeof head_b, "%s/head_in_tree", test_tmpdir);
+  snprintf(compile, sizeof compile,
+           "PKG_CONFIG_PATH='%s/lib/pkgconfig' && export PKG_CONFIG_PATH && "
+           "'%s' %s -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror '%s/examples/regression_head.c' -o '%s' "
+           "$(pkg-config --cflags --libs est)",
+           prefix, EST_CC, EST_CFLAGS, EST_SOURCE_DIR, head_program);
+  run_ok("%s", compile);
+  snprintf(bin, sizeof bin, "%s", EST_BIN); /* dirname wrote into it above */
+  snprintf(in_tree, sizeof in_tree, "%s/example_regression_head", dirname(bin));
+  run_ok("'%s' --model_dir='%s' --max_steps=20", head_program, head_a);
+  run_ok("'%s' --model_dir='%s' --max_steps=20", in_tree, head_b);
+  a = test_read_in(head_a, "eval_results.txt"), b = test_read_in(head_b, "eval_results.txt");
+  assert_non_null(strstr(a, "eval_mse = "));
+  assert_string_equal(a, b);
+  free(a);
+  free(b);
 }
 
 int main(void) {

@@ -43,6 +43,9 @@ int est_cmd_run_classifier(int argc, char **argv) {
     /* Other parameters (run_classifier.py) */
     EST_FLAG_STRING("init_checkpoint", &c.init_checkpoint,
                     "Initial checkpoint (usually from a pre-trained BERT model).", 0),
+    EST_FLAG_BOOL("init_checkpoint_partial", &c.init_checkpoint_partial,
+                  "[est] Accept an --init_checkpoint that initialises only some of the encoder's variables (the "
+                  "rest stay random); without it that is an error naming what did not match.", 0),
     EST_FLAG_BOOL("do_lower_case", &c.do_lower_case,
                   "Whether to lower case the input text. Should be True for uncased models and False for cased "
                   "models.", 0),

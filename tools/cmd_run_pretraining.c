@@ -32,6 +32,9 @@ int est_cmd_run_pretraining(int argc, char **argv) {
                     "The output directory where the model checkpoints will be written.", 1),
     EST_FLAG_STRING("init_checkpoint", &c.init_checkpoint,
                     "Initial checkpoint (usually from a pre-trained BERT model).", 0),
+    EST_FLAG_BOOL("init_checkpoint_partial", &c.init_checkpoint_partial,
+                  "[est] Accept an --init_checkpoint that initialises only some of the encoder's variables (the "
+                  "rest stay random); without it that is an error naming what did not match.", 0),
     EST_FLAG_INT("max_seq_length", &c.max_seq_length,
                  "The maximum total input sequence length after WordPiece tokenization. Sequences longer than "
                  "this will be truncated, and sequences shorter than this will be padded. Must match data "

@@ -71,22 +71,6 @@ est_status est_bert_pretraining_heads_backward(est_bert_pretraining_heads *h);
 
 /* ---- run_pretraining.py ----------------------------------------------------------- */
 
-/* What model_fn_builder closes over. */
-typedef struct est_pretraining_model_params {
-  est_bert_config bert_config;
-  const char *init_checkpoint;       /* NULL or "": none */
-  double learning_rate;
-  int64_t num_train_steps, num_warmup_steps;
-  int max_seq_length, max_predictions_per_seq;
-  int recompute;                     /* 1: TRAIN reserves with per-layer recomputation */
-} est_pretraining_model_params;
-
-/* run_pretraining's model_fn: TRAIN total loss + gradients (AdamWeightDecay, BERT's warmup
- * + linear decay, clip 1.0); EVAL masked_lm_accuracy, masked_lm_loss (weighted by
- * masked_lm_weights), next_sentence_accuracy, next_sentence_loss. params must outlive it. */
-struct est_model_fn;
-struct est_model_fn est_pretraining_model_fn(const est_pretraining_model_params *params);
-
 /* The flags of run_pretraining.py (defaults as there), plus est's own. */
 typedef struct est_run_pretraining_config {
   const char *bert_config_file, *input_file, *output_dir, *init_checkpoint;
@@ -100,6 +84,7 @@ typedef struct est_run_pretraining_config {
   int64_t num_tpu_cores;
   int64_t num_threads, seed, keep_checkpoint_max, log_step_count_steps; /* [est] */
   bool recompute; /* [est] per-layer recomputation in training (est_bert_encoder_set_recompute) */
+  bool init_checkpoint_partial; /* [est] accept an init_checkpoint that leaves encoder variables random */
 } est_run_pretraining_config;
 
 est_run_pretraining_config est_run_pretraining_config_default(void);

@@ -44,6 +44,7 @@ typedef struct est_run_classifier_config {
   const char *vocab_file;        /* required */
   const char *output_dir;        /* required; created; also the Estimator's model_dir */
   const char *init_checkpoint;   /* NULL: from scratch */
+  bool init_checkpoint_partial;  /* [est] accept an init_checkpoint that leaves encoder variables random */
   bool do_lower_case;            /* true */
   int64_t max_seq_length;        /* 128 */
   bool do_train, do_eval, do_predict;

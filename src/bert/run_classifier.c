@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "est/bert_head.h"
 #include "est/bert_model.h"
 #include "est/dataset.h"
 #include "est/dist.h"
@@ -132,15 +133,15 @@ est_status est_run_classifier_validate(const est_run_classifier_config *c) {
     return est_error(EST_ERR_INVALID_ARGUMENT, "--output_dir=%s exists and is not a directory", c->output_dir);
 
   /* step 3: the model config and the sequence length it supports. */
-  int64_t max_pos, vocab_size;
-  st = est_rc_read_bert_config(c->bert_config_file, &max_pos, &vocab_size);
+  est_bert_config cfg;
+  st = est_bert_config_from_json_file(&cfg, c->bert_config_file);
   if (st != EST_OK) return est_error_prefix("--bert_config_file: ");
+  const int64_t max_pos = cfg.max_position_embeddings;
   if (c->max_seq_length > max_pos)
     return est_error(EST_ERR_INVALID_ARGUMENT,
                      "Cannot use sequence length %lld because the BERT model was only trained up to sequence "
                      "length %lld (--max_seq_length > max_position_embeddings of --bert_config_file=%s)",
                      (long long)c->max_seq_length, (long long)max_pos, c->bert_config_file);
-  (void)vocab_size; /* compared with the vocab once it is loaded (est_run_classifier_main) */
   return EST_OK;
 }
 
@@ -224,7 +225,9 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   st = est_precision_apply_flag(c->precision);
   if (st != EST_OK) return st;
 
-  est_rc_model_params params = {0};
+  est_bert_model_params params = {.head = &est_bert_classifier_head_type};
+  est_bert_classifier_head_params head = {0};
+  params.head_params = &head;
   st = est_bert_config_from_json_file(&params.bert_config, c->bert_config_file);
   if (st != EST_OK) return st;
 
@@ -250,12 +253,13 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   for (int s = 0; s < 3; s++)
     if (wanted[s] && (st = est_rc_task_load(task, c->data_dir, s, &counts[s])) != EST_OK) goto done;
 
-  params.num_labels = (int)est_rc_task_num_labels(task);
+  head.num_labels = (int)est_rc_task_num_labels(task);
+  head.extra_metric = (int)est_processor_extra_metric(est_rc_task_processor(task));
   params.max_seq_length = (int)c->max_seq_length;
   params.init_checkpoint = c->init_checkpoint;
+  params.init_checkpoint_partial = c->init_checkpoint_partial;
   params.learning_rate = c->learning_rate;
   params.recompute = c->recompute;
-  params.extra_metric = (int)est_processor_extra_metric(est_rc_task_processor(task));
   if (c->do_train) {
     params.num_train_steps = est_run_classifier_num_train_steps(counts[0], c->train_batch_size, c->num_train_epochs);
     params.num_warmup_steps = est_run_classifier_num_warmup_steps(params.num_train_steps, c->warmup_proportion);
@@ -298,7 +302,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
   est_distribution dist_hook;
   st = est_dist_configure_run_config(&rc, &dist_hook);
   if (st != EST_OK) goto done;
-  est_model_fn model_fn = est_rc_classifier_model_fn(&params);
+  est_model_fn model_fn = est_bert_model_fn(&params);
   st = est_estimator_create(&e, &model_fn, &rc);
   if (st != EST_OK) goto done;
 
@@ -347,7 +351,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     EST_LOG_INFO("  Batch size = %lld", (long long)c->predict_batch_size);
     rc_input in;
     const est_input_fn input_fn = rc_input_fn(&in, path, c->max_seq_length);
-    preds.num_labels = params.num_labels;
+    preds.num_labels = head.num_labels;
     st = est_estimator_predict(e, &input_fn, NULL, collect_prediction, &preds);
     if (st != EST_OK) goto done;
     /* The estimator gathers every rank's rows to the chief in input order: the other
@@ -361,7 +365,7 @@ est_status est_run_classifier_main(const est_run_classifier_config *c) {
     }
     char out_path[4096];
     if ((st = est_path_join(out_path, sizeof out_path, c->output_dir, "test_results.tsv")) != EST_OK) goto done;
-    st = est_run_classifier_write_test_results(out_path, preds.probs, (size_t)preds.count, params.num_labels);
+    st = est_run_classifier_write_test_results(out_path, preds.probs, (size_t)preds.count, head.num_labels);
     if (st != EST_OK) goto done;
   }
 

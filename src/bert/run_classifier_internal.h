@@ -1,6 +1,6 @@
 /* Pieces of est_run_classifier_main: the text side (run_classifier_records.c: processor,
- * tokenizer, records) and the model side (classifier_model_fn.c: the BERT classifier as an
- * Estimator model_fn) meet in run_classifier.c through this header. It declares the same
+ * tokenizer, records), used by run_classifier.c with the BERT model_fn and the classifier
+ * head (est/bert_head.h). It declares the same
  * things whatever was included before it. */
 #ifndef EST_RUN_CLASSIFIER_INTERNAL_H
 #define EST_RUN_CLASSIFIER_INTERNAL_H
@@ -37,32 +37,5 @@ est_status est_rc_task_load(est_rc_task *t, const char *data_dir, int split, int
 /* file_based_convert_examples_to_features of the loaded split into `path` (atomically),
  * then drops the examples. */
 est_status est_rc_task_write_records(est_rc_task *t, int split, int max_seq_length, const char *path);
-
-/* ---- the model_fn (classifier_model_fn.c) ---- */
-
-/* Reads bert_config_file; the two numbers the flag checks need. */
-est_status est_rc_read_bert_config(const char *path, int64_t *max_position_embeddings, int64_t *vocab_size);
-
-/* The task's extra metric (est_processor_extra_metric), under the names the model_fn uses. */
-enum {
-  EST_RC_METRIC_NONE = EST_TASK_METRIC_NONE,
-  EST_RC_METRIC_F1 = EST_TASK_METRIC_F1,
-  EST_RC_METRIC_MCC = EST_TASK_METRIC_MCC,
-};
-
-/* What model_fn_builder closes over. */
-typedef struct est_rc_model_params {
-  est_bert_config bert_config;
-  int num_labels;
-  int max_seq_length;
-  const char *init_checkpoint;    /* NULL/"": none */
-  double learning_rate;
-  int64_t num_train_steps, num_warmup_steps;
-  int extra_metric;               /* an est_task_metric */
-  int recompute;                  /* 1: TRAIN reserves with per-layer recomputation */
-} est_rc_model_params;
-
-/* The classifier as an Estimator model_fn; params must outlive the estimator. */
-est_model_fn est_rc_classifier_model_fn(const est_rc_model_params *params);
 
 #endif

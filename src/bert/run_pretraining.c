@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/bert_head.h"
 #include "est/bert_pretraining.h"
 #include "est/dataset.h"
 #include "est/dist.h"
@@ -168,7 +169,8 @@ static est_status validate(const est_run_pretraining_config *c) {
 est_status est_run_pretraining_main(const est_run_pretraining_config *c) {
   est_status st = validate(c);
   if (st != EST_OK) return st;
-  est_pretraining_model_params params = {0};
+  est_bert_pretraining_head_params head = {.max_predictions_per_seq = (int)c->max_predictions_per_seq};
+  est_bert_model_params params = {.head = &est_bert_pretraining_head_type, .head_params = &head};
   st = est_bert_config_from_json_file(&params.bert_config, c->bert_config_file);
   if (st != EST_OK) return est_error_prefix("--bert_config_file: ");
   if (c->max_seq_length > params.bert_config.max_position_embeddings)
@@ -177,11 +179,11 @@ est_status est_run_pretraining_main(const est_run_pretraining_config *c) {
                      "length %d (--max_seq_length > max_position_embeddings of --bert_config_file=%s)",
                      (long long)c->max_seq_length, params.bert_config.max_position_embeddings, c->bert_config_file);
   params.init_checkpoint = c->init_checkpoint;
+  params.init_checkpoint_partial = c->init_checkpoint_partial;
   params.learning_rate = c->learning_rate;
   params.num_train_steps = c->num_train_steps;
   params.num_warmup_steps = c->num_warmup_steps;
   params.max_seq_length = (int)c->max_seq_length;
-  params.max_predictions_per_seq = (int)c->max_predictions_per_seq;
   params.recompute = c->recompute;
 
   file_list files = {0};
@@ -213,7 +215,7 @@ est_status est_run_pretraining_main(const est_run_pretraining_config *c) {
   if (!c->do_train && rc.train_batch_size % world) rc.train_batch_size = world;
   est_distribution dist_hook;
   if ((st = est_dist_configure_run_config(&rc, &dist_hook)) != EST_OK) goto done;
-  est_model_fn model_fn = est_pretraining_model_fn(&params);
+  est_model_fn model_fn = est_bert_model_fn(&params);
   if ((st = est_estimator_create(&e, &model_fn, &rc)) != EST_OK) goto done;
 
   pt_input in;
