@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "est/bert_encoder.h"
+#include "est/bert_task.h"
 #include "est/status.h"
 #include "est/variables.h"
 
@@ -73,21 +74,19 @@ est_status est_bert_pretraining_heads_backward(est_bert_pretraining_heads *h);
 
 /* The flags of run_pretraining.py (defaults as there), plus est's own. */
 typedef struct est_run_pretraining_config {
-  const char *bert_config_file, *input_file, *output_dir, *init_checkpoint;
-  int64_t max_seq_length, max_predictions_per_seq;
-  bool do_train, do_eval;
-  int64_t train_batch_size, eval_batch_size;
-  double learning_rate;
-  int64_t num_train_steps, num_warmup_steps, save_checkpoints_steps, iterations_per_loop, max_eval_steps;
-  bool use_tpu;
-  const char *tpu_name, *tpu_zone, *gcp_project, *master;
-  int64_t num_tpu_cores;
-  int64_t num_threads, seed, keep_checkpoint_max, log_step_count_steps; /* [est] */
-  bool recompute; /* [est] per-layer recomputation in training (est_bert_encoder_set_recompute) */
-  bool init_checkpoint_partial; /* [est] accept an init_checkpoint that leaves encoder variables random */
+  /* The flags every run_* shares (est/bert_task.h); do_predict is not one of
+   * run_pretraining.py's (an error if set), seed defaults to 0 (drawn and recorded). */
+  est_task_flags common;
+  const char *input_file;        /* required: comma-separated globs */
+  int64_t max_predictions_per_seq; /* 20 */
+  int64_t num_train_steps;       /* 100000 */
+  int64_t num_warmup_steps;      /* 10000 */
+  int64_t max_eval_steps;        /* 100 */
 } est_run_pretraining_config;
 
 est_run_pretraining_config est_run_pretraining_config_default(void);
+/* Every flag check, no work (what `est run_pretraining` calls before starting MPI). */
+est_status est_run_pretraining_validate(const est_run_pretraining_config *c);
 /* Flag checks, then training and/or evaluation through the Estimator; eval_results.txt
  * in output_dir. Errors name the flag, or the file and record of a malformed input. */
 est_status est_run_pretraining_main(const est_run_pretraining_config *c);

@@ -6,8 +6,8 @@
  *
  *     est_run_classifier_config c = est_run_classifier_config_default();
  *     c.task_name = "mrpc"; c.data_dir = "glue/MRPC"; c.vocab_file = "vocab.txt";
- *     c.bert_config_file = "bert_config.json"; c.output_dir = "out";
- *     c.do_train = c.do_eval = true;
+ *     c.common.bert_config_file = "bert_config.json"; c.common.output_dir = "out";
+ *     c.common.do_train = c.common.do_eval = true;
  *     if (est_run_classifier_main(&c) != EST_OK) fprintf(stderr, "%s\n", est_error_message());
  *
  *  1. checks every flag and input file before doing any work (est_run_classifier_validate);
@@ -21,7 +21,8 @@
  *  4. do_predict: writes predict.tf_record and test_results.tsv (one line of TAB-separated
  *     class probabilities per test example, as str(np.float32): est/float_format.h).
  * Every step's input is est_tfrecord_input_fn over the records it wrote (est/estimator.h),
- * the model the BERT classifier model_fn: run_classifier is a user of the public API.
+ * the model the BERT model_fn with the classifier head (est/bert_head.h), run by the task
+ * driver (est/bert_task.h): run_classifier is a user of the public API.
  */
 #ifndef EST_RUN_CLASSIFIER_H
 #define EST_RUN_CLASSIFIER_H
@@ -30,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "est/bert_task.h"
 #include "est/status.h"
 
 #ifdef __cplusplus
@@ -37,41 +39,21 @@ extern "C" {
 #endif
 
 typedef struct est_run_classifier_config {
-  /* ---- run_classifier.py's flags (same names and defaults) ---- */
+  /* The flags every run_* shares (est/bert_task.h): bert_config_file, output_dir,
+   * init_checkpoint, max_seq_length, do_train / do_eval / do_predict, batch sizes,
+   * learning_rate, save_checkpoints_steps, the TPU flags, and est's threads, precision,
+   * recompute, seed (12345 here: run_classifier.py sets none, so its runs are not
+   * reproducible), keep_checkpoint_max, log_step_count_steps, input_sharding. */
+  est_task_flags common;
+  /* ---- run_classifier.py's own flags (same names and defaults) ---- */
   const char *data_dir;          /* required */
-  const char *bert_config_file;  /* required */
   const char *task_name;         /* required; case-insensitive */
   const char *vocab_file;        /* required */
-  const char *output_dir;        /* required; created; also the Estimator's model_dir */
-  const char *init_checkpoint;   /* NULL: from scratch */
-  bool init_checkpoint_partial;  /* [est] accept an init_checkpoint that leaves encoder variables random */
   bool do_lower_case;            /* true */
-  int64_t max_seq_length;        /* 128 */
-  bool do_train, do_eval, do_predict;
-  int64_t train_batch_size;      /* 32 */
-  int64_t eval_batch_size;       /* 8 */
-  int64_t predict_batch_size;    /* 8 */
-  double learning_rate;          /* 5e-5 */
   double num_train_epochs;       /* 3.0 */
   double warmup_proportion;      /* 0.1 */
-  int64_t save_checkpoints_steps; /* 1000 */
-  int64_t iterations_per_loop;   /* 1000, TPU only: accepted and ignored */
-  bool use_tpu;                  /* TPU only: accepted and ignored */
-  const char *tpu_name, *tpu_zone, *gcp_project, *master; /* TPU only */
-  int64_t num_tpu_cores;         /* 8, TPU only */
-
-  /* ---- est's own ---- */
-  int64_t num_threads;           /* 0: OpenMP's default */
-  const char *precision;         /* "fp32" (default) or "bf16": the matmuls' arithmetic (est/precision.h) */
-  bool recompute;                /* false: training keeps every layer's activations; true: each layer's
-                                    forward runs again in backward (est_bert_encoder_set_recompute) */
-  int64_t seed;                  /* initialisation, dropout and shuffling */
-  int64_t keep_checkpoint_max;   /* 5, as tf.estimator.RunConfig */
-  int64_t log_step_count_steps;  /* 100, as tf.estimator.RunConfig */
-  /* Under mpirun: "global" (NULL too): N ranks train on one process's batches; or
-   * "shard_first": TF's record sharding (est_input_sharding, est/run_config.h). */
-  const char *input_sharding;
-  /* The generic TSV task (task_name "tsv"; est/processors.h): 0-based columns, -1 none. */
+  /* ---- est's own: the generic TSV task (task_name "tsv"; est/processors.h) ---- */
+  /* 0-based columns, -1 none. */
   int64_t tsv_text_a_column;     /* 0 */
   int64_t tsv_text_b_column;     /* -1: single-sentence */
   int64_t tsv_label_column;      /* 1; -1: every example gets the first label */

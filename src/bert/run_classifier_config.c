@@ -2,24 +2,12 @@
 #include "est/run_classifier.h"
 
 est_run_classifier_config est_run_classifier_config_default(void) {
-  est_run_classifier_config c = {0};
+  est_run_classifier_config c = {.common = est_task_flags_default()};
   c.do_lower_case = true;
-  c.max_seq_length = 128;
-  c.train_batch_size = 32;
-  c.eval_batch_size = 8;
-  c.predict_batch_size = 8;
-  c.learning_rate = 5e-5;
   c.num_train_epochs = 3.0;
   c.warmup_proportion = 0.1;
-  c.save_checkpoints_steps = 1000;
-  c.iterations_per_loop = 1000;
-  c.num_tpu_cores = 8;
-  /* est's own; the two RunConfig ones keep tf.estimator's defaults. */
-  c.num_threads = 0;
-  c.precision = "fp32";
-  c.seed = 12345;
-  c.keep_checkpoint_max = 5;
-  c.log_step_count_steps = 100;
+  /* est's own: a fixed seed, so that two runs of the same command give the same model */
+  c.common.seed = 12345;
   c.tsv_text_a_column = 0;
   c.tsv_text_b_column = -1;
   c.tsv_label_column = 1;

@@ -269,21 +269,21 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   const struct {
     const char *name, *value;
   } required[] = {{"task_name", c->task_name}, {"vocab_file", c->vocab_file},
-                  {"bert_config_file", c->bert_config_file}, {"output_dir", c->output_dir}};
+                  {"bert_config_file", c->common.bert_config_file}, {"output_dir", c->common.output_dir}};
   for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
     if (!required[i].value || !*required[i].value)
       return est_error(EST_ERR_INVALID_ARGUMENT, "--do_export: flag --%s must be specified", required[i].name);
   char ckpt[4096];
-  est_status st = est_ckpt_latest(c->output_dir, ckpt, sizeof ckpt);
-  if (st != EST_OK) return est_error_prefix("--do_export: no checkpoint in --output_dir=%s: ", c->output_dir);
+  est_status st = est_ckpt_latest(c->common.output_dir, ckpt, sizeof ckpt);
+  if (st != EST_OK) return est_error_prefix("--do_export: no checkpoint in --output_dir=%s: ", c->common.output_dir);
 
   est_model_meta meta = {0};
-  st = est_bert_config_from_json_file(&meta.bert_config, c->bert_config_file);
+  st = est_bert_config_from_json_file(&meta.bert_config, c->common.bert_config_file);
   if (st != EST_OK) return est_error_prefix("--bert_config_file: ");
-  if (c->max_seq_length < 3 || c->max_seq_length > meta.bert_config.max_position_embeddings)
+  if (c->common.max_seq_length < 3 || c->common.max_seq_length > meta.bert_config.max_position_embeddings)
     return est_error(EST_ERR_INVALID_ARGUMENT, "--max_seq_length=%lld: must be in [3, max_position_embeddings %d]",
-                     (long long)c->max_seq_length, meta.bert_config.max_position_embeddings);
-  meta.max_seq_length = (int)c->max_seq_length;
+                     (long long)c->common.max_seq_length, meta.bert_config.max_position_embeddings);
+  meta.max_seq_length = (int)c->common.max_seq_length;
   meta.do_lower_case = c->do_lower_case;
 
   /* The labels in output order, exactly as run_classifier's processor lists them. */
@@ -311,7 +311,7 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   char base[4096];
   if (st == EST_OK) {
     if (export_dir && *export_dir) snprintf(base, sizeof base, "%s", export_dir);
-    else st = est_path_join(base, sizeof base, c->output_dir, "export");
+    else st = est_path_join(base, sizeof base, c->common.output_dir, "export");
     if (st == EST_OK) st = est_export_write(base, ckpt, &meta, c->vocab_file, version_dir, size);
   }
   est_model_meta_clear(&meta);

@@ -1,0 +1,127 @@
+/* est/bert_task.h — the one driver of the `est run_*` tasks (docs/heads.md §5).
+ *
+ * Google's run_classifier.py, run_pretraining.py and run_squad.py each repeat the same
+ * main(): the flags every task has (bert_config_file, output_dir, init_checkpoint, do_train /
+ * do_eval / do_predict, batch sizes, learning rate, checkpoint cadence, the TPU flags), their
+ * checks, the RunConfig, the Estimator, eval_results.txt. est keeps that once: a task supplies
+ * only its own flags' checks, how it reads its data into a model (a BERT head with its
+ * parameters, est/bert_head.h) and input_fns, and how it writes its predictions.
+ *
+ *     est_run_classifier_config c = est_run_classifier_config_default();   // task flags +
+ *     c.common.output_dir = "out"; ...                                     //   c.common (shared)
+ *     est_run_classifier_main(&c);      // = est_task_run(&classifier_task, &c.common)
+ *
+ * What the driver does, in order (est_task_run):
+ *   1. est_task_flags_validate (the shared flags), then the task's validate: every flag and
+ *      input file checked before any work or output;
+ *   2. --precision applied; bert_config_file read; max_seq_length <= max_position_embeddings;
+ *   3. the task's prepare: reads its data (a malformed input fails now), says which head and
+ *      how many training steps;
+ *   4. output_dir created; the RunConfig from the shared flags; under mpirun the batch flags
+ *      are global (train_batch_size a multiple of the ranks);
+ *   5. do_train, do_eval (eval_results.txt from the chief), do_predict (the task's writer), each
+ *      through the task's input_fn for that mode, with the task's log lines before it.
+ * Export (--do_export) stays with the caller (the servable needs the task's vocabulary and
+ * labels); `est run_*` runs it after the driver. */
+#ifndef EST_BERT_TASK_H
+#define EST_BERT_TASK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "est/bert_encoder.h"
+#include "est/bert_head.h"
+#include "est/estimator.h"
+#include "est/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The flags every run_* task shares, with the reference scripts' names. Defaults that are
+ * the same in every reference script come from est_task_flags_default; a task changes the
+ * ones its script sets otherwise (its config_default). */
+typedef struct est_task_flags {
+  /* ---- the reference scripts' ---- */
+  const char *bert_config_file;   /* required */
+  const char *output_dir;         /* required; created; the Estimator's model_dir */
+  const char *init_checkpoint;    /* NULL: from scratch */
+  int64_t max_seq_length;         /* 128 (run_squad.py: 384); <= max_position_embeddings */
+  bool do_train, do_eval, do_predict;
+  int64_t train_batch_size;       /* 32 */
+  int64_t eval_batch_size;        /* 8 */
+  int64_t predict_batch_size;     /* 8 */
+  double learning_rate;           /* 5e-5 */
+  int64_t save_checkpoints_steps; /* 1000 */
+  int64_t iterations_per_loop;    /* 1000, TPU only: accepted and ignored */
+  bool use_tpu;                   /* TPU only: accepted and ignored */
+  const char *tpu_name, *tpu_zone, *gcp_project, *master; /* TPU only */
+  int64_t num_tpu_cores;          /* 8, TPU only */
+  /* ---- est's own ---- */
+  bool init_checkpoint_partial;   /* accept an init_checkpoint that leaves encoder variables random */
+  int64_t num_threads;            /* 0: OpenMP's default */
+  const char *precision;          /* "fp32" (default) or "bf16" (est/precision.h) */
+  bool recompute;                 /* per-layer recomputation in training (est_bert_encoder_set_recompute) */
+  int64_t seed;                   /* initialisation, dropout, shuffling; 0: drawn and recorded */
+  int64_t keep_checkpoint_max;    /* 5, as tf.estimator.RunConfig */
+  int64_t log_step_count_steps;   /* 100, as tf.estimator.RunConfig */
+  /* Under mpirun: "global" (NULL too): N ranks train on one process's batches; or
+   * "shard_first": TF's record sharding (est_input_sharding, est/run_config.h). */
+  const char *input_sharding;
+} est_task_flags;
+
+est_task_flags est_task_flags_default(void);
+
+/* The shared flags' checks: required strings, a do_* set (allowed names the task's: e.g.
+ * "`do_train`, `do_eval` or `do_predict'" as run_classifier.py words it), positive batch
+ * sizes and cadences for the modes asked for, learning rate, threads, precision, seed,
+ * keep_checkpoint_max, input_sharding. INVALID_ARGUMENT naming the flag. (The files,
+ * bert_config_file and init_checkpoint's .index, est_task_validate checks after the task's
+ * own checks.) */
+est_status est_task_flags_validate(const est_task_flags *f, const char *do_flags_message);
+
+/* What a task decides once it has read its data. */
+typedef struct est_task_model {
+  const est_bert_head_type *head;
+  const void *head_params;        /* must live until est_task_run returns */
+  int64_t num_train_steps, num_warmup_steps;
+} est_task_model;
+
+typedef struct est_task {
+  const char *name;               /* "run_classifier": for messages */
+  void *self;
+  /* The reference's error when no do_* flag is set, e.g. run_classifier.py's
+   * "At least one of `do_train`, `do_eval` or `do_predict' must be True." */
+  const char *do_flags_message;
+  /* Optional: the task's own flags and inputs, after the shared checks. No work, no output. */
+  est_status (*validate)(void *self, const est_task_flags *f);
+  /* Reads the data of the modes asked for, checks it against cfg (e.g. the vocabulary's size),
+   * fills *m. Nothing written yet. */
+  est_status (*prepare)(void *self, const est_task_flags *f, const est_bert_config *cfg, est_task_model *m);
+  /* The input of `mode`, writing its records first if the task converts data (on the chief
+   * only; every rank then reads them). *eval_steps: EVAL's step bound (0: the whole input).
+   * Logs the "***** Running ... *****" lines of the reference. */
+  est_status (*open_input)(void *self, est_mode mode, est_input_fn *out, int64_t *eval_steps);
+  /* PREDICT (required with do_predict): each prediction in input order on the chief, then
+   * the files written. */
+  est_status (*on_prediction)(void *self, const est_prediction *p);
+  est_status (*write_predictions)(void *self, const char *output_dir);
+} est_task;
+
+/* est_task_flags_validate with the task's message, the task's validate, the shared files
+ * (bert_config_file readable, init_checkpoint's .index present, output_dir not a file),
+ * then bert_config_file read and max_seq_length <= its max_position_embeddings: what
+ * `est run_*` calls before starting MPI, so a usage error exits 2 at once. */
+est_status est_task_validate(const est_task *t, const est_task_flags *f);
+
+/* Runs the task as its reference's main() does (steps above; validation included). */
+est_status est_task_run(const est_task *t, const est_task_flags *f);
+
+/* `path` must be a readable file; `flag`=`value` is what the user typed that led to it
+ * ("--data_dir=glue/MRPC: glue/MRPC/train.tsv: No such file or directory"). */
+est_status est_task_need_file(const char *flag, const char *value, const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,122 @@
+/* The command-line side of the task driver (est/bert_task.h): the flag group every
+ * `est run_*` shares, with the reference scripts' names, help and defaults, the one note for
+ * the TPU flags, and the one way a task command starts MPI, runs and exits. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+#include "est/dist.h"
+#include "est/log.h"
+#include "est/precision.h"
+#include "task_cli.h"
+
+#define TPU_IGNORED " [TPU only: accepted and ignored]"
+
+size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
+  const est_flag google[] = {
+    EST_FLAG_STRING("bert_config_file", &f->bert_config_file,
+                    "The config json file corresponding to the pre-trained BERT model. This specifies the model "
+                    "architecture.", 1),
+    EST_FLAG_STRING("output_dir", &f->output_dir, "The output directory where the model checkpoints will be written.",
+                    1),
+    EST_FLAG_STRING("init_checkpoint", &f->init_checkpoint,
+                    "Initial checkpoint (usually from a pre-trained BERT model).", 0),
+    EST_FLAG_INT("max_seq_length", &f->max_seq_length,
+                 "The maximum total input sequence length after WordPiece tokenization. Sequences longer than "
+                 "this will be truncated, and sequences shorter than this will be padded.", 0),
+    EST_FLAG_BOOL("do_train", &f->do_train, "Whether to run training.", 0),
+    EST_FLAG_BOOL("do_eval", &f->do_eval, "Whether to run eval on the dev set.", 0),
+    EST_FLAG_BOOL("do_predict", &f->do_predict, "Whether to run the model in inference mode on the test set.", 0),
+    EST_FLAG_INT("train_batch_size", &f->train_batch_size, "Total batch size for training.", 0),
+    EST_FLAG_INT("eval_batch_size", &f->eval_batch_size, "Total batch size for eval.", 0),
+    EST_FLAG_INT("predict_batch_size", &f->predict_batch_size, "Total batch size for predict.", 0),
+    EST_FLAG_FLOAT("learning_rate", &f->learning_rate, "The initial learning rate for Adam.", 0),
+    EST_FLAG_INT("save_checkpoints_steps", &f->save_checkpoints_steps, "How often to save the model checkpoint.", 0),
+    EST_FLAG_INT("iterations_per_loop", &f->iterations_per_loop,
+                 "How many steps to make in each estimator call." TPU_IGNORED, 0),
+    EST_FLAG_BOOL("use_tpu", &f->use_tpu, "Whether to use TPU or GPU/CPU." TPU_IGNORED, 0),
+    EST_FLAG_STRING("tpu_name", &f->tpu_name, "The Cloud TPU to use for training." TPU_IGNORED, 0),
+    EST_FLAG_STRING("tpu_zone", &f->tpu_zone, "GCE zone where the Cloud TPU is located in." TPU_IGNORED, 0),
+    EST_FLAG_STRING("gcp_project", &f->gcp_project, "Project name for the Cloud TPU-enabled project." TPU_IGNORED, 0),
+    EST_FLAG_STRING("master", &f->master, "TensorFlow master URL." TPU_IGNORED, 0),
+    EST_FLAG_INT("num_tpu_cores", &f->num_tpu_cores,
+                 "Only used if use_tpu is True. Total number of TPU cores to use." TPU_IGNORED, 0),
+  };
+  const est_flag own[] = {
+    EST_FLAG_BOOL("init_checkpoint_partial", &f->init_checkpoint_partial,
+                  "[est] Accept an --init_checkpoint that initialises only some of the encoder's variables (the "
+                  "rest stay random); without it that is an error naming what did not match.", 0),
+    EST_FLAG_INT("num_threads", &f->num_threads, "[est] Threads for the math kernels; 0 = OpenMP's default.", 0),
+    EST_FLAG_STRING("precision", &f->precision, EST_PRECISION_FLAG_HELP, 0),
+    EST_FLAG_BOOL("recompute", &f->recompute,
+                  "[est] Training keeps only each layer's output and runs each layer's forward again in "
+                  "backward: the same numbers bit for bit, far less activation memory (about a third "
+                  "for BERT-Base at 32x128), about a quarter more time per step.", 0),
+    EST_FLAG_INT("seed", &f->seed,
+                 "[est] Seed for initialisation, dropout and shuffling (the reference sets none, so its runs "
+                 "are not reproducible); 0 = draw one from the clock and record it in the checkpoint.", 0),
+    EST_FLAG_INT("keep_checkpoint_max", &f->keep_checkpoint_max,
+                 "[est] How many recent checkpoints to keep (tf.estimator.RunConfig); 0 = all.", 0),
+    EST_FLAG_INT("log_step_count_steps", &f->log_step_count_steps,
+                 "[est] Log loss, examples/sec and ETA every this many steps (tf.estimator.RunConfig).", 0),
+    EST_FLAG_STRING("input_sharding", &f->input_sharding,
+                    "[est] Under mpirun: global = every rank reads the whole training input in one "
+                    "shuffled order and takes its slice of each global batch, so N ranks train exactly "
+                    "what one process trains (default); shard_first = TF's order, each rank shuffles its "
+                    "own record shard (reads 1/N of the input; the model depends on the rank count).", 0),
+  };
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof google / sizeof *google; i++) {
+    const int predict_only = google[i].value == &f->do_predict || google[i].value == &f->predict_batch_size;
+    if (predict_only && !(groups & EST_CLI_TASK_PREDICT)) continue;
+    out[n++] = google[i];
+  }
+  for (size_t i = 0; i < sizeof own / sizeof *own; i++) out[n++] = own[i];
+  return n;
+}
+
+void est_cli_flag_help(est_flag *flags, size_t n, const char *name, const char *help) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(flags[i].name, name)) flags[i].help = help;
+}
+
+int est_cli_task_parse(const char *cmd, const char *usage, est_flag *flags, size_t n, int argc, char **argv) {
+  char *pos[1];
+  int npos = 0;
+  est_flags_result r = est_flags_parse(flags, (int)n, argc - 1, argv + 1, pos, &npos, 0);
+  if (r == EST_FLAGS_HELP) {
+    est_flags_print_help(stdout, usage, flags, (int)n);
+    return 0;
+  }
+  if (r != EST_FLAGS_OK) {
+    fprintf(stderr, "est %s: %s\n", cmd, est_error_message());
+    return 2;
+  }
+  /* TPU-only flags change nothing here; say so instead of failing a copied command line. */
+  for (size_t i = 0; i < n; i++)
+    if (flags[i].is_set && flags[i].help && strstr(flags[i].help, TPU_IGNORED))
+      EST_LOG_INFO("note: --%s is a TPU flag; est runs on the CPU and ignores it", flags[i].name);
+  return -1;
+}
+
+int est_cli_task_run(const char *cmd, int argc, char **argv, est_status (*run)(void *ctx), void *ctx) {
+  /* Under mpirun every rank runs this same command on its shard (est/dist.h); otherwise
+   * this is a single process and the dist calls are no-ops. */
+  est_status st = est_dist_init(&argc, &argv);
+  /* After MPI's start-up, so its handlers (if any) do not replace these. */
+  est_cli_install_stop_handlers();
+  if (st == EST_OK) st = run(ctx);
+  if (st == EST_ERR_CANCELLED) {
+    /* Stopped on request after saving (the log said where); all ranks stopped together. */
+    est_dist_finalize();
+    return est_cli_exit_code(st);
+  }
+  if (st != EST_OK) {
+    fprintf(stderr, "est %s: error: %s\n", cmd, est_error_message());
+    est_dist_abort(1); /* the other ranks would wait for this one until their timeout */
+    est_dist_finalize();
+    return 1;
+  }
+  est_dist_finalize();
+  return 0;
+}
