@@ -310,15 +310,8 @@ int est_cmd_ckpt(int argc, char **argv) {
   const int nflags = (int)(sizeof flags / sizeof *flags);
   char *pos[4];
   int npos = 0;
-  est_flags_result fr = est_flags_parse(flags, nflags, argc - 1, argv + 1, pos, &npos, 4);
-  if (fr == EST_FLAGS_HELP) {
-    est_flags_print_help(stdout, USAGE, flags, nflags);
-    return 0;
-  }
-  if (fr == EST_FLAGS_ERROR) {
-    fprintf(stderr, "est ckpt: %s\n\n%s", est_error_message(), USAGE);
-    return 2;
-  }
+  int rc = est_cli_parse("ckpt", USAGE, flags, nflags, argc, argv, pos, &npos, 4, 1);
+  if (rc >= 0) return rc;
   const char *sub = npos ? pos[0] : "";
   int want = !strcmp(sub, "ls") ? 2 : !strcmp(sub, "get") || !strcmp(sub, "convert") ? 3 : -1;
   if (want < 0 || npos != want) {

@@ -71,16 +71,8 @@ int est_cmd_convert(int argc, char **argv) {
     EST_FLAG_STRING("xnli_language", &language, "xnli task: language of the train file and dev rows.", 0),
   };
   const int nflags = (int)(sizeof flags / sizeof *flags);
-  int npos = 0;
-  est_flags_result fr = est_flags_parse(flags, nflags, argc - 1, argv + 1, NULL, &npos, 0);
-  if (fr == EST_FLAGS_HELP) {
-    est_flags_print_help(stdout, USAGE, flags, nflags);
-    return 0;
-  }
-  if (fr == EST_FLAGS_ERROR) {
-    fprintf(stderr, "est convert: %s\n\n%s", est_error_message(), USAGE);
-    return 2;
-  }
+  int rc = est_cli_parse("convert", USAGE, flags, nflags, argc, argv, NULL, NULL, 0, 1);
+  if (rc >= 0) return rc;
   if (seq < 3 || seq > 65536 || pad < 0 || !column_ok(col_a, false) || col_a < 0 || !column_ok(col_b, false) ||
       !column_ok(col_label, false) || !column_ok(tcol_a, true) || !column_ok(tcol_b, true) ||
       !column_ok(tcol_label, true)) {
@@ -128,7 +120,7 @@ int est_cmd_convert(int argc, char **argv) {
     for (int i = 0; i < 3; i++) want[i] = est_processor_has_split(proc, SPLITS[i].split);
   }
 
-  int rc = 1;
+  rc = 1;
   est_tokenizer *tok = NULL;
   const char *const *label_list;
   size_t nlabels;

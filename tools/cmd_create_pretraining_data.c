@@ -60,16 +60,8 @@ int est_cmd_create_pretraining_data(int argc, char **argv) {
                                                   "maximum length.", 0),
   };
   const int nflags = (int)(sizeof flags / sizeof *flags);
-  int npos = 0;
-  est_flags_result fr = est_flags_parse(flags, nflags, argc - 1, argv + 1, NULL, &npos, 0);
-  if (fr == EST_FLAGS_HELP) {
-    est_flags_print_help(stdout, USAGE, flags, nflags);
-    return 0;
-  }
-  if (fr == EST_FLAGS_ERROR) {
-    fprintf(stderr, "est create_pretraining_data: %s\n\n%s", est_error_message(), USAGE);
-    return 2;
-  }
+  int rc = est_cli_parse("create_pretraining_data", USAGE, flags, nflags, argc, argv, NULL, NULL, 0, 1);
+  if (rc >= 0) return rc;
   if (!fits_int(seq) || !fits_int(pred) || !fits_int(dupe)) {
     fprintf(stderr, "est create_pretraining_data: --max_seq_length, --max_predictions_per_seq and --dupe_factor "
                     "must fit in 32 bits\n");
@@ -86,7 +78,7 @@ int est_cmd_create_pretraining_data(int argc, char **argv) {
 
   char **inputs = NULL, *out_copy = strdup(output), **outputs = NULL;
   size_t n_inputs = 0, n_outputs = 0;
-  int rc = 1;
+  rc = 1;
   if (!out_copy || !(outputs = split_commas(out_copy, &n_outputs))) {
     fprintf(stderr, "est create_pretraining_data: out of memory\n");
     goto done;

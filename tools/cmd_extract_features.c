@@ -124,21 +124,12 @@ int est_cmd_extract_features(int argc, char **argv) {
     EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
   };
   const int nflags = (int)(sizeof flags / sizeof flags[0]);
-  char *pos[1];
-  int npos = 0;
-  est_flags_result r = est_flags_parse(flags, nflags, argc - 1, argv + 1, pos, &npos, 0);
-  if (r == EST_FLAGS_HELP) {
-    est_flags_print_help(stdout, usage, flags, nflags);
-    return 0;
-  }
+  int rc = est_cli_parse("extract_features", usage, flags, nflags, argc, argv, NULL, NULL, 0, 0);
+  if (rc >= 0) return rc;
+  est_flags_result r = EST_FLAGS_OK; /* the checks below turn it into an error */
   if (r == EST_FLAGS_OK && (batch_size < 1 || batch_size > 65536))
     r = EST_FLAGS_ERROR, est_error(EST_ERR_INVALID_ARGUMENT, "--batch_size=%lld: must be in [1, 65536]", (long long)batch_size);
-  if (r == EST_FLAGS_OK && est_precision_apply_flag(precision) != EST_OK) r = EST_FLAGS_ERROR;
-  if (r != EST_FLAGS_OK) {
-    fprintf(stderr, "est extract_features: %s\n", est_error_message());
-    return 2;
-  }
-  if (num_threads > 0) est_set_num_threads((int)num_threads);
+  if ((rc = est_cli_apply_runtime_flags("extract_features", r == EST_FLAGS_OK, precision, num_threads)) >= 0) return rc;
 
   xf x = {.B = (int)batch_size};
   est_bert_config cfg;

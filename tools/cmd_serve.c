@@ -60,13 +60,9 @@ int est_cmd_serve(int argc, char **argv) {
     EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
   };
   const int nflags = (int)(sizeof flags / sizeof flags[0]);
-  char *pos[1];
-  int npos = 0;
-  est_flags_result r = est_flags_parse(flags, nflags, argc - 1, argv + 1, pos, &npos, 0);
-  if (r == EST_FLAGS_HELP) {
-    est_flags_print_help(stdout, usage, flags, nflags);
-    return 0;
-  }
+  int rc = est_cli_parse("serve", usage, flags, nflags, argc, argv, NULL, NULL, 0, 0);
+  if (rc >= 0) return rc;
+  est_flags_result r = EST_FLAGS_OK; /* the checks below turn it into an error */
   const struct {
     const char *flag;
     int64_t v, lo, hi;
@@ -85,12 +81,7 @@ int est_cmd_serve(int argc, char **argv) {
                                           strlen(name)))
     r = EST_FLAGS_ERROR,
     est_error(EST_ERR_INVALID_ARGUMENT, "--model_name=%s: must be letters, digits, '_', '.' or '-'", name);
-  if (r == EST_FLAGS_OK && est_precision_apply_flag(precision) != EST_OK) r = EST_FLAGS_ERROR;
-  if (r != EST_FLAGS_OK) {
-    fprintf(stderr, "est serve: %s\n", est_error_message());
-    return 2;
-  }
-  if (num_threads > 0) est_set_num_threads((int)num_threads);
+  if ((rc = est_cli_apply_runtime_flags("serve", r == EST_FLAGS_OK, precision, num_threads)) >= 0) return rc;
 
   /* Signals go to sigwait below, not to whichever thread happens to run. */
   sigset_t stop_signals;

@@ -99,15 +99,8 @@ int est_cmd_tfrecord(int argc, char **argv) {
   const int nflags = (int)(sizeof flags / sizeof *flags);
   char *pos[3];
   int npos = 0;
-  est_flags_result fr = est_flags_parse(flags, nflags, argc - 1, argv + 1, pos, &npos, 3);
-  if (fr == EST_FLAGS_HELP) {
-    est_flags_print_help(stdout, USAGE, flags, nflags);
-    return 0;
-  }
-  if (fr == EST_FLAGS_ERROR) {
-    fprintf(stderr, "est tfrecord: %s\n\n%s", est_error_message(), USAGE);
-    return 2;
-  }
+  int rc = est_cli_parse("tfrecord", USAGE, flags, nflags, argc, argv, pos, &npos, 3, 1);
+  if (rc >= 0) return rc;
   const char *sub = npos ? pos[0] : "";
   int known = !strcmp(sub, "dump") || !strcmp(sub, "count") || !strcmp(sub, "copy") || !strcmp(sub, "parse");
   int want = !strcmp(sub, "copy") ? 3 : 2;
@@ -145,7 +138,7 @@ int est_cmd_tfrecord(int argc, char **argv) {
     fprintf(stderr, "est tfrecord: %s\n", est_error_message());
     return 1;
   }
-  int rc = !strcmp(sub, "copy") ? copy(r, pos[2], oc) : dump(r);
+  rc = !strcmp(sub, "copy") ? copy(r, pos[2], oc) : dump(r);
   est_tfrecord_reader_close(r);
   return rc;
 }

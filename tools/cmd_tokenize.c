@@ -27,16 +27,8 @@ int est_cmd_tokenize(int argc, char **argv) {
     EST_FLAG_STRING("output", &output, "What to print per line: tokens or ids.", 0),
   };
   const int nflags = (int)(sizeof flags / sizeof *flags);
-  int npos = 0;
-  est_flags_result fr = est_flags_parse(flags, nflags, argc - 1, argv + 1, NULL, &npos, 0);
-  if (fr == EST_FLAGS_HELP) {
-    est_flags_print_help(stdout, USAGE, flags, nflags);
-    return 0;
-  }
-  if (fr == EST_FLAGS_ERROR) {
-    fprintf(stderr, "est tokenize: %s\n\n%s", est_error_message(), USAGE);
-    return 2;
-  }
+  int rc = est_cli_parse("tokenize", USAGE, flags, nflags, argc, argv, NULL, NULL, 0, 1);
+  if (rc >= 0) return rc;
   bool ids_out = !strcmp(output, "ids");
   if (!ids_out && strcmp(output, "tokens")) {
     fprintf(stderr, "est tokenize: --output=%s: expected tokens or ids\n", output);
@@ -51,7 +43,7 @@ int est_cmd_tokenize(int argc, char **argv) {
   char *line = NULL;
   size_t cap = 0, lineno = 0;
   ssize_t len;
-  int rc = 0;
+  rc = 0;
   while ((len = getline(&line, &cap, stdin)) >= 0) {
     lineno++;
     if (len > 0 && line[len - 1] == '\n') len--;

@@ -5,6 +5,9 @@
 #ifndef EST_TOOLS_COMMANDS_H
 #define EST_TOOLS_COMMANDS_H
 
+#include <stdint.h>
+
+#include "est/flags.h"
 #include "est/status.h"
 
 /* stop_signals.c: the training commands' SIGTERM/SIGINT handlers (first: stop after the
@@ -12,6 +15,17 @@
  * signo for a stop on request, else 0 / 1). */
 void est_cli_install_stop_handlers(void);
 int est_cli_exit_code(est_status st);
+
+/* cli.c: parses argv (argv[0] is the command's name) into flags and up to max_pos
+ * positional arguments (pos may be NULL when max_pos is 0). Returns -1 to go on, 0 after
+ * --help was printed, 2 after a usage error "est CMD: message" on stderr (followed by the
+ * usage text when usage_on_error). */
+int est_cli_parse(const char *cmd, const char *usage, est_flag *flags, int nflags, int argc, char **argv, char **pos,
+                  int *npos, int max_pos, int usage_on_error);
+/* The model-running commands' --precision and --num_threads, after their other checks:
+ * flags_ok 0 (a check failed, message in est_error_message()) or a bad --precision prints
+ * "est CMD: message" and returns 2; else applies both and returns -1. */
+int est_cli_apply_runtime_flags(const char *cmd, int flags_ok, const char *precision, int64_t num_threads);
 
 typedef struct est_command {
   const char *name;

@@ -81,17 +81,8 @@ void est_cli_flag_help(est_flag *flags, size_t n, const char *name, const char *
 }
 
 int est_cli_task_parse(const char *cmd, const char *usage, est_flag *flags, size_t n, int argc, char **argv) {
-  char *pos[1];
-  int npos = 0;
-  est_flags_result r = est_flags_parse(flags, (int)n, argc - 1, argv + 1, pos, &npos, 0);
-  if (r == EST_FLAGS_HELP) {
-    est_flags_print_help(stdout, usage, flags, (int)n);
-    return 0;
-  }
-  if (r != EST_FLAGS_OK) {
-    fprintf(stderr, "est %s: %s\n", cmd, est_error_message());
-    return 2;
-  }
+  int rc = est_cli_parse(cmd, usage, flags, (int)n, argc, argv, NULL, NULL, 0, 0);
+  if (rc >= 0) return rc;
   /* TPU-only flags change nothing here; say so instead of failing a copied command line. */
   for (size_t i = 0; i < n; i++)
     if (flags[i].is_set && flags[i].help && strstr(flags[i].help, TPU_IGNORED))

@@ -170,25 +170,20 @@ static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, 
   return EST_OK;
 }
 
-static est_task pretraining_task_of(pretraining_task *t) {
-  return (est_task){.name = "run_pretraining",
-                    .self = t,
-                    .do_flags_message = "At least one of `do_train` or `do_eval` must be True.",
-                    .validate = task_validate,
-                    .prepare = task_prepare,
-                    .open_input = task_open_input};
-}
-
-est_status est_run_pretraining_validate(const est_run_pretraining_config *c) {
+/* Validation alone (what the command line runs before MPI starts) or the whole run. */
+static est_status run(const est_run_pretraining_config *c, int validate_only) {
   pretraining_task t = {.c = c};
-  est_task task = pretraining_task_of(&t);
-  return est_task_validate(&task, &c->common);
-}
-
-est_status est_run_pretraining_main(const est_run_pretraining_config *c) {
-  pretraining_task t = {.c = c};
-  est_task task = pretraining_task_of(&t);
-  est_status st = explain_length_mismatch(est_task_run(&task, &c->common), c);
+  const est_task task = {.name = "run_pretraining",
+                         .self = &t,
+                         .do_flags_message = "At least one of `do_train` or `do_eval` must be True.",
+                         .validate = task_validate,
+                         .prepare = task_prepare,
+                         .open_input = task_open_input};
+  est_status st = validate_only ? est_task_validate(&task, &c->common)
+                                : explain_length_mismatch(est_task_run(&task, &c->common), c);
   file_list_free(&t.files);
   return st;
 }
+
+est_status est_run_pretraining_validate(const est_run_pretraining_config *c) { return run(c, 1); }
+est_status est_run_pretraining_main(const est_run_pretraining_config *c) { return run(c, 0); }

@@ -86,26 +86,27 @@ static est_feature *slot_or_error(est_example *ex, const char *key) {
   return f;
 }
 
-est_status est_example_set_int64(est_example *ex, const char *key, const int64_t *v, size_t n) {
+/* A numeric feature: its slot, kind and a copy of the n values of `size` bytes each. */
+static est_status set_numeric(est_example *ex, const char *key, est_feature_kind kind, const void *v, size_t n,
+                              size_t size) {
   est_feature *f = slot_or_error(ex, key);
   if (!f) return EST_ERR_NO_MEMORY;
-  f->kind = EST_FEATURE_INT64;
-  f->int64s = malloc(n ? n * sizeof *v : 1);
-  if (!f->int64s) return est_error(EST_ERR_NO_MEMORY, "example: out of memory for '%s'", key);
-  if (n) memcpy(f->int64s, v, n * sizeof *v);
+  void *copy = malloc(n ? n * size : 1);
+  if (!copy) return est_error(EST_ERR_NO_MEMORY, "example: out of memory for '%s'", key);
+  if (n) memcpy(copy, v, n * size);
+  f->kind = kind;
+  if (kind == EST_FEATURE_INT64) f->int64s = copy;
+  else f->floats = copy;
   f->count = n;
   return EST_OK;
 }
 
+est_status est_example_set_int64(est_example *ex, const char *key, const int64_t *v, size_t n) {
+  return set_numeric(ex, key, EST_FEATURE_INT64, v, n, sizeof *v);
+}
+
 est_status est_example_set_float(est_example *ex, const char *key, const float *v, size_t n) {
-  est_feature *f = slot_or_error(ex, key);
-  if (!f) return EST_ERR_NO_MEMORY;
-  f->kind = EST_FEATURE_FLOAT;
-  f->floats = malloc(n ? n * sizeof *v : 1);
-  if (!f->floats) return est_error(EST_ERR_NO_MEMORY, "example: out of memory for '%s'", key);
-  if (n) memcpy(f->floats, v, n * sizeof *v);
-  f->count = n;
-  return EST_OK;
+  return set_numeric(ex, key, EST_FEATURE_FLOAT, v, n, sizeof *v);
 }
 
 est_status est_example_set_bytes(est_example *ex, const char *key, const est_bytes *v, size_t n) {

@@ -1,0 +1,31 @@
+/* What every `est` command does with its flags (commands.h): parse, --help, the usage
+ * error's shape, and the runtime flags of the commands that run the model. */
+#include <stdio.h>
+
+#include "commands.h"
+#include "est/precision.h"
+#include "est/threads.h"
+
+int est_cli_parse(const char *cmd, const char *usage, est_flag *flags, int nflags, int argc, char **argv, char **pos,
+                  int *npos, int max_pos, int usage_on_error) {
+  int ignored = 0;
+  est_flags_result r = est_flags_parse(flags, nflags, argc - 1, argv + 1, pos, npos ? npos : &ignored, max_pos);
+  if (r == EST_FLAGS_HELP) {
+    est_flags_print_help(stdout, usage, flags, nflags);
+    return 0;
+  }
+  if (r == EST_FLAGS_OK) return -1;
+  if (usage_on_error) fprintf(stderr, "est %s: %s\n\n%s", cmd, est_error_message(), usage);
+  else fprintf(stderr, "est %s: %s\n", cmd, est_error_message());
+  return 2;
+}
+
+int est_cli_apply_runtime_flags(const char *cmd, int flags_ok, const char *precision, int64_t num_threads) {
+  if (flags_ok && est_precision_apply_flag(precision) != EST_OK) flags_ok = 0;
+  if (!flags_ok) {
+    fprintf(stderr, "est %s: %s\n", cmd, est_error_message());
+    return 2;
+  }
+  if (num_threads > 0) est_set_num_threads((int)num_threads);
+  return -1;
+}
