@@ -94,9 +94,59 @@ static void test_export_layout(void **state) {
   assert_int_equal(m.max_seq_length, 32);
   assert_true(m.do_lower_case);
   assert_string_equal(m.task, "tsv");
+  assert_string_equal(m.head, "classifier");
   assert_int_equal(m.bert_config.hidden_size, 32);
   assert_int_equal(m.bert_config.vocab_size, 30522);
   est_model_meta_clear(&m);
+}
+
+/* The servable runs the head est_model.json names: an export without "head" (written
+ * before heads were named) loads as the classifier with the same probabilities; a head est
+ * cannot serve, or a "head" that is no name, is an error naming the file and the field. */
+static void test_servable_loads_the_named_head(void **state) {
+  (void)state;
+  long long v[8];
+  assert_int_equal(list_versions(export_base, v), 1);
+  char dir[1024], copy[1024], p[1200], cmd[4096];
+  snprintf(dir, sizeof dir, "%s/%lld", export_base, v[0]);
+  snprintf(copy, sizeof copy, "%s/headless", test_tmpdir);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", copy, dir, copy);
+  assert_int_equal(system(cmd), 0);
+  snprintf(p, sizeof p, "%s/est_model.json", copy);
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  assert_int_equal(est_read_file(p, &bytes, &n), EST_OK);
+  char *json = (char *)bytes, *at = strstr(json, "  \"head\": \"classifier\",\n");
+  assert_non_null(at);
+  memmove(at, at + strlen("  \"head\": \"classifier\",\n"), strlen(at + strlen("  \"head\": \"classifier\",\n")) + 1);
+  test_write_bytes(p, json, strlen(json));
+  est_servable *a, *b;
+  assert_int_equal(est_servable_load(&a, dir, 4), EST_OK);
+  assert_int_equal(est_servable_load(&b, copy, 4), EST_OK);
+  assert_string_equal(est_servable_meta(b)->head, "classifier");
+  int32_t ids[2 * 8] = {101, 2023, 2003, 102, 0, 0, 0, 0, 101, 7592, 2088, 999, 102, 0, 0, 0};
+  int32_t mask[2 * 8] = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0};
+  float pa[4], pb[4];
+  assert_int_equal(est_servable_predict(a, ids, mask, NULL, 2, 8, pa), EST_OK);
+  assert_int_equal(est_servable_predict(b, ids, mask, NULL, 2, 8, pb), EST_OK);
+  assert_memory_equal(pa, pb, sizeof pa);
+  assert_true(fabsf(pa[0] + pa[1] - 1.0f) < 1e-6f);
+  est_servable_free(a), est_servable_free(b);
+
+  const char *bad[][2] = {{"\"head\": \"pretraining\",", "\"head\": \"pretraining\" cannot be served"},
+                          {"\"head\": 3,", "\"head\" must be a head's name"}};
+  for (size_t k = 0; k < 2; k++) {
+    char *edited = malloc(strlen(json) + 64);
+    const char *brace = strchr(json, '{');
+    snprintf(edited, strlen(json) + 64, "{\n  %s%s", bad[k][0], brace + 1);
+    test_write_bytes(p, edited, strlen(edited));
+    free(edited);
+    est_servable *c = NULL;
+    assert_int_not_equal(est_servable_load(&c, copy, 4), EST_OK);
+    if (!strstr(est_error_message(), "est_model.json") || !strstr(est_error_message(), bad[k][1]))
+      fail_msg("unclear error: %s", est_error_message());
+  }
+  free(json);
 }
 
 /* est predict's probabilities = test_results.tsv (1e-5), in order; label and jsonl forms. */
@@ -217,6 +267,7 @@ static void test_export_only_and_versions(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_export_layout),
+    cmocka_unit_test(test_servable_loads_the_named_head),
     cmocka_unit_test(test_predict_equals_do_predict),
     cmocka_unit_test(test_servable_bucket_equals_full),
     cmocka_unit_test(test_export_only_and_versions),

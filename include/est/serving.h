@@ -51,6 +51,9 @@ typedef struct est_model_meta {
   int max_seq_length;
   bool do_lower_case;
   char task[64];
+  /* The head on the encoder (est/bert_head.h): "classifier", the only servable one today;
+   * exports written before heads were named have none and are classifiers. */
+  char head[32];
 } est_model_meta;
 
 void est_model_meta_clear(est_model_meta *m);

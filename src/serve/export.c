@@ -20,6 +20,7 @@
 #include "est/processors.h"
 #include "est/serving.h"
 #include "est/variables.h"
+#include "serve/servable_model.h"
 
 /* ---- est_model.json ------------------------------------------------------------------- */
 
@@ -42,6 +43,7 @@ char *est_model_meta_to_json(const est_model_meta *m) {
   json_object_set_new(root, "max_seq_length", json_integer(m->max_seq_length));
   json_object_set_new(root, "do_lower_case", json_boolean(m->do_lower_case));
   json_object_set_new(root, "task", json_string(m->task));
+  json_object_set_new(root, "head", json_string(m->head[0] ? m->head : "classifier"));
   char *text = json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2));
   json_decref(root);
   if (!text) return NULL;
@@ -64,6 +66,7 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
   json_t *seq = json_object_get(root, "max_seq_length");
   json_t *lower = json_object_get(root, "do_lower_case");
   json_t *task = json_object_get(root, "task");
+  json_t *head = json_object_get(root, "head");
   if (!json_is_object(cfg)) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"bert_config\" must be an object", path);
   else if (!json_is_array(labels) || json_array_size(labels) < 1)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be a non-empty array of strings", path);
@@ -73,6 +76,8 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"do_lower_case\" must be true or false", path);
   else if (task && !json_is_string(task))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"task\" must be a string", path);
+  else if (head && (!json_is_string(head) || json_string_length(head) >= sizeof m->head))
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"head\" must be a head's name (e.g. \"classifier\")", path);
   if (st == EST_OK) {
     char *cfg_text = json_dumps(cfg, 0);
     st = cfg_text ? est_bert_config_from_json_string(&m->bert_config, cfg_text, path)
@@ -93,6 +98,7 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
     m->max_seq_length = (int)json_integer_value(seq);
     m->do_lower_case = json_is_true(lower);
     snprintf(m->task, sizeof m->task, "%s", task ? json_string_value(task) : "");
+    snprintf(m->head, sizeof m->head, "%s", head ? json_string_value(head) : "classifier");
     if (m->max_seq_length > m->bert_config.max_position_embeddings)
       st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: max_seq_length %d is above max_position_embeddings %d", path,
                      m->max_seq_length, m->bert_config.max_position_embeddings);
@@ -152,23 +158,24 @@ static int64_t newest_version(const char *base) {
   return best;
 }
 
-/* Copies the weights the classifier of meta's shape declares from the checkpoint into the
- * bundle prefix `dst` (optimizer slots, global_step and est/ tensors stay behind). */
+/* Copies the weights the model of meta's shape declares (the encoder and meta's head, as a
+ * servable loads them) from the checkpoint into the bundle prefix `dst` (optimizer slots,
+ * global_step and est/ tensors stay behind). */
 static est_status write_weights(const char *dst, const char *ckpt_prefix, const est_model_meta *meta) {
   est_var_store *vs = NULL;
-  est_bert_classifier *m = NULL;
+  est_servable_model m = {0};
   est_ckpt_reader *r = NULL;
   est_ckpt_writer *w = NULL;
   est_status st = est_vars_create(&vs);
-  if (st == EST_OK) st = est_bert_classifier_create(&m, &meta->bert_config, (int)meta->num_labels, vs);
+  if (st == EST_OK) st = est_servable_model_create(&m, meta, vs, "est_model.json");
   if (st == EST_OK) st = est_vars_finalize(vs, 1);
   if (st == EST_OK) st = est_ckpt_reader_open(&r, ckpt_prefix);
   if (st == EST_OK) st = est_ckpt_writer_open(&w, dst);
   for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
     const est_variable *v = est_vars_at(vs, i);
     if (!est_ckpt_reader_has(r, v->name)) {
-      st = est_error(EST_ERR_NOT_FOUND, "checkpoint %s has no variable %s (is it a classifier with %zu labels "
-                     "of this bert_config?)", ckpt_prefix, v->name, meta->num_labels);
+      st = est_error(EST_ERR_NOT_FOUND, "checkpoint %s has no variable %s (is it a %s with %zu labels "
+                     "of this bert_config?)", ckpt_prefix, v->name, meta->head, meta->num_labels);
       break;
     }
     st = est_ckpt_reader_read_into(r, v->name, EST_DT_FLOAT, est_vars_value(vs, i), v->count * sizeof(float));
@@ -185,7 +192,7 @@ static est_status write_weights(const char *dst, const char *ckpt_prefix, const 
   }
   est_ckpt_writer_abort(w);
   est_ckpt_reader_close(r);
-  est_bert_classifier_free(m);
+  est_servable_model_free(&m);
   est_vars_free(vs);
   return st;
 }
@@ -301,6 +308,7 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   st = est_processor_get_labels(proc, c->data_dir, &labels, &nlabels);
   if (st == EST_OK) {
     snprintf(meta.task, sizeof meta.task, "%s", est_processor_name(proc));
+    snprintf(meta.head, sizeof meta.head, "%s", est_bert_classifier_head_type.name);
     meta.labels = calloc(nlabels, sizeof *meta.labels);
     if (!meta.labels) st = est_error(EST_ERR_NO_MEMORY, "export labels");
     for (size_t i = 0; st == EST_OK && i < nlabels; i++, meta.num_labels++)

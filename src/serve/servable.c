@@ -1,10 +1,11 @@
 /* The serving adapter: the one file that turns an export (or a BERT checkpoint) into a
- * forward pass, through the public APIs only: est_bert_classifier_* (est/bert_model.h) for
+ * forward pass, through the public APIs only: the encoder and a head (est/bert_head.h, servable_model.c) for
  * a servable, est_bert_encoder_* (est/bert_encoder.h) for extract_features.
  *
- * est_servable: est_model.json + variables/ -> a classifier restored by name, activations
- * reserved for [max_batch, max_seq_length]; a batch may run at any shorter length (the
- * attention mask hides padding, so probabilities do not depend on the padded length).
+ * est_servable: est_model.json + variables/ -> the encoder and the head est_model.json names
+ * (servable_model.c), restored by name, activations reserved for [max_batch, max_seq_length];
+ * a batch may run at any shorter length (the attention mask hides padding, so probabilities
+ * do not depend on the padded length).
  *
  * est_encoder_layers: all_encoder_layers[l] for extract_features, from one est_bert_encoder
  * pass (est/bert_encoder.h exposes every layer's output), the encoder cut after the deepest
@@ -20,6 +21,7 @@
 #include "est/serving.h"
 #include "est/tokenizer.h"
 #include "est/variables.h"
+#include "serve/servable_model.h"
 
 struct est_servable {
   char dir[4096];
@@ -27,9 +29,8 @@ struct est_servable {
   est_model_meta meta;
   est_vocab *vocab;
   est_var_store *vs;
-  est_bert_classifier *model;
+  est_servable_model model;   /* the encoder and the head est_model.json names */
   int max_batch;
-  float *logits;              /* [max_batch, C] */
   int32_t *scratch;           /* [3, max_batch, max_seq_length]: rows cut to a run length */
 };
 
@@ -68,16 +69,13 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: assets/vocab.txt has %d tokens, above vocab_size %d", s->dir,
                    est_vocab_size(s->vocab), s->meta.bert_config.vocab_size);
   if (st == EST_OK) st = est_vars_create(&s->vs);
-  if (st == EST_OK)
-    st = est_bert_classifier_create(&s->model, &s->meta.bert_config, (int)s->meta.num_labels, s->vs);
+  if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "est_model.json");
+  if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs, p);
   if (st == EST_OK) st = est_vars_finalize(s->vs, 1);
   if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "variables/variables");
   if (st == EST_OK) st = restore_vars(s->vs, p);
   if (st == EST_OK) est_vars_set_read_only(s->vs, 1); /* served weights never change */
-  /* serving never runs backward: forward-only activations (no per-layer scratch or masks) */
-  if (st == EST_OK) st = est_bert_classifier_reserve_forward_only(s->model, max_batch, s->meta.max_seq_length);
-  if (st == EST_OK && !(s->logits = malloc((size_t)max_batch * s->meta.num_labels * sizeof(float))))
-    st = est_error(EST_ERR_NO_MEMORY, "servable logits");
+  if (st == EST_OK) st = est_servable_model_reserve(&s->model, max_batch, s->meta.max_seq_length);
   if (st == EST_OK && !(s->scratch = malloc(3 * (size_t)max_batch * s->meta.max_seq_length * sizeof(int32_t))))
     st = est_error(EST_ERR_NO_MEMORY, "servable scratch");
   if (st != EST_OK) {
@@ -91,11 +89,10 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
 
 void est_servable_free(est_servable *s) {
   if (!s) return;
-  est_bert_classifier_free(s->model);
+  est_servable_model_free(&s->model);
   est_vars_free(s->vs);
   est_vocab_free(s->vocab);
   est_model_meta_clear(&s->meta);
-  free(s->logits);
   free(s->scratch);
   free(s);
 }
@@ -110,7 +107,7 @@ est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const
                                 const int32_t *segment_ids, int batch, int seq_len, float *probabilities) {
   if (seq_len < 1 || seq_len > s->meta.max_seq_length)
     return est_error(EST_ERR_INVALID_ARGUMENT, "sequence length %d outside [1, %d]", seq_len, s->meta.max_seq_length);
-  const int C = (int)s->meta.num_labels;
+  const int C = s->model.output_width; /* floats per example of the served prediction */
   const int types = s->meta.bert_config.type_vocab_size;
   for (size_t i = 0; i < (size_t)batch * seq_len; i++)
     if (segment_ids && (segment_ids[i] < 0 || segment_ids[i] >= types))
@@ -119,11 +116,10 @@ est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const
   for (int b0 = 0; b0 < batch; b0 += s->max_batch) {
     int n = batch - b0 < s->max_batch ? batch - b0 : s->max_batch;
     size_t off = (size_t)b0 * seq_len;
-    est_status st = est_bert_classifier_forward(s->model, input_ids + off, input_mask ? input_mask + off : NULL,
-                                                segment_ids ? segment_ids + off : NULL, NULL, n, seq_len, 0, 0, 0,
-                                                s->logits, NULL, NULL);
+    est_status st = est_servable_model_run(&s->model, input_ids + off, input_mask ? input_mask + off : NULL,
+                                           segment_ids ? segment_ids + off : NULL, n, seq_len,
+                                           probabilities + (size_t)b0 * C);
     if (st != EST_OK) return st;
-    est_bert_classifier_probabilities(probabilities + (size_t)b0 * C, s->logits, n, C);
   }
   return EST_OK;
 }
@@ -151,7 +147,7 @@ est_status est_servable_predict_strided(est_servable *s, const int32_t *input_id
       if (segment_ids) memcpy(segs + dst, segment_ids + src, seq_len * sizeof(int32_t));
     }
     est_status st = est_servable_predict(s, ids, input_mask ? mask : NULL, segment_ids ? segs : NULL, n, seq_len,
-                                         probabilities + (size_t)b0 * s->meta.num_labels);
+                                         probabilities + (size_t)b0 * s->model.output_width);
     if (st != EST_OK) return st;
   }
   return EST_OK;
