@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,8 +128,33 @@ static void test_checker_catches_bad_citations(void **state) {
   g_bad = bad;
 }
 
+/* est/est.h says it includes everything public: every header of include/est is in it. */
+static void test_est_h_includes_every_public_header(void **state) {
+  (void)state;
+  char dir[4096], path[4200];
+  snprintf(dir, sizeof dir, "%s/include/est", EST_SOURCE_DIR);
+  snprintf(path, sizeof path, "%s/est.h", dir);
+  char *umbrella = test_read_file(path, NULL);
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int headers = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (len < 3 || strcmp(e->d_name + len - 2, ".h") || !strcmp(e->d_name, "est.h")) continue;
+    char want[600];
+    snprintf(want, sizeof want, "#include \"est/%s\"", e->d_name);
+    if (!strstr(umbrella, want)) fail_msg("include/est/est.h lacks %s", want);
+    headers++;
+  }
+  closedir(d);
+  assert_true(headers > 30);
+  free(umbrella);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_est_h_includes_every_public_header),
       cmocka_unit_test(test_checker_catches_bad_citations),
       cmocka_unit_test(test_citations_resolve),
   };

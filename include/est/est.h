@@ -27,9 +27,15 @@
 #include "est/nn.h"
 #include "est/bert_encoder.h"
 #include "est/bert_model.h"
+#include "est/bert_head.h"
+#include "est/bert_task.h"
+#include "est/bert_pretraining.h"
+#include "est/run_classifier.h"
 #include "est/tokenizer.h"
 #include "est/processors.h"
 #include "est/features.h"
+#include "est/pretraining.h"
+#include "est/pyrandom.h"
 #include "est/serving.h"
 
 #endif
