@@ -1,7 +1,8 @@
 /* --precision=fp32|bf16 on every command that runs the model (est/precision.h): one check,
- * so each refuses the same bad value the same way; an export made in bf16 records no
- * precision (it is a runtime choice) and predicts in either; predict's bf16 probabilities
- * stay within 0.02 of fp32's on the serving test model and texts (serving_test_model.h).
+ * so each refuses the same bad value the same way; an export made in bf16 records it in
+ * est_model.json and predicts in it unless --precision says otherwise; predict's bf16
+ * probabilities stay within 0.02 of fp32's on the serving test model and texts
+ * (serving_test_model.h).
  * Where the CPU has AVX512-BF16 the bf16 run must also differ from fp32 somewhere (else
  * the flag did nothing); elsewhere it must say that it fell back to fp32. */
 #include <setjmp.h>
@@ -35,14 +36,13 @@ static int group_setup(void **state) {
 static const char bf16_on[] = "precision bf16: matmul inputs in bfloat16";
 static const char bf16_off[] = "this CPU has no AVX512-BF16, so the matmuls run in fp32";
 
-/* est_model.json of a bf16-trained export: no word of precision. */
-static void test_export_is_precision_free(void **state) {
+/* est_model.json of a bf16-trained export records it. */
+static void test_export_records_its_precision(void **state) {
   (void)state;
   char *out = NULL;
   assert_int_equal(test_run(&out, 1, "cat %s/*/est_model.json", export_base), 0);
   assert_non_null(strstr(out, "\"bert_config\""));
-  assert_null(strstr(out, "precision"));
-  assert_null(strstr(out, "bf16"));
+  assert_non_null(strstr(out, "\"precision\": \"bf16\""));
   free(out);
 }
 
@@ -50,10 +50,13 @@ static void test_predict_bf16_close_to_fp32(void **state) {
   (void)state;
   char *fp32 = NULL, *bf16 = NULL, *log = NULL, path[700];
   snprintf(path, sizeof path, "%s/bf16.tsv", test_tmpdir);
-  assert_int_equal(test_run(&fp32, 0, SERVING_TEST_TEXTS " | " EST_BIN " predict --export_dir=%s", export_base), 0);
-  /* stdout to the file, the log (stderr) to `log` */
-  assert_int_equal(test_run(&log, 1, "(" SERVING_TEST_TEXTS " | " EST_BIN " predict --precision=bf16 --export_dir=%s > %s)",
+  /* --precision overrides the export's bf16 */
+  assert_int_equal(test_run(&fp32, 0, SERVING_TEST_TEXTS " | " EST_BIN " predict --precision=fp32 --export_dir=%s",
+                            export_base), 0);
+  /* without it the export's precision runs; stdout to the file, the log (stderr) to `log` */
+  assert_int_equal(test_run(&log, 1, "(" SERVING_TEST_TEXTS " | " EST_BIN " predict --export_dir=%s > %s)",
                             export_base, path), 0);
+  assert_non_null(strstr(log, "precision bf16, as tsv's est_model.json records (--precision overrides)"));
   bf16 = test_read_file(path, NULL);
   double a[64], b[64];
   int n = serving_parse_floats(fp32, a, 64);
@@ -97,7 +100,7 @@ static void test_bad_value_refused_everywhere(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_export_is_precision_free),
+      cmocka_unit_test(test_export_records_its_precision),
       cmocka_unit_test(test_predict_bf16_close_to_fp32),
       cmocka_unit_test(test_bad_value_refused_everywhere),
   };

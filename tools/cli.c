@@ -3,7 +3,9 @@
 #include <stdio.h>
 
 #include "commands.h"
+#include "est/log.h"
 #include "est/precision.h"
+#include "est/serving.h"
 #include "est/threads.h"
 
 int est_cli_parse(const char *cmd, const char *usage, est_flag *flags, int nflags, int argc, char **argv, char **pos,
@@ -21,11 +23,19 @@ int est_cli_parse(const char *cmd, const char *usage, est_flag *flags, int nflag
 }
 
 int est_cli_apply_runtime_flags(const char *cmd, int flags_ok, const char *precision, int64_t num_threads) {
-  if (flags_ok && est_precision_apply_flag(precision) != EST_OK) flags_ok = 0;
+  /* NULL: the model's own, applied once it is loaded (est_cli_apply_model_precision) */
+  if (flags_ok && precision && est_precision_apply_flag(precision) != EST_OK) flags_ok = 0;
   if (!flags_ok) {
     fprintf(stderr, "est %s: %s\n", cmd, est_error_message());
     return 2;
   }
   if (num_threads > 0) est_set_num_threads((int)num_threads);
   return -1;
+}
+
+est_status est_cli_apply_model_precision(const char *flag, const struct est_model_meta *meta) {
+  if (flag) return EST_OK; /* --precision given: applied already */
+  EST_LOG_INFO("precision %s, as %s's est_model.json records (--precision overrides)", meta->precision,
+               meta->task[0] ? meta->task : "the export");
+  return est_precision_apply_flag(meta->precision);
 }

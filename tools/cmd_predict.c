@@ -110,7 +110,7 @@ static est_status add_line(predict_ctx *p, char *line, const char *input_format,
 
 int est_cmd_predict(int argc, char **argv) {
   const char *export_dir = NULL, *input_file = NULL, *input_format = "tsv", *output_format = "probabilities";
-  const char *precision = "fp32";
+  const char *precision = NULL; /* the export's (est_model.json) unless given */
   int64_t batch_size = 32, num_threads = 0;
   est_flag flags[] = {
     EST_FLAG_STRING("export_dir", &export_dir, "An export base directory or one version directory.", 1),
@@ -141,6 +141,7 @@ int est_cmd_predict(int argc, char **argv) {
   const char *src = input_file ? input_file : "<stdin>";
   est_status st = in ? EST_OK : est_error(EST_ERR_NOT_FOUND, "--input_file=%s: cannot open", input_file);
   if (st == EST_OK) st = est_servable_load(&p.s, export_dir, p.cap);
+  if (st == EST_OK) st = est_cli_apply_model_precision(precision, est_servable_meta(p.s));
   if (st == EST_OK) st = est_featurizer_create(&p.f, p.s);
   if (st == EST_OK) {
     p.S = est_servable_meta(p.s)->max_seq_length;

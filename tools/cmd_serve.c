@@ -29,7 +29,7 @@ static const char usage[] =
     "most max(queue, max_seq_length) entries (400 before parsing), the queue (503).";
 
 int est_cmd_serve(int argc, char **argv) {
-  const char *base = NULL, *name = "default", *address = "127.0.0.1", *precision = "fp32";
+  const char *base = NULL, *name = "default", *address = "127.0.0.1", *precision = NULL; /* NULL: the export's */
   int64_t port = 8501, max_batch = 32, timeout_us = 1000, max_enqueued = 64, max_bytes = 16 << 20;
   int64_t num_threads = 0, max_connections = 512, rest_threads = 0, timeout_ms = 30000;
   double poll = 1;
@@ -95,7 +95,7 @@ int est_cmd_serve(int argc, char **argv) {
                        .max_batch_size = (int)max_batch, .batch_timeout_micros = timeout_us,
                        .max_enqueued_batches = (int)max_enqueued, .poll_wait_seconds = poll,
                        .max_request_bytes = (size_t)max_bytes, .max_connections = (int)max_connections,
-                       .timeout_seconds = (double)timeout_ms / 1000};
+                       .timeout_seconds = (double)timeout_ms / 1000, .precision = precision};
   static serve_server server;
   static serve_http http;
   est_status st = serve_server_start(&server, &opt);

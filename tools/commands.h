@@ -26,6 +26,10 @@ int est_cli_parse(const char *cmd, const char *usage, est_flag *flags, int nflag
  * flags_ok 0 (a check failed, message in est_error_message()) or a bad --precision prints
  * "est CMD: message" and returns 2; else applies both and returns -1. */
 int est_cli_apply_runtime_flags(const char *cmd, int flags_ok, const char *precision, int64_t num_threads);
+/* A servable's precision: the --precision flag when given (already applied), else the one
+ * its est_model.json records, applied now with a log line saying where it came from. */
+struct est_model_meta;
+est_status est_cli_apply_model_precision(const char *flag, const struct est_model_meta *meta);
 
 typedef struct est_command {
   const char *name;

@@ -37,7 +37,9 @@ int est_precision_parse(const char *name, est_precision *out);
 
 /* The --precision flag of every command that runs the model (run_classifier,
  * run_pretraining, predict, serve, extract_features): one help text and one place that
- * decides. It is a runtime choice: checkpoints and exports (est_model.json) never record it.
+ * decides. Checkpoints never record it; an export's est_model.json records the precision the
+ * model was trained with ("precision"), which est predict and est serve run unless their
+ * --precision flag is given.
  *
  *     EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
  *     ...

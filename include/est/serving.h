@@ -54,6 +54,9 @@ typedef struct est_model_meta {
   /* The head on the encoder (est/bert_head.h): "classifier", the only servable one today;
    * exports written before heads were named have none and are classifiers. */
   char head[32];
+  /* The --precision the model was trained and exported with ("fp32" or "bf16"; exports
+   * without it: "fp32"). est predict / est serve run it unless --precision says otherwise. */
+  char precision[8];
 } est_model_meta;
 
 void est_model_meta_clear(est_model_meta *m);

@@ -17,6 +17,7 @@
 #include "est/ckpt.h"
 #include "est/file.h"
 #include "est/log.h"
+#include "est/precision.h"
 #include "est/processors.h"
 #include "est/serving.h"
 #include "est/variables.h"
@@ -44,6 +45,7 @@ char *est_model_meta_to_json(const est_model_meta *m) {
   json_object_set_new(root, "do_lower_case", json_boolean(m->do_lower_case));
   json_object_set_new(root, "task", json_string(m->task));
   json_object_set_new(root, "head", json_string(m->head[0] ? m->head : "classifier"));
+  json_object_set_new(root, "precision", json_string(m->precision[0] ? m->precision : "fp32"));
   char *text = json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2));
   json_decref(root);
   if (!text) return NULL;
@@ -67,6 +69,8 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
   json_t *lower = json_object_get(root, "do_lower_case");
   json_t *task = json_object_get(root, "task");
   json_t *head = json_object_get(root, "head");
+  json_t *precision = json_object_get(root, "precision");
+  est_precision parsed_precision;
   if (!json_is_object(cfg)) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"bert_config\" must be an object", path);
   else if (!json_is_array(labels) || json_array_size(labels) < 1)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be a non-empty array of strings", path);
@@ -78,6 +82,8 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"task\" must be a string", path);
   else if (head && (!json_is_string(head) || json_string_length(head) >= sizeof m->head))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"head\" must be a head's name (e.g. \"classifier\")", path);
+  else if (precision && (!json_is_string(precision) || est_precision_parse(json_string_value(precision), &parsed_precision)))
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"precision\" must be \"fp32\" or \"bf16\"", path);
   if (st == EST_OK) {
     char *cfg_text = json_dumps(cfg, 0);
     st = cfg_text ? est_bert_config_from_json_string(&m->bert_config, cfg_text, path)
@@ -99,6 +105,7 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
     m->do_lower_case = json_is_true(lower);
     snprintf(m->task, sizeof m->task, "%s", task ? json_string_value(task) : "");
     snprintf(m->head, sizeof m->head, "%s", head ? json_string_value(head) : "classifier");
+    snprintf(m->precision, sizeof m->precision, "%s", precision ? json_string_value(precision) : "fp32");
     if (m->max_seq_length > m->bert_config.max_position_embeddings)
       st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: max_seq_length %d is above max_position_embeddings %d", path,
                      m->max_seq_length, m->bert_config.max_position_embeddings);
@@ -309,6 +316,7 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   if (st == EST_OK) {
     snprintf(meta.task, sizeof meta.task, "%s", est_processor_name(proc));
     snprintf(meta.head, sizeof meta.head, "%s", est_bert_classifier_head_type.name);
+    snprintf(meta.precision, sizeof meta.precision, "%s", c->common.precision ? c->common.precision : "fp32");
     meta.labels = calloc(nlabels, sizeof *meta.labels);
     if (!meta.labels) st = est_error(EST_ERR_NO_MEMORY, "export labels");
     for (size_t i = 0; st == EST_OK && i < nlabels; i++, meta.num_labels++)
