@@ -1,6 +1,6 @@
 /* Helpers for the preemption tests (test_preempt.c: run_classifier, test_preempt_pretraining.c:
- * run_pretraining): run `est` with an environment variable and get its wait status and log,
- * and read a checkpoint's every tensor for a bit-for-bit comparison. Header-only; include
+ * run_pretraining): run `est` with a fault (tests/fault/fault_hooks.c) and get its wait status
+ * and log, and read a checkpoint's every tensor for a bit-for-bit comparison. Header-only; include
  * after cmocka.h and test_util.h (it uses test_tmpdir); the test links libest. */
 #ifndef EST_TESTS_PREEMPT_UTIL_H
 #define EST_TESTS_PREEMPT_UTIL_H
@@ -18,12 +18,17 @@
 #include "est/ckpt.h"
 #include "est/est.h"
 
-/* Runs `est` (through sh -c "exec ...", so the wait status is est's own) with `env`
- * ("NAME=VALUE" or NULL) added; the merged output goes to *log. Returns the wait status. */
-static int run_est(const char *env, char **log, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int run_est(const char *env, char **log, const char *fmt, ...) {
+/* Runs `est` (through sh -c "exec ...", so the wait status is est's own); with `fault`
+ * ("EST_FAULT_SIGNAL_AT_STEP=..." or NULL) set in est's environment along with the
+ * LD_PRELOAD shim tests/fault/fault_hooks.c that acts on it (est alone gets the shim, not
+ * the shell). The merged output goes to *log. Returns the wait status. */
+static int run_est(const char *fault, char **log, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int run_est(const char *fault, char **log, const char *fmt, ...) {
   char cmd[8192], logpath[1024];
-  int n = snprintf(cmd, sizeof cmd, "exec " EST_BIN " ");
+  int n = fault ? snprintf(cmd, sizeof cmd,
+                           "exec env LD_PRELOAD='" EST_FAULT_HOOKS_SHIM "'"
+                           " ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" %s " EST_BIN " ", fault)
+                : snprintf(cmd, sizeof cmd, "exec " EST_BIN " ");
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(cmd + n, sizeof cmd - (size_t)n, fmt, ap);
@@ -34,7 +39,6 @@ static int run_est(const char *env, char **log, const char *fmt, ...) {
     int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) _exit(126);
     dup2(fd, 1), dup2(fd, 2);
-    if (env) putenv((char *)env);
     setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
     execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
     _exit(127);

@@ -9,9 +9,10 @@
  *     the newest checkpoint is the last good one (it loads, every value finite);
  *   - --do_eval on a checkpoint holding a NaN: an error naming the checkpoint and the
  *     variable, no eval_results.txt.
- * The signals come from the EST_FAULT_SIGNAL_AT_STEP hook (src/train/stop.c): a real
- * signal raised inside a chosen step, caught by the command line's own handlers, so the
- * point does not depend on timing. Model: the 1-layer hidden-32 BERT of tests/data on 10
+ * The signals come from EST_FAULT_SIGNAL_AT_STEP, acted on by the LD_PRELOAD shim
+ * tests/fault/fault_hooks.c through libest's fault seam (est/fault_hooks.h): a real signal
+ * raised inside a chosen step, caught by the command line's own handlers, so the point
+ * does not depend on timing. Model: the 1-layer hidden-32 BERT of tests/data on 10
  * CoLA sentences, batch 4, 4 epochs = 10 steps. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -69,11 +70,11 @@ static int teardown(void **state) {
 
 /* One signal at `step`: exit 128 + signo after saving step + 1; the rerun ends equal. */
 static void preempt_then_resume(int signo, int step, const char *signame) {
-  char dir[600], env[64], want[2048], prefix[1024];
+  char dir[600], fault[64], want[2048], prefix[1024];
   snprintf(dir, sizeof dir, "%s/%s-%d", test_tmpdir, signame, step);
-  snprintf(env, sizeof env, "EST_FAULT_SIGNAL_AT_STEP=%d:%d", step, signo);
+  snprintf(fault, sizeof fault, "EST_FAULT_SIGNAL_AT_STEP=%d:%d", step, signo);
   char *log;
-  int status = run_est(env, &log, RUN_ARGS " --do_eval --learning_rate=1e-3 --output_dir=%s", dir);
+  int status = run_est(fault, &log, RUN_ARGS " --do_eval --learning_rate=1e-3 --output_dir=%s", dir);
   if (exit_code(status) != 128 + signo) fail_msg("want exit %d, got status %#x:\n%s", 128 + signo, status, log);
   snprintf(want, sizeof want, "Received %s at step %d; saved checkpoint %s/model.ckpt-%d; exiting", signame, step + 1,
            dir, step + 1);

@@ -4,9 +4,9 @@
  * "Received SIGTERM at step N; saved checkpoint ...; exiting" and exits 128 + signo
  * without evaluating; the same command run again resumes from that checkpoint and ends with
  * a final checkpoint byte for byte an uninterrupted run's (.data and .index files, and
- * every tensor); a second signal ends the process at once. The signals come from the
- * EST_FAULT_SIGNAL_AT_STEP hook (src/train/stop.c) at a chosen step, caught by the command
- * line's own handlers.
+ * every tensor); a second signal ends the process at once. The signals come from
+ * EST_FAULT_SIGNAL_AT_STEP, acted on by the LD_PRELOAD shim tests/fault/fault_hooks.c at a
+ * chosen step, caught by the command line's own handlers.
  * Model: the TF-written keras_bert_tiny config from scratch, records that
  * `est create_pretraining_data` writes from tests/data/pretraining/jack_docs.txt into two
  * files (so the input interleaves), seq 16, batch 8, 8 steps, a checkpoint every 3. */
@@ -70,11 +70,11 @@ static int setup(void **state) {
 
 /* One signal at `step`: exit 128 + signo after saving step + 1; the rerun ends equal. */
 static void preempt_then_resume(int signo, int step, const char *signame) {
-  char dir[600], env[64], want[2048], prefix[1024];
+  char dir[600], fault[64], want[2048], prefix[1024];
   snprintf(dir, sizeof dir, "%s/%s-%d", test_tmpdir, signame, step);
-  snprintf(env, sizeof env, "EST_FAULT_SIGNAL_AT_STEP=%d:%d", step, signo);
+  snprintf(fault, sizeof fault, "EST_FAULT_SIGNAL_AT_STEP=%d:%d", step, signo);
   char *log;
-  int status = run_est(env, &log, "%s --output_dir=%s", run_args(), dir);
+  int status = run_est(fault, &log, "%s --output_dir=%s", run_args(), dir);
   if (exit_code(status) != 128 + signo) fail_msg("want exit %d, got status %#x:\n%s", 128 + signo, status, log);
   snprintf(want, sizeof want, "Received %s at step %d; saved checkpoint %s/model.ckpt-%d; exiting", signame, step + 1,
            dir, step + 1);

@@ -3,12 +3,14 @@
  * position) bit-identical to an uninterrupted run.
  *
  * The test re-executes itself as the training child (`test_resume --child DIR KILL_AT
- * SAVE_STEPS`). Kills come two ways: the model raises SIGKILL in the middle of step
- * KILL_AT (deterministic points: right after the first step, mid-run, the last step), and
- * the parent kills the child after pseudo-random delays while it checkpoints every step,
- * so some kills land inside checkpoint writes. The model uses input dropout drawn from
- * (seed, global_step) and the input crosses epoch boundaries inside batches, so the RNG
- * and the input position must both come back exactly. */
+ * SAVE_STEPS [STEP:PHASE]`). Kills come three ways: the model raises SIGKILL in the middle
+ * of step KILL_AT (deterministic points: right after the first step, mid-run, the last
+ * step); a checkpoint_phase hook of libest's fault seam (est/fault_hooks.h, installed by
+ * the child) raises it inside the save of STEP at PHASE; and the parent kills the child
+ * after pseudo-random delays while it checkpoints every step, so some kills land inside
+ * checkpoint writes. The model uses input dropout drawn from (seed, global_step) and the
+ * input crosses epoch boundaries inside batches, so the RNG and the input position must
+ * both come back exactly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,6 +21,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -27,6 +30,7 @@
 #include "est/est.h"
 #include "est/ckpt.h"
 #include "est/estimator.h"
+#include "est/fault_hooks.h"
 #include "estimator_test_model.h"
 #include "test_util.h"
 
@@ -34,8 +38,29 @@ enum { F = 5, N_EXAMPLES = 50, MAX_STEPS = 40 };
 
 /* ---- the child: one training run ---------------------------------------------------------- */
 
-static int child_main(const char *dir, long kill_at, long save_steps) {
+/* The kill inside a save (the fault seam, est/fault_hooks.h, installed in this process):
+ * SIGKILL at phase kill_phase ("bundle" or "state") of the save of step kill_save_step. */
+static long kill_save_step = -1;
+static char kill_phase[16];
+
+static void kill_in_save(void *ctx, int64_t step, const char *phase) {
+  (void)ctx;
+  if (step == kill_save_step && !strcmp(phase, kill_phase)) raise(SIGKILL);
+}
+
+/* `fault`: NULL, or "<step>:<phase>", the save to die in. */
+static int child_main(const char *dir, long kill_at, long save_steps, const char *fault) {
   est_log_set_level(EST_LOG_WARN);
+  if (fault) {
+    char *end;
+    kill_save_step = strtol(fault, &end, 10);
+    if (*end != ':' || (strcmp(end + 1, "bundle") && strcmp(end + 1, "state"))) {
+      fprintf(stderr, "child: bad fault %s\n", fault);
+      return 2;
+    }
+    snprintf(kill_phase, sizeof kill_phase, "%s", end + 1);
+    est_set_fault_hooks(&(est_fault_hooks){.checkpoint_phase = kill_in_save});
+  }
   tm_data data;
   tm_data_make(&data, N_EXAMPLES, F, 21);   /* 50 examples, batch 16: batches straddle epochs */
   tm_params p = tm_params_default(F);
@@ -92,13 +117,12 @@ static int has_temp_files(const char *dir) {
 static pid_t spawn_fault(const char *dir, long kill_at, long save_steps, const char *fault) {
   pid_t pid = fork();
   if (pid == 0) {
-    if (fault) setenv("EST_FAULT_KILL_SAVE", fault, 1);
     char k[32], s[32];
     snprintf(k, sizeof k, "%ld", kill_at);
     snprintf(s, sizeof s, "%ld", save_steps);
     /* Idle OpenMP threads sleep instead of spinning: same numbers, much faster start-up. */
     setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execl(g_self, g_self, "--child", dir, k, s, (char *)NULL);
+    execl(g_self, g_self, "--child", dir, k, s, fault, (char *)NULL);   /* fault NULL: 4 args */
     _exit(127);
   }
   return pid;
@@ -263,7 +287,8 @@ static void test_kill_at_random_moments(void **state) {
 }
 
 int main(int argc, char **argv) {
-  if (argc == 5 && !strcmp(argv[1], "--child")) return child_main(argv[2], atol(argv[3]), atol(argv[4]));
+  if ((argc == 5 || argc == 6) && !strcmp(argv[1], "--child"))
+    return child_main(argv[2], atol(argv[3]), atol(argv[4]), argc == 6 ? argv[5] : NULL);
   ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
   if (n <= 0) return 1;
   g_self[n] = 0;

@@ -21,6 +21,7 @@
 #include "est/optimizer.h"
 #include "est/run_config.h"
 #include "est/estimator.h"
+#include "est/fault_hooks.h"
 #include "est/dist.h"
 #include "est/threads.h"
 #include "est/precision.h"

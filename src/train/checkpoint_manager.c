@@ -1,25 +1,22 @@
 /* Checkpoint saving with a bounded history (see checkpoint_manager.h). */
 #include "train/checkpoint_manager.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "est/ckpt.h"
+#include "est/fault_hooks.h"
 #include "est/file.h"
 #include "est/log.h"
 
-/* Fault injection for the exact-resume test: EST_FAULT_KILL_SAVE="<step>:<phase>" makes
- * the process SIGKILL itself while saving that global step, at phase "bundle" (the
- * checkpoint's files are complete, the state file does not name them yet) or "state"
- * (the state file names them, older checkpoints are not deleted yet). Unset: no effect. */
-static void maybe_die(int64_t step, const char *phase) {
-  const char *spec = getenv("EST_FAULT_KILL_SAVE");
-  if (!spec || !*spec) return;
-  char *end;
-  long long at = strtoll(spec, &end, 10);
-  if (*end == ':' && at == step && !strcmp(end + 1, phase)) raise(SIGKILL);
+/* The test seam (est/fault_hooks.h): a drill may crash the process at `phase` of the save
+ * of `step`, "bundle" (the checkpoint's files are complete, the state file does not name
+ * them yet) or "state" (the state file names them, older checkpoints are not deleted yet).
+ * No hooks installed: no effect. */
+static void fault_point(int64_t step, const char *phase) {
+  const est_fault_hooks *h = est_get_fault_hooks();
+  if (h && h->checkpoint_phase) h->checkpoint_phase(h->ctx, step, phase);
 }
 
 static void free_paths(est_ckpt_manager *m) {
@@ -90,7 +87,7 @@ est_status est_ckpt_manager_save(est_ckpt_manager *m, int64_t step, size_t n, co
   est_status s = est_ckpt_save(prefix, n, names, tensors);
   if (s != EST_OK) return est_error_prefix("saving checkpoint %s: ", prefix);
 
-  maybe_die(step, "bundle");
+  fault_point(step, "bundle");
 
   /* Saver._RecordLastCheckpoint: a re-saved path moves to the end of the list. */
   char *copy = strdup(rel);
@@ -116,7 +113,7 @@ est_status est_ckpt_manager_save(est_ckpt_manager *m, int64_t step, size_t n, co
                        .all_model_checkpoint_paths = m->paths + drop};
   s = est_ckpt_state_write(m->dir, &st);
   if (s != EST_OK) return est_error_prefix("updating %s/checkpoint: ", m->dir);
-  maybe_die(step, "state");
+  fault_point(step, "state");
   for (size_t i = 0; i < drop; i++) {
     char full[4096];
     if (!est_ckpt_manager_full_path(m, m->paths[i], full, sizeof full) || est_ckpt_remove(full) != EST_OK)

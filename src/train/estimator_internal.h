@@ -115,14 +115,6 @@ est_status est_grads_step_finish(est_estimator *e, est_session *s);
 /* "SIGTERM", "SIGINT", ..., "signal N", or "a stop request" for 0; returns buf. */
 const char *est_stop_signal_name(int signo, char *buf, size_t size);
 
-/* The EST_FAULT_SIGNAL_AT_STEP test hook (stop.c says what it does). */
-typedef struct est_signal_fault {
-  int64_t step;   /* -1: none */
-  int signo, count;
-} est_signal_fault;
-est_signal_fault est_signal_fault_from_env(int rank);
-void est_signal_fault_fire(const est_signal_fault *f, int64_t global_step);
-
 /* 1 when some variable's value holds a NaN or Inf: the first such variable's index, the
  * element and its value go to the (optional) out-parameters; 0 when all are finite. */
 int est_first_nonfinite(est_var_store *vs, size_t *var, size_t *elem, float *value);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "est/fault_hooks.h"
 #include "est/float_format.h"
 #include "est/log.h"
 #include "est/optimizer.h"
@@ -313,7 +314,8 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
   int64_t step_log = start_step;
   float loss = NAN;
   int64_t steps_done = 0;
-  const est_signal_fault signal_fault = est_signal_fault_from_env(est_rank(e));
+  const est_fault_hooks *hooks = est_get_fault_hooks();   /* a test's seam; normally NULL */
+  const int rank = est_rank(e);
 
   while (st == EST_OK && (target < 0 || t.s.global_step < target)) {
     est_var_store *vs = t.s.vars;
@@ -327,7 +329,7 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
     } else if (local != EST_OK) {
       est_error_prefix("input_fn (train) at global step %lld: ", (long long)gs);
     }
-    if (have) est_signal_fault_fire(&signal_fault, gs);
+    if (have && hooks && hooks->before_step) hooks->before_step(hooks->ctx, rank, gs);
     est_vars_zero_grads(vs);
     st = est_grads_step_begin(e, &t.s);
     if (st != EST_OK) break;

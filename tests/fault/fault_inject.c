@@ -21,7 +21,12 @@
  * replaced: the file is opened with the counted open() and wrapped in fopencookie, whose
  * write and close callbacks go through the counted write() and close(); fileno() of such a
  * stream returns the real descriptor, so fsync(fileno(f)) is counted too. A failing close
- * still closes the descriptor. */
+ * still closes the descriptor.
+ *
+ * Crashes and signals at chosen points of training (EST_FAULT_KILL_SAVE,
+ * EST_FAULT_SIGNAL_AT_STEP) are not this shim's: tests/fault/fault_hooks.c drives libest's
+ * fault seam (est/fault_hooks.h) for them, and libest itself reads no test-only variable.
+ * docs/testing.md, "Fault injection", describes both shims. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
