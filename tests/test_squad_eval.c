@@ -7,8 +7,9 @@
  * `est squad_eval` with the same files and --python=<that version> and compares what it
  * prints, byte for byte: stdout (the JSON, v2.0's "Missing prediction" lines), the script's
  * stderr lines, the --out_file; where the script failed, est must fail after printing the
- * same lines. Then the library's struct, Python's float repr on 3243 doubles, the version
- * choice, and every bad input of docs/squad.md §5. */
+ * same lines. Then the library's struct, Python's float repr on 3243 doubles,
+ * normalize_answer on 2000 random strings, the version choice, and every bad input of
+ * docs/squad.md §5. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bert/squad_internal.h"
 #include "est/file.h"
 #include "est/squad.h"
 #include "test_util.h"
@@ -201,6 +203,34 @@ static void test_pyfloat_repr(void **state) {
   assert_true(n >= 3000);
 }
 
+/* normalize_answer on 2000 random strings of articles, punctuation, special-case letters,
+ * marks and every kind of Python whitespace (tests/reference/squad_normalize_reference.py
+ * called the script's own function). */
+static void test_normalize_answer(void **state) {
+  (void)state;
+  FILE *f = fopen(SQUAD "normalize_golden.jsonl", "r");
+  assert_non_null(f);
+  char line[4096];
+  size_t n = 0;
+  squad_buf out = {0};
+  while (fgets(line, sizeof line, f)) {
+    json_error_t jerr;
+    json_t *pair = json_loads(line, 0, &jerr);
+    if (!pair) fail_msg("normalize_golden.jsonl line %zu: %s", n + 1, jerr.text);
+    const json_t *in = json_array_get(pair, 0), *want = json_array_get(pair, 1);
+    assert_true(squad_normalize_answer(json_string_value(in), json_string_length(in), &out));
+    if (strcmp(out.p, json_string_value(want))) {
+      char *shown = json_dumps(pair, JSON_ENCODE_ANY);
+      fail_msg("line %zu %s: est gives \"%s\"", n + 1, shown, out.p);
+    }
+    json_decref(pair);
+    n++;
+  }
+  fclose(f);
+  squad_buf_free(&out);
+  assert_true(n >= 2000);
+}
+
 /* Which script: the data's "version", or the flag. */
 static void test_version_choice(void **state) {
   (void)state;
@@ -351,6 +381,7 @@ int main(void) {
     cmocka_unit_test(test_cli_matches_python312_and_313),
     cmocka_unit_test(test_python_versions_differ),
     cmocka_unit_test(test_pyfloat_repr),
+    cmocka_unit_test(test_normalize_answer),
     cmocka_unit_test(test_version_choice),
     cmocka_unit_test(test_bad_inputs),
     cmocka_unit_test(test_cli_usage),
