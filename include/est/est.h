@@ -37,6 +37,7 @@
 #include "est/features.h"
 #include "est/pretraining.h"
 #include "est/pyrandom.h"
+#include "est/squad.h"
 #include "est/serving.h"
 
 #endif

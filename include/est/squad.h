@@ -1,0 +1,169 @@
+/* est/squad.h — SQuAD files read as Google BERT's run_squad.py reads them, and scored as the
+ * official SQuAD evaluation scripts score them (docs/squad.md).
+ *
+ *     est_squad_examples *ex;
+ *     if (est_squad_read_examples("train-v1.1.json", true, false, &ex) != EST_OK)
+ *       die(est_error_message());
+ *     for (size_t i = 0; i < ex->count; i++) {
+ *       const est_squad_example *e = &ex->examples[i];
+ *       printf("%s: words %lld..%lld of %zu\n", e->qas_id, (long long)e->start_position,
+ *              (long long)e->end_position, e->num_doc_tokens);
+ *     }
+ *     est_squad_examples_free(ex);
+ *
+ *     est_squad_eval_config c = est_squad_eval_config_default();
+ *     c.data_file = "dev-v2.0.json"; c.pred_file = "predictions.json";
+ *     c.na_prob_file = "null_odds.json";
+ *     est_squad_eval_result r;
+ *     if (est_squad_evaluate(&c, &r) != EST_OK) die(est_error_message());
+ *     char *json = est_squad_eval_json(&r, true);   // what evaluate-v2.0.py prints
+ *     fputs(json, stdout);
+ *     free(json); est_squad_eval_result_free(&r);
+ *
+ * Reading (docs/squad.md §2) is google-research/bert run_squad.py's read_squad_examples: the
+ * context split on " ", "\t", "\r", "\n" and U+202F only; answer_start counted in code
+ * points (Python characters); a training answer whose text cannot be found again in its
+ * words logged ("Could not find answer: ...") and skipped. Scoring (§3, §4) is
+ * evaluate-v1.1.py or evaluate-v2.0.py, to the last digit they print.
+ */
+#ifndef EST_SQUAD_H
+#define EST_SQUAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "est/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- reading: run_squad.py read_squad_examples ------------------------------------- */
+
+/* One question (run_squad.py's SquadExample). Strings are UTF-8, NUL-terminated, owned by
+ * the est_squad_examples they came from. */
+typedef struct est_squad_example {
+  const char *qas_id;
+  const char *question_text;
+  /* The paragraph's context split into words (shared by all its questions). */
+  const char *const *doc_tokens;
+  size_t num_doc_tokens;
+  size_t paragraph_index;        /* 0-based over the whole file, in file order */
+  /* Training: the answer's text as the file has it ("" for an impossible question).
+   * Prediction: NULL (the reference's None), and both positions are -1. */
+  const char *orig_answer_text;
+  /* Word indices of the answer's first and last character. -1 for an impossible question;
+   * also -1 (start) when answer_start falls on the context's leading whitespace, as in
+   * the reference (docs/squad.md §2.3). */
+  int64_t start_position, end_position;
+  bool is_impossible;            /* read only when training with version_2_with_negative */
+} est_squad_example;
+
+typedef struct est_squad_examples {
+  est_squad_example *examples;   /* file order, skipped questions left out */
+  size_t count;
+  size_t num_paragraphs;
+  size_t num_questions;          /* questions in the file */
+  size_t num_skipped;            /* training: logged "Could not find answer" and left out */
+  struct est_squad_storage *storage_; /* private */
+} est_squad_examples;
+
+/* read_squad_examples(path, is_training) with FLAGS.version_2_with_negative. Errors
+ * (INVALID_ARGUMENT; NOT_FOUND / IO for the file) name the file, the JSON path
+ * ("data[0].paragraphs[3].qas[1]"), the question id once known, and the field: not JSON,
+ * a missing field or one of the wrong type, an answer_start outside the context, a training
+ * question without exactly one answer ("For training, each question should have exactly 1
+ * answer."). Warnings go to est_log. */
+est_status est_squad_read_examples(const char *path, bool is_training, bool version_2_with_negative,
+                                   est_squad_examples **out);
+/* The same from memory; `name` stands for the file in messages. */
+est_status est_squad_read_examples_buffer(const char *data, size_t size, const char *name, bool is_training,
+                                          bool version_2_with_negative, est_squad_examples **out);
+void est_squad_examples_free(est_squad_examples *ex);
+
+/* ---- scoring: evaluate-v1.1.py and evaluate-v2.0.py ------------------------------- */
+
+/* Which script to be. */
+typedef enum est_squad_eval_version {
+  EST_SQUAD_EVAL_AUTO = 0,       /* by the data's "version": "1.x" -> v1.1, "2.x"/"v2.x" -> v2.0 */
+  EST_SQUAD_EVAL_V1_1 = 1,
+  EST_SQUAD_EVAL_V2_0 = 2,
+} est_squad_eval_version;
+
+/* evaluate-v2.0.py adds its F1 scores up with Python's sum(), which changed: plain
+ * left-to-right addition up to Python 3.11, Neumaier's compensated sum for floats from
+ * 3.12 (ints added plainly), and for ints too from 3.14. The last printed digit of "f1"
+ * and "HasAns_f1" can differ between them (docs/squad.md §4.4). */
+typedef enum est_squad_python_sum {
+  EST_SQUAD_SUM_PY311 = 0,       /* Python <= 3.11 (Debian 12's python3): the default */
+  EST_SQUAD_SUM_PY312 = 1,       /* Python 3.12, 3.13 */
+  EST_SQUAD_SUM_PY314 = 2,       /* Python 3.14 and later */
+} est_squad_python_sum;
+
+/* "3.11" -> PY311 (and any 2.x or 3.0-3.11), "3.12"/"3.13" -> PY312, "3.14" and later ->
+ * PY314. INVALID_ARGUMENT for anything else. */
+est_status est_squad_python_sum_parse(const char *version, est_squad_python_sum *out);
+
+/* The scripts' own messages, in the order they print them, with the stream they use:
+ * v1.1 "Unanswered question ID will receive score 0." and the version mismatch on stderr,
+ * v2.0 "Missing prediction for ID" on stdout. */
+typedef void (*est_squad_message_fn)(void *ctx, bool to_stderr, const char *line);
+
+typedef struct est_squad_eval_config {
+  const char *data_file;         /* required: the SQuAD JSON the predictions answer */
+  const char *pred_file;         /* required: {"question id": "answer text", ...} */
+  const char *na_prob_file;      /* v2.0 only, optional: {"question id": probability, ...} */
+  double na_prob_thresh;         /* v2.0: predict "" when the na_prob exceeds it (1.0) */
+  est_squad_eval_version version;
+  est_squad_python_sum python_sum;
+  est_squad_message_fn message;  /* NULL: est_log warnings */
+  void *message_ctx;
+} est_squad_eval_config;
+
+est_squad_eval_config est_squad_eval_config_default(void);
+
+/* A number as the scripts print it: an int (from a JSON integer) or a float. */
+typedef struct est_squad_number {
+  bool is_int;
+  int64_t i;
+  double f;
+} est_squad_number;
+
+typedef struct est_squad_eval_result {
+  est_squad_eval_version version;  /* V1_1 or V2_0: the script that was run */
+  /* v1.1: exact_match and f1. v2.0: exact, f1 and total; the HasAns_* / NoAns_* triples
+   * when the data has such questions; best_* when na_prob_file was given. Percentages. */
+  double exact, f1;
+  int64_t total;
+  bool has_has_ans, has_no_ans, has_best;
+  double has_ans_exact, has_ans_f1, no_ans_exact, no_ans_f1;
+  int64_t has_ans_total, no_ans_total;
+  double best_exact, best_f1;
+  est_squad_number best_exact_thresh, best_f1_thresh;
+  int64_t num_missing;           /* questions without a prediction (v1.1: scored 0) */
+} est_squad_eval_result;
+
+/* Runs the script est_squad_eval_config.version names on the files. Errors name the file,
+ * the question id and the field: a missing or unreadable file, bad JSON, a missing field, a
+ * prediction that is not a string, a na_prob that is not a number, a question without a
+ * prediction in v2.0 (where the script stops with a KeyError after its "Missing prediction"
+ * lines), a v1.1 question without answers (where the script's max() fails). */
+est_status est_squad_evaluate(const est_squad_eval_config *cfg, est_squad_eval_result *out);
+
+/* The result as the script prints it, malloc'ed (NULL only for lack of memory).
+ * v1.1: json.dumps(dict) + "\n". v2.0: indent=true: json.dumps(indent=2) + "\n" (stdout);
+ * indent=false: json.dump without indent and without a newline (its --out-file). */
+char *est_squad_eval_json(const est_squad_eval_result *r, bool indent);
+
+/* Nothing to free today; kept so callers stay correct if the result grows. */
+void est_squad_eval_result_free(est_squad_eval_result *r);
+
+/* Python's repr() of a float (shortest round-trip digits, "1e-05", "50.0", "1e+16"), as
+ * json.dumps writes it ("NaN", "Infinity", "-Infinity"). Returns buf. size >= 32. */
+char *est_squad_format_pyfloat(double v, char *buf, size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
