@@ -116,8 +116,18 @@ static void run_blas_path(const shape *s, const operands *o, float *C, float *G,
 
 /* Every shape, with 1 and 2 threads: C within the tolerance of the reference, GELU equal to
  * est_fast_gelu of C up to the vectorised polynomial's contraction (a few ulp), columns
- * beyond N untouched; 1 and 2 threads give the same bits. */
-static void check_against_reference(gemm_fn *fn) {
+ * beyond N untouched. With same_bits, 1 and 2 threads also give the same bits: only for a
+ * path whose arithmetic does not depend on the thread count on any CPU (est's own kernel,
+ * gemm_f32.c: every element summed in the same k order whoever computes it). The BLAS path
+ * is not one: blas_parallel (gemm.c) cuts C into row or column blocks whose size depends on
+ * the thread count, each one sgemm call, and OpenBLAS does not give a block of rows the bits
+ * it gives them inside the whole matrix (its kernels pick their register blocking and k
+ * splitting by the call's shape: NT 385x96x128 in blocks of 128 rows differs from the whole
+ * in tens to thousands of elements with the Cooperlake, SkylakeX and Haswell kernels alike).
+ * So there each thread count's result is held to the bound the arithmetic allows, the fp32
+ * summation bound against the double-precision reference above, and to nothing closer to
+ * the other's (docs/testing.md §2). */
+static void check_against_reference(gemm_fn *fn, int same_bits) {
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
     const shape *s = &shapes[i];
     operands o = make_operands(s);
@@ -154,6 +164,7 @@ static void check_against_reference(gemm_fn *fn) {
         if (s->gelu) assert_true(g[(size_t)m * ldg + s->N] == 0.0f);
       }
       if (!first) first = fast, gfirst = g;
+      else if (!same_bits) free(fast), free(g);
       else {
         assert_memory_equal(fast, first, csize * sizeof(float));
         assert_memory_equal(g, gfirst, (size_t)s->M * ldg * sizeof(float));
@@ -169,13 +180,14 @@ static void check_against_reference(gemm_fn *fn) {
 static void test_kernel_matches_reference(void **state) {
   (void)state;
   if (!est_cpu_has_avx512f()) skip();
-  check_against_reference(run_fast);
+  check_against_reference(run_fast, 1);
 }
 
-/* The BLAS path of the dispatch (any CPU) applies the same epilogue as passes over C. */
+/* The BLAS path of the dispatch (any CPU) applies the same epilogue as passes over C; its
+ * bits may depend on the thread count (check_against_reference says why). */
 static void test_blas_path_applies_the_epilogue(void **state) {
   (void)state;
-  check_against_reference(run_blas_path);
+  check_against_reference(run_blas_path, 0);
 }
 
 /* The reference itself: small integers are exact in fp32, so C is exact. */
