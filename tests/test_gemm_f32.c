@@ -20,6 +20,7 @@
 #include "est/est.h"
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
+#include "nn/kernel_choice.h"
 #include "test_util.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
@@ -109,9 +110,10 @@ static void run_fast(const shape *s, const operands *o, float *C, float *G, int 
 
 static void run_blas_path(const shape *s, const operands *o, float *C, float *G, int ldg) {
   est_gemm_epilogue ep = make_epilogue(s, o, G, ldg);
-  est_gemm_set_choice(EST_GEMM_BLAS);
+  est_kernel before = est_kernel_get();
+  assert_int_equal(est_kernel_set(EST_KERNEL_BLAS), EST_OK);
   est_sgemm_parallel_ep(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o->A, o->lda, o->B, o->ldb, s->beta, C, o->ldc, &ep);
-  est_gemm_set_choice(EST_GEMM_AUTO);
+  assert_int_equal(est_kernel_set(before), EST_OK);
 }
 
 /* Every shape, with 1 and 2 threads: C within the tolerance of the reference, GELU equal to

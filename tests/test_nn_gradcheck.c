@@ -18,6 +18,7 @@
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
 #include "nn/gemm.h"
+#include "nn/kernel_choice.h"
 #include "test_util.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -439,12 +440,13 @@ static void test_attention_gradcheck_masked_keys(void **state) {
  * relative amount; est_fast_expf adds ~2 ulp. ctx sums S terms p v with |v| <= 1 and sum p
  * = 1, so its absolute error is that relative error again plus S 2^-24. The backward's
  * gradients chain two such products (rtol 1e-4 as the dense layers' backward). */
-static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_gemm_choice choice, double p_rtol,
+static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_kernel choice, double p_rtol,
                                         double p_atol) {
   size_t n = (size_t)B * S * N * Dh, pp = (size_t)B * N * S * S;
   int32_t *input_mask = malloc((size_t)B * S * sizeof(int32_t));
   for (int i = 0; i < B * S; i++) input_mask[i] = (i % S) < (i < S ? S - 3 : S / 2 + 1);  /* padded tails */
-  est_gemm_set_choice(choice);
+  est_kernel before = est_kernel_get();
+  assert_int_equal(est_kernel_set(choice), EST_OK);
   for (int pass = 0; pass < 2; pass++) {
     float prob = pass ? 0.2f : 0.0f;
     float *q = rand_buf(n, 1.5f), *k = rand_buf(n, 1.5f), *v = rand_buf(n, 1.0f), *dctx = rand_buf(n, 1.0f);
@@ -464,19 +466,19 @@ static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_gemm_ch
     free(q); free(k); free(v); free(dctx); free(ctx); free(ctxr); free(probs); free(probsr); free(scratch);
     free(mask); free(dq); free(dk); free(dv); free(dqr); free(dkr); free(dvr);
   }
-  est_gemm_set_choice(EST_GEMM_AUTO);
+  assert_int_equal(est_kernel_set(before), EST_OK);
   free(input_mask);
 }
 
 static void test_attention_fast_matches_reference(void **state) {
   (void)state;
   /* small odd shapes: one strip, tiles cut short in every direction */
-  attention_fast_vs_reference(2, 33, 3, 8, EST_GEMM_AUTO, 1e-5, 1e-7);
-  attention_fast_vs_reference(2, 33, 3, 8, EST_GEMM_BLAS, 1e-5, 1e-7);
+  attention_fast_vs_reference(2, 33, 3, 8, EST_KERNEL_AUTO, 1e-5, 1e-7);
+  attention_fast_vs_reference(2, 33, 3, 8, EST_KERNEL_BLAS, 1e-5, 1e-7);
   /* BERT's head size; S = 130: three strips of query rows (48, 48, 34), the last with a
    * short row tile, and a key count that is not a multiple of the kernel's 32 columns */
-  attention_fast_vs_reference(2, 130, 2, 64, EST_GEMM_AUTO, 5e-5, 1e-7);
-  attention_fast_vs_reference(2, 130, 2, 64, EST_GEMM_BLAS, 5e-5, 1e-7);
+  attention_fast_vs_reference(2, 130, 2, 64, EST_KERNEL_AUTO, 5e-5, 1e-7);
+  attention_fast_vs_reference(2, 130, 2, 64, EST_KERNEL_BLAS, 5e-5, 1e-7);
 }
 
 /* bf16 mode on AMX: the scores and context products take bf16 inputs with fp32 sums

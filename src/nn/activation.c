@@ -8,7 +8,7 @@
 #include "est/nn.h"
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
-#include "nn/gemm.h"
+#include "nn/kernel_choice.h"
 
 est_status est_activation_from_name(const char *name, est_activation *out) {
   /* get_activation: None/"" means no activation; the match is case-insensitive. */
@@ -52,7 +52,7 @@ GELU_AVX512_TARGET static void gelu_grad_row_avx512(float *d, const float *dout,
 }
 
 void est_gelu_row(float *out, const float *in, long n) {
-  if (est_cpu_has_avx512f()) {
+  if (est_kernel_avx512f()) {
     gelu_row_avx512(out, in, n);
     return;
   }
@@ -60,7 +60,7 @@ void est_gelu_row(float *out, const float *in, long n) {
 }
 
 void est_gelu_grad_row(float *d, const float *dout, const float *in, long n, int add) {
-  if (est_cpu_has_avx512f()) {
+  if (est_kernel_avx512f()) {
     gelu_grad_row_avx512(d, dout, in, n, add);
     return;
   }
@@ -75,7 +75,7 @@ GELU_AVX512_TARGET static void gelu_backward_row_avx512(float *d, float *act, co
 }
 
 void est_gelu_backward_row(float *d, float *act, const float *pre, long n) {
-  if (est_cpu_has_avx512f()) {
+  if (est_kernel_avx512f()) {
     gelu_backward_row_avx512(d, act, pre, n);
     return;
   }
