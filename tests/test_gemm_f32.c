@@ -1,5 +1,7 @@
 /* est's fp32 AVX-512 GEMM (src/nn/gemm_f32.c) against its reference twin (gemm_f32_ref.c),
- * the epilogue (bias, tanh-GELU), thread-count independence, and the dispatch's BLAS path.
+ * the epilogue (bias, tanh-GELU), thread-count independence, the dispatch's BLAS path, and
+ * the dispatch as the process's kernel choice has it (ctest runs this test again with
+ * EST_KERNEL=blas, own and noavx512, docs/testing.md §3).
  *
  * Tolerance: the reference sums in double and rounds once, so its error is at most
  * 2^-24 |ref|. The kernel sums the K products in fp32 in k order, block by block (every
@@ -108,6 +110,12 @@ static void run_fast(const shape *s, const operands *o, float *C, float *G, int 
                                  o->ldc, &ep), 0);
 }
 
+/* est_sgemm_parallel_ep under the process's kernel choice (EST_KERNEL, or auto) */
+static void run_dispatch(const shape *s, const operands *o, float *C, float *G, int ldg) {
+  est_gemm_epilogue ep = make_epilogue(s, o, G, ldg);
+  est_sgemm_parallel_ep(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o->A, o->lda, o->B, o->ldb, s->beta, C, o->ldc, &ep);
+}
+
 static void run_blas_path(const shape *s, const operands *o, float *C, float *G, int ldg) {
   est_gemm_epilogue ep = make_epilogue(s, o, G, ldg);
   est_kernel before = est_kernel_get();
@@ -181,7 +189,7 @@ static void check_against_reference(gemm_fn *fn, int same_bits) {
 
 static void test_kernel_matches_reference(void **state) {
   (void)state;
-  if (!est_cpu_has_avx512f()) skip();
+  if (!est_kernel_avx512f()) skip(); /* no AVX-512F, or EST_KERNEL=noavx512 */
   check_against_reference(run_fast, 1);
 }
 
@@ -190,6 +198,15 @@ static void test_kernel_matches_reference(void **state) {
 static void test_blas_path_applies_the_epilogue(void **state) {
   (void)state;
   check_against_reference(run_blas_path, 0);
+}
+
+/* The dispatch with the kernel choice in effect: auto picks the own kernel or OpenBLAS per
+ * shape, so only its bound holds; with EST_KERNEL=own every shape here runs the own kernel
+ * (each has K > 0 and alpha != 0), whose bits do not depend on the thread count. */
+static void test_dispatch_matches_reference(void **state) {
+  (void)state;
+  print_message("kernel choice: %s\n", est_kernel_name(est_kernel_get()));
+  check_against_reference(run_dispatch, est_kernel_get() == EST_KERNEL_OWN);
 }
 
 /* The reference itself: small integers are exact in fp32, so C is exact. */
@@ -214,10 +231,12 @@ static void test_degenerate_shapes_fall_back(void **state) {
 }
 
 int main(void) {
+  test_forced_kernel_or_skip();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_reference_on_exact_values),
     cmocka_unit_test(test_kernel_matches_reference),
     cmocka_unit_test(test_blas_path_applies_the_epilogue),
+    cmocka_unit_test(test_dispatch_matches_reference),
     cmocka_unit_test(test_degenerate_shapes_fall_back),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

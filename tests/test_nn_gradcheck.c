@@ -310,7 +310,7 @@ GELU_AVX512_TARGET static void gelu_avx512_rows(float *f, float *g, const float 
  * exp clamps (-2u = -87 and 88 reached near x = 5.6 and -5.8), 0, infinities and NaN. */
 static void test_gelu_avx512_equals_scalar_form(void **state) {
   (void)state;
-  if (!est_cpu_has_avx512f()) skip();
+  if (!est_kernel_avx512f()) skip(); /* no AVX-512F, or EST_KERNEL=noavx512 */
   enum { SWEEP = 1048000, EDGES = 4001, N = SWEEP + EDGES + 5 };
   float *x = malloc(N * sizeof(float)), *f = malloc(N * sizeof(float)), *g = malloc(N * sizeof(float));
   float *ones = malloc(N * sizeof(float));
@@ -472,12 +472,14 @@ static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_kernel 
 
 static void test_attention_fast_matches_reference(void **state) {
   (void)state;
+  /* the process's kernel choice (auto, or EST_KERNEL's), then OpenBLAS */
+  const est_kernel mine = est_kernel_get();
   /* small odd shapes: one strip, tiles cut short in every direction */
-  attention_fast_vs_reference(2, 33, 3, 8, EST_KERNEL_AUTO, 1e-5, 1e-7);
+  attention_fast_vs_reference(2, 33, 3, 8, mine, 1e-5, 1e-7);
   attention_fast_vs_reference(2, 33, 3, 8, EST_KERNEL_BLAS, 1e-5, 1e-7);
   /* BERT's head size; S = 130: three strips of query rows (48, 48, 34), the last with a
    * short row tile, and a key count that is not a multiple of the kernel's 32 columns */
-  attention_fast_vs_reference(2, 130, 2, 64, EST_KERNEL_AUTO, 5e-5, 1e-7);
+  attention_fast_vs_reference(2, 130, 2, 64, mine, 5e-5, 1e-7);
   attention_fast_vs_reference(2, 130, 2, 64, EST_KERNEL_BLAS, 5e-5, 1e-7);
 }
 
@@ -490,7 +492,7 @@ static void test_attention_fast_matches_reference(void **state) {
  * the fp32 path's by more than fp32 error somewhere. Skipped without AMX. */
 static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state) {
   (void)state;
-  if (!est_cpu_has_amx_bf16()) skip();
+  if (!est_kernel_amx()) skip(); /* no AMX, or EST_KERNEL=bf16dp or noavx512 */
   enum { B = 2, S = 130, N = 2, Dh = 64 };
   size_t n = (size_t)B * S * N * Dh, pp = (size_t)B * N * S * S;
   int32_t *input_mask = malloc((size_t)B * S * sizeof(int32_t));
@@ -748,6 +750,7 @@ static void test_results_independent_of_thread_count(void **state) {
 }
 
 int main(void) {
+  test_forced_kernel_or_skip(); /* ctest runs it per kernel too (docs/testing.md §3) */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_dense_fast_matches_reference_and_gradcheck, setup),
       cmocka_unit_test_setup(test_dense_bert_sized_blas_vs_reference, setup),
