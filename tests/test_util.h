@@ -183,7 +183,8 @@ static inline int test_count_lines_with(const char *text, const char *a, const c
 static inline void test_forced_kernel_or_skip(void) {
   est_status st = est_kernel_env_status();
   if (st == EST_OK) {
-    if (est_kernel_get() != EST_KERNEL_AUTO) printf("kernel forced: EST_KERNEL=%s\n", est_kernel_name(est_kernel_get()));
+    est_kernel k = est_kernel_get();
+    if (k != EST_KERNEL_AUTO) printf("kernel forced: EST_KERNEL=%s\n", est_kernel_name(k));
     return;
   }
   int unknown = st == EST_ERR_INVALID_ARGUMENT;
