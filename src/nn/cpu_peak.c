@@ -1,4 +1,5 @@
-/* Instruction-throughput loops and the bf16/fp32 probe (nn/cpu_peak.h). Inline assembly
+/* Instruction-throughput loops, the add chain that measures the core clock, and the
+ * bf16/fp32 probe (nn/cpu_peak.h). Inline assembly
  * rather than intrinsics so the compiler cannot shorten, fuse or reorder the loop: 20
  * accumulators zmm0..zmm19 (more than FMA latency 4 x 2 pipes, so only the issue rate
  * counts), sources zmm20 and zmm21 zeroed so every value stays 0 (no denormals). */
@@ -18,6 +19,12 @@
      " %%zmm21, %%zmm20, %%zmm12\n\t" op " %%zmm21, %%zmm20, %%zmm13\n\t" op " %%zmm21, %%zmm20, %%zmm14\n\t" op       \
      " %%zmm21, %%zmm20, %%zmm15\n\t" op " %%zmm21, %%zmm20, %%zmm16\n\t" op " %%zmm21, %%zmm20, %%zmm17\n\t" op       \
      " %%zmm21, %%zmm20, %%zmm18\n\t" op " %%zmm21, %%zmm20, %%zmm19\n\t"
+
+/* 20 adds into one register: a dependency chain, one add per cycle */
+#define PEAK_ADD20 "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t"            \
+                   "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t"            \
+                   "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t"            \
+                   "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t"
 
 #define PEAK_LOOP(op, blocks)                                                                                          \
   __asm__ volatile("vpxord %%zmm20, %%zmm20, %%zmm20\n\t"                                                              \
@@ -48,6 +55,14 @@ int est_peak_dpbf16_loop(long blocks) {
   return 0;
 }
 
+/* The loop counter's dec + jnz run beside the chain (another port), so an iteration takes
+ * the chain's 20 cycles. */
+int est_peak_add_chain(long blocks) {
+  long x = 0;
+  if (blocks > 0) __asm__ volatile("1:\n\t" PEAK_ADD20 "dec %0\n\t" "jnz 1b\n\t" : "+r"(blocks), "+r"(x) : : "cc");
+  return 0;
+}
+
 /* Four accumulators (tiles 0-3) each fed by tiles 4 and 5: the tile unit's latency is
  * covered, so only its issue rate counts. The tile intrinsics are volatile builtins, so
  * the compiler keeps every one. */
@@ -75,6 +90,10 @@ int est_peak_amx_loop(long blocks) {
   return 0;
 }
 #else
+int est_peak_add_chain(long blocks) {
+  (void)blocks;
+  return -1;
+}
 int est_peak_fma_loop(long blocks) {
   (void)blocks;
   return -1;

@@ -19,6 +19,11 @@ enum { EST_PEAK_TDPBF16_FLOP = 16 * 16 * 32 * 2 };
  * hides it (EST_KERNEL=noavx512, nn/kernel_choice.h): then nothing is run. */
 int est_peak_fma_loop(long blocks);
 int est_peak_dpbf16_loop(long blocks);
+/* The core clock's yardstick: `blocks` x EST_PEAK_BLOCK dependent integer adds, one per core
+ * cycle on every x86-64 core (ADD's latency is 1 cycle), so the time they take gives the
+ * clock the other loops run at, whatever the TSC or the OS report: instructions per cycle of
+ * a loop = (its rate) / (this one's). Runs on any x86-64 CPU; -1 elsewhere. */
+int est_peak_add_chain(long blocks);
 /* AMX: `blocks` x EST_PEAK_BLOCK TDPBF16PS into four accumulator tiles (zero operands);
  * -1 without AMX-BF16 or without the kernel's permission for the tile state (or with
  * EST_KERNEL=bf16dp or noavx512). */
