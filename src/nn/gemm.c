@@ -17,9 +17,8 @@ est_precision est_set_precision(est_precision p) {
   if (p == EST_PRECISION_BF16 && !est_kernel_avx512_bf16()) {
     static int warned;
     if (!warned)
-      EST_LOG_WARN("precision bf16: %s, so the matmuls run in fp32",
-                   est_cpu_has_avx512_bf16() ? "EST_KERNEL=noavx512 hides this CPU's AVX512-BF16"
-                                             : "this CPU has no AVX512-BF16");
+      EST_LOG_WARN("precision bf16: %sthis CPU has no AVX512-BF16, so the matmuls run in fp32",
+                   est_cpu_has_avx512_bf16() ? "as EST_KERNEL=noavx512 simulates, " : "");
     warned = 1;
     p = EST_PRECISION_FP32;
   }
