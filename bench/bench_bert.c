@@ -3,7 +3,7 @@
  *
  *   bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch 32] [--seq 128]
  *              [--iters N] [--warmup W] [--threads 2] [--precision fp32|bf16]
- *              [--gemm auto|blas|own] [--recompute 0|1]
+ *              [--gemm auto|blas|own|bf16dp|amx|noavx512] [--recompute 0|1]
  *
  * Prints one line: "est <model> <mode> <ex/s> ex/s (<ms> ms/step, <MiB> MiB activations)".
  * bench/run_bert.sh runs it next to bench/bert_torch.py and prints the ratios; see
@@ -19,7 +19,7 @@
 #include "est/rng.h"
 #include "est/threads.h"
 #include "est/variables.h"
-#include "nn/gemm.h" /* est_gemm_set_choice: --gemm blas is the OpenBLAS-only "before" */
+#include "nn/kernel_choice.h" /* est_kernel_set: --gemm blas is the OpenBLAS-only "before" */
 
 /* AdamWeightDecay as BERT's create_optimizer sets it up, with the model's exclusions. */
 static inline est_adam_weight_decay_config bert_awd_config(void) {
@@ -38,7 +38,7 @@ static double now(void) {
 static int usage(void) {
   fprintf(stderr, "usage: bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch N] [--seq N]\n"
                   "                  [--iters N] [--warmup N] [--threads N] [--precision fp32|bf16]\n"
-                  "                  [--gemm auto|blas|own] [--recompute 0|1]\n");
+                  "                  [--gemm auto|blas|own|bf16dp|amx|noavx512] [--recompute 0|1]\n");
   return 2;
 }
 
@@ -67,12 +67,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--precision")) {
       est_precision p;
       if (est_precision_parse(argv[++i], &p) || est_set_precision(p) != p) return usage();
-    } else if (!strcmp(argv[i], "--gemm")) { /* fp32 GEMM choice: auto (per shape), blas, own */
-      const char *g = argv[++i];
-      if (!strcmp(g, "auto")) est_gemm_set_choice(EST_GEMM_AUTO);
-      else if (!strcmp(g, "blas")) est_gemm_set_choice(EST_GEMM_BLAS);
-      else if (!strcmp(g, "own")) est_gemm_set_choice(EST_GEMM_OWN);
-      else return usage();
+    } else if (!strcmp(argv[i], "--gemm")) { /* the kernel choice (nn/kernel_choice.h), as EST_KERNEL */
+      est_kernel k;
+      if (est_kernel_parse(argv[++i], &k)) return usage();
+      if (est_kernel_set(k) != EST_OK) {
+        fprintf(stderr, "bench_bert: --gemm %s: %s\n", argv[i], est_error_message());
+        return 2;
+      }
     } else return usage();
   }
   est_bert_config cfg = est_bert_config_default();

@@ -18,6 +18,7 @@
 #include "est/precision.h"
 #include "est/threads.h"
 #include "nn/gemm.h"
+#include "nn/kernel_choice.h"
 
 static double now(void) {
   struct timespec t;
@@ -26,10 +27,10 @@ static double now(void) {
 }
 
 /* Best GFLOP/s of 5 runs of C[M,N] (+)= op(A) op(B), K inner. */
-static double run(est_precision p, est_gemm_choice g, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float *A, float *B,
-                  float *C) {
+static double run(est_precision p, est_kernel g, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
+                  float *A, float *B, float *C) {
   est_set_precision(p);
-  est_gemm_set_choice(g);
+  est_kernel_set(g); /* refused without AVX-512F (own): auto, i.e. OpenBLAS, as main says */
   double best = 1e30;
   for (int r = 0; r < 5; r++) {
     double t0 = now();
@@ -39,14 +40,14 @@ static double run(est_precision p, est_gemm_choice g, CBLAS_TRANSPOSE ta, CBLAS_
     if (t < best) best = t;
   }
   est_set_precision(EST_PRECISION_FP32);
-  est_gemm_set_choice(EST_GEMM_AUTO);
+  est_kernel_set(EST_KERNEL_AUTO);
   return 2.0 * M * N * K / best * 1e-9;
 }
 
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   est_set_num_threads(threads);
-  if (!est_cpu_has_avx512_bf16()) fprintf(stderr, "bench_gemm: no AVX512-BF16 here; bf16 runs in fp32\n");
+  if (!est_kernel_avx512_bf16()) fprintf(stderr, "bench_gemm: no AVX512-BF16 here; bf16 runs in fp32\n");
   /* tokens x out x in: BERT-Base's attention output/FFN, Tiny's */
   static const int shapes[][3] = {{4096, 768, 768}, {4096, 3072, 768}, {4096, 768, 3072}, {4096, 128, 128},
                                   {4096, 512, 128}, {4096, 128, 512}};
@@ -54,7 +55,7 @@ int main(int argc, char **argv) {
   size_t max = (size_t)4096 * 3072;
   float *A = malloc(max * 4), *B = malloc(max * 4), *C = malloc(max * 4);
   for (size_t i = 0; i < max; i++) A[i] = (float)(i % 97) * 0.01f, B[i] = (float)(i % 89) * 0.01f, C[i] = 0.0f;
-  if (!est_cpu_has_avx512f()) fprintf(stderr, "bench_gemm: no AVX-512F here; 'own' runs OpenBLAS\n");
+  if (!est_kernel_avx512f()) fprintf(stderr, "bench_gemm: no AVX-512F here; 'own' runs OpenBLAS\n");
   printf("%-8s %-18s %10s %10s %7s %10s %7s   (threads %d, GFLOP per CPU-second)\n", "op", "M x N x K", "blas fp32",
          "own fp32", "own/blas", "bf16", "bf16/blas", threads);
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
@@ -63,9 +64,9 @@ int main(int argc, char **argv) {
       /* fwd: [tok,in].[in,out]; dinp: [tok,out].[in,out]^T; dW: [tok,in]^T.[tok,out] */
       int M = op == 2 ? in : tok, N = op == 1 ? in : out, K = op == 0 ? in : op == 1 ? out : tok;
       CBLAS_TRANSPOSE ta = op == 2 ? CblasTrans : CblasNoTrans, tb = op == 1 ? CblasTrans : CblasNoTrans;
-      double f = run(EST_PRECISION_FP32, EST_GEMM_BLAS, ta, tb, M, N, K, A, B, C);
-      double o = run(EST_PRECISION_FP32, EST_GEMM_OWN, ta, tb, M, N, K, A, B, C);
-      double b = run(EST_PRECISION_BF16, EST_GEMM_AUTO, ta, tb, M, N, K, A, B, C);
+      double f = run(EST_PRECISION_FP32, EST_KERNEL_BLAS, ta, tb, M, N, K, A, B, C);
+      double o = run(EST_PRECISION_FP32, EST_KERNEL_OWN, ta, tb, M, N, K, A, B, C);
+      double b = run(EST_PRECISION_BF16, EST_KERNEL_AUTO, ta, tb, M, N, K, A, B, C);
       char dims[32];
       snprintf(dims, sizeof dims, "%dx%dx%d", M, N, K);
       printf("%-8s %-18s %10.1f %10.1f %7.2fx %10.1f %8.2fx\n", names[op], dims, f, o, o / f, b, b / f);

@@ -32,6 +32,7 @@ static inline est_adam_weight_decay_config bert_awd_config(void) {
 }
 
 #include "golden_util.h"
+#include "test_util.h"
 
 /* ---- the model ------------------------------------------------------------------------- */
 
@@ -203,6 +204,7 @@ static void test_golden_h36_l2_s40_c3(void **state) {
 }
 
 int main(void) {
+  test_forced_kernel_or_skip(); /* ctest runs it per fp32 kernel too (docs/testing.md §3) */
   est_set_num_threads(2);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_golden_h64_l2_s16),

@@ -41,7 +41,8 @@
 #include "est/threads.h"
 #include "est/variables.h"
 #include "golden_util.h"
-#include "nn/gemm.h" /* est_cpu_has_amx_bf16 */
+#include "nn/kernel_choice.h" /* est_kernel_amx */
+#include "test_util.h"
 
 static const double U_BF16 = 1.0 / 256; /* 2^-8 */
 
@@ -90,7 +91,7 @@ static void check_config(const char *name) {
   assert_int_equal(est_bert_classifier_forward(m, ids, mask, segs, labels, B, S, 0, 0, 0, logits, losses, &loss),
                    EST_OK);
   const float *ref_logits = golden_get(&g, "logits", NULL);
-  const int per_layer = est_cpu_has_amx_bf16() ? 6 : 4; /* the attention's products on tiles, or fp32 */
+  const int per_layer = est_kernel_amx() ? 6 : 4; /* the attention's products on tiles, or fp32 */
   const double tol_fwd = bf16_tolerance(per_layer * L + 2);
   double r_logits = scaled_error(logits, ref_logits, (size_t)B * C, tol_fwd);
   /* the loss is -log softmax(logits)[label]: its slope in each logit is below 1 in size,
@@ -154,6 +155,7 @@ static void test_bf16_golden_h36_l2_s40_c3(void **state) {
 
 int main(void) {
   (void)expect_close; /* golden_util.h's fp32 check; this test has its own */
+  test_forced_kernel_or_skip(); /* ctest runs it per bf16 kernel too (docs/testing.md §3) */
   est_set_num_threads(2);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_golden_h64_l2_s16),

@@ -62,20 +62,15 @@ static void keys(const json_t *o, char *buf, size_t size) {
   }
 }
 
-static void test_matches_reference(void **state) {
-  (void)state;
-  char dir[256], out[512];
-  test_make_tmpdir(dir, sizeof dir);
-  snprintf(out, sizeof out, "%s/features.jsonl", dir);
-  char *log = NULL;
-  int rc = test_run(&log, 1, EST_BIN " extract_features" XF_FLAGS " --layers=-1,-2,0 --batch_size=3 --output_file=%s", out);
-  if (rc) fail_msg("exit %d:\n%s", rc, log);
-  free(log);
-  char *got = test_read_file(out, NULL), *want = test_read_file(EST_TEST_DATA "/extract_features/expected.jsonl", NULL);
+/* Two extract_features outputs line by line: the same keys in the same order, tokens and
+ * layer indexes, and every value within tol; returns the number of values, and in *identical
+ * how many agree to the last digit. */
+static int compare_jsonl(char *got, char *want, double tol, int *identical) {
   char *gs, *ws;
   char *gl = strtok_r(got, "\n", &gs), *wl = strtok_r(want, "\n", &ws);
-  int lines = 0, values = 0, identical = 0;
+  int lines = 0, values = 0;
   char kg[256], kw[256];
+  *identical = 0;
   while (gl && wl) {
     assert_memory_equal(gl, "{\"linex_index\": ", 16);
     json_t *g = json_loads(gl, 0, NULL), *w = json_loads(wl, 0, NULL);
@@ -101,10 +96,10 @@ static void test_matches_reference(void **state) {
         assert_int_equal(json_array_size(vy), 4);
         for (size_t h = 0; h < 4; h++) {
           double p = json_number_value(json_array_get(vx, h)), q = json_number_value(json_array_get(vy, h));
-          assert_true(fabs(p - q) <= 2e-6);
+          assert_true(fabs(p - q) <= tol);
           assert_true(fabs(p * 1e6 - round(p * 1e6)) < 1e-3);   /* 6 places */
           values++;
-          identical += p == q;
+          *identical += p == q;
         }
       }
     }
@@ -116,18 +111,36 @@ static void test_matches_reference(void **state) {
   assert_null(gl);
   assert_null(wl);
   assert_int_equal(lines, 8);
+  return values;
+}
+
+static void test_matches_reference(void **state) {
+  (void)state;
+  char dir[256], out[512];
+  test_make_tmpdir(dir, sizeof dir);
+  snprintf(out, sizeof out, "%s/features.jsonl", dir);
+  char *log = NULL;
+  int rc = test_run(&log, 1, EST_BIN " extract_features" XF_FLAGS " --layers=-1,-2,0 --batch_size=3 --output_file=%s", out);
+  if (rc) fail_msg("exit %d:\n%s", rc, log);
+  free(log);
+  char *got = test_read_file(out, NULL), *want = test_read_file(EST_TEST_DATA "/extract_features/expected.jsonl", NULL);
+  int identical, values = compare_jsonl(got, want, 2e-6, &identical);
   assert_true(values > 600);
   assert_true(identical > values * 9 / 10);                   /* most agree to the last digit */
   free(got), free(want);
 
-  /* -2 and 0 are the same layer of this 2-layer model, and the batch size changes nothing */
+  /* -2 and 0 are the same layer of this 2-layer model, and the batch size changes nothing
+   * but the GEMMs' row counts: OpenBLAS need not give rows of a 10-row product the bits it
+   * gives them in a 30-row one (docs/testing.md §2), so the values agree within one unit
+   * of their 6th place, not necessarily digit for digit */
   char out2[512];
   snprintf(out2, sizeof out2, "%s/features2.jsonl", dir);
   assert_int_equal(test_run(NULL, 1, EST_BIN " extract_features" XF_FLAGS " --layers=-1,-2,0 --batch_size=1 --output_file=%s",
                             out2), 0);
   got = test_read_file(out, NULL);
   char *got2 = test_read_file(out2, NULL);
-  assert_string_equal(got, got2);
+  values = compare_jsonl(got2, got, 1e-6 + 1e-12, &identical);
+  print_message("batch size 1 against 3: %d of %d values agree to the last digit\n", identical, values);
   free(got), free(got2);
   test_remove_tree(dir);
 }

@@ -1,6 +1,7 @@
 /* bf16 GEMM: conversions, the reference against exact arithmetic, the AVX512-BF16 and the
- * AMX kernels against the reference (each skipped on CPUs without it), and the precision
- * setting.
+ * AMX kernels against the reference (each skipped on CPUs without it, or where EST_KERNEL
+ * rules it out: ctest runs this test again with bf16dp, amx and noavx512, docs/testing.md
+ * §3), and the precision setting.
  *
  * Tolerances, from bf16's 8 bits of precision (unit roundoff u16 = 2^-8) and fp32's 24
  * (u32 = 2^-24):
@@ -26,6 +27,7 @@
 #include "est/precision.h"
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
+#include "nn/kernel_choice.h"
 #include "test_util.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -183,7 +185,7 @@ static void check_kernel_against_reference(bf16_kernel kernel) {
 
 static void test_dpbf16_kernel_matches_reference(void **state) {
   (void)state;
-  if (!est_cpu_has_avx512_bf16()) skip();
+  if (!est_kernel_avx512_bf16()) skip(); /* no AVX512-BF16, or EST_KERNEL=noavx512 */
   check_kernel_against_reference(est_sgemm_bf16_dp);
 }
 
@@ -191,7 +193,7 @@ static void test_dpbf16_kernel_matches_reference(void **state) {
  * accumulator, K additions per result, in another order than VDPBF16PS). */
 static void test_amx_kernel_matches_reference(void **state) {
   (void)state;
-  if (!est_cpu_has_amx_bf16()) skip();
+  if (!est_kernel_amx()) skip(); /* no AMX, or EST_KERNEL=bf16dp or noavx512 */
   check_kernel_against_reference(amx_or_fail);
   /* with 1 and 2 threads, bit for bit: each 32 x 32 block of C sums its k tiles in order */
   const shape s = {CblasTrans, CblasTrans, 530, 300, 100, 1.0f, 0.0f};
@@ -217,7 +219,7 @@ static void test_amx_kernel_matches_reference(void **state) {
  * work items shrink so that two threads share it (1 vs 2 threads bit for bit). */
 static void test_amx_keeps_read_only_weights_packed(void **state) {
   (void)state;
-  if (!est_cpu_has_amx_bf16()) skip();
+  if (!est_kernel_amx()) skip(); /* no AMX, or EST_KERNEL=bf16dp or noavx512 */
   const int M = 128, N = 768, K = 96;
   float *A = random_matrix((size_t)M * K), *W = random_matrix((size_t)K * N);
   size_t csize = (size_t)M * N;
@@ -264,7 +266,7 @@ static void test_amx_keeps_read_only_weights_packed(void **state) {
  * GELU as a pass over C. Shapes with edge blocks (the buffered store) and alpha != 1. */
 static void test_amx_epilogue_equals_separate_passes(void **state) {
   (void)state;
-  if (!est_cpu_has_amx_bf16()) skip();
+  if (!est_kernel_amx()) skip(); /* no AMX, or EST_KERNEL=bf16dp or noavx512 */
   const shape cases[] = {{CblasNoTrans, CblasNoTrans, 300, 270, 96, 1.0f, 0.0f},
                          {CblasNoTrans, CblasTrans, 77, 70, 130, 1.0f, 1.0f},
                          {CblasTrans, CblasNoTrans, 64, 96, 200, 0.5f, 2.0f}};
@@ -300,9 +302,10 @@ static void test_amx_epilogue_equals_separate_passes(void **state) {
   }
 }
 
-/* The GEMM layer follows the setting: bf16 results (where the CPU has it) equal the bf16
- * kernel's bit for bit for 1 and 2 threads (its k order does not depend on the split), and
- * FP32 is the default and comes back. */
+/* The GEMM layer follows the setting: bf16 results (where the CPU has it and EST_KERNEL is
+ * not noavx512) equal the bf16 kernel's bit for bit for 1 and 2 threads (the layer and
+ * est_sgemm_bf16 ask the same kernel choice, AMX or VDPBF16PS, and neither kernel's k order
+ * depends on the split), and FP32 is the default and comes back. */
 static void test_precision_setting_switches_the_gemm(void **state) {
   (void)state;
   assert_int_equal(est_get_precision(), EST_PRECISION_FP32);
@@ -318,7 +321,7 @@ static void test_precision_setting_switches_the_gemm(void **state) {
   float *bf16 = malloc(csize * sizeof(float));
   memcpy(fp32, o.C0, csize * sizeof(float));
   cblas_sgemm(CblasRowMajor, s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, fp32, o.ldc);
-  int has = est_cpu_has_avx512_bf16();
+  int has = est_kernel_avx512_bf16();
   assert_int_equal(est_set_precision(EST_PRECISION_BF16), has ? EST_PRECISION_BF16 : EST_PRECISION_FP32);
   memcpy(bf16, o.C0, csize * sizeof(float));
   if (has) est_sgemm_bf16(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, bf16, o.ldc);
@@ -357,6 +360,7 @@ static void test_precision_flag(void **state) {
 }
 
 int main(void) {
+  test_forced_kernel_or_skip();
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_conversion_rounds_to_nearest_even),
     cmocka_unit_test(test_reference_is_exact_but_for_input_rounding),

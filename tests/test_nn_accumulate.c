@@ -18,6 +18,7 @@
 #include "est/precision.h"
 #include "est/rng.h"
 #include "est/threads.h"
+#include "test_util.h"
 
 static est_rng g_rng;
 
@@ -223,6 +224,7 @@ static void test_write_mode_on_every_gemm_kernel(void **state) {
 }
 
 int main(void) {
+  test_forced_kernel_or_skip(); /* ctest runs it per kernel too (docs/testing.md §3) */
   est_rng_init(&g_rng, 4321);
   est_set_num_threads(2);
   const struct CMUnitTest tests[] = {

@@ -18,6 +18,7 @@
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
 #include "nn/gemm.h"
+#include "nn/kernel_choice.h"
 #include "test_util.h"
 
 /* ---- helpers ------------------------------------------------------------------------ */
@@ -309,7 +310,7 @@ GELU_AVX512_TARGET static void gelu_avx512_rows(float *f, float *g, const float 
  * exp clamps (-2u = -87 and 88 reached near x = 5.6 and -5.8), 0, infinities and NaN. */
 static void test_gelu_avx512_equals_scalar_form(void **state) {
   (void)state;
-  if (!est_cpu_has_avx512f()) skip();
+  if (!est_kernel_avx512f()) skip(); /* no AVX-512F, or EST_KERNEL=noavx512 */
   enum { SWEEP = 1048000, EDGES = 4001, N = SWEEP + EDGES + 5 };
   float *x = malloc(N * sizeof(float)), *f = malloc(N * sizeof(float)), *g = malloc(N * sizeof(float));
   float *ones = malloc(N * sizeof(float));
@@ -431,20 +432,47 @@ static void test_attention_gradcheck_masked_keys(void **state) {
   attention_case(0.0f);
 }
 
+/* ctx[b, i, h, d] = sum_j pd_ij v_jd (pd: the probabilities after dropout) against the
+ * reference: within rtol of its size (the probabilities' relative error, carried by every
+ * term alike) plus atol, plus the fp32 bound of an S-term sum, (S + 2) 2^-24 sum_j |pd v|,
+ * which covers the rounding where the terms cancel (ctx near 0 with sum_j |pd v| ~ 0.5). */
+static void assert_ctx_close(const float *ctx, const float *ref, const float *probs, const uint8_t *mask,
+                             const float *v, int B, int S, int N, int Dh, float prob, double rtol, double atol) {
+  const int HD = N * Dh;
+  const double keep = prob > 0 ? 1.0 / (1.0 - prob) : 1.0;
+  for (int b = 0; b < B; b++)
+    for (int h = 0; h < N; h++)
+      for (int i = 0; i < S; i++) {
+        const size_t row = (((size_t)b * N + h) * S + i) * S;
+        for (int d = 0; d < Dh; d++) {
+          double terms = 0;
+          for (int j = 0; j < S; j++)
+            if (prob <= 0 || mask[row + j])
+              terms += probs[row + j] * keep * fabs(v[((size_t)b * S + j) * HD + h * Dh + d]);
+          size_t e = ((size_t)b * S + i) * HD + (size_t)h * Dh + d;
+          double tol = atol + rtol * fmax(fabs(ctx[e]), fabs(ref[e])) + (S + 2) * 0x1p-24 * terms;
+          if (!(fabs((double)ctx[e] - ref[e]) <= tol))
+            fail_msg("attention ctx[%zu]: %.9g vs %.9g (tol %.3g)", e, ctx[e], ref[e], tol);
+        }
+      }
+}
+
 /* The fast attention (own kernel, fused per (example, head) in strips of query rows, or
  * OpenBLAS per pair) against the plain-loop reference, forward and backward, with padded
  * keys and with dropout. Tolerances: the reference sums in double, so the gap is the fast
  * path's fp32 rounding. A score sums Dh products: error <= (Dh + 2) 2^-24 sum|q k| / sqrt(Dh)
  * (~1.6e-5 absolute at Dh = 64 with entries up to 1.5), which moves a probability by that
- * relative amount; est_fast_expf adds ~2 ulp. ctx sums S terms p v with |v| <= 1 and sum p
- * = 1, so its absolute error is that relative error again plus S 2^-24. The backward's
- * gradients chain two such products (rtol 1e-4 as the dense layers' backward). */
-static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_gemm_choice choice, double p_rtol,
+ * relative amount; est_fast_expf adds ~2 ulp: p_rtol, and p_atol for the smallest. ctx sums
+ * S terms pd v: the same relative error on each term, plus the sum's own rounding
+ * (assert_ctx_close). The backward's gradients chain two such products (rtol 1e-4 as the
+ * dense layers' backward). */
+static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_kernel choice, double p_rtol,
                                         double p_atol) {
   size_t n = (size_t)B * S * N * Dh, pp = (size_t)B * N * S * S;
   int32_t *input_mask = malloc((size_t)B * S * sizeof(int32_t));
   for (int i = 0; i < B * S; i++) input_mask[i] = (i % S) < (i < S ? S - 3 : S / 2 + 1);  /* padded tails */
-  est_gemm_set_choice(choice);
+  est_kernel before = est_kernel_get();
+  assert_int_equal(est_kernel_set(choice), EST_OK);
   for (int pass = 0; pass < 2; pass++) {
     float prob = pass ? 0.2f : 0.0f;
     float *q = rand_buf(n, 1.5f), *k = rand_buf(n, 1.5f), *v = rand_buf(n, 1.0f), *dctx = rand_buf(n, 1.0f);
@@ -454,7 +482,7 @@ static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_gemm_ch
     est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13);
     est_attention_forward_ref(ctxr, probsr, mask, q, k, v, input_mask, B, S, N, Dh, prob);
     assert_close("attention probs", probs, probsr, pp, p_rtol, p_atol);
-    assert_close("attention ctx", ctx, ctxr, n, p_rtol, p_rtol);
+    assert_ctx_close(ctx, ctxr, probsr, mask, v, B, S, N, Dh, prob, p_rtol, p_atol);
     float *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *dqr = zeros(n), *dkr = zeros(n), *dvr = zeros(n);
     est_attention_backward(dq, dk, dv, scratch, dctx, q, k, v, probs, mask, B, S, N, Dh, prob);
     est_attention_backward_ref(dqr, dkr, dvr, dctx, q, k, v, probs, mask, B, S, N, Dh, prob);
@@ -464,19 +492,21 @@ static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_gemm_ch
     free(q); free(k); free(v); free(dctx); free(ctx); free(ctxr); free(probs); free(probsr); free(scratch);
     free(mask); free(dq); free(dk); free(dv); free(dqr); free(dkr); free(dvr);
   }
-  est_gemm_set_choice(EST_GEMM_AUTO);
+  assert_int_equal(est_kernel_set(before), EST_OK);
   free(input_mask);
 }
 
 static void test_attention_fast_matches_reference(void **state) {
   (void)state;
+  /* the process's kernel choice (auto, or EST_KERNEL's), then OpenBLAS */
+  const est_kernel mine = est_kernel_get();
   /* small odd shapes: one strip, tiles cut short in every direction */
-  attention_fast_vs_reference(2, 33, 3, 8, EST_GEMM_AUTO, 1e-5, 1e-7);
-  attention_fast_vs_reference(2, 33, 3, 8, EST_GEMM_BLAS, 1e-5, 1e-7);
+  attention_fast_vs_reference(2, 33, 3, 8, mine, 1e-5, 1e-7);
+  attention_fast_vs_reference(2, 33, 3, 8, EST_KERNEL_BLAS, 1e-5, 1e-7);
   /* BERT's head size; S = 130: three strips of query rows (48, 48, 34), the last with a
    * short row tile, and a key count that is not a multiple of the kernel's 32 columns */
-  attention_fast_vs_reference(2, 130, 2, 64, EST_GEMM_AUTO, 5e-5, 1e-7);
-  attention_fast_vs_reference(2, 130, 2, 64, EST_GEMM_BLAS, 5e-5, 1e-7);
+  attention_fast_vs_reference(2, 130, 2, 64, mine, 5e-5, 1e-7);
+  attention_fast_vs_reference(2, 130, 2, 64, EST_KERNEL_BLAS, 5e-5, 1e-7);
 }
 
 /* bf16 mode on AMX: the scores and context products take bf16 inputs with fp32 sums
@@ -488,7 +518,7 @@ static void test_attention_fast_matches_reference(void **state) {
  * the fp32 path's by more than fp32 error somewhere. Skipped without AMX. */
 static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state) {
   (void)state;
-  if (!est_cpu_has_amx_bf16()) skip();
+  if (!est_kernel_amx()) skip(); /* no AMX, or EST_KERNEL=bf16dp or noavx512 */
   enum { B = 2, S = 130, N = 2, Dh = 64 };
   size_t n = (size_t)B * S * N * Dh, pp = (size_t)B * N * S * S;
   int32_t *input_mask = malloc((size_t)B * S * sizeof(int32_t));
@@ -746,6 +776,7 @@ static void test_results_independent_of_thread_count(void **state) {
 }
 
 int main(void) {
+  test_forced_kernel_or_skip(); /* ctest runs it per kernel too (docs/testing.md §3) */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_dense_fast_matches_reference_and_gradcheck, setup),
       cmocka_unit_test_setup(test_dense_bert_sized_blas_vs_reference, setup),

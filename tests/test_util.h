@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "est/file.h"
+#include "nn/kernel_choice.h"
 
 /* A fresh directory under $TMPDIR (or /tmp): "est-test-XXXXXX". */
 static inline void test_make_tmpdir(char *buf, size_t size) {
@@ -173,6 +174,23 @@ static inline int test_count_lines_with(const char *text, const char *a, const c
     line = end ? end + 1 : NULL;
   }
   return n;
+}
+
+/* First in main() of a test that ctest also runs once per forced kernel (tests/CMakeLists.txt,
+ * EST_KERNEL, docs/testing.md §3): a name est does not know fails the test (exit 1), a kernel
+ * this CPU lacks skips it (exit 77, ctest's SKIP_RETURN_CODE), saying which; so the test never
+ * runs quietly on another kernel than the one it was registered for. */
+static inline void test_forced_kernel_or_skip(void) {
+  est_status st = est_kernel_env_status();
+  if (st == EST_OK) {
+    est_kernel k = est_kernel_get();
+    if (k != EST_KERNEL_AUTO) printf("kernel forced: EST_KERNEL=%s\n", est_kernel_name(k));
+    return;
+  }
+  int unknown = st == EST_ERR_INVALID_ARGUMENT;
+  printf("%s: %s\n", unknown ? "failed" : "skipped", est_error_message());
+  fflush(stdout);
+  exit(unknown ? 1 : 77);
 }
 
 #endif

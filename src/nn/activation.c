@@ -8,7 +8,7 @@
 #include "est/nn.h"
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
-#include "nn/gemm.h"
+#include "nn/kernel_choice.h"
 
 est_status est_activation_from_name(const char *name, est_activation *out) {
   /* get_activation: None/"" means no activation; the match is case-insensitive. */
@@ -51,23 +51,33 @@ GELU_AVX512_TARGET static void gelu_grad_row_avx512(float *d, const float *dout,
   est_gelu_grad_rows16(d, dout, in, n, add);
 }
 
-void est_gelu_row(float *out, const float *in, long n) {
-  if (est_cpu_has_avx512f()) {
-    gelu_row_avx512(out, in, n);
-    return;
-  }
+/* The scalar forms (CPUs without AVX-512F), one compiled copy each. GCC fuses a * b + c into
+ * FMAs (-ffp-contract=fast, GNU C's default) as each loop's code allows, and a loop that
+ * computed both GELU and GELU' of the same x shared x^3 and the exp between them and fused
+ * otherwise: its GELU differed from the forward pass's in the last bit (EST_KERNEL=noavx512
+ * showed it, test_nn_gradcheck's fused GELU backward). So every scalar GELU runs
+ * gelu_row_scalar and every GELU' gelu_grad_row_scalar, as the AVX-512 forms all run
+ * gelu_avx512.h. */
+__attribute__((noinline)) static void gelu_row_scalar(float *out, const float *in, long n) {
   for (long i = 0; i < n; i++) out[i] = est_fast_gelu(in[i]);
 }
 
-void est_gelu_grad_row(float *d, const float *dout, const float *in, long n, int add) {
-  if (est_cpu_has_avx512f()) {
-    gelu_grad_row_avx512(d, dout, in, n, add);
-    return;
-  }
+__attribute__((noinline)) static void gelu_grad_row_scalar(float *d, const float *dout, const float *in, long n,
+                                                           int add) {
   if (add)
     for (long i = 0; i < n; i++) d[i] += dout[i] * est_fast_gelu_grad(in[i]);
   else
     for (long i = 0; i < n; i++) d[i] = dout[i] * est_fast_gelu_grad(in[i]);
+}
+
+void est_gelu_row(float *out, const float *in, long n) {
+  if (est_kernel_avx512f()) gelu_row_avx512(out, in, n);
+  else gelu_row_scalar(out, in, n);
+}
+
+void est_gelu_grad_row(float *d, const float *dout, const float *in, long n, int add) {
+  if (est_kernel_avx512f()) gelu_grad_row_avx512(d, dout, in, n, add);
+  else gelu_grad_row_scalar(d, dout, in, n, add);
 }
 
 GELU_AVX512_TARGET static void gelu_backward_row_avx512(float *d, float *act, const float *pre, long n) {
@@ -75,14 +85,12 @@ GELU_AVX512_TARGET static void gelu_backward_row_avx512(float *d, float *act, co
 }
 
 void est_gelu_backward_row(float *d, float *act, const float *pre, long n) {
-  if (est_cpu_has_avx512f()) {
+  if (est_kernel_avx512f()) {
     gelu_backward_row_avx512(d, act, pre, n);
     return;
   }
-  for (long i = 0; i < n; i++) {
-    d[i] = d[i] * est_fast_gelu_grad(pre[i]);
-    if (act) act[i] = est_fast_gelu(pre[i]);
-  }
+  gelu_grad_row_scalar(d, d, pre, n, 0); /* d *= GELU'(pre), then act = GELU(pre): two loops */
+  if (act) gelu_row_scalar(act, pre, n);
 }
 
 /* GELU passes split into blocks of this many elements over the threads */

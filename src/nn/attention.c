@@ -25,6 +25,7 @@
 #include "est/nn.h"
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
+#include "nn/kernel_choice.h"
 #include "nn/thread_buf.h"
 
 size_t est_attention_scratch_floats(int B, int N, int S) { return 2 * (size_t)B * N * S * S; }
@@ -62,8 +63,9 @@ void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, floa
                            step, tensor_id, 0);
 }
 
-/* Whether the per-pair products may run est's own kernel (AVX-512F, and not `--gemm blas`). */
-static int own_kernel_allowed(void) { return est_cpu_has_avx512f() && est_gemm_get_choice() != EST_GEMM_BLAS; }
+/* Whether the per-pair products may run est's own kernel (AVX-512F, and neither
+ * EST_KERNEL=blas nor noavx512, nn/kernel_choice.h). */
+static int own_kernel_allowed(void) { return est_kernel_avx512f() && est_kernel_get() != EST_KERNEL_BLAS; }
 
 /* Query rows per strip: a [STRIP, S] block of scores (24 KiB at S = 128) stays in L1
  * between the scores product, the softmax and the context product. */
@@ -120,8 +122,8 @@ static int pair_forward_amx(float *ctx, float *p, const uint8_t *m, const float 
   return est_sgemm_amx(CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, pd, S, vb, HD, 0.0f, ctx, HD, NULL);
 }
 
-/* The same pair through OpenBLAS (no AVX-512F, `--gemm blas`, or no memory for the
- * packed copies). */
+/* The same pair through OpenBLAS (no AVX-512F, EST_KERNEL=blas or noavx512, or no memory
+ * for the packed copies). */
 static void pair_forward_blas(float *ctx, float *p, const uint8_t *m, float *tmp, const float *qb, const float *kb,
                               const float *vb, const float *madd, int S, int Dh, int HD, float scale, int dropout,
                               float keep_scale) {
@@ -148,7 +150,7 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
   const int dropout = dropout_prob > 0.0f;
   const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
   const int own = own_kernel_allowed();
-  const int amx = est_get_precision() == EST_PRECISION_BF16 && est_cpu_has_amx_bf16();
+  const int amx = est_get_precision() == EST_PRECISION_BF16 && est_kernel_amx();
   est_blas_use_one_thread();
 #pragma omp parallel
   {
@@ -179,11 +181,13 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
 /* One single-threaded product of the backward: in bf16 mode with AMX the tile kernel (bf16
  * inputs, fp32 sums, as the forward's); else est's own kernel (which runs on the calling
  * thread inside a parallel region) for NoTrans A, OpenBLAS otherwise. The rule is gemm.c's:
- * with A transposed the own kernel copies A's k blocks first and OpenBLAS was ahead. */
+ * with A transposed the own kernel copies A's k blocks first and OpenBLAS was ahead; with
+ * EST_KERNEL=own it runs those too. */
 static void pair_gemm(int own, int amx, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
   if (amx && est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL) == 0) return;
-  if (own && ta == CblasNoTrans && est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL) == 0)
+  if (own && (ta == CblasNoTrans || est_kernel_get() == EST_KERNEL_OWN) &&
+      est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL) == 0)
     return;
   cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -208,7 +212,7 @@ void est_attention_backward_mode(float *dq, float *dk, float *dv, float *scratch
   const int dropout = dropout_prob > 0.0f;
   const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
   const int own = own_kernel_allowed();
-  const int amx = est_get_precision() == EST_PRECISION_BF16 && est_cpu_has_amx_bf16();
+  const int amx = est_get_precision() == EST_PRECISION_BF16 && est_kernel_amx();
   est_blas_use_one_thread();
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * N; bh++) {

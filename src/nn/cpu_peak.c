@@ -1,4 +1,5 @@
-/* Instruction-throughput loops and the bf16/fp32 probe (nn/cpu_peak.h). Inline assembly
+/* Instruction-throughput loops, the add chain that measures the core clock, and the
+ * bf16/fp32 probe (nn/cpu_peak.h). Inline assembly
  * rather than intrinsics so the compiler cannot shorten, fuse or reorder the loop: 20
  * accumulators zmm0..zmm19 (more than FMA latency 4 x 2 pipes, so only the issue rate
  * counts), sources zmm20 and zmm21 zeroed so every value stays 0 (no denormals). */
@@ -7,7 +8,7 @@
 
 #include "nn/amx.h"
 #include "nn/cpu_peak.h"
-#include "nn/gemm.h" /* est_cpu_has_avx512_bf16 */
+#include "nn/kernel_choice.h" /* est_kernel_avx512f, ... */
 
 #if defined(__x86_64__)
 #define PEAK_OP20(op)                                                                                                  \
@@ -19,6 +20,12 @@
      " %%zmm21, %%zmm20, %%zmm15\n\t" op " %%zmm21, %%zmm20, %%zmm16\n\t" op " %%zmm21, %%zmm20, %%zmm17\n\t" op       \
      " %%zmm21, %%zmm20, %%zmm18\n\t" op " %%zmm21, %%zmm20, %%zmm19\n\t"
 
+/* 20 adds into one register: a dependency chain, one add per cycle */
+#define PEAK_ADD20 "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t"            \
+                   "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t"            \
+                   "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t"            \
+                   "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t" "add $1, %1\n\t"
+
 #define PEAK_LOOP(op, blocks)                                                                                          \
   __asm__ volatile("vpxord %%zmm20, %%zmm20, %%zmm20\n\t"                                                              \
                    "vpxord %%zmm21, %%zmm21, %%zmm21\n\t"                                                              \
@@ -29,25 +36,30 @@
                    : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", \
                      "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "cc")
 
-static int cpu_has_avx512f(void) {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") != 0;
-}
-
 /* target("avx512f"): the clobber list names zmm16-21, which exist only with AVX-512, so
  * the file builds with any -march and the CPU check decides at run time. */
 __attribute__((target("avx512f"))) static void fma_loop(long blocks) { PEAK_LOOP("vfmadd231ps", blocks); }
 __attribute__((target("avx512f"))) static void dpbf16_loop(long blocks) { PEAK_LOOP("vdpbf16ps", blocks); }
 
+/* Each loop runs where the kernel choice lets est use its instruction (nn/kernel_choice.h:
+ * the CPU has it, and EST_KERNEL does not hide it), as the GEMMs it stands for would. */
 int est_peak_fma_loop(long blocks) {
-  if (!cpu_has_avx512f()) return -1;
+  if (!est_kernel_avx512f()) return -1;
   if (blocks > 0) fma_loop(blocks);
   return 0;
 }
 
 int est_peak_dpbf16_loop(long blocks) {
-  if (!est_cpu_has_avx512_bf16()) return -1;
+  if (!est_kernel_avx512_bf16()) return -1;
   if (blocks > 0) dpbf16_loop(blocks);
+  return 0;
+}
+
+/* The loop counter's dec + jnz run beside the chain (another port), so an iteration takes
+ * the chain's 20 cycles. */
+int est_peak_add_chain(long blocks) {
+  long x = 0;
+  if (blocks > 0) __asm__ volatile("1:\n\t" PEAK_ADD20 "dec %0\n\t" "jnz 1b\n\t" : "+r"(blocks), "+r"(x) : : "cc");
   return 0;
 }
 
@@ -73,11 +85,15 @@ __attribute__((target("amx-tile,amx-bf16"))) static void amx_loop(long blocks) {
 }
 
 int est_peak_amx_loop(long blocks) {
-  if (!est_cpu_has_amx_bf16()) return -1;
+  if (!est_kernel_amx()) return -1;
   if (blocks > 0) amx_loop(blocks);
   return 0;
 }
 #else
+int est_peak_add_chain(long blocks) {
+  (void)blocks;
+  return -1;
+}
 int est_peak_fma_loop(long blocks) {
   (void)blocks;
   return -1;
@@ -113,7 +129,7 @@ static double best_seconds(int (*loop)(long), long blocks) {
 double est_peak_bf16_fp32_ratio(void) {
   const long blocks = 100 * 1000; /* 2 M instructions: ~0.5 ms of FMAs at 4 G/s */
   double fma = best_seconds(est_peak_fma_loop, blocks);
-  if (est_cpu_has_amx_bf16()) { /* what est_sgemm_bf16 runs there; ~16 cycles each */
+  if (est_kernel_amx()) { /* what est_sgemm_bf16 runs there; ~16 cycles each */
     double tile = best_seconds(est_peak_amx_loop, blocks / 20);
     if (fma <= 0 || tile <= 0) return 0;
     return (double)EST_PEAK_TDPBF16_FLOP * fma / (EST_PEAK_FMA_FLOP * 20 * tile);

@@ -15,15 +15,22 @@ enum { EST_PEAK_FMA_FLOP = 32, EST_PEAK_DPBF16_FLOP = 64 };
 enum { EST_PEAK_TDPBF16_FLOP = 16 * 16 * 32 * 2 };
 
 /* Each runs `blocks` x EST_PEAK_BLOCK instructions on the calling thread, registers only.
- * Return 0, or -1 where the build or the CPU lacks the instruction (nothing is run). */
+ * Return 0, or -1 where the build or the CPU lacks the instruction, or the kernel choice
+ * hides it (EST_KERNEL=noavx512, nn/kernel_choice.h): then nothing is run. */
 int est_peak_fma_loop(long blocks);
 int est_peak_dpbf16_loop(long blocks);
+/* The core clock's yardstick: `blocks` x EST_PEAK_BLOCK dependent integer adds, one per core
+ * cycle on every x86-64 core (ADD's latency is 1 cycle), so the time they take gives the
+ * clock the other loops run at, whatever the TSC or the OS report: instructions per cycle of
+ * a loop = (its rate) / (this one's). Runs on any x86-64 CPU; -1 elsewhere. */
+int est_peak_add_chain(long blocks);
 /* AMX: `blocks` x EST_PEAK_BLOCK TDPBF16PS into four accumulator tiles (zero operands);
- * -1 without AMX-BF16 or without the kernel's permission for the tile state. */
+ * -1 without AMX-BF16 or without the kernel's permission for the tile state (or with
+ * EST_KERNEL=bf16dp or noavx512). */
 int est_peak_amx_loop(long blocks);
 
 /* bf16 FLOP rate over fp32-FMA FLOP rate on the calling thread, for the instruction est's
- * bf16 GEMM runs: TDPBF16PS where AMX is usable (up to 16: 1024 FLOP per cycle against two
+ * bf16 GEMM runs: TDPBF16PS where AMX is usable and chosen (up to 16: 1024 FLOP per cycle against two
  * FMA pipes' 64), else VDPBF16PS (2.0 where it issues as fast as VFMADD231PS, 1.0 where a
  * bf16 GEMM can at best match fp32). Best of 3
  * runs of ~1 ms each; returns 0 without AVX512-BF16. A timing, so it varies a little from

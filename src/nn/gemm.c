@@ -7,16 +7,18 @@
 #include "est/log.h"
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
+#include "nn/kernel_choice.h"
 #include "est/threads.h"
 
 /* Read by every GEMM, written before training starts (est/precision.h). */
 static est_precision precision = EST_PRECISION_FP32;
 
 est_precision est_set_precision(est_precision p) {
-  if (p == EST_PRECISION_BF16 && !est_cpu_has_avx512_bf16()) {
+  if (p == EST_PRECISION_BF16 && !est_kernel_avx512_bf16()) {
     static int warned;
     if (!warned)
-      EST_LOG_WARN("precision bf16: this CPU has no AVX512-BF16, so the matmuls run in fp32");
+      EST_LOG_WARN("precision bf16: %sthis CPU has no AVX512-BF16, so the matmuls run in fp32",
+                   est_cpu_has_avx512_bf16() ? "as EST_KERNEL=noavx512 simulates, " : "");
     warned = 1;
     p = EST_PRECISION_FP32;
   }
@@ -47,14 +49,12 @@ enum { PARALLEL_MIN_FLOPS = 1 << 20, ALIGN = 16 };
  * (M = tokens in the thousands); below MIN_BLOCK the re-packed operand starts to show. */
 enum { BLOCKS_PER_THREAD = 4, MIN_BLOCK = 128 };
 
-static est_gemm_choice choice = EST_GEMM_AUTO;
-void est_gemm_set_choice(est_gemm_choice c) { choice = c; }
-est_gemm_choice est_gemm_get_choice(void) { return choice; }
-
-/* Whether est's own fp32 kernel runs this shape (see bench/README.md, "fp32 GEMM"). */
+/* Whether est's own fp32 kernel runs this shape (see bench/README.md, "fp32 GEMM"), unless
+ * EST_KERNEL (nn/kernel_choice.h) forces OpenBLAS, the own kernel, or no AVX-512. */
 static int own_kernel_for(CBLAS_TRANSPOSE ta, int M, int N, int K, const est_gemm_epilogue *ep) {
-  if (choice == EST_GEMM_BLAS || !est_cpu_has_avx512f()) return 0;
-  if (choice == EST_GEMM_OWN) return 1;
+  est_kernel k = est_kernel_get();
+  if (k == EST_KERNEL_BLAS || !est_kernel_avx512f()) return 0;
+  if (k == EST_KERNEL_OWN) return 1;
   /* Measured on BERT's shapes, 2 threads (bench/README.md, "fp32 GEMM"): own kernel ahead
    * for NoTrans A with N and K up to 1024 (Tiny/Mini/Small, Base's 768x768), on par at
    * N = 3072 where the fused GELU then saves a pass over the [T, 3072] activation;
@@ -101,7 +101,8 @@ void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N,
   if (precision != EST_PRECISION_BF16 && own_kernel_for(ta, M, N, K, ep) &&
       est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
     return; /* the kernel applied the epilogue */
-  if (precision == EST_PRECISION_BF16 && est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
+  if (precision == EST_PRECISION_BF16 && est_kernel_amx() &&
+      est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
     return; /* so did the tile kernel */
   est_gemm_epilogue rest = ep ? *ep : (est_gemm_epilogue){0};
   if (rest.bias && beta == 0.0f) { /* C = bias first, then the GEMM adds into it (beta 1) */

@@ -20,7 +20,7 @@ void est_blas_use_one_thread(void);
 /* Row-major C[M,N] = alpha op(A) op(B) + beta C, blocks of C computed by OpenMP threads.
  * With est_get_precision() == EST_PRECISION_BF16 (set only where the CPU has AVX512-BF16)
  * it runs est_sgemm_bf16 instead; in fp32 it runs est_sgemm_f32 or OpenBLAS, chosen per
- * shape (gemm.c says which and why). */
+ * shape (gemm.c says which and why) unless a kernel is forced (nn/kernel_choice.h). */
 void est_sgemm_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                         int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
@@ -69,12 +69,6 @@ void est_f32_pack(float *bp, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K,
 void est_f32_gemm_packed(int M, int N, int K, float alpha, const float *A, int lda, const float *bp, float *C,
                          int ldc);
 
-/* Which fp32 GEMM est_sgemm_parallel_ep runs: by shape (the default), always OpenBLAS, or
- * always est's own kernel where it can. For benchmarks and tests; not thread-safe. */
-typedef enum { EST_GEMM_AUTO, EST_GEMM_BLAS, EST_GEMM_OWN } est_gemm_choice;
-void est_gemm_set_choice(est_gemm_choice c);
-est_gemm_choice est_gemm_get_choice(void);
-
 /* bf16 mixed precision: op(A) and op(B) rounded to bfloat16 (8 bits of precision),
  * products summed in fp32, C stays fp32 — what AVX512-BF16's VDPBF16PS computes, at twice
  * the FLOP rate of fp32 FMAs. Same arguments as cblas_sgemm (row-major). The fast one needs
@@ -83,7 +77,7 @@ est_gemm_choice est_gemm_get_choice(void);
 void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const float *B, int ldb, float beta, float *C, int ldc);
 /* est_sgemm_bf16 runs one of two kernels with the same arithmetic (bf16 inputs, fp32 sums;
- * the order of the fp32 sums differs):
+ * the order of the fp32 sums differs), the tiles where est_kernel_amx() (nn/kernel_choice.h):
  *   est_sgemm_amx      AMX tiles (TDPBF16PS), gemm_amx.c; returns 0 when done, non-zero
  *                      when it did nothing (no AMX, or the kernel refused it the state,
  *                      K = 0, alpha = 0, no memory): then the next one runs. It applies
@@ -95,7 +89,8 @@ int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
 void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                        int lda, const float *B, int ldb, float beta, float *C, int ldc);
 /* AMX-BF16 on the CPU and its tile state granted to this process by the kernel (asked for
- * once, on the first call). */
+ * once, on the first call). These est_cpu_has_* are the CPU's facts; whether a dispatch may
+ * use them is nn/kernel_choice.h's question (est_kernel_avx512f, ...). */
 int est_cpu_has_amx_bf16(void);
 void est_sgemm_bf16_ref(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                         int lda, const float *B, int ldb, float beta, float *C, int ldc);

@@ -19,6 +19,7 @@
 
 #include "nn/gemm.h"
 #include "nn/gemm_util.h"
+#include "nn/kernel_choice.h"
 #include "nn/thread_buf.h"
 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
@@ -129,8 +130,9 @@ BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k,
 
 void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const float *B, int ldb, float beta, float *C, int ldc) {
-  /* the tile unit where the CPU and the kernel allow it (gemm_amx.c), else VDPBF16PS */
-  if (est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL) == 0) return;
+  /* the tile unit where the CPU, Linux and the kernel choice allow it (gemm_amx.c), else
+   * VDPBF16PS */
+  if (est_kernel_amx() && est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL) == 0) return;
   est_sgemm_bf16_dp(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 

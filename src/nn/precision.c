@@ -5,7 +5,7 @@
 #include "est/precision.h"
 #include "est/threads.h"
 #include "nn/cpu_peak.h"
-#include "nn/gemm.h" /* est_cpu_has_amx_bf16 */
+#include "nn/kernel_choice.h" /* est_kernel_amx */
 
 est_status est_precision_check_flag(const char *value) {
   est_precision p;
@@ -22,9 +22,11 @@ est_status est_precision_apply_flag(const char *value) {
   /* bf16 falls back to fp32, with a warning, without AVX512-BF16 */
   /* which BLAS kernels the fp32 GEMMs est leaves to OpenBLAS run on (est/threads.h) */
   EST_LOG_INFO("OpenBLAS kernels: %s", est_blas_corename());
+  /* a forced kernel choice (nn/kernel_choice.h; an unusable EST_KERNEL logs its error here) */
+  if (est_kernel_get() != EST_KERNEL_AUTO) EST_LOG_INFO("kernels: EST_KERNEL=%s", est_kernel_name(est_kernel_get()));
   if (est_set_precision(p) != EST_PRECISION_BF16) return EST_OK;
   EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32, on %s",
-               est_cpu_has_amx_bf16() ? "AMX tiles (TDPBF16PS)" : "AVX512-BF16 (VDPBF16PS)");
+               est_kernel_amx() ? "AMX tiles (TDPBF16PS)" : "AVX512-BF16 (VDPBF16PS)");
   /* bf16 pays only where its instruction beats fp32 FMAs: AMX's tiles do by far (~16x the
    * FLOP rate); VDPBF16PS's 64 FLOP must issue nearly as often as an FMA's 32, and some
    * CPUs retire one for every four FMAs (bench/bench_peak.c). A ~10 ms probe says which;
