@@ -189,18 +189,6 @@ static void say(eval *e, bool to_stderr, const char *fmt, ...) {
   else EST_LOG_WARN("%s", line);
 }
 
-static const char *json_type_name(const json_t *v) {
-  switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a float";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    default: return "null";
-  }
-}
 
 /* Walks data -> paragraphs -> qas, collecting id and answers per question: the fields both
  * scripts read, and no others (context, question, title are not looked at). */
@@ -209,7 +197,7 @@ static est_status collect_questions(eval *e) {
   const json_t *data = json_is_object(e->data_root) ? json_object_get(e->data_root, "data") : NULL;
   if (!json_is_object(e->data_root))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--data_file=%s: the top level must be a JSON object, not %s", file,
-                     json_type_name(e->data_root));
+                     est_squad_json_type_name(e->data_root));
   if (!data) return est_error(EST_ERR_INVALID_ARGUMENT, "--data_file=%s: missing field \"data\"", file);
   if (!json_is_array(data))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--data_file=%s: field \"data\" must be an array", file);
@@ -266,7 +254,7 @@ static est_status prediction(eval *e, const char *id, const char **out) {
   if (!v) return EST_OK;
   if (!json_is_string(v))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--pred_file=%s: the prediction for \"%s\" must be a string, not %s",
-                     e->cfg->pred_file, id, json_type_name(v));
+                     e->cfg->pred_file, id, est_squad_json_type_name(v));
   *out = json_string_value(v);
   return EST_OK;
 }
@@ -370,7 +358,7 @@ static est_status evaluate_v1(eval *e, est_squad_eval_result *r) {
   if (!json_is_string(ver) || strcmp(json_string_value(ver), "1.1")) {
     if (!json_is_string(ver))
       return est_error(EST_ERR_INVALID_ARGUMENT, "--data_file=%s: field \"version\" must be a string, not %s",
-                       e->cfg->data_file, json_type_name(ver));
+                       e->cfg->data_file, est_squad_json_type_name(ver));
     say(e, true, "Evaluation expects v-1.1, but got dataset with v-%s", json_string_value(ver));
   }
   /* evaluate(): f1 = exact_match = total = 0, then `+=` per question in file order. */
@@ -494,7 +482,7 @@ static est_status evaluate_v2(eval *e, est_squad_eval_result *r) {
   const json_t *na_src = cfg->na_prob_file ? e->na_probs : e->preds;
   if (!json_is_object(na_src)) {
     st = est_error(EST_ERR_INVALID_ARGUMENT, "--na_prob_file=%s: the top level must be a JSON object, not %s",
-                   cfg->na_prob_file, json_type_name(na_src));
+                   cfg->na_prob_file, est_squad_json_type_name(na_src));
     goto done;
   }
   na = calloc(json_object_size(na_src) + 1, sizeof *na);
@@ -518,7 +506,7 @@ static est_status evaluate_v2(eval *e, est_squad_eval_result *r) {
       x->p = (est_squad_number){false, 0, json_real_value(val)};
     } else {
       st = est_error(EST_ERR_INVALID_ARGUMENT, "--na_prob_file=%s: the probability for \"%s\" must be a number, not %s",
-                     cfg->na_prob_file, key, json_type_name(val));
+                     cfg->na_prob_file, key, est_squad_json_type_name(val));
       goto done;
     }
     x->v = x->p.f;
@@ -661,7 +649,7 @@ est_status est_squad_evaluate(const est_squad_eval_config *cfg, est_squad_eval_r
     if (v == EST_SQUAD_EVAL_AUTO) {
       st = est_error(EST_ERR_INVALID_ARGUMENT, "--data_file=%s: its \"version\" (%s) says neither 1.x nor 2.x: pass "
                      "--version_2_with_negative=true (evaluate-v2.0.py) or =false (evaluate-v1.1.py)", cfg->data_file,
-                     json_is_string(ver) ? json_string_value(ver) : ver ? json_type_name(ver) : "missing");
+                     json_is_string(ver) ? json_string_value(ver) : ver ? est_squad_json_type_name(ver) : "missing");
       goto done;
     }
   }
@@ -674,7 +662,7 @@ est_status est_squad_evaluate(const est_squad_eval_config *cfg, est_squad_eval_r
   if ((st = load_json(cfg->pred_file, "--pred_file", &e.preds))) goto done;
   if (!json_is_object(e.preds)) {
     st = est_error(EST_ERR_INVALID_ARGUMENT, "--pred_file=%s: the top level must be a JSON object of question id -> "
-                   "answer, not %s", cfg->pred_file, json_type_name(e.preds));
+                   "answer, not %s", cfg->pred_file, est_squad_json_type_name(e.preds));
     goto done;
   }
   if (v == EST_SQUAD_EVAL_V2_0 && cfg->na_prob_file && (st = load_json(cfg->na_prob_file, "--na_prob_file", &e.na_probs)))

@@ -6,7 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "est/squad.h"
+
+/* "an object", "a string", ...: how an error names a JSON value's type (squad_read.c). */
+const char *est_squad_json_type_name(const json_t *v);
 
 /* A growable byte string. */
 typedef struct squad_buf {

@@ -109,7 +109,8 @@ static est_status fail_at(reader *r, int depth, const char *fmt, ...) {
   return est_error(EST_ERR_INVALID_ARGUMENT, "%s: %s%s", r->name, where, what);
 }
 
-static const char *type_name(const json_t *v) {
+/* "an object", "a string", ...: how an error names a JSON value's type. */
+const char *est_squad_json_type_name(const json_t *v) {
   switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";
@@ -129,7 +130,7 @@ static est_status get_field_in(reader *r, int depth, const char *in, const json_
   json_t *v = json_object_get(obj, key);
   if (!v) return fail_at(r, depth, "%smissing field \"%s\"", in, key);
   bool ok = json_typeof(v) == want || (want == JSON_TRUE && json_is_boolean(v));
-  if (!ok) return fail_at(r, depth, "%sfield \"%s\" must be %s, not %s", in, key, want_name, type_name(v));
+  if (!ok) return fail_at(r, depth, "%sfield \"%s\" must be %s, not %s", in, key, want_name, est_squad_json_type_name(v));
   *out = v;
   return EST_OK;
 }
@@ -223,7 +224,7 @@ static est_status read_question(reader *r, const json_t *qa) {
   est_status st;
   json_t *id, *question;
   r->qid = NULL;
-  if (!json_is_object(qa)) return fail_at(r, 3, "must be an object, not %s", type_name(qa));
+  if (!json_is_object(qa)) return fail_at(r, 3, "must be an object, not %s", est_squad_json_type_name(qa));
   if ((st = get_field(r, 3, qa, "id", JSON_STRING, "a string", &id))) return st;
   r->qid = json_string_value(id);
   if ((st = get_field(r, 3, qa, "question", JSON_STRING, "a string", &question))) return st;
@@ -262,7 +263,7 @@ static est_status read_question(reader *r, const json_t *qa) {
 
   const json_t *ans = json_array_get(answers, 0);
   json_t *text, *start;
-  if (!json_is_object(ans)) return fail_at(r, 3, "answers[0] must be an object, not %s", type_name(ans));
+  if (!json_is_object(ans)) return fail_at(r, 3, "answers[0] must be an object, not %s", est_squad_json_type_name(ans));
   if ((st = get_field_in(r, 3, "answers[0]: ", ans, "text", JSON_STRING, "a string", &text))) return st;
   if ((st = get_field_in(r, 3, "answers[0]: ", ans, "answer_start", JSON_INTEGER, "an integer", &start))) return st;
   const char *t = json_string_value(text);
@@ -312,17 +313,17 @@ static est_status read_root(reader *r, const json_t *root) {
   est_status st;
   json_t *data;
   if (!json_is_object(root)) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: the top level must be a JSON object, not %s",
-                                              r->name, type_name(root));
+                                              r->name, est_squad_json_type_name(root));
   if ((st = get_field(r, 0, root, "data", JSON_ARRAY, "an array", &data))) return st;
   for (r->di = 0; r->di < json_array_size(data); r->di++) {
     const json_t *entry = json_array_get(data, r->di);
     json_t *paragraphs;
-    if (!json_is_object(entry)) return fail_at(r, 1, "must be an object, not %s", type_name(entry));
+    if (!json_is_object(entry)) return fail_at(r, 1, "must be an object, not %s", est_squad_json_type_name(entry));
     if ((st = get_field(r, 1, entry, "paragraphs", JSON_ARRAY, "an array", &paragraphs))) return st;
     for (r->pi = 0; r->pi < json_array_size(paragraphs); r->pi++) {
       const json_t *p = json_array_get(paragraphs, r->pi);
       json_t *context, *qas;
-      if (!json_is_object(p)) return fail_at(r, 2, "must be an object, not %s", type_name(p));
+      if (!json_is_object(p)) return fail_at(r, 2, "must be an object, not %s", est_squad_json_type_name(p));
       if ((st = get_field(r, 2, p, "context", JSON_STRING, "a string", &context))) return st;
       if ((st = split_context(r, json_string_value(context), json_string_length(context)))) return st;
       r->ex->num_paragraphs++;

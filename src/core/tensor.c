@@ -90,6 +90,19 @@ char *est_shape_string(const est_tensor *t, char *buf, size_t size) {
   return buf;
 }
 
+/* A float's IEEE bits and back (memcpy: no aliasing rules broken). */
+static uint32_t float_bits(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  return x;
+}
+
+static float bits_float(uint32_t x) {
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+
 float est_half_to_float(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000) << 16;
   uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
@@ -102,14 +115,11 @@ float est_half_to_float(uint16_t h) {
     }
   } else if (exp == 31) bits = sign | 0x7f800000u | (mant << 13);
   else bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
+  return bits_float(bits);
 }
 
 uint16_t est_float_to_half(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
+  const uint32_t x = float_bits(f);
   uint32_t sign = (x >> 16) & 0x8000;
   int32_t exp = (int32_t)((x >> 23) & 0xff);
   uint32_t mant = x & 0x7fffff;
@@ -130,16 +140,10 @@ uint16_t est_float_to_half(float f) {
   return (uint16_t)half;
 }
 
-float est_bfloat16_to_float(uint16_t b) {
-  uint32_t bits = (uint32_t)b << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
+float est_bfloat16_to_float(uint16_t b) { return bits_float((uint32_t)b << 16); }
 
 uint16_t est_float_to_bfloat16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
+  uint32_t x = float_bits(f);
   if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
   x += 0x7fff + ((x >> 16) & 1);
   return (uint16_t)(x >> 16);

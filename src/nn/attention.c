@@ -140,18 +140,34 @@ static void pair_forward_blas(float *ctx, float *p, const uint8_t *m, float *tmp
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, pd, S, vb, HD, 0.0f, ctx, HD);
 }
 
+/* What forward and backward derive from the shapes, the dropout and the kernel choice, once
+ * per call (on the calling thread, before the parallel region). */
+typedef struct attention_plan {
+  int HD;            /* N * Dh: a row of Q, K, V, ctx */
+  float scale;       /* 1 / sqrt(Dh) */
+  size_t SS;         /* S * S: one (example, head)'s probabilities */
+  int dropout;       /* dropout_prob > 0 */
+  float keep_scale;  /* 1 / (1 - dropout_prob) */
+  int own, amx;      /* est's fp32 kernel allowed; bf16 products on the AMX tiles */
+} attention_plan;
+
+static attention_plan attention_plan_of(int S, int N, int Dh, float dropout_prob) {
+  attention_plan p = {.HD = N * Dh, .scale = 1.0f / sqrtf((float)Dh), .SS = (size_t)S * S,
+                      .dropout = dropout_prob > 0.0f, .own = own_kernel_allowed(),
+                      .amx = est_get_precision() == EST_PRECISION_BF16 && est_kernel_amx()};
+  p.keep_scale = p.dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
+  est_blas_use_one_thread();
+  return p;
+}
+
 void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
                               const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                               int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
                               int64_t first_example) {
-  const int HD = N * Dh;
-  const float scale = 1.0f / sqrtf((float)Dh);
-  const size_t SS = (size_t)S * S;
-  const int dropout = dropout_prob > 0.0f;
-  const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
-  const int own = own_kernel_allowed();
-  const int amx = est_get_precision() == EST_PRECISION_BF16 && est_kernel_amx();
-  est_blas_use_one_thread();
+  const attention_plan P = attention_plan_of(S, N, Dh, dropout_prob);
+  const int HD = P.HD, dropout = P.dropout, own = P.own, amx = P.amx;
+  const float scale = P.scale, keep_scale = P.keep_scale;
+  const size_t SS = P.SS;
 #pragma omp parallel
   {
     float madd[S];  /* VLA: S <= max_position_embeddings, a few KiB at most */
@@ -206,14 +222,10 @@ void est_attention_backward_mode(float *dq, float *dk, float *dv, float *scratch
                                  const uint8_t *dropout_mask, int B, int S, int N, int Dh, float dropout_prob,
                                  est_grad_mode mode) {
   const float beta = mode == EST_GRAD_WRITE ? 0.0f : 1.0f;
-  const int HD = N * Dh;
-  const float scale = 1.0f / sqrtf((float)Dh);
-  const size_t SS = (size_t)S * S;
-  const int dropout = dropout_prob > 0.0f;
-  const float keep_scale = dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
-  const int own = own_kernel_allowed();
-  const int amx = est_get_precision() == EST_PRECISION_BF16 && est_kernel_amx();
-  est_blas_use_one_thread();
+  const attention_plan P = attention_plan_of(S, N, Dh, dropout_prob);
+  const int HD = P.HD, dropout = P.dropout, own = P.own, amx = P.amx;
+  const float scale = P.scale, keep_scale = P.keep_scale;
+  const size_t SS = P.SS;
 #pragma omp parallel for schedule(static)
   for (int bh = 0; bh < B * N; bh++) {
     int b = bh / N, h = bh % N;
