@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/optimizer.h"
 #include "est/precision.h"
 #include "est/rng.h"

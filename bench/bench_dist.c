@@ -5,7 +5,7 @@
  *
  * Launches itself under mpirun once per rank count (loopback TCP, as the tests; each
  * rank gets cores/ranks threads) and for each BERT size (vocab 30522, 2 labels):
- *   1. trains: the real BERT classifier (est/bert_model.h) + AdamWeightDecay, global
+ *   1. trains: the real BERT classifier (est/bert_classifier.h) + AdamWeightDecay, global
  *      batch --batch split over the ranks, random token ids, dropout on. Per step it
  *      times forward+backward, the gradient all-reduce (est_dist_grad_sync) and the
  *      optimizer, and reports examples/sec and the all-reduce's share of the step;
@@ -22,7 +22,7 @@
 
 #include "core/alloc.h"
 #include "dist/dist_internal.h"
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/dist.h"
 #include "est/optimizer.h"
 #include "est/rng.h"

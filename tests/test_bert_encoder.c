@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/rng.h"
 #include "est/threads.h"
 

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/optimizer.h"
 #include "est/threads.h"
 #include "est/variables.h"

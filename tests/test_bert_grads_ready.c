@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/rng.h"
 
 enum { B = 3, S = 8, LABELS = 3, MAX_CALLS = 64 };

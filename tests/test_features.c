@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "est/est.h"
-#include "est/features.h"
+#include "est/classifier_features.h"
 #include "est/processors.h"
 #include "est/tokenizer.h"
 #include "test_util.h"

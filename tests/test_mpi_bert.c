@@ -1,4 +1,4 @@
-/* The BERT classifier (est/bert_model.h) trained data-parallel with BERT's
+/* The BERT classifier (est/bert_classifier.h) trained data-parallel with BERT's
  * AdamWeightDecay (global-norm clipping at 1.0 after the all-reduce): 2 ranks with a
  * global batch of 8 (4 each, record-sharded) end with the same parameters as one
  * process with batch 8, to float reassociation, step for step. Dropout is off
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/dist.h"
 #include "est/file.h"
 #include "est/optimizer.h"

@@ -9,7 +9,7 @@
 
 #include "bert/pretraining_internal.h"
 #include "est/example.h"
-#include "est/pretraining.h"
+#include "est/pretraining_data.h"
 #include "est/tfrecord.h"
 #include "test_util.h"
 

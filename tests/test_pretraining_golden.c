@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/bert_pretraining.h"
 #include "est/metrics.h"
 #include "est/optimizer.h"

@@ -1,5 +1,5 @@
 /* `est create_pretraining_data`: google-research/bert's create_pretraining_data.py with its
- * flags, names and defaults; the same flags write the same records (est/pretraining.h). */
+ * flags, names and defaults; the same flags write the same records (est/pretraining_data.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 #include "commands.h"
 #include "est/flags.h"
 #include "est/log.h"
-#include "est/pretraining.h"
+#include "est/pretraining_data.h"
 
 static const char *USAGE =
     "usage: est create_pretraining_data --input_file=F[,F...] --output_file=O[,O...] --vocab_file=V\n"

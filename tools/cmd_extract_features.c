@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "est/features.h"
+#include "est/classifier_features.h"
 #include "est/file.h"
 #include "est/flags.h"
 #include "est/log.h"

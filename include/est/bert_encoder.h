@@ -1,6 +1,6 @@
 /* est/bert_encoder.h — BertConfig and the BERT encoder (modeling.py BertModel): embeddings,
  * L post-LN transformer layers and the tanh pooler, forward and backward over named
- * buffers. Task heads (the classifier in est/bert_model.h, a masked-LM + next-sentence
+ * buffers. Task heads (the classifier in est/bert_classifier.h, a masked-LM + next-sentence
  * head, a span head, serving) sit on top and never reach inside.
  *
  *     est_bert_encoder *enc;

@@ -33,7 +33,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/run_classifier.h"
 #include "est/status.h"
 

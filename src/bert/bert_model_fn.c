@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "est/bert_head.h"
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/ckpt.h"
 #include "est/log.h"
 #include "est/optimizer.h"

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 
 /* run_classifier's dropout on the pooled output: keep_prob 0.9, not from the config. */
 static const float CLASSIFIER_DROPOUT = 0.1f;

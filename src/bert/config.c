@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 
 est_bert_config est_bert_config_default(void) {
   est_bert_config c;

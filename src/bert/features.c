@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "est/example.h"
-#include "est/features.h"
+#include "est/classifier_features.h"
 #include "est/log.h"
 #include "est/tfrecord.h"
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "est/bert_head.h"
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/metrics.h"
 #include "est/processors.h"
 

@@ -3,7 +3,7 @@
  * output. This file only composes the two behind the est_bert_classifier API. */
 #include <stdlib.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 
 struct est_bert_classifier {
   est_bert_encoder *enc;

@@ -1,7 +1,7 @@
 /* create_pretraining_data.py's main(): vocab checks, documents, the two shuffles, and the
  * records, written round robin. The instances go to an unlinked spill file (fixed-size
  * records, see pretraining_internal.h) and are read back with pread in the order of the
- * final shuffle, so memory holds the documents and 4 bytes per instance (est/pretraining.h);
+ * final shuffle, so memory holds the documents and 4 bytes per instance (est/pretraining_data.h);
  * the spilled data sits in the page cache, which the kernel may drop, not in our heap. */
 #include <errno.h>
 #include <libgen.h>

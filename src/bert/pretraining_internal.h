@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "est/pretraining.h"
+#include "est/pretraining_data.h"
 #include "est/pyrandom.h"
 #include "est/tokenizer.h"
 

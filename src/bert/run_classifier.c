@@ -6,12 +6,12 @@
 #include <string.h>
 
 #include "est/bert_head.h"
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/bert_task.h"
 #include "est/dataset.h"
 #include "est/dist.h"
 #include "est/estimator.h"
-#include "est/features.h"
+#include "est/classifier_features.h"
 #include "est/file.h"
 #include "est/log.h"
 #include "est/processors.h"

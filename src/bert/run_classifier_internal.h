@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 #include "est/estimator.h"
 #include "est/processors.h"
 #include "est/run_classifier.h"

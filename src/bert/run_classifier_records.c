@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "est/features.h"
+#include "est/classifier_features.h"
 #include "est/log.h"
 #include "est/processors.h"
 #include "est/tokenizer.h"

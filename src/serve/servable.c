@@ -16,7 +16,7 @@
 
 #include "est/bert_encoder.h"
 #include "est/ckpt.h"
-#include "est/features.h"
+#include "est/classifier_features.h"
 #include "est/file.h"
 #include "est/serving.h"
 #include "est/tokenizer.h"

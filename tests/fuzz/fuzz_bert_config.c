@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "est/bert_model.h"
+#include "est/bert_classifier.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char *text = malloc(size + 1);

@@ -1,4 +1,4 @@
-/* est/pretraining.h — google-research/bert's create_pretraining_data.py: a text corpus to
+/* est/pretraining_data.h — google-research/bert's create_pretraining_data.py: a text corpus to
  * masked-LM + next-sentence TFRecords, the same records as the script for the same flags.
  *
  *     est_pretraining_config cfg = est_pretraining_config_default();
@@ -35,8 +35,8 @@
  * grows with the input of one run (a shard, as BERT's README runs the script once per
  * shard of a big corpus), not with dupe_factor or the output.
  */
-#ifndef EST_PRETRAINING_H
-#define EST_PRETRAINING_H
+#ifndef EST_PRETRAINING_DATA_H
+#define EST_PRETRAINING_DATA_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* est/bert_model.h — the BERT sequence classifier (modeling.py BertModel + run_classifier.py
+/* est/bert_classifier.h — the BERT sequence classifier (modeling.py BertModel + run_classifier.py
  * create_model), trained on a variable store: the encoder of est/bert_encoder.h with the
  * classifier head below on its pooled output, composed behind one API.
  *
@@ -26,8 +26,8 @@
  * The head alone (est_bert_classifier_head_*) is the same computation on any [B,H] input,
  * e.g. an encoder reserved forward-only for serving.
  */
-#ifndef EST_BERT_MODEL_H
-#define EST_BERT_MODEL_H
+#ifndef EST_BERT_CLASSIFIER_H
+#define EST_BERT_CLASSIFIER_H
 
 #include <stddef.h>
 #include <stdint.h>

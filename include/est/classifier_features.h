@@ -1,4 +1,4 @@
-/* est/features.h — run_classifier.py's convert_single_example and
+/* est/classifier_features.h — run_classifier.py's convert_single_example and
  * file_based_convert_examples_to_features: InputExamples -> [CLS] a [SEP] (b [SEP]) ids,
  * mask, segment ids, zero padding, label id, is_real_example.
  *
@@ -20,8 +20,8 @@
  * Errors: the vocab lacks [CLS]/[SEP] (or [UNK] where an unknown word survives truncation),
  * a label outside the list, max_seq_length < 3 — each naming the example's guid and line.
  */
-#ifndef EST_FEATURES_H
-#define EST_FEATURES_H
+#ifndef EST_CLASSIFIER_FEATURES_H
+#define EST_CLASSIFIER_FEATURES_H
 
 #include <stddef.h>
 #include <stdint.h>
