@@ -162,6 +162,20 @@ static void test_convert_errors(void **state) {
   test_remove_tree(dir);
 }
 
+/* EST_KERNEL names a kernel to force (docs/testing.md §3): a name est does not know stops
+ * every command with exit 2 and the accepted names, instead of running some other kernel. */
+static void test_unknown_forced_kernel_refused(void **state) {
+  (void)state;
+  char *out = NULL;
+  int rc = test_run(&out, 1, "EST_KERNEL=bogus %s tokenize --vocab_file=%s < /dev/null", EST_BIN, VOCAB);
+  assert_int_equal(rc, 2);
+  assert_non_null(strstr(out, "est: EST_KERNEL=bogus: must be auto, blas, own, bf16dp, amx or noavx512"));
+  free(out);
+  rc = test_run(&out, 1, "EST_KERNEL=blas %s tokenize --vocab_file=%s < /dev/null", EST_BIN, VOCAB);
+  assert_int_equal(rc, 0);
+  free(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tokenize_tokens_and_ids),
@@ -169,6 +183,7 @@ int main(void) {
     cmocka_unit_test(test_convert_mrpc_matches_tensorflow),
     cmocka_unit_test(test_convert_generic_tsv),
     cmocka_unit_test(test_convert_errors),
+    cmocka_unit_test(test_unknown_forced_kernel_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "est/log.h"
 #include "est/threads.h"
+#include "nn/kernel_choice.h"
 
 static const est_command commands[] = {
   /* Each subcommand adds its line here. */
@@ -93,6 +94,12 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
     printf("est 0.1.0\n");
     return 0;
+  }
+  /* EST_KERNEL forces a kernel (docs/testing.md §3): a name est does not know, or a kernel
+   * this CPU lacks, stops the command instead of running another kernel than the one named. */
+  if (est_kernel_env_status() != EST_OK) {
+    fprintf(stderr, "est: %s\n", est_error_message());
+    return 2;
   }
   for (const est_command *c = commands; c->name; c++)
     if (!strcmp(argv[1], c->name)) return c->run(argc - 1, argv + 1);
