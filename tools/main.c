@@ -11,7 +11,7 @@
 
 static const est_command commands[] = {
   /* Each subcommand adds its line here. */
-  {"tfrecord", "dump or count the records of a TFRecord file", est_cmd_tfrecord},
+  {"tfrecord", "dump, count, copy or parse TFRecord files", est_cmd_tfrecord},
   {"ckpt", "list, print or convert TF checkpoints and safetensors files", est_cmd_ckpt},
   {"tokenize", "BERT FullTokenizer: stdin lines to WordPiece tokens or ids", est_cmd_tokenize},
   {"convert", "GLUE/TSV task files to run_classifier's train/eval/predict.tf_record", est_cmd_convert},
@@ -71,7 +71,7 @@ static void tune_runtime(char **argv) {
 static void print_usage(FILE *out) {
   fprintf(out,
           "usage: est COMMAND [ARGS...]\n\n"
-          "est: tf.estimator and BERT's run_classifier in plain C.\n\ncommands:\n");
+          "est: tf.estimator and Google BERT's programs (run_classifier, run_pretraining, ...) in plain C.\n\ncommands:\n");
   for (const est_command *c = commands; c->name; c++) fprintf(out, "  %-16s %s\n", c->name, c->summary);
   fprintf(out, "\nRun 'est COMMAND --help' for a command's flags.\n");
 }
