@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "est/bert_head.h"
+#include "est/bert_pretraining.h"
 #include "est/dataset.h"
 #include "est/example.h"
 #include "est/file.h"
@@ -261,12 +262,23 @@ static void test_regression_example_learns(void **state) {
   if (!(mse >= 0 && mse < 0.012)) fail_msg("eval_mse %g after 200 steps: the head did not learn", mse);
 }
 
+/* The task driver runs --do_export through the task's export; a task without one (no
+ * servable head: run_pretraining) refuses the flag before any work. */
+static void test_driver_refuses_export_without_a_servable_head(void **state) {
+  (void)state;
+  est_run_pretraining_config c = est_run_pretraining_config_default();
+  c.common.do_export = true;
+  assert_int_equal(est_run_pretraining_validate(&c), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "--do_export: run_pretraining has no servable head to export"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_probe_sees_the_contract),
     cmocka_unit_test(test_gradients_through_the_head),
     cmocka_unit_test(test_missing_modes_are_named),
     cmocka_unit_test(test_regression_example_learns),
+    cmocka_unit_test(test_driver_refuses_export_without_a_servable_head),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -4,9 +4,7 @@
 #include <stdio.h>
 
 #include "commands.h"
-#include "est/dist.h"
 #include "est/run_classifier.h"
-#include "est/serving.h"
 #include "task_cli.h"
 
 static const char usage[] =
@@ -22,22 +20,10 @@ static const char usage[] =
     "Data parallel: `mpirun -np N est run_classifier ...` trains on N ranks (output_dir shared;\n"
     "the batch sizes are global, train_batch_size a multiple of N; rank 0 writes the files).";
 
-typedef struct run {
-  est_run_classifier_config c;
-  bool do_export;              /* [est] serving export (est/serving.h) */
-  const char *export_dir;
-} run;
-
-static est_status run_task(void *ctx) {
-  run *r = ctx;
-  est_status st = est_run_classifier_main(&r->c);
-  if (st == EST_OK && r->do_export && est_dist_is_chief()) st = est_export_classifier(&r->c, r->export_dir, NULL, 0);
-  return st;
-}
+static est_status run_task(void *ctx) { return est_run_classifier_main(ctx); }
 
 int est_cmd_run_classifier(int argc, char **argv) {
-  run r = {.c = est_run_classifier_config_default()};
-  est_run_classifier_config *c = &r.c;
+  est_run_classifier_config config = est_run_classifier_config_default(), *c = &config;
   const est_flag task_flags[] = {
     EST_FLAG_STRING("data_dir", &c->data_dir,
                     "The input data dir. Should contain the .tsv files (or other data files) for the task.", 1),
@@ -66,30 +52,19 @@ int est_cmd_run_classifier(int argc, char **argv) {
                     "[est] task tsv: comma-separated label list; its order is the column order of "
                     "test_results.tsv. Unset: the distinct labels of train.tsv, sorted.", 0),
     EST_FLAG_BOOL("tsv_skip_header", &c->tsv_skip_header, "[est] task tsv: skip the first line of each file.", 0),
-    EST_FLAG_BOOL("do_export", &r.do_export,
-                  "[est] After the other steps, export the newest checkpoint of output_dir as a servable "
-                  "(export_dir/<version>/: variables/, assets/vocab.txt, est_model.json) for est predict / "
-                  "est serve. Alone, it only exports.", 0),
-    EST_FLAG_STRING("export_dir", &r.export_dir, "[est] Where --do_export writes versions; default output_dir/export.",
-                    0),
   };
   enum { NTASK = sizeof task_flags / sizeof *task_flags };
   est_flag flags[NTASK + EST_CLI_TASK_MAX_FLAGS];
   /* run_classifier.py's order: its required flags, the shared group, then the rest */
   size_t n = 0;
   for (size_t i = 0; i < 3; i++) flags[n++] = task_flags[i];
-  n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT);
+  n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT | EST_CLI_TASK_EXPORT);
   for (size_t i = 3; i < NTASK; i++) flags[n++] = task_flags[i];
   int rc = est_cli_task_parse("run_classifier", usage, flags, n, argc, argv);
   if (rc >= 0) return rc;
-  if (r.do_export && !c->common.do_train && !c->common.do_eval && !c->common.do_predict) {
-    if (est_export_classifier(c, r.export_dir, NULL, 0) == EST_OK) return 0;
-    fprintf(stderr, "est run_classifier: error: %s\n", est_error_message());
-    return 1;
-  }
   if (est_run_classifier_validate(c) != EST_OK) {
     fprintf(stderr, "est run_classifier: %s\n", est_error_message());
     return 2;
   }
-  return est_cli_task_run("run_classifier", argc, argv, run_task, &r);
+  return est_cli_task_run("run_classifier", argc, argv, run_task, c);
 }

@@ -65,6 +65,14 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
                     "what one process trains (default); shard_first = TF's order, each rank shuffles its "
                     "own record shard (reads 1/N of the input; the model depends on the rank count).", 0),
   };
+  const est_flag export_flags[] = {
+    EST_FLAG_BOOL("do_export", &f->do_export,
+                  "[est] After the other steps, export the newest checkpoint of output_dir as a servable "
+                  "(export_dir/<version>/: variables/, assets/vocab.txt, est_model.json) for est predict / "
+                  "est serve. Alone, it only exports.", 0),
+    EST_FLAG_STRING("export_dir", &f->export_dir, "[est] Where --do_export writes versions; default output_dir/export.",
+                    0),
+  };
   size_t n = 0;
   for (size_t i = 0; i < sizeof google / sizeof *google; i++) {
     const int predict_only = google[i].value == &f->do_predict || google[i].value == &f->predict_batch_size;
@@ -72,6 +80,8 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
     out[n++] = google[i];
   }
   for (size_t i = 0; i < sizeof own / sizeof *own; i++) out[n++] = own[i];
+  for (size_t i = 0; (groups & EST_CLI_TASK_EXPORT) && i < sizeof export_flags / sizeof *export_flags; i++)
+    out[n++] = export_flags[i];
   return n;
 }
 

@@ -8,8 +8,8 @@
 #include "est/flags.h"
 
 /* Optional parts of the shared group: do_predict and predict_batch_size (a task with a
- * predict mode). */
-enum { EST_CLI_TASK_PREDICT = 1 };
+ * predict mode); do_export and export_dir (a task with a servable head). */
+enum { EST_CLI_TASK_PREDICT = 1, EST_CLI_TASK_EXPORT = 2 };
 /* The most flags the shared group adds. */
 enum { EST_CLI_TASK_MAX_FLAGS = 32 };
 

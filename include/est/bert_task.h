@@ -21,8 +21,8 @@
  *      are global (train_batch_size a multiple of the ranks);
  *   5. do_train, do_eval (eval_results.txt from the chief), do_predict (the task's writer), each
  *      through the task's input_fn for that mode, with the task's log lines before it.
- * Export (--do_export) stays with the caller (the servable needs the task's vocabulary and
- * labels); `est run_*` runs it after the driver. */
+ *   6. do_export: the task's export of output_dir's newest checkpoint as a servable (from the
+ *      chief); --do_export alone only exports. */
 #ifndef EST_BERT_TASK_H
 #define EST_BERT_TASK_H
 
@@ -68,6 +68,11 @@ typedef struct est_task_flags {
   /* Under mpirun: "global" (NULL too): N ranks train on one process's batches; or
    * "shard_first": TF's record sharding (est_input_sharding, est/run_config.h). */
   const char *input_sharding;
+  /* After the other steps, export the newest checkpoint of output_dir as a servable
+   * (est/serving.h) under export_dir (NULL: output_dir/export); alone, only that. A task
+   * without an export callback refuses it. */
+  bool do_export;
+  const char *export_dir;
 } est_task_flags;
 
 est_task_flags est_task_flags_default(void);
@@ -106,6 +111,10 @@ typedef struct est_task {
    * the files written. */
   est_status (*on_prediction)(void *self, const est_prediction *p);
   est_status (*write_predictions)(void *self, const char *output_dir);
+  /* --do_export (optional): writes a new servable version of output_dir's newest checkpoint
+   * under export_dir (NULL: output_dir/export); on the chief only. It checks the flags it
+   * needs itself: export alone runs nothing else. */
+  est_status (*export)(void *self, const est_task_flags *f);
 } est_task;
 
 /* est_task_flags_validate with the task's message, the task's validate, the shared files

@@ -14,6 +14,7 @@
 #include "est/classifier_features.h"
 #include "est/file.h"
 #include "est/log.h"
+#include "est/serving.h"
 #include "est/processors.h"
 #include "est/tokenizer.h"
 #include "run_classifier_internal.h"
@@ -213,6 +214,10 @@ static est_status task_write_predictions(void *self, const char *output_dir) {
                                                          t->head.num_labels);
 }
 
+static est_status task_export(void *self, const est_task_flags *f) {
+  return est_export_classifier(((classifier_task *)self)->c, f->export_dir, NULL, 0);
+}
+
 static est_status task_on_prediction(void *self, const est_prediction *p) {
   return collect_prediction(&((classifier_task *)self)->preds, p);
 }
@@ -227,7 +232,8 @@ static est_status run(const est_run_classifier_config *c, int validate_only) {
                          .prepare = task_prepare,
                          .open_input = task_open_input,
                          .on_prediction = task_on_prediction,
-                         .write_predictions = task_write_predictions};
+                         .write_predictions = task_write_predictions,
+                         .export = task_export};
   est_status st = validate_only ? est_task_validate(&task, &c->common) : est_task_run(&task, &c->common);
   free(t.preds.probs);
   est_rc_task_free(t.text);

@@ -56,7 +56,8 @@ est_status est_task_flags_validate(const est_task_flags *f, const char *do_flags
   if (f->input_sharding && strcmp(f->input_sharding, "global") && strcmp(f->input_sharding, "shard_first"))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--input_sharding=%s: must be global or shard_first",
                      f->input_sharding);
-  if (!f->do_train && !f->do_eval && !f->do_predict) return est_error(EST_ERR_INVALID_ARGUMENT, "%s", do_flags_message);
+  if (!f->do_train && !f->do_eval && !f->do_predict && !f->do_export)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s", do_flags_message);
 
   /* Values the references would only trip over later, or never. */
   const struct {
@@ -194,8 +195,21 @@ static est_status run_modes(const est_task *t, const est_task_flags *f, est_esti
   return st;
 }
 
+/* --do_export and no do_*: only the export runs, and it checks what it needs itself. */
+static int export_only(const est_task_flags *f) {
+  return f->do_export && !f->do_train && !f->do_eval && !f->do_predict;
+}
+
+static est_status check_export(const est_task *t, const est_task_flags *f) {
+  if (f->do_export && !t->export)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--do_export: %s has no servable head to export", t->name);
+  return EST_OK;
+}
+
 est_status est_task_validate(const est_task *t, const est_task_flags *f) {
-  est_status st = est_task_flags_validate(f, t->do_flags_message);
+  est_status st = check_export(t, f);
+  if (st != EST_OK || export_only(f)) return st;
+  st = est_task_flags_validate(f, t->do_flags_message);
   if (st == EST_OK && t->validate) st = t->validate(t->self, f);
   if (st == EST_OK) st = check_files(f);
   est_bert_config cfg; /* the model config and the sequence length it supports */
@@ -205,6 +219,7 @@ est_status est_task_validate(const est_task *t, const est_task_flags *f) {
 est_status est_task_run(const est_task *t, const est_task_flags *f) {
   est_status st = est_task_validate(t, f);
   if (st != EST_OK) return st;
+  if (export_only(f)) return t->export(t->self, f);
   if ((st = est_precision_apply_flag(f->precision)) != EST_OK) return st;
   est_bert_config cfg;
   if ((st = read_bert_config(f, &cfg)) != EST_OK) return st;
@@ -229,5 +244,6 @@ est_status est_task_run(const est_task *t, const est_task_flags *f) {
   st = est_estimator_create(&e, &model_fn, &rc);
   if (st == EST_OK) st = run_modes(t, f, e, m.num_train_steps);
   est_estimator_free(e);
+  if (st == EST_OK && f->do_export && est_dist_is_chief()) st = t->export(t->self, f);
   return st;
 }
