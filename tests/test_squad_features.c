@@ -317,6 +317,30 @@ static void test_unk_missing(void **state) {
   est_squad_examples_free(ex);
 }
 
+/* A context with no words: no window and no feature in prediction (the unique ids do not
+ * move); in training, the reference's orig_to_tok_index[start_position] is an IndexError. */
+static void test_empty_context(void **state) {
+  (void)state;
+  est_squad_example e = {.qas_id = "q-empty", .question_text = "why?", .doc_tokens = NULL, .num_doc_tokens = 0,
+                         .orig_answer_text = NULL, .start_position = -1, .end_position = -1};
+  est_squad_feature_config cfg = est_squad_feature_config_default();
+  est_squad_converter *c;
+  assert_int_equal(est_squad_converter_create(&c, g_tok, &cfg), EST_OK);
+  int n = 0;
+  assert_int_equal(est_squad_converter_convert(c, &e, 0, count_feature, &n), EST_OK);
+  assert_int_equal(n, 0);
+  assert_int_equal(est_squad_converter_next_unique_id(c), 1000000000);
+  est_squad_converter_free(c);
+
+  cfg.is_training = true;
+  e.orig_answer_text = "";
+  e.start_position = e.end_position = 0;
+  assert_int_equal(est_squad_converter_create(&c, g_tok, &cfg), EST_OK);
+  assert_int_equal(est_squad_converter_convert(c, &e, 0, count_feature, &n), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "question q-empty: start_position 0 is outside the 0 words"));
+  est_squad_converter_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_golden_features),
@@ -324,6 +348,7 @@ int main(void) {
     cmocka_unit_test(test_bad_settings),
     cmocka_unit_test(test_streaming),
     cmocka_unit_test(test_unk_missing),
+    cmocka_unit_test(test_empty_context),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

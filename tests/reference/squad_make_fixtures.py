@@ -97,7 +97,8 @@ def windows_v2():
     the first and last word, in the middle of several overlapping windows, across windows,
     inside a word split by WordPiece (the "(1895-1943)." case that _improve_answer_span
     narrows), a sub-word answer it cannot narrow ("Japan" in "Japanese"), an answer
-    repeated in its own span, unknown-word tokens, and impossible questions."""
+    repeated in its own span, unknown-word tokens, words that tokenize to nothing, and
+    impossible questions."""
     p1 = ("The leader was John Smith (1895-1943). He was born in a small village near the river, "
           "where his father kept a mill and his mother taught at the local school for many years. "
           "The Japanese electronics industry is the largest in the world, said a report in 1999. "
@@ -105,7 +106,7 @@ def windows_v2():
           "and opened a bakery called Smith & Sons that sold bread, bread rolls and cakes.")
     p2 = ("Zzyzxq qwxvé unbelievably antidisestablishmentarianism and pneumonoultramicroscopic "
           "words make WordPiece split a lot: tokenization, reorganization, internationalization. "
-          "Short end.")
+          "Short \u200b end \u00ad.")
     return {"version": "v2.0", "data": [
         {"title": "Windows", "paragraphs": [
             {"context": p1, "qas": [
@@ -127,6 +128,11 @@ def windows_v2():
                 qa("w10-split", "What does WordPiece split?", [ans(p2, "internationalization.")],
                    is_impossible=False),
                 qa("w11-impossible", "Why?", [], is_impossible=True),
+                # U+200B and U+00AD are words of the context (not split on) that tokenize
+                # to nothing: an answer starting on one, and answers that are only one.
+                qa("w12-zero-width-start", "How does it end?", [ans(p2, "\u200b end")], is_impossible=False),
+                qa("w13-zero-width-only", "What is invisible?", [ans(p2, "\u200b")], is_impossible=False),
+                qa("w14-soft-hyphen-last", "What is last?", [ans(p2, "\u00ad.")], is_impossible=False),
             ]},
         ]},
     ]}
