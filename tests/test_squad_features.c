@@ -9,7 +9,8 @@
  * 64/16/12 and 32/24/6 (tests/reference/README.md). For each run this test converts the same
  * examples and compares every feature field, and each serialized tf.train.Example byte for
  * byte with what the writer wrote (deterministic protobuf serialization, docs/squad.md
- * §7.4); then the same through the file writer, read back record by record. */
+ * §7.4), and for three runs the INFO lines logged for the first 20 examples; then the same
+ * through the file writer, read back record by record. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/log.h"
 #include "est/squad.h"
 #include "est/tfrecord.h"
 #include "est/tokenizer.h"
@@ -156,11 +158,35 @@ static est_status check_feature(void *vctx, const est_squad_feature *f) {
   return EST_OK;
 }
 
+/* The INFO messages logged while converting, checked line by line against the reference's
+ * tf.logging.info lines (each est line is "I<mmdd> <hh:mm:ss.mmm> message"). */
+static void check_log(const char *log, const json_t *want, const char *where) {
+  size_t k = 0;
+  for (const char *p = log; p && *p;) {
+    const char *end = strchr(p, '\n');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (p[0] == 'I') {
+      const char *msg = memchr(p, ' ', len);
+      msg = msg ? memchr(msg + 1, ' ', len - (size_t)(msg + 1 - p)) : NULL;
+      assert_non_null(msg);
+      msg++;
+      size_t mlen = len - (size_t)(msg - p);
+      if (k >= json_array_size(want)) fail_msg("%s: log line %zu past the reference's %zu", where, k, json_array_size(want));
+      const char *w = json_string_value(json_array_get(want, k));
+      if (strlen(w) != mlen || memcmp(w, msg, mlen))
+        fail_msg("%s: log line %zu is '%.*s', the reference logged '%s'", where, k, (int)mlen, msg, w);
+      k++;
+    }
+    p = end ? end + 1 : NULL;
+  }
+  if (k != json_array_size(want)) fail_msg("%s: %zu log lines, the reference logged %zu", where, k, json_array_size(want));
+}
+
 static void test_golden_features(void **state) {
   (void)state;
   const json_t *runs = json_object_get(g_golden, "runs");
   assert_true(json_array_size(runs) >= 20);
-  size_t total = 0, windows = 0, answered = 0;
+  size_t total = 0, windows = 0, answered = 0, logged = 0;
   for (size_t r = 0; r < json_array_size(runs); r++) {
     const json_t *run = json_array_get(runs, r);
     assert_null(json_object_get(run, "error"));
@@ -169,8 +195,25 @@ static void test_golden_features(void **state) {
     snprintf(c.where, sizeof c.where, "%s %s %d/%d/%d", json_string_value(json_object_get(run, "fixture")),
              json_string_value(json_object_get(run, "mode")), c.cfg.max_seq_length, c.cfg.doc_stride,
              c.cfg.max_query_length);
-    if (est_squad_convert_examples(ex, g_tok, &c.cfg, check_feature, &c) != EST_OK)
-      fail_msg("%s: %s", c.where, est_error_message());
+    const json_t *want_log = json_object_get(run, "log");
+    char *log = NULL;
+    size_t log_size = 0;
+    FILE *stream = NULL;
+    if (want_log) {
+      stream = open_memstream(&log, &log_size);
+      assert_non_null(stream);
+      est_log_set_stream(stream);
+      est_log_set_level(EST_LOG_INFO);
+    }
+    est_status st = est_squad_convert_examples(ex, g_tok, &c.cfg, check_feature, &c);
+    if (want_log) {
+      est_log_set_stream(stderr);
+      fclose(stream);
+      check_log(log, want_log, c.where);
+      free(log);
+      logged++;
+    }
+    if (st != EST_OK) fail_msg("%s: %s", c.where, est_error_message());
     if (c.next != json_array_size(c.features))
       fail_msg("%s: %zu features, golden %zu", c.where, c.next, json_array_size(c.features));
     for (size_t i = 0; i < c.next; i++) {
@@ -185,6 +228,7 @@ static void test_golden_features(void **state) {
   assert_true(total > 400);
   assert_true(windows > 100);
   assert_true(answered > 50);
+  assert_int_equal(logged, 3);
 }
 
 /* FeatureWriter: the file holds exactly the reference's records, in order. */

@@ -17,11 +17,13 @@
  *
  * Tokens are compared as vocab ids: distinct token strings have distinct ids, and no token
  * holds a space, so comparing id runs is comparing the reference's " ".join()ed strings. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "est/example.h"
+#include "est/log.h"
 #include "est/squad.h"
 #include "est/tfrecord.h"
 
@@ -173,6 +175,96 @@ static bool is_max_context(const est_squad_converter *c, size_t cur, int64_t pos
   return have && best_index == cur;
 }
 
+/* ---- the reference's log of the first 20 examples' features ------------------------ */
+
+/* A growable line for one log message; logging is best effort (out of memory: no line). */
+typedef struct line {
+  char *s;
+  size_t n, cap;
+  bool failed;
+} line;
+
+static void line_add(line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line_add(line *l, const char *fmt, ...) {
+  if (l->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(l->s ? l->s + l->n : NULL, l->s ? l->cap - l->n : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) {
+      l->failed = true;
+      return;
+    }
+    if (l->s && l->n + (size_t)k < l->cap) {
+      l->n += (size_t)k;
+      return;
+    }
+    size_t cap = l->cap ? l->cap : 256;
+    while (cap <= l->n + (size_t)k) cap *= 2;
+    char *p = realloc(l->s, cap);
+    if (!p) {
+      l->failed = true;
+      return;
+    }
+    l->s = p;
+    l->cap = cap;
+  }
+}
+
+static void log_line(line *l) {
+  if (!l->failed && l->s) EST_LOG_INFO("%s", l->s);
+  l->n = 0;
+  if (l->s) l->s[0] = 0;
+}
+
+/* The token strings of positions [from, to) joined by spaces. */
+static void line_tokens(line *l, const est_vocab *v, const int32_t *ids, int64_t from, int64_t to) {
+  for (int64_t i = from; i < to; i++) line_add(l, i > from ? " %s" : "%s", est_vocab_token(v, ids[i]));
+}
+
+static void line_ints(line *l, const char *name, const int32_t *v, size_t n) {
+  line_add(l, "%s: ", name);
+  for (size_t i = 0; i < n; i++) line_add(l, i ? " %d" : "%d", v[i]);
+  log_line(l);
+}
+
+/* What convert_examples_to_features logs (tf.logging.info) for each feature of the first
+ * 20 examples, line for line. */
+static void log_feature(const est_squad_converter *c, const est_squad_feature *f, bool training) {
+  const est_vocab *v = est_tokenizer_vocab(c->tok);
+  const size_t S = (size_t)c->cfg.max_seq_length;
+  line l = {0};
+  EST_LOG_INFO("*** Example ***");
+  EST_LOG_INFO("unique_id: %lld", (long long)f->unique_id);
+  EST_LOG_INFO("example_index: %zu", f->example_index);
+  EST_LOG_INFO("doc_span_index: %d", f->doc_span_index);
+  line_add(&l, "tokens: ");
+  line_tokens(&l, v, f->input_ids, 0, f->num_tokens);
+  log_line(&l);
+  line_add(&l, "token_to_orig_map: ");
+  for (int i = 0; i < f->doc_length; i++)
+    line_add(&l, i ? " %d:%d" : "%d:%d", f->doc_offset + i, f->token_to_orig_map[f->doc_offset + i]);
+  log_line(&l);
+  line_add(&l, "token_is_max_context: ");
+  for (int i = 0; i < f->doc_length; i++)
+    line_add(&l, i ? " %d:%s" : "%d:%s", f->doc_offset + i,
+             f->token_is_max_context[f->doc_offset + i] ? "True" : "False");
+  log_line(&l);
+  line_ints(&l, "input_ids", f->input_ids, S);
+  line_ints(&l, "input_mask", f->input_mask, S);
+  line_ints(&l, "segment_ids", f->segment_ids, S);
+  if (training && f->is_impossible) EST_LOG_INFO("impossible example");
+  if (training && !f->is_impossible) {
+    EST_LOG_INFO("start_position: %lld", (long long)f->start_position);
+    EST_LOG_INFO("end_position: %lld", (long long)f->end_position);
+    line_add(&l, "answer: ");  /* tokens[start:end + 1]: empty when end < start */
+    line_tokens(&l, v, f->input_ids, f->start_position, f->end_position + 1);
+    log_line(&l);
+  }
+  free(l.s);
+}
+
 est_status est_squad_converter_convert(est_squad_converter *c, const est_squad_example *ex,
                                        size_t example_index, est_squad_feature_fn fn, void *ctx) {
   const est_squad_feature_config *cfg = &c->cfg;
@@ -284,6 +376,7 @@ est_status est_squad_converter_convert(est_squad_converter *c, const est_squad_e
         f.end_position = tok_end - dstart + doc_offset;
       }
     }
+    if (example_index < 20) log_feature(c, &f, cfg->is_training);
     if ((st = fn(ctx, &f)) != EST_OK) return st;
     c->next_unique_id++;
   }

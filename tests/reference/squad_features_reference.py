@@ -13,7 +13,8 @@ tf.train.Example the writer wrote, as hex; input_ids, input_mask and segment_ids
 that record, which holds them) or the exception the reference raised.
 
 Stand-ins, for what run_squad.py imports and these functions touch:
-- a module `tensorflow` with tf.flags, tf.gfile, tf.logging (info is dropped) and
+- a module `tensorflow` with tf.flags, tf.gfile, tf.logging (info lines recorded, and kept
+  in the golden as "log" for the runs of LOG_RUNS) and
   tf.train.Optimizer as squad_read_reference.py has them;
 - tf.train.Example / Features / Feature / Int64List whose SerializeToString() writes the
   protobuf wire format of TF's example.proto as TF's C++ protobuf does with deterministic
@@ -140,6 +141,8 @@ MODES = [("train_v1", True, False), ("train_v2", True, True), ("predict", False,
 # (max_seq_length, doc_stride, max_query_length): several windows per paragraph, short
 # windows and a stride larger than a window's doc part.
 SETTINGS = [(64, 16, 12), (32, 24, 6)]
+# Runs whose tf.logging.info lines (the features of the first 20 examples) the golden keeps.
+LOG_RUNS = [("windows_v2.json", "train_v2", 32), ("windows_v1.json", "predict", 32), ("edge_v2.json", "train_v2", 32)]
 
 
 def doc_offset(f):
@@ -155,7 +158,8 @@ def main():
     bert_dir, data_dir = sys.argv[1], sys.argv[2]
     warnings = []
     tf = _make_tensorflow(warnings)
-    tf.logging.info = lambda *a, **k: None
+    infos = []
+    tf.logging.info = lambda msg, *args: infos.append(msg % args if args else msg)
     tf.train.Example, tf.train.Features, tf.train.Feature, tf.train.Int64List = Example, Features, Feature, Int64List
     tf.python_io = types.SimpleNamespace(TFRecordWriter=TFRecordWriter)
     sys.modules["tensorflow"] = tf
@@ -178,6 +182,7 @@ def main():
                 except Exception as exc:  # a fixture this mode refuses: tests/test_squad_read.c has it
                     continue
                 features = []
+                del infos[:]
                 del TFRecordWriter.records[:]
                 writer = run_squad.FeatureWriter(filename=out_file, is_training=is_training)
 
@@ -202,6 +207,8 @@ def main():
                     "start_position": f.start_position, "end_position": f.end_position,
                     "is_impossible": f.is_impossible, "record": rec.hex(),
                 } for f, rec in zip(features, TFRecordWriter.records)]
+                if (name, mode, max_seq_length) in LOG_RUNS:
+                    run["log"] = list(infos)
                 runs.append(run)
     json.dump({"generator": "tests/reference/squad_features_reference.py", "python": sys.version.split()[0],
                "runs": runs}, sys.stdout, ensure_ascii=True, separators=(",", ":"))
