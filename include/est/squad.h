@@ -34,7 +34,10 @@
  * context split on " ", "\t", "\r", "\n" and U+202F only; answer_start counted in code
  * points (Python characters); a training answer whose text cannot be found again in its
  * words logged ("Could not find answer: ...") and skipped. Scoring (§3, §4) is
- * evaluate-v1.1.py or evaluate-v2.0.py, to the last digit they print.
+ * evaluate-v1.1.py or evaluate-v2.0.py, to the last digit they print. Features (§7) are
+ * convert_examples_to_features and FeatureWriter: windows of the tokenized context, every
+ * field and record as the reference's, one example at a time through a callback, with its
+ * INFO log of the first 20 examples.
  */
 #ifndef EST_SQUAD_H
 #define EST_SQUAD_H
