@@ -9,6 +9,16 @@
  *       printf("%s: words %lld..%lld of %zu\n", e->qas_id, (long long)e->start_position,
  *              (long long)e->end_position, e->num_doc_tokens);
  *     }
+ *
+ *     est_tokenizer *tok;                              // features (docs/squad.md §7)
+ *     est_tokenizer_open(&tok, "vocab.txt", true);
+ *     est_squad_feature_config fc = est_squad_feature_config_default();
+ *     fc.is_training = true;                           // 384 / 128 / 64
+ *     est_squad_feature_writer *w;
+ *     est_squad_feature_writer_open(&w, "train.tf_record", fc.max_seq_length, true);
+ *     if (est_squad_convert_examples(ex, tok, &fc, est_squad_feature_writer_write, w) != EST_OK)
+ *       die(est_error_message());
+ *     est_squad_feature_writer_close(w); est_tokenizer_free(tok);
  *     est_squad_examples_free(ex);
  *
  *     est_squad_eval_config c = est_squad_eval_config_default();
@@ -24,7 +34,10 @@
  * context split on " ", "\t", "\r", "\n" and U+202F only; answer_start counted in code
  * points (Python characters); a training answer whose text cannot be found again in its
  * words logged ("Could not find answer: ...") and skipped. Scoring (§3, §4) is
- * evaluate-v1.1.py or evaluate-v2.0.py, to the last digit they print.
+ * evaluate-v1.1.py or evaluate-v2.0.py, to the last digit they print. Features (§7) are
+ * convert_examples_to_features and FeatureWriter: windows of the tokenized context, every
+ * field and record as the reference's, one example at a time through a callback, with its
+ * INFO log of the first 20 examples.
  */
 #ifndef EST_SQUAD_H
 #define EST_SQUAD_H
@@ -34,6 +47,7 @@
 #include <stdint.h>
 
 #include "est/status.h"
+#include "est/tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -81,6 +95,95 @@ est_status est_squad_read_examples(const char *path, bool is_training, bool vers
 est_status est_squad_read_examples_buffer(const char *data, size_t size, const char *name, bool is_training,
                                           bool version_2_with_negative, est_squad_examples **out);
 void est_squad_examples_free(est_squad_examples *ex);
+
+/* ---- features: run_squad.py convert_examples_to_features + FeatureWriter ------------ */
+
+/* The window settings (run_squad.py's flags of the same names). */
+typedef struct est_squad_feature_config {
+  int max_seq_length;            /* 384: [CLS] query [SEP] window [SEP] + zero padding */
+  int doc_stride;                /* 128: tokens between the starts of two windows (at most) */
+  int max_query_length;          /* 64: question tokens kept (the first ones) */
+  bool is_training;              /* positions and is_impossible are filled and written */
+} est_squad_feature_config;
+
+est_squad_feature_config est_squad_feature_config_default(void);
+
+/* One window of one example (run_squad.py's InputFeatures). Every array has max_seq_length
+ * elements and belongs to the converter: valid during the callback only; copy what the
+ * prediction step will need (docs/squad.md §7.5). */
+typedef struct est_squad_feature {
+  int64_t unique_id;             /* 1000000000, 1000000001, ... over the whole conversion */
+  size_t example_index;          /* the example's index in est_squad_examples */
+  int doc_span_index;            /* 0-based window number within the example */
+  int num_tokens;                /* real tokens; input_mask is 1 exactly on [0, num_tokens) */
+  const int32_t *input_ids;      /* vocab ids of tokens (est_vocab_token gives the tokens) */
+  const int32_t *input_mask;
+  const int32_t *segment_ids;    /* 0 for [CLS] query [SEP], 1 for window [SEP], 0 padding */
+  /* The window: positions doc_offset .. doc_offset + doc_length - 1 of the feature are
+   * document tokens (doc_offset = len(query) + 2). token_to_orig_map and
+   * token_is_max_context are the reference's dicts over those positions: the word index
+   * (into est_squad_example.doc_tokens) a token came from, and whether this window gives
+   * the token its most context (_check_is_max_context). Outside the window: -1 and 0. */
+  int doc_offset, doc_length;
+  const int32_t *token_to_orig_map;
+  const uint8_t *token_is_max_context;
+  /* Training: the answer's first and last position in this feature, or 0, 0 when the
+   * window does not hold the whole answer or the question is impossible. Prediction: -1
+   * (the reference's None). */
+  int64_t start_position, end_position;
+  bool is_impossible;
+} est_squad_feature;
+
+/* Called once per feature, in the reference's order; anything but EST_OK stops the
+ * conversion and is returned (with its message). */
+typedef est_status (*est_squad_feature_fn)(void *ctx, const est_squad_feature *f);
+
+/* The state of one conversion: the tokenizer, the settings, the next unique_id and scratch
+ * rows. Converting one example at a time keeps memory at one example's tokens and one
+ * feature, whatever the file's size. The tokenizer is borrowed (and used: not thread-safe). */
+typedef struct est_squad_converter est_squad_converter;
+
+/* INVALID_ARGUMENT for settings the reference cannot run with: max_seq_length <=
+ * max_query_length + 3 (validate_flags_or_throw), doc_stride < 1 or max_query_length < 0
+ * (its window loop would not end), a vocab without [CLS] or [SEP]. */
+est_status est_squad_converter_create(est_squad_converter **out, est_tokenizer *tok,
+                                      const est_squad_feature_config *cfg);
+/* The features of one example, handed to fn. example_index is what the features carry
+ * (the example's place in the sequence being converted). Errors name the question id:
+ * a token "[UNK]" the vocab lacks (the reference's KeyError), a training example whose
+ * positions fall outside its words (IndexError). */
+est_status est_squad_converter_convert(est_squad_converter *c, const est_squad_example *ex,
+                                       size_t example_index, est_squad_feature_fn fn, void *ctx);
+/* The unique_id the next feature will get. */
+int64_t est_squad_converter_next_unique_id(const est_squad_converter *c);
+void est_squad_converter_free(est_squad_converter *c);
+
+/* convert_examples_to_features(examples, tokenizer, ...) with output_fn = fn: every example
+ * in order, example_index = its index. */
+est_status est_squad_convert_examples(const est_squad_examples *examples, est_tokenizer *tok,
+                                      const est_squad_feature_config *cfg, est_squad_feature_fn fn,
+                                      void *ctx);
+
+/* FeatureWriter.process_feature's tf.train.Example: int64 lists unique_ids [1], input_ids,
+ * input_mask, segment_ids [max_seq_length] and, training, start_positions, end_positions,
+ * is_impossible [1], serialized deterministically (map keys sorted, docs/squad.md §7.4).
+ * *out is malloc'ed. */
+est_status est_squad_feature_serialize(const est_squad_feature *f, int max_seq_length, bool is_training,
+                                       uint8_t **out, size_t *size);
+
+/* FeatureWriter: one TFRecord file of those Examples, written atomically on close. */
+typedef struct est_squad_feature_writer est_squad_feature_writer;
+
+est_status est_squad_feature_writer_open(est_squad_feature_writer **out, const char *path,
+                                         int max_seq_length, bool is_training);
+/* process_feature. Also usable directly as an est_squad_feature_fn with ctx = the writer. */
+est_status est_squad_feature_writer_write(void *writer, const est_squad_feature *f);
+/* Features written so far (num_features). */
+int64_t est_squad_feature_writer_count(const est_squad_feature_writer *w);
+/* Flush, fsync, rename; frees w whatever the result. */
+est_status est_squad_feature_writer_close(est_squad_feature_writer *w);
+/* Discards the file; frees w. NULL is fine. */
+void est_squad_feature_writer_abort(est_squad_feature_writer *w);
 
 /* ---- scoring: evaluate-v1.1.py and evaluate-v2.0.py ------------------------------- */
 

@@ -92,6 +92,62 @@ def edge_v2():
     ]}
 
 
+def windows_v2():
+    """Long paragraphs for the doc-span windows of convert_examples_to_features: answers at
+    the first and last word, in the middle of several overlapping windows, across windows,
+    inside a word split by WordPiece (the "(1895-1943)." case that _improve_answer_span
+    narrows), a sub-word answer it cannot narrow ("Japan" in "Japanese"), an answer
+    repeated in its own span, unknown-word tokens, words that tokenize to nothing, and
+    impossible questions."""
+    p1 = ("The leader was John Smith (1895-1943). He was born in a small village near the river, "
+          "where his father kept a mill and his mother taught at the local school for many years. "
+          "The Japanese electronics industry is the largest in the world, said a report in 1999. "
+          "Later the mill burned down; the family moved to the city of Springfield, Illinois, "
+          "and opened a bakery called Smith & Sons that sold bread, bread rolls and cakes.")
+    p2 = ("Zzyzxq qwxvé unbelievably antidisestablishmentarianism and pneumonoultramicroscopic "
+          "words make WordPiece split a lot: tokenization, reorganization, internationalization. "
+          "Short \u200b end \u00ad.")
+    return {"version": "v2.0", "data": [
+        {"title": "Windows", "paragraphs": [
+            {"context": p1, "qas": [
+                qa("w1-first", "Who was the leader?", [ans(p1, "The leader")], is_impossible=False),
+                qa("w2-improve", "What year was John Smith born?", [ans(p1, "1895")], is_impossible=False),
+                qa("w3-subword", "What country is the top exporter of electronics?", [ans(p1, "Japan")],
+                   is_impossible=False),
+                qa("w4-middle", "What did his father keep?", [ans(p1, "a mill")], is_impossible=False),
+                qa("w5-long", "Where did the family move, and what did they open there?",
+                   [ans(p1, "the city of Springfield, Illinois, and opened a bakery")], is_impossible=False),
+                qa("w6-last", "What else did the bakery sell besides bread and bread rolls, a question "
+                   "whose many words are cut at max_query_length?", [ans(p1, "cakes.")], is_impossible=False),
+                qa("w7-repeat", "What did they sell?", [ans(p1, "bread", nth=1)], is_impossible=False),
+                qa("w8-impossible", "When did the bakery close?", [],
+                   plausible_answers=[ans(p1, "1999")], is_impossible=True),
+            ]},
+            {"context": p2, "qas": [
+                qa("w9-unk", "Which words?", [ans(p2, "qwxvé unbelievably")], is_impossible=False),
+                qa("w10-split", "What does WordPiece split?", [ans(p2, "internationalization.")],
+                   is_impossible=False),
+                qa("w11-impossible", "Why?", [], is_impossible=True),
+                # U+200B and U+00AD are words of the context (not split on) that tokenize
+                # to nothing: an answer starting on one, and answers that are only one.
+                qa("w12-zero-width-start", "How does it end?", [ans(p2, "\u200b end")], is_impossible=False),
+                qa("w13-zero-width-only", "What is invisible?", [ans(p2, "\u200b")], is_impossible=False),
+                qa("w14-soft-hyphen-last", "What is last?", [ans(p2, "\u00ad.")], is_impossible=False),
+            ]},
+        ]},
+    ]}
+
+
+def windows_v1():
+    """windows_v2 as SQuAD 1.1: the possible questions only, without is_impossible."""
+    data = windows_v2()
+    data["version"] = "1.1"
+    for para in data["data"][0]["paragraphs"]:
+        para["qas"] = [dict((k, v) for k, v in q.items() if k != "is_impossible")
+                       for q in para["qas"] if not q["is_impossible"]]
+    return data
+
+
 def one_question(context, answers, **extra):
     return {"version": "1.1", "data": [{"title": "t", "paragraphs": [
         {"context": context, "qas": [qa("q-bad", "Why?", answers, **extra)]}]}]}
@@ -187,6 +243,8 @@ def main():
         "edge_v1.json": (edge_v1(), False),
         "edge_v1_escaped.json": (edge_v1(), True),
         "edge_v2.json": (edge_v2(), False),
+        "windows_v1.json": (windows_v1(), False),
+        "windows_v2.json": (windows_v2(), False),
         "err_two_answers.json": (one_question("One two three.", [
             {"answer_start": 0, "text": "One"}, {"answer_start": 4, "text": "two"}]), False),
         "err_offset_past_end.json": (one_question("One two.", [{"answer_start": 8, "text": "x"}]), False),
