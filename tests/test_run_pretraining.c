@@ -165,7 +165,7 @@ static void copy_checkpoint(const char *to, int hf_names, const char *skip) {
 static void test_init_checkpoint_that_misses_the_encoder(void **state) {
   (void)state;
   char records[512], hf[512], nopool[512], out[512];
-  snprintf(records, sizeof records, "%s/jack3.tfrecord", test_tmpdir);
+  snprintf(records, sizeof records, "%s/jack_init.tfrecord", test_tmpdir);
   snprintf(hf, sizeof hf, "%s/hf_names.ckpt", test_tmpdir);
   snprintf(nopool, sizeof nopool, "%s/no_pooler.ckpt", test_tmpdir);
   make_jack_records(records);

@@ -60,7 +60,7 @@ int est_cmd_run_classifier(int argc, char **argv) {
   for (size_t i = 0; i < 3; i++) flags[n++] = task_flags[i];
   n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT | EST_CLI_TASK_EXPORT);
   for (size_t i = 3; i < NTASK; i++) flags[n++] = task_flags[i];
-  int rc = est_cli_task_parse("run_classifier", usage, flags, n, argc, argv);
+  int rc = est_cli_task_parse("run_classifier", usage, &c->common, flags, n, argc, argv);
   if (rc >= 0) return rc;
   if (est_run_classifier_validate(c) != EST_OK) {
     fprintf(stderr, "est run_classifier: %s\n", est_error_message());

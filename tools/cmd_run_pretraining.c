@@ -39,7 +39,7 @@ int est_cmd_run_pretraining(int argc, char **argv) {
                     "[est] Seed for initialisation, dropout and shuffling; 0 (the default) = draw one from the "
                     "clock and record it in the checkpoint.");
   for (size_t i = 0; i < NTASK; i++) flags[n++] = task_flags[i];
-  int rc = est_cli_task_parse("run_pretraining", usage, flags, n, argc, argv);
+  int rc = est_cli_task_parse("run_pretraining", usage, &c.common, flags, n, argc, argv);
   if (rc >= 0) return rc;
   if (est_run_pretraining_validate(&c) != EST_OK) {
     fprintf(stderr, "est run_pretraining: %s\n", est_error_message());

@@ -90,12 +90,22 @@ void est_cli_flag_help(est_flag *flags, size_t n, const char *name, const char *
     if (!strcmp(flags[i].name, name)) flags[i].help = help;
 }
 
-int est_cli_task_parse(const char *cmd, const char *usage, est_flag *flags, size_t n, int argc, char **argv) {
+/* The TPU flags of the group: bound to these fields of f. */
+static int is_tpu_flag(const est_task_flags *f, const void *value) {
+  const void *const tpu[] = {&f->iterations_per_loop, &f->use_tpu,   &f->tpu_name,     &f->tpu_zone,
+                             &f->gcp_project,         &f->master,    &f->num_tpu_cores};
+  for (size_t i = 0; i < sizeof tpu / sizeof *tpu; i++)
+    if (value == tpu[i]) return 1;
+  return 0;
+}
+
+int est_cli_task_parse(const char *cmd, const char *usage, const est_task_flags *f, est_flag *flags, size_t n,
+                       int argc, char **argv) {
   int rc = est_cli_parse(cmd, usage, flags, (int)n, argc, argv, NULL, NULL, 0, 0);
   if (rc >= 0) return rc;
   /* TPU-only flags change nothing here; say so instead of failing a copied command line. */
   for (size_t i = 0; i < n; i++)
-    if (flags[i].is_set && flags[i].help && strstr(flags[i].help, TPU_IGNORED))
+    if (flags[i].is_set && is_tpu_flag(f, flags[i].value))
       EST_LOG_INFO("note: --%s is a TPU flag; est runs on the CPU and ignores it", flags[i].name);
   return -1;
 }

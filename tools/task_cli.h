@@ -20,8 +20,9 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups);
 void est_cli_flag_help(est_flag *flags, size_t n, const char *name, const char *help);
 /* Parses argv (argv[0] is the command's name); prints --help. Returns -1 to go on, else the
  * exit code (0 after --help, 2 on a usage error, with the message on stderr). Logs one note
- * per TPU flag given: accepted and ignored. */
-int est_cli_task_parse(const char *cmd, const char *usage, est_flag *flags, size_t n, int argc, char **argv);
+ * per TPU flag of f's group (known by the field it is bound to) given: accepted and ignored. */
+int est_cli_task_parse(const char *cmd, const char *usage, const est_task_flags *f, est_flag *flags, size_t n,
+                       int argc, char **argv);
 /* Starts MPI when under mpirun, installs the stop handlers, runs run(ctx) and returns the
  * exit code: 0, 1 (error on stderr, the other ranks aborted) or 128 + signal after a
  * requested stop (commands.h). */

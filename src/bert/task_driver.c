@@ -107,7 +107,6 @@ static est_status check_files(const est_task_flags *f) {
   return EST_OK;
 }
 
-static est_status read_bert_config(const est_task_flags *f, est_bert_config *cfg);
 
 /* ---- main() ------------------------------------------------------------------------------- */
 
@@ -206,23 +205,28 @@ static est_status check_export(const est_task *t, const est_task_flags *f) {
   return EST_OK;
 }
 
-est_status est_task_validate(const est_task *t, const est_task_flags *f) {
+/* Every check, in the order est_task_validate documents; *cfg gets the model config (not
+ * read for an export alone). */
+static est_status validate(const est_task *t, const est_task_flags *f, est_bert_config *cfg) {
   est_status st = check_export(t, f);
   if (st != EST_OK || export_only(f)) return st;
   st = est_task_flags_validate(f, t->do_flags_message);
   if (st == EST_OK && t->validate) st = t->validate(t->self, f);
   if (st == EST_OK) st = check_files(f);
-  est_bert_config cfg; /* the model config and the sequence length it supports */
-  return st == EST_OK ? read_bert_config(f, &cfg) : st;
+  return st == EST_OK ? read_bert_config(f, cfg) : st; /* and the sequence length it supports */
+}
+
+est_status est_task_validate(const est_task *t, const est_task_flags *f) {
+  est_bert_config cfg;
+  return validate(t, f, &cfg);
 }
 
 est_status est_task_run(const est_task *t, const est_task_flags *f) {
-  est_status st = est_task_validate(t, f);
+  est_bert_config cfg;
+  est_status st = validate(t, f, &cfg);
   if (st != EST_OK) return st;
   if (export_only(f)) return t->export(t->self, f);
   if ((st = est_precision_apply_flag(f->precision)) != EST_OK) return st;
-  est_bert_config cfg;
-  if ((st = read_bert_config(f, &cfg)) != EST_OK) return st;
   est_task_model m = {0};
   if ((st = t->prepare(t->self, f, &cfg, &m)) != EST_OK) return st;
   if ((st = est_mkdirs(f->output_dir)) != EST_OK) return st;
