@@ -37,13 +37,13 @@ int main(int argc, char **argv) {
   for (int round = 0; round < 3; round++)
     for (int p = 0; p < 2; p++) {
       est_precision want = p ? EST_PRECISION_BF16 : EST_PRECISION_FP32;
-      if (est_set_precision(want) != want) continue; /* no bf16 on this CPU: fp32 rows only */
+      if (est_precision_resolve(want) != want) continue; /* no bf16 on this CPU: fp32 rows only */
       double fwd = 1e30, bwd = 1e30;
       for (int r = 0; r < 10; r++) {
         double t0 = now();
-        est_attention_forward(ctx, probs, mask, scratch, q, k, v, NULL, B, S, N, Dh, drop, 1, 0, 0);
+        est_attention_forward(ctx, probs, mask, scratch, q, k, v, NULL, B, S, N, Dh, drop, 1, 0, 0, want);
         double t1 = now();
-        est_attention_backward(dq, dk, dv, scratch, dctx, q, k, v, probs, mask, B, S, N, Dh, drop);
+        est_attention_backward(dq, dk, dv, scratch, dctx, q, k, v, probs, mask, B, S, N, Dh, drop, want);
         double t2 = now();
         if (t1 - t0 < fwd) fwd = t1 - t0;
         if (t2 - t1 < bwd) bwd = t2 - t1;

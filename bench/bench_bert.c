@@ -53,6 +53,7 @@ static int usage(void) {
 int main(int argc, char **argv) {
   const char *model = "tiny", *mode = "train";
   int batch = 32, seq = 128, iters = 0, warmup = 1, threads = 2, recompute = 0;
+  est_precision precision = EST_PRECISION_FP32;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--help")) return usage() == 2 ? 0 : 1;
     if (i + 1 >= argc) return usage();
@@ -65,8 +66,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--recompute")) recompute = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--precision")) {
-      est_precision p;
-      if (est_precision_parse(argv[++i], &p) || est_set_precision(p) != p) return usage();
+      if (est_precision_parse(argv[++i], &precision) || est_precision_resolve(precision) != precision) return usage();
     } else if (!strcmp(argv[i], "--gemm")) { /* the kernel choice (nn/kernel_choice.h), as EST_KERNEL */
       est_kernel k;
       if (est_kernel_parse(argv[++i], &k)) return usage();
@@ -96,6 +96,7 @@ int main(int argc, char **argv) {
   est_bert_classifier *m;
   CHECK(est_vars_create(&vs));
   CHECK(est_bert_classifier_create(&m, &cfg, 2, vs));
+  est_bert_classifier_set_precision(m, precision);
   CHECK(est_vars_finalize(vs, 1));
   est_bert_encoder_set_recompute(est_bert_classifier_encoder(m), recompute);
   /* Inference reserves what est serve and est predict reserve: forward-only activations. */

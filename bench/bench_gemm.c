@@ -29,17 +29,16 @@ static double now(void) {
 /* Best GFLOP/s of 5 runs of C[M,N] (+)= op(A) op(B), K inner. */
 static double run(est_precision p, est_kernel g, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
                   float *A, float *B, float *C) {
-  est_set_precision(p);
+  p = est_precision_resolve(p);
   est_kernel_set(g); /* refused without AVX-512F (own): auto, i.e. OpenBLAS, as main says */
   double best = 1e30;
   for (int r = 0; r < 5; r++) {
     double t0 = now();
     est_sgemm_parallel(ta, tb, M, N, K, 1.0f, A, ta == CblasNoTrans ? K : M, B, tb == CblasNoTrans ? N : K, 1.0f, C,
-                       N);
+                       N, p);
     double t = now() - t0;
     if (t < best) best = t;
   }
-  est_set_precision(EST_PRECISION_FP32);
   est_kernel_set(EST_KERNEL_AUTO);
   return 2.0 * M * N * K / best * 1e-9;
 }

@@ -71,6 +71,7 @@ static void check_config(const char *name) {
   est_bert_classifier *m;
   assert_int_equal(est_vars_create(&vs), EST_OK);
   assert_int_equal(est_bert_classifier_create(&m, &cfg, g.num_labels, vs), EST_OK);
+  assert_int_equal(est_bert_classifier_set_precision(m, EST_PRECISION_BF16), EST_PRECISION_BF16);
   assert_int_equal(est_vars_finalize(vs, 1), EST_OK);
   char key[400];
   for (size_t i = 0; i < est_vars_count(vs); i++) {
@@ -136,20 +137,20 @@ static void check_config(const char *name) {
 
 static int setup(void **state) {
   (void)state;
-  if (est_set_precision(EST_PRECISION_BF16) != EST_PRECISION_BF16)
+  if (est_precision_resolve(EST_PRECISION_BF16) != EST_PRECISION_BF16)
     printf("no AVX512-BF16 on this CPU: bf16 runs fp32 here, nothing to check\n");
   return 0;
 }
 
 static void test_bf16_golden_h64_l2_s16(void **state) {
   (void)state;
-  if (est_get_precision() != EST_PRECISION_BF16) skip();
+  if (est_precision_resolve(EST_PRECISION_BF16) != EST_PRECISION_BF16) skip();
   check_config("h64_l2_s16");
 }
 
 static void test_bf16_golden_h36_l2_s40_c3(void **state) {
   (void)state;
-  if (est_get_precision() != EST_PRECISION_BF16) skip();
+  if (est_precision_resolve(EST_PRECISION_BF16) != EST_PRECISION_BF16) skip();
   check_config("h36_l2_s40_c3");
 }
 

@@ -39,11 +39,12 @@ typedef struct run {
   est_optimizer *opt;
 } run;
 
-static void run_open(run *r, int recompute) {
+static void run_open(run *r, int recompute, est_precision precision) {
   est_bert_config cfg = small_config();
   assert_int_equal(est_vars_create(&r->vs), EST_OK);
   assert_int_equal(est_bert_classifier_create(&r->m, &cfg, C, r->vs), EST_OK);
   assert_int_equal(est_vars_finalize(r->vs, 5), EST_OK);
+  assert_int_equal(est_bert_classifier_set_precision(r->m, precision), precision);
   est_bert_encoder_set_recompute(est_bert_classifier_encoder(r->m), recompute);
   assert_int_equal(est_bert_classifier_reserve(r->m, B, S), EST_OK);
   est_adam_weight_decay_config oc = est_adam_weight_decay_config_default();
@@ -77,10 +78,10 @@ static void train_step(run *r, int step, float *logits, float *loss) {
   assert_int_equal(est_optimizer_apply(r->opt, step), EST_OK);
 }
 
-static void assert_same_training(int switch_on_later) {
+static void assert_same_training(int switch_on_later, est_precision precision) {
   run keep, rc;
-  run_open(&keep, 0);
-  run_open(&rc, !switch_on_later);
+  run_open(&keep, 0, precision);
+  run_open(&rc, !switch_on_later, precision);
   const size_t n = est_vars_size(keep.vs);
   assert_int_equal(est_vars_size(rc.vs), n);
   for (int step = 0; step < STEPS; step++) {
@@ -104,24 +105,18 @@ static void assert_same_training(int switch_on_later) {
 
 static void test_recompute_is_bit_identical_fp32(void **state) {
   (void)state;
-  est_set_precision(EST_PRECISION_FP32);
-  assert_same_training(0);
+  assert_same_training(0, EST_PRECISION_FP32);
 }
 
 static void test_recompute_switched_on_between_steps(void **state) {
   (void)state;
-  est_set_precision(EST_PRECISION_FP32);
-  assert_same_training(1);
+  assert_same_training(1, EST_PRECISION_FP32);
 }
 
 static void test_recompute_is_bit_identical_bf16(void **state) {
   (void)state;
-  if (est_set_precision(EST_PRECISION_BF16) != EST_PRECISION_BF16) {
-    est_set_precision(EST_PRECISION_FP32);
-    skip();
-  }
-  assert_same_training(0);
-  est_set_precision(EST_PRECISION_FP32);
+  if (est_precision_resolve(EST_PRECISION_BF16) != EST_PRECISION_BF16) skip();
+  assert_same_training(0, EST_PRECISION_BF16);
 }
 
 int main(void) {

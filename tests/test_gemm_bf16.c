@@ -302,13 +302,13 @@ static void test_amx_epilogue_equals_separate_passes(void **state) {
   }
 }
 
-/* The GEMM layer follows the setting: bf16 results (where the CPU has it and EST_KERNEL is
- * not noavx512) equal the bf16 kernel's bit for bit for 1 and 2 threads (the layer and
- * est_sgemm_bf16 ask the same kernel choice, AMX or VDPBF16PS, and neither kernel's k order
- * depends on the split), and FP32 is the default and comes back. */
-static void test_precision_setting_switches_the_gemm(void **state) {
+/* The GEMM layer runs the precision it is given: bf16 results (where the CPU has it and
+ * EST_KERNEL is not noavx512) equal the bf16 kernel's bit for bit for 1 and 2 threads (the
+ * layer and est_sgemm_bf16 ask the same kernel choice, AMX or VDPBF16PS, and neither
+ * kernel's k order depends on the split), fp32 calls in between stay fp32 (nothing
+ * process-wide is left behind), and bf16 asked for on a CPU without it runs fp32. */
+static void test_precision_argument_switches_the_gemm(void **state) {
   (void)state;
-  assert_int_equal(est_get_precision(), EST_PRECISION_FP32);
   est_precision p;
   assert_int_equal(est_precision_parse("bf16", &p), 0);
   assert_int_equal(p, EST_PRECISION_BF16);
@@ -322,21 +322,21 @@ static void test_precision_setting_switches_the_gemm(void **state) {
   memcpy(fp32, o.C0, csize * sizeof(float));
   cblas_sgemm(CblasRowMajor, s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, fp32, o.ldc);
   int has = est_kernel_avx512_bf16();
-  assert_int_equal(est_set_precision(EST_PRECISION_BF16), has ? EST_PRECISION_BF16 : EST_PRECISION_FP32);
+  assert_int_equal(est_precision_resolve(EST_PRECISION_BF16), has ? EST_PRECISION_BF16 : EST_PRECISION_FP32);
   memcpy(bf16, o.C0, csize * sizeof(float));
   if (has) est_sgemm_bf16(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, bf16, o.ldc);
   else memcpy(bf16, fp32, csize * sizeof(float));
   for (int threads = 1; threads <= 2; threads++) {
     est_set_num_threads(threads);
     memcpy(layer, o.C0, csize * sizeof(float));
-    est_sgemm_parallel(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, layer, o.ldc);
+    est_sgemm_parallel(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, layer, o.ldc,
+                       EST_PRECISION_BF16);
     if (has) assert_memory_equal(layer, bf16, csize * sizeof(float));
     else for (size_t i = 0; i < csize; i++) assert_float_equal(layer[i], fp32[i], 1e-4f);
   }
   if (has) assert_memory_not_equal(bf16, fp32, csize * sizeof(float)); /* it really ran in bf16 */
-  assert_int_equal(est_set_precision(EST_PRECISION_FP32), EST_PRECISION_FP32);
   memcpy(layer, o.C0, csize * sizeof(float));
-  est_sgemm_parallel(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, layer, o.ldc);
+  est_sgemm_parallel(s.ta, s.tb, s.M, s.N, s.K, 1.0f, o.A, o.lda, o.B, o.ldb, 1.0f, layer, o.ldc, EST_PRECISION_FP32);
   for (size_t i = 0; i < csize; i++) assert_float_equal(layer[i], fp32[i], 1e-4f);
   free(fp32), free(layer), free(bf16);
   free_operands(&o);
@@ -368,7 +368,7 @@ int main(void) {
     cmocka_unit_test(test_amx_kernel_matches_reference),
     cmocka_unit_test(test_amx_keeps_read_only_weights_packed),
     cmocka_unit_test(test_amx_epilogue_equals_separate_passes),
-    cmocka_unit_test(test_precision_setting_switches_the_gemm),
+    cmocka_unit_test(test_precision_argument_switches_the_gemm),
     cmocka_unit_test(test_precision_flag),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,17 +50,22 @@ typedef struct {
  * (masked), 192-row blocks, 768-long k blocks (K = 1025, 1100), column groups (few row blocks, 2 threads),
  * the prefetch of the next 12-row tile of A (M = 200, 385: blocks with and without one). */
 static const shape shapes[] = {
-  {CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, 0.0f, 0, 0},     {CblasNoTrans, CblasNoTrans, 37, 45, 67, 1.0f, 1.0f, 1, 0},
+  {CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, 0.0f, 0, 0},     {CblasNoTrans, CblasNoTrans, 37, 45, 67, 1.0f, 1.0f, 1,
+                                              0},
   {CblasNoTrans, CblasTrans, 37, 45, 67, 0.5f, 1.0f, 0, 1},    {CblasTrans, CblasNoTrans, 37, 45, 67, 1.0f, 2.0f, 1, 1},
-  {CblasTrans, CblasTrans, 13, 33, 5, -1.0f, 0.0f, 0, 0},      {CblasNoTrans, CblasNoTrans, 200, 70, 1100, 1.0f, 0.0f, 1, 1},
-  {CblasTrans, CblasNoTrans, 64, 128, 1025, 1.0f, 1.0f, 0, 0}, {CblasNoTrans, CblasTrans, 385, 96, 128, 1.0f, 0.0f, 1, 0},
-  {CblasNoTrans, CblasNoTrans, 24, 300, 257, 1.0f, 0.0f, 1, 1}, {CblasTrans, CblasTrans, 130, 64, 300, 1.0f, 1.0f, 0, 0},
+  {CblasTrans, CblasTrans, 13, 33, 5, -1.0f, 0.0f, 0, 0},      {CblasNoTrans, CblasNoTrans, 200, 70, 1100, 1.0f, 0.0f,
+                                              1, 1},
+  {CblasTrans, CblasNoTrans, 64, 128, 1025, 1.0f, 1.0f, 0, 0}, {CblasNoTrans, CblasTrans, 385, 96, 128, 1.0f, 0.0f, 1,
+                                              0},
+  {CblasNoTrans, CblasNoTrans, 24, 300, 257, 1.0f, 0.0f, 1, 1}, {CblasTrans, CblasTrans, 130, 64, 300, 1.0f, 1.0f, 0,
+                                              0},
   /* Trans B packs by gathers of 16 columns: a last tile with 18 columns (a full and a
    * partial gather) */
   {CblasNoTrans, CblasTrans, 29, 50, 70, 1.0f, 0.0f, 0, 0},
   /* the backward through a GELU: the FFN's d act GEMM (NT, beta 0), and with two k blocks,
    * beta 1 and a masked last tile */
-  {CblasNoTrans, CblasTrans, 200, 96, 130, 1.0f, 0.0f, 0, 2},  {CblasNoTrans, CblasNoTrans, 37, 45, 1100, 1.0f, 1.0f, 0, 2},
+  {CblasNoTrans, CblasTrans, 200, 96, 130, 1.0f, 0.0f, 0, 2},  {CblasNoTrans, CblasNoTrans, 37, 45, 1100, 1.0f, 1.0f,
+                                                        0, 2},
 };
 
 typedef struct {
@@ -113,14 +118,16 @@ static void run_fast(const shape *s, const operands *o, float *C, float *G, int 
 /* est_sgemm_parallel_ep under the process's kernel choice (EST_KERNEL, or auto) */
 static void run_dispatch(const shape *s, const operands *o, float *C, float *G, int ldg) {
   est_gemm_epilogue ep = make_epilogue(s, o, G, ldg);
-  est_sgemm_parallel_ep(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o->A, o->lda, o->B, o->ldb, s->beta, C, o->ldc, &ep);
+  est_sgemm_parallel_ep(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o->A, o->lda, o->B, o->ldb, s->beta, C, o->ldc, &ep,
+                        EST_PRECISION_FP32);
 }
 
 static void run_blas_path(const shape *s, const operands *o, float *C, float *G, int ldg) {
   est_gemm_epilogue ep = make_epilogue(s, o, G, ldg);
   est_kernel before = est_kernel_get();
   assert_int_equal(est_kernel_set(EST_KERNEL_BLAS), EST_OK);
-  est_sgemm_parallel_ep(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o->A, o->lda, o->B, o->ldb, s->beta, C, o->ldc, &ep);
+  est_sgemm_parallel_ep(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o->A, o->lda, o->B, o->ldb, s->beta, C, o->ldc, &ep,
+                        EST_PRECISION_FP32);
   assert_int_equal(est_kernel_set(before), EST_OK);
 }
 
@@ -226,7 +233,7 @@ static void test_degenerate_shapes_fall_back(void **state) {
   (void)state;
   float a[4] = {1, 2, 3, 4}, c[4] = {1, 2, 3, 4};
   assert_int_not_equal(est_sgemm_f32(CblasNoTrans, CblasNoTrans, 2, 2, 0, 1.0f, a, 2, a, 2, 0.5f, c, 2, NULL), 0);
-  est_sgemm_parallel(CblasNoTrans, CblasNoTrans, 2, 2, 2, 0.0f, a, 2, a, 2, 0.5f, c, 2);
+  est_sgemm_parallel(CblasNoTrans, CblasNoTrans, 2, 2, 2, 0.0f, a, 2, a, 2, 0.5f, c, 2, EST_PRECISION_FP32);
   assert_true(c[0] == 0.5f && c[3] == 2.0f);
 }
 

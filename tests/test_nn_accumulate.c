@@ -78,24 +78,27 @@ typedef struct {
   est_activation act;
   float prob;
   int B, S, N, Dh, I; /* the shapes (the small AB.. set, or the larger one) */
+  est_precision precision; /* of the GEMM-backed ops */
 } acc_ctx;
 
 /* Each op twice: the plain backward (the rule) and its `_mode` twin writing. */
 static void acc_matmul(float *d, void *p) {
   acc_ctx *c = p;
-  est_matmul_backward(d, NULL, NULL, c->dy, c->x, c->w, c->B * c->S, c->N * c->Dh, c->I, 0);
+  est_matmul_backward(d, NULL, NULL, c->dy, c->x, c->w, c->B * c->S, c->N * c->Dh, c->I, 0, c->precision);
 }
 static void write_matmul(float *d, void *p) {
   acc_ctx *c = p;
-  est_matmul_backward_mode(d, NULL, NULL, c->dy, c->x, c->w, c->B * c->S, c->N * c->Dh, c->I, 0, EST_GRAD_WRITE);
+  est_matmul_backward_mode(d, NULL, NULL, c->dy, c->x, c->w, c->B * c->S, c->N * c->Dh, c->I, 0, EST_GRAD_WRITE,
+                           c->precision);
 }
 static void acc_matmul_t(float *d, void *p) {
   acc_ctx *c = p;
-  est_matmul_backward(d, NULL, NULL, c->dy, c->x, c->w, c->B * c->S, c->N * c->Dh, c->I, 1);
+  est_matmul_backward(d, NULL, NULL, c->dy, c->x, c->w, c->B * c->S, c->N * c->Dh, c->I, 1, c->precision);
 }
 static void write_matmul_t(float *d, void *p) {
   acc_ctx *c = p;
-  est_matmul_backward_mode(d, NULL, NULL, c->dy, c->x, c->w, c->B * c->S, c->N * c->Dh, c->I, 1, EST_GRAD_WRITE);
+  est_matmul_backward_mode(d, NULL, NULL, c->dy, c->x, c->w, c->B * c->S, c->N * c->Dh, c->I, 1, EST_GRAD_WRITE,
+                           c->precision);
 }
 static void acc_layernorm(float *d, void *p) {
   acc_ctx *c = p;
@@ -126,13 +129,13 @@ static void acc_attention(float *d, void *p) {
   acc_ctx *c = p;
   size_t n = (size_t)c->B * c->S * c->N * c->Dh;
   est_attention_backward(d, d + n, d + 2 * n, c->scratch, c->dy, c->x, c->k, c->v, c->probs, c->mask, c->B, c->S,
-                         c->N, c->Dh, c->prob);
+                         c->N, c->Dh, c->prob, c->precision);
 }
 static void write_attention(float *d, void *p) {
   acc_ctx *c = p;
   size_t n = (size_t)c->B * c->S * c->N * c->Dh;
   est_attention_backward_mode(d, d + n, d + 2 * n, c->scratch, c->dy, c->x, c->k, c->v, c->probs, c->mask, c->B,
-                              c->S, c->N, c->Dh, c->prob, EST_GRAD_WRITE);
+                              c->S, c->N, c->Dh, c->prob, EST_GRAD_WRITE, c->precision);
 }
 static void acc_attention_ref(float *d, void *p) {
   acc_ctx *c = p;
@@ -181,7 +184,8 @@ static void test_backward_accumulates_into_input_gradient(void **state) {
   }
   for (int pass = 0; pass < 2; pass++) {
     c.prob = pass ? 0.2f : 0.0f;
-    est_attention_forward(tmp, c.probs, c.mask, c.scratch, c.x, c.k, c.v, NULL, AB, AS, AN, ADh, c.prob, 1, 2, 3);
+    est_attention_forward(tmp, c.probs, c.mask, c.scratch, c.x, c.k, c.v, NULL, AB, AS, AN, ADh, c.prob, 1, 2, 3,
+                          EST_PRECISION_FP32);
     expect_accumulates(pass ? "attention dq/dk/dv, dropout" : "attention dq/dk/dv", acc_attention, &c, 3 * AT_N);
     expect_writes(pass ? "attention dq/dk/dv, dropout" : "attention dq/dk/dv", acc_attention, write_attention, &c,
                   3 * AT_N);
@@ -199,7 +203,8 @@ static void test_backward_accumulates_into_input_gradient(void **state) {
  * path, which must not read C. */
 static void test_write_mode_on_every_gemm_kernel(void **state) {
   (void)state;
-  enum { B = 2, S = 64, N = 2, Dh = 64, H = N * Dh, I = 160, T = B * S }; /* I > H: dy [T, I] serves as dctx [T, H] too */
+  enum { B = 2, S = 64, N = 2, Dh = 64, H = N * Dh, I = 160, T = B * S }; /* I > H: dy [T, I] serves as dctx [T,
+   H] too */
   acc_ctx c = {.B = B, .S = S, .N = N, .Dh = Dh, .I = I, .prob = 0.1f};
   c.x = rand_buf((size_t)T * H, 1.0f);
   c.w = rand_buf((size_t)H * I, 1.0f);
@@ -210,16 +215,16 @@ static void test_write_mode_on_every_gemm_kernel(void **state) {
   c.scratch = zeros(est_attention_scratch_floats(B, N, S));
   c.mask = calloc((size_t)B * N * S * S, 1);
   float *ctx = zeros((size_t)T * H);
-  est_attention_forward(ctx, c.probs, c.mask, c.scratch, c.x, c.k, c.v, NULL, B, S, N, Dh, c.prob, 1, 2, 3);
+  est_attention_forward(ctx, c.probs, c.mask, c.scratch, c.x, c.k, c.v, NULL, B, S, N, Dh, c.prob, 1, 2, 3,
+                        EST_PRECISION_FP32);
   const est_precision precisions[] = {EST_PRECISION_FP32, EST_PRECISION_BF16};
   for (int p = 0; p < 2; p++) {
     /* bf16 falls back to fp32 (with a warning) on a CPU without AVX512-BF16 */
-    est_set_precision(precisions[p]);
+    c.precision = est_precision_resolve(precisions[p]);
     expect_writes("matmul dinp, large", acc_matmul, write_matmul, &c, (size_t)T * H);
     expect_writes("matmul dinp (transposed weight), large", acc_matmul_t, write_matmul_t, &c, (size_t)T * H);
     expect_writes("attention dq/dk/dv, large", acc_attention, write_attention, &c, 3 * (size_t)T * H);
   }
-  est_set_precision(EST_PRECISION_FP32);
   free(c.x); free(c.w); free(c.dy); free(c.k); free(c.v); free(c.probs); free(c.scratch); free(c.mask); free(ctx);
 }
 

@@ -90,7 +90,7 @@ typedef struct {
 
 static double dense_loss(void *p) {
   dense_ctx *c = p;
-  est_matmul_forward(c->out, c->x, c->w, c->b, c->N, c->IC, c->OC, c->tr);
+  est_matmul_forward(c->out, c->x, c->w, c->b, c->N, c->IC, c->OC, c->tr, EST_PRECISION_FP32);
   return dot(c->out, c->dw, (size_t)c->N * c->OC);
 }
 
@@ -101,13 +101,13 @@ static void test_dense_fast_matches_reference_and_gradcheck(void **state) {
     float *x = rand_buf((size_t)N * IC, 1.0f), *w = rand_buf((size_t)IC * OC, 0.5f), *b = rand_buf(OC, 0.5f);
     float *dy = rand_buf((size_t)N * OC, 1.0f);
     float *y = zeros((size_t)N * OC), *yr = zeros((size_t)N * OC);
-    est_matmul_forward(y, x, w, b, N, IC, OC, tr);
+    est_matmul_forward(y, x, w, b, N, IC, OC, tr, EST_PRECISION_FP32);
     est_matmul_forward_ref(yr, x, w, b, N, IC, OC, tr);
     assert_close("dense forward", y, yr, (size_t)N * OC, 1e-5, 1e-6);
 
     float *dx = zeros((size_t)N * IC), *dw = zeros((size_t)IC * OC), *db = zeros(OC);
     float *dxr = zeros((size_t)N * IC), *dwr = zeros((size_t)IC * OC), *dbr = zeros(OC);
-    est_matmul_backward(dx, dw, db, dy, x, w, N, IC, OC, tr);
+    est_matmul_backward(dx, dw, db, dy, x, w, N, IC, OC, tr, EST_PRECISION_FP32);
     est_matmul_backward_ref(dxr, dwr, dbr, dy, x, w, N, IC, OC, tr);
     assert_close("dense dinp", dx, dxr, (size_t)N * IC, 1e-5, 1e-6);
     assert_close("dense dweight", dw, dwr, (size_t)IC * OC, 1e-5, 1e-6);
@@ -121,7 +121,7 @@ static void test_dense_fast_matches_reference_and_gradcheck(void **state) {
     /* Every gradient accumulates: a second backward doubles all three. */
     float *dx2 = malloc((size_t)N * IC * sizeof(float));
     memcpy(dx2, dx, (size_t)N * IC * sizeof(float));
-    est_matmul_backward(dx, dw, db, dy, x, w, N, IC, OC, tr);
+    est_matmul_backward(dx, dw, db, dy, x, w, N, IC, OC, tr, EST_PRECISION_FP32);
     for (int i = 0; i < N * IC; i++) assert_float_equal(dx[i], 2.0f * dx2[i], 1e-5f);
     for (int i = 0; i < OC; i++) assert_float_equal(db[i], 2.0f * dbr[i], 1e-5f);
     for (int i = 0; i < IC * OC; i++) assert_float_equal(dw[i], 2.0f * dwr[i], 1e-5f);
@@ -140,13 +140,13 @@ static void test_dense_bert_sized_blas_vs_reference(void **state) {
       int N = shapes[sh][0], IC = shapes[sh][1], OC = shapes[sh][2];
       float *x = rand_buf((size_t)N * IC, 1.0f), *w = rand_buf((size_t)IC * OC, 0.1f), *b = rand_buf(OC, 0.1f);
       float *y = zeros((size_t)N * OC), *yr = zeros((size_t)N * OC);
-      est_matmul_forward(y, x, w, b, N, IC, OC, tr);
+      est_matmul_forward(y, x, w, b, N, IC, OC, tr, EST_PRECISION_FP32);
       est_matmul_forward_ref(yr, x, w, b, N, IC, OC, tr);
       assert_close("big dense forward", y, yr, (size_t)N * OC, 1e-4, 1e-5);
       float *dy = rand_buf((size_t)N * OC, 1.0f);
       float *dx = zeros((size_t)N * IC), *dxr = zeros((size_t)N * IC);
       float *dw = zeros((size_t)IC * OC), *dwr = zeros((size_t)IC * OC);
-      est_matmul_backward(dx, dw, NULL, dy, x, w, N, IC, OC, tr);
+      est_matmul_backward(dx, dw, NULL, dy, x, w, N, IC, OC, tr, EST_PRECISION_FP32);
       est_matmul_backward_ref(dxr, dwr, NULL, dy, x, w, N, IC, OC, tr);
       assert_close("big dense dinp", dx, dxr, (size_t)N * IC, 1e-4, 1e-5);
       assert_close("big dense dweight", dw, dwr, (size_t)IC * OC, 1e-4, 1e-5);
@@ -165,7 +165,8 @@ static void test_dense_backward_through_gelu_fused(void **state) {
   (void)state;
   static const int shapes[][3] = {{200, 96, 130}, {40, 37, 50}, {256, 512, 128}, {96, 1100, 64}};
   for (int prec = 0; prec < 2; prec++) {
-    est_set_precision(prec ? EST_PRECISION_BF16 : EST_PRECISION_FP32); /* fp32 again without AVX512-BF16 */
+    /* fp32 again without AVX512-BF16 */
+    const est_precision precision = est_precision_resolve(prec ? EST_PRECISION_BF16 : EST_PRECISION_FP32);
     for (int sh = 0; sh < 4; sh++)
       for (int tr = 0; tr <= 1; tr++) {
         int N = shapes[sh][0], IC = shapes[sh][1], OC = shapes[sh][2];
@@ -176,14 +177,14 @@ static void test_dense_backward_through_gelu_fused(void **state) {
         memcpy(dw, dw0, W * sizeof(float));
         memcpy(db, db0, OC * sizeof(float));
         est_activation_forward(act, pre, NI, EST_ACT_GELU);
-        est_matmul_backward_mode(dact, dw, db, dy, act, w, N, IC, OC, tr, EST_GRAD_WRITE);
+        est_matmul_backward_mode(dact, dw, db, dy, act, w, N, IC, OC, tr, EST_GRAD_WRITE, precision);
         est_activation_backward_mode(dpre, dact, pre, NI, EST_ACT_GELU, EST_GRAD_WRITE);
         float *act_f = malloc(NI * sizeof(float)), *dpre_f = malloc(NI * sizeof(float));
         for (size_t i = 0; i < NI; i++) act_f[i] = dpre_f[i] = NAN; /* written, never read */
         float *dw_f = malloc(W * sizeof(float)), *db_f = malloc(OC * sizeof(float));
         memcpy(dw_f, dw0, W * sizeof(float));
         memcpy(db_f, db0, OC * sizeof(float));
-        est_matmul_backward_gelu(dpre_f, act_f, dw_f, db_f, dy, pre, w, N, IC, OC, tr);
+        est_matmul_backward_gelu(dpre_f, act_f, dw_f, db_f, dy, pre, w, N, IC, OC, tr, precision);
         for (size_t i = 0; i < NI; i++)
           if (!(dpre_f[i] == dpre[i] && act_f[i] == act[i]))
             fail_msg("%s [%d,%d,%d] tr %d, element %zu: fused d pre %.9g act %.9g, in a row %.9g %.9g",
@@ -194,7 +195,6 @@ static void test_dense_backward_through_gelu_fused(void **state) {
         free(act_f); free(dpre_f); free(dw_f); free(db_f);
       }
   }
-  est_set_precision(EST_PRECISION_FP32);
 }
 
 /* ---- layer norm --------------------------------------------------------------------- */
@@ -389,7 +389,7 @@ typedef struct {
 static double att_loss(void *p) {
   att_ctx *c = p;
   est_attention_forward(c->ctx, c->probs, c->mask, c->scratch, c->q, c->k, c->v, c->input_mask, c->B, c->S,
-                        c->N, c->Dh, c->prob, 77, 5, 3);
+                        c->N, c->Dh, c->prob, 77, 5, 3, EST_PRECISION_FP32);
   return dot(c->ctx, c->w, (size_t)c->B * c->S * c->N * c->Dh);
 }
 
@@ -416,7 +416,8 @@ static void attention_case(float prob) {
       assert_true(row1[0] == 0.0f && row1[2] == 0.0f && row1[1] > 0.0f);
     }
   float *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
-  est_attention_backward(dq, dk, dv, c.scratch, c.w, c.q, c.k, c.v, c.probs, c.mask, B, S, N, Dh, prob);
+  est_attention_backward(dq, dk, dv, c.scratch, c.w, c.q, c.k, c.v, c.probs, c.mask, B, S, N, Dh, prob,
+                         EST_PRECISION_FP32);
   gradcheck("attention dq", c.q, n, dq, att_loss, &c, 1e-2f, 2e-3, 2e-4);
   gradcheck("attention dk", c.k, n, dk, att_loss, &c, 1e-2f, 2e-3, 2e-4);
   gradcheck("attention dv", c.v, n, dv, att_loss, &c, 1e-2f, 2e-3, 2e-4);
@@ -479,12 +480,13 @@ static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_kernel 
     float *ctx = zeros(n), *ctxr = zeros(n), *probs = zeros(pp), *probsr = zeros(pp);
     float *scratch = zeros(est_attention_scratch_floats(B, N, S));
     uint8_t *mask = calloc(pp, 1);
-    est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13);
+    est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13,
+                          EST_PRECISION_FP32);
     est_attention_forward_ref(ctxr, probsr, mask, q, k, v, input_mask, B, S, N, Dh, prob);
     assert_close("attention probs", probs, probsr, pp, p_rtol, p_atol);
     assert_ctx_close(ctx, ctxr, probsr, mask, v, B, S, N, Dh, prob, p_rtol, p_atol);
     float *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *dqr = zeros(n), *dkr = zeros(n), *dvr = zeros(n);
-    est_attention_backward(dq, dk, dv, scratch, dctx, q, k, v, probs, mask, B, S, N, Dh, prob);
+    est_attention_backward(dq, dk, dv, scratch, dctx, q, k, v, probs, mask, B, S, N, Dh, prob, EST_PRECISION_FP32);
     est_attention_backward_ref(dqr, dkr, dvr, dctx, q, k, v, probs, mask, B, S, N, Dh, prob);
     assert_close("attention dq", dq, dqr, n, 1e-4, 1e-6 * S);
     assert_close("attention dk", dk, dkr, n, 1e-4, 1e-6 * S);
@@ -510,7 +512,8 @@ static void test_attention_fast_matches_reference(void **state) {
 }
 
 /* bf16 mode on AMX: the scores and context products take bf16 inputs with fp32 sums
- * (attention.c, pair_forward_amx), and so do the backward's (below). Against the reference run on the inputs rounded to bf16
+ * (attention.c, pair_forward_amx),
+    and so do the backward's (below). Against the reference run on the inputs rounded to bf16
  * (q, k, v; the reference sums in double): the probabilities differ only by the fp32 sums
  * of Dh exact products, as in the fp32 test (5e-5); the context also rounds each
  * probability to bf16 before P V, |p - bf16(p)| <= 2^-8 p, so with sum p = 1 and |v| <= 1
@@ -527,14 +530,16 @@ static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state)
     float prob = pass ? 0.2f : 0.0f;
     float *q = rand_buf(n, 1.5f), *k = rand_buf(n, 1.5f), *v = rand_buf(n, 1.0f);
     float *qr = zeros(n), *kr = zeros(n), *vr = zeros(n);
-    for (size_t i = 0; i < n; i++) qr[i] = est_bf16_round(q[i]), kr[i] = est_bf16_round(k[i]), vr[i] = est_bf16_round(v[i]);
+    for (size_t i = 0; i < n; i++) qr[i] = est_bf16_round(q[i]), kr[i] = est_bf16_round(k[i]),
+         vr[i] = est_bf16_round(v[i]);
     float *ctx = zeros(n), *ctx32 = zeros(n), *ctxr = zeros(n), *probs = zeros(pp), *probsr = zeros(pp);
     float *scratch = zeros(est_attention_scratch_floats(B, N, S));
     uint8_t *mask = calloc(pp, 1);
-    est_attention_forward(ctx32, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13);
-    assert_int_equal(est_set_precision(EST_PRECISION_BF16), EST_PRECISION_BF16);
-    est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13);
-    est_set_precision(EST_PRECISION_FP32);
+    est_attention_forward(ctx32, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13,
+                          EST_PRECISION_FP32);
+    assert_int_equal(est_precision_resolve(EST_PRECISION_BF16), EST_PRECISION_BF16);
+    est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13,
+                          EST_PRECISION_BF16);
     est_attention_forward_ref(ctxr, probsr, mask, qr, kr, vr, input_mask, B, S, N, Dh, prob);
     assert_close("bf16 attention probs", probs, probsr, pp, 5e-5, 1e-7);
     assert_close("bf16 attention ctx", ctx, ctxr, n, 5e-5, 0x1p-8 * (pass ? 1.25 : 1.0) + 1e-6);
@@ -547,10 +552,10 @@ static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state)
      * largest |value|), against the fp32 reference on the unrounded inputs. */
     float *dctx = rand_buf(n, 1.0f), *g[3], *gr[3];
     for (int t = 0; t < 3; t++) g[t] = zeros(n), gr[t] = zeros(n);
-    assert_int_equal(est_set_precision(EST_PRECISION_BF16), EST_PRECISION_BF16);
-    est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13);
-    est_attention_backward(g[0], g[1], g[2], scratch, dctx, q, k, v, probs, mask, B, S, N, Dh, prob);
-    est_set_precision(EST_PRECISION_FP32);
+    est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13,
+                          EST_PRECISION_BF16);
+    est_attention_backward(g[0], g[1], g[2], scratch, dctx, q, k, v, probs, mask, B, S, N, Dh, prob,
+                           EST_PRECISION_BF16);
     est_attention_forward_ref(ctxr, probsr, mask, q, k, v, input_mask, B, S, N, Dh, prob);
     est_attention_backward_ref(gr[0], gr[1], gr[2], dctx, q, k, v, probsr, mask, B, S, N, Dh, prob);
     const double tol = 6.0 * sqrt(2.0 / 3.0) * 0x1p-8 * sqrt(3.0);
@@ -558,7 +563,8 @@ static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state)
       double scale = 0, err = 0;
       for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(gr[t][i]));
       for (size_t i = 0; i < n; i++) err = fmax(err, fabs((double)g[t][i] - gr[t][i]));
-      if (!(err <= tol * scale)) fail_msg("bf16 attention gradient %d: off by %.3g of its scale %.3g", t, err / scale, scale);
+      if (!(err <= tol * scale)) fail_msg("bf16 attention gradient %d: off by %.3g of its scale %.3g", t, err / scale,
+          scale);
       assert_true(err > 1e-4 * scale); /* rounded to bf16 */
       free(g[t]), free(gr[t]);
     }
@@ -578,7 +584,7 @@ static void test_attention_fully_masked_row(void **state) {
   const int32_t input_mask[B * S] = {0};
   float *q = rand_buf(n, 1.0f), *k = rand_buf(n, 1.0f), *v = rand_buf(n, 1.0f), *ctx = zeros(n);
   float probs[S * S], *scratch = zeros(est_attention_scratch_floats(B, N, S));
-  est_attention_forward(ctx, probs, NULL, scratch, q, k, v, input_mask, B, S, N, Dh, 0.0f, 0, 0, 0);
+  est_attention_forward(ctx, probs, NULL, scratch, q, k, v, input_mask, B, S, N, Dh, 0.0f, 0, 0, 0, EST_PRECISION_FP32);
   for (int i = 0; i < S; i++) {
     double sum = 0;
     for (int j = 0; j < S; j++) {
@@ -588,7 +594,7 @@ static void test_attention_fully_masked_row(void **state) {
     assert_float_equal(sum, 1.0, 1e-5);
   }
   float *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
-  est_attention_backward(dq, dk, dv, scratch, ctx, q, k, v, probs, NULL, B, S, N, Dh, 0.0f);
+  est_attention_backward(dq, dk, dv, scratch, ctx, q, k, v, probs, NULL, B, S, N, Dh, 0.0f, EST_PRECISION_FP32);
   for (size_t i = 0; i < n; i++) assert_true(isfinite(ctx[i]) && isfinite(dq[i]) && isfinite(dk[i]) && isfinite(dv[i]));
   free(q); free(k); free(v); free(ctx); free(scratch); free(dq); free(dk); free(dv);
 }
@@ -745,13 +751,14 @@ static void run_non_gemm_ops(int threads, float **outs) {
   est_activation_backward(outs[4], h, h, (size_t)B * S * FF, EST_ACT_GELU);
   uint8_t *pm = calloc((size_t)B * N * S * S, 1);
   float *probs = zeros((size_t)B * N * S * S), *scratch = zeros(est_attention_scratch_floats(B, N, S));
-  est_attention_forward(outs[5], probs, pm, scratch, x, k, v, mask, B, S, N, Dh, 0.1f, 1, 2, 3);
-  est_attention_backward(outs[6], outs[6] + n, outs[6] + 2 * n, scratch, dy, x, k, v, probs, pm, B, S, N, Dh, 0.1f);
+  est_attention_forward(outs[5], probs, pm, scratch, x, k, v, mask, B, S, N, Dh, 0.1f, 1, 2, 3, EST_PRECISION_FP32);
+  est_attention_backward(outs[6], outs[6] + n, outs[6] + 2 * n, scratch, dy, x, k, v, probs, pm, B, S, N, Dh, 0.1f,
+                         EST_PRECISION_FP32);
   est_embeddings_backward(outs[7], NULL, NULL, dy, ids, NULL, B, S, H, V, 2);
   uint8_t *hm = calloc((size_t)B * S * FF, 1);
   est_dropout_forward(outs[8], hm, h, (size_t)B * S * FF, 0.1f, 3, 4, 5);
   free(hm);
-  est_matmul_backward(NULL, NULL, outs[9], dy, x, NULL, B * S, H, H, 0);
+  est_matmul_backward(NULL, NULL, outs[9], dy, x, NULL, B * S, H, H, 0, EST_PRECISION_FP32);
   free(x); free(g); free(b); free(dy); free(k); free(v); free(h); free(mean); free(rstd); free(pm);
   free(probs); free(scratch);
 }

@@ -24,7 +24,8 @@ int est_cli_parse(const char *cmd, const char *usage, est_flag *flags, int nflag
 
 int est_cli_apply_runtime_flags(const char *cmd, int flags_ok, const char *precision, int64_t num_threads) {
   /* NULL: the model's own, applied once it is loaded (est_cli_apply_model_precision) */
-  if (flags_ok && precision && est_precision_apply_flag(precision) != EST_OK) flags_ok = 0;
+  est_precision checked; /* its logs now; each model is set from it when it loads */
+  if (flags_ok && precision && est_precision_apply_flag(precision, &checked) != EST_OK) flags_ok = 0;
   if (!flags_ok) {
     fprintf(stderr, "est %s: %s\n", cmd, est_error_message());
     return 2;
@@ -33,9 +34,17 @@ int est_cli_apply_runtime_flags(const char *cmd, int flags_ok, const char *preci
   return -1;
 }
 
-est_status est_cli_apply_model_precision(const char *flag, const struct est_model_meta *meta) {
-  if (flag) return EST_OK; /* --precision given: applied already */
-  EST_LOG_INFO("precision %s, as %s's est_model.json records (--precision overrides)", meta->precision,
-               meta->task[0] ? meta->task : "the export");
-  return est_precision_apply_flag(meta->precision);
+est_status est_cli_apply_model_precision(const char *flag, est_servable *s) {
+  est_precision p = EST_PRECISION_FP32;
+  est_status st = EST_OK;
+  if (flag) { /* --precision given: checked and logged by est_cli_apply_runtime_flags */
+    est_precision_parse(flag, &p);
+  } else {
+    const est_model_meta *meta = est_servable_meta(s);
+    EST_LOG_INFO("precision %s, as %s's est_model.json records (--precision overrides)", meta->precision,
+                 meta->task[0] ? meta->task : "the export");
+    st = est_precision_apply_flag(meta->precision, &p);
+  }
+  if (st == EST_OK) est_servable_set_precision(s, p);
+  return st;
 }

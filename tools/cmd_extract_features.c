@@ -131,6 +131,8 @@ int est_cmd_extract_features(int argc, char **argv) {
     r = EST_FLAGS_ERROR, est_error(EST_ERR_INVALID_ARGUMENT, "--batch_size=%lld: must be in [1, 65536]", (long long)batch_size);
   if ((rc = est_cli_apply_runtime_flags("extract_features", r == EST_FLAGS_OK, precision, num_threads)) >= 0) return rc;
 
+  est_precision prec = EST_PRECISION_FP32; /* checked above; the encoder resolves it */
+  est_precision_parse(precision, &prec);
   xf x = {.B = (int)batch_size};
   est_bert_config cfg;
   est_tokenizer *tok = NULL;
@@ -156,7 +158,7 @@ int est_cmd_extract_features(int argc, char **argv) {
       if (j == x.ndistinct) x.distinct[x.ndistinct++] = resolved[k];
       x.slot[k] = j;
     }
-    st = est_encoder_layers_open(&x.enc, &cfg, init_checkpoint, x.distinct, x.ndistinct, x.B, x.S);
+    st = est_encoder_layers_open(&x.enc, &cfg, init_checkpoint, x.distinct, x.ndistinct, x.B, x.S, prec);
     if (st != EST_OK) est_error_prefix("--init_checkpoint=%s: ", init_checkpoint);
   }
   size_t rows = (size_t)x.B * x.S;

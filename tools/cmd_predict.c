@@ -141,7 +141,7 @@ int est_cmd_predict(int argc, char **argv) {
   const char *src = input_file ? input_file : "<stdin>";
   est_status st = in ? EST_OK : est_error(EST_ERR_NOT_FOUND, "--input_file=%s: cannot open", input_file);
   if (st == EST_OK) st = est_servable_load(&p.s, export_dir, p.cap);
-  if (st == EST_OK) st = est_cli_apply_model_precision(precision, est_servable_meta(p.s));
+  if (st == EST_OK) st = est_cli_apply_model_precision(precision, p.s);
   if (st == EST_OK) st = est_featurizer_create(&p.f, p.s);
   if (st == EST_OK) {
     p.S = est_servable_meta(p.s)->max_seq_length;

@@ -24,12 +24,14 @@ int est_cli_parse(const char *cmd, const char *usage, est_flag *flags, int nflag
                   int *npos, int max_pos, int usage_on_error);
 /* The model-running commands' --precision and --num_threads, after their other checks:
  * flags_ok 0 (a check failed, message in est_error_message()) or a bad --precision prints
- * "est CMD: message" and returns 2; else applies both and returns -1. */
+ * "est CMD: message" and returns 2; else sets the thread count, logs the precision's lines
+ * (the model is set from the flag when it loads) and returns -1. */
 int est_cli_apply_runtime_flags(const char *cmd, int flags_ok, const char *precision, int64_t num_threads);
-/* A servable's precision: the --precision flag when given (already applied), else the one
- * its est_model.json records, applied now with a log line saying where it came from. */
-struct est_model_meta;
-est_status est_cli_apply_model_precision(const char *flag, const struct est_model_meta *meta);
+/* Sets a servable's precision: the --precision flag when given (checked and logged by
+ * est_cli_apply_runtime_flags), else the one its est_model.json records, with a log line
+ * saying where it came from. Each servable keeps its own (est/serving.h). */
+struct est_servable;
+est_status est_cli_apply_model_precision(const char *flag, struct est_servable *s);
 
 typedef struct est_command {
   const char *name;

@@ -158,16 +158,13 @@ static est_status load_model(serve_server *s, const char *dir, served_model **ou
     free(m);
     return st;
   }
-  /* The precision is still one per process (est/precision.h): the flag's, or the first
-   * version's; a later version recorded with another one is served in it, and says so. */
-  const char *recorded = est_servable_meta(m->servable)->precision;
-  if (!s->precision_applied) {
-    st = est_cli_apply_model_precision(s->opt.precision, est_servable_meta(m->servable));
-    s->precision_applied = st == EST_OK;
-    snprintf(s->precision, sizeof s->precision, "%s", s->opt.precision ? s->opt.precision : recorded);
-  } else if (!s->opt.precision && strcmp(recorded, s->precision)) {
-    EST_LOG_WARN("%s records precision %s; this server runs %s (the first version's) for every version", dir,
-                 recorded, s->precision);
+  /* Each version runs its own precision: the flag's, else the one its est_model.json records
+   * (est/precision.h), so versions of different precisions are served side by side. */
+  st = est_cli_apply_model_precision(s->opt.precision, m->servable);
+  if (st != EST_OK) {
+    est_servable_free(m->servable);
+    free(m);
+    return st;
   }
   /* One forward pass of the largest batch the batcher can form (max_batch_size rows of
    * max_seq_length) before the version is served. The servable reserves its activations

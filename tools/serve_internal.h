@@ -30,7 +30,7 @@ typedef struct serve_options {
   size_t max_request_bytes;
   int max_connections;             /* beyond it libmicrohttpd refuses new connections */
   double timeout_seconds;          /* --rest_api_timeout_in_ms: a request's arrival deadline */
-  const char *precision;           /* --precision; NULL: the first version's est_model.json */
+  const char *precision;           /* --precision; NULL: each version's est_model.json */
 } serve_options;
 
 /* One loaded version, shared by the requests that use it. */
@@ -72,8 +72,6 @@ typedef struct serve_server {
   float *batch_probs;
   size_t batch_cap, batch_probs_cap;   /* elements */
   serve_job **batch_jobs;          /* [max_batch_size] */
-  bool precision_applied;          /* at the first version's load (load_model) */
-  char precision[8];               /* the one this process runs */
 } serve_server;
 
 est_status serve_server_start(serve_server *s, const serve_options *opt);

@@ -99,6 +99,9 @@ void est_bert_classifier_set_grads_ready(est_bert_classifier *m, est_bert_grads_
  * at those rows' places in it, so N ranks drop exactly what one process does. 0 (the
  * default): the batch is the whole batch. */
 void est_bert_classifier_set_first_row(est_bert_classifier *m, int64_t first_row);
+/* The precision of the encoder and the head (est_bert_encoder_set_precision); returns the one
+ * this CPU runs. */
+est_precision est_bert_classifier_set_precision(est_bert_classifier *m, est_precision precision);
 
 /* probabilities[batch, C] = softmax(logits), the predict output. */
 void est_bert_classifier_probabilities(float *probabilities, const float *logits, int batch, int num_labels);
@@ -126,6 +129,9 @@ typedef struct est_bert_classifier_head est_bert_classifier_head;
  * output_bias [C] (zeros) in `vs`. */
 est_status est_bert_classifier_head_create(est_bert_classifier_head **out, int hidden_size, int num_labels,
                                            est_var_store *vs);
+/* The precision of its GEMM (est/precision.h): its encoder's, set before forward (FP32 until
+ * then). */
+void est_bert_classifier_head_set_precision(est_bert_classifier_head *h, est_precision precision);
 void est_bert_classifier_head_free(est_bert_classifier_head *h);
 est_status est_bert_classifier_head_reserve(est_bert_classifier_head *h, int max_batch);
 size_t est_bert_classifier_head_activation_bytes(const est_bert_classifier_head *h);

@@ -73,6 +73,7 @@
 #include <stdint.h>
 
 #include "est/nn.h"
+#include "est/precision.h"
 #include "est/status.h"
 #include "est/variables.h"
 
@@ -160,6 +161,12 @@ est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_
  * forward pass of the layers below the top one per step (docs/bert.md §10). Takes effect at the
  * next reserve (which then reallocates). 0, the default: every layer's activations are kept. */
 void est_bert_encoder_set_recompute(est_bert_encoder *e, int on);
+/* The precision of the encoder's GEMMs and of its heads' (est/precision.h), FP32 until set:
+ * resolved against the CPU (bf16 without AVX512-BF16 runs fp32, with est_precision_resolve's
+ * warning); returns the precision it will run. Heads read it with est_bert_encoder_precision,
+ * so an encoder and its heads always agree; two encoders in one process may differ. */
+est_precision est_bert_encoder_set_precision(est_bert_encoder *e, est_precision precision);
+est_precision est_bert_encoder_precision(const est_bert_encoder *e);
 /* Bytes held by the activation buffer. */
 size_t est_bert_encoder_activation_bytes(const est_bert_encoder *e);
 /* Logs (INFO) "<what> activations: X MiB for B x S tokens", and whether layers are

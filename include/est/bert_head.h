@@ -114,6 +114,7 @@ typedef struct est_bert_model_params {
   double learning_rate;
   int64_t num_train_steps, num_warmup_steps;
   int recompute;                /* 1: TRAIN reserves with per-layer recomputation */
+  est_precision precision;      /* the encoder's and its head's GEMMs (est/precision.h) */
 } est_bert_model_params;
 
 /* The encoder + params->head as an Estimator model_fn: TRAIN loss and gradients

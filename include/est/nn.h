@@ -5,8 +5,8 @@
  * each declaration. Nothing here allocates or knows about files or variables.
  *
  *     // y[N,OC] = x[N,IC] . W[IC,OC] + b, then its gradients
- *     est_matmul_forward(y, x, W, b, N, IC, OC, 0);
- *     est_matmul_backward(dx, dW, db, dy, x, W, N, IC, OC, 0);   // dx, dW, db all +=
+ *     est_matmul_forward(y, x, W, b, N, IC, OC, 0, EST_PRECISION_FP32);
+ *     est_matmul_backward(dx, dW, db, dy, x, W, N, IC, OC, 0, EST_PRECISION_FP32);   // dx, dW, db all +=
  *
  * Backward has one rule: EVERY gradient a backward produces is ADDED (+=) into the
  * buffer the caller passes, never written over it. That holds for parameter gradients
@@ -42,6 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "est/precision.h"
 #include "est/status.h"
 
 #ifdef __cplusplus
@@ -56,23 +57,26 @@ typedef enum est_grad_mode {
 
 /* ---------------------------------------------------------------------------------- */
 /* Dense layer / matmul (CBLAS sgemm).
+ * precision (est/precision.h), the last argument of every op that runs a GEMM here and in
+ * the attention below: the arithmetic of its products, the model's (est_bert_encoder_precision);
+ * bf16 on a CPU without AVX512-BF16 runs fp32.
  * weight_transposed = 0: weight is [IC, OC], TF's tf.layers.dense kernel layout.
  * weight_transposed = 1: weight is [OC, IC], e.g. BERT's classifier output_weights [C, H]. */
 
 /* out[N,OC] = inp[N,IC] . W + bias[OC]   (bias may be NULL) */
 void est_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
-                        int N, int IC, int OC, int weight_transposed);
+                        int N, int IC, int OC, int weight_transposed, est_precision precision);
 /* pre[N,OC] = inp . W + bias and act[N,OC] = tanh-GELU(pre) (est_activation_forward's
  * EST_ACT_GELU values), in one pass: the GELU is the GEMM's epilogue. */
 void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const float *weight, const float *bias,
-                             int N, int IC, int OC, int weight_transposed);
+                             int N, int IC, int OC, int weight_transposed, est_precision precision);
 /* dinp[N,IC] += dout . W^T;  dweight += inp^T . dout (in W's layout);  dbias[OC] += sum_n dout */
 void est_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                         const float *weight, int N, int IC, int OC, int weight_transposed);
+                         const float *weight, int N, int IC, int OC, int weight_transposed, est_precision precision);
 /* The same with dinp delivered as `mode` says (dweight, dbias still +=). */
 void est_matmul_backward_mode(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                               const float *weight, int N, int IC, int OC, int weight_transposed,
-                              est_grad_mode mode);
+                              est_grad_mode mode, est_precision precision);
 
 /* The backward of out[N,OC] = gelu(pre[N,IC]) . W + bias (BERT's FFN output layer) through
  * the GELU as well, from dout:
@@ -85,7 +89,8 @@ void est_matmul_backward_mode(float *dinp, float *dweight, float *dbias, const f
  * GEMM's epilogue multiplies each tile by gelu'(pre) and writes act from the same load of
  * pre. dpre and act must not overlap each other or the inputs. */
 void est_matmul_backward_gelu(float *dpre, float *act, float *dweight, float *dbias, const float *dout,
-                              const float *pre, const float *weight, int N, int IC, int OC, int weight_transposed);
+                              const float *pre, const float *weight, int N, int IC, int OC, int weight_transposed,
+                              est_precision precision);
 
 /* The same with plain loops (double accumulation): the reference the BLAS path is tested
  * against. Slow; never used by the model. */
@@ -180,23 +185,24 @@ void est_dropout_backward_mode(float *dinp, const float *dout, const uint8_t *ma
 size_t est_attention_scratch_floats(int B, int N, int S);
 void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
                            const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
-                           int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id);
+                           int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
+                           est_precision precision);
 /* The same for examples [first_example, first_example + B) of a larger batch: the
  * dropout mask of example b is the larger batch's for example first_example + b. */
 void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
                               const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                               int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
-                              int64_t first_example);
+                              int64_t first_example, est_precision precision);
 /* dq, dk, dv [B,S,N*Dh] += (each may be NULL). scratch as forward's; its contents are
  * overwritten. */
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,
                             const float *k, const float *v, const float *probs, const uint8_t *dropout_mask,
-                            int B, int S, int N, int Dh, float dropout_prob);
+                            int B, int S, int N, int Dh, float dropout_prob, est_precision precision);
 /* The same with dq, dk, dv delivered as `mode` says. */
 void est_attention_backward_mode(float *dq, float *dk, float *dv, float *scratch, const float *dctx,
                                  const float *q, const float *k, const float *v, const float *probs,
                                  const uint8_t *dropout_mask, int B, int S, int N, int Dh, float dropout_prob,
-                                 est_grad_mode mode);
+                                 est_grad_mode mode, est_precision precision);
 /* Plain-loop references (double accumulation, libm exp), same arguments minus scratch;
  * the dropout mask is read, not drawn (pass the fast forward's mask). The backward adds
  * (+=) into dq, dk, dv like the fast one; none may be NULL. */

@@ -1,6 +1,7 @@
 /* est/precision.h — the arithmetic of est's dense layers (matmuls).
  *
- *     if (est_set_precision(EST_PRECISION_BF16) != EST_PRECISION_BF16) ...  // fp32 on this CPU
+ *     est_precision p = est_precision_resolve(EST_PRECISION_BF16);  // FP32 on a CPU without bf16
+ *     est_bert_encoder_set_precision(encoder, p);                   // the model holds it
  *
  * EST_PRECISION_FP32 (the default): every GEMM in fp32.
  * EST_PRECISION_BF16: the matmul layers' GEMMs (forward, input and weight gradients) take
@@ -14,7 +15,12 @@
  *   master weights, optimizer state, LayerNorm, softmax, the loss and the gradients.
  *   Checkpoints are fp32 as always.
  *
- * The setting is process-wide, like the thread count; set it before training starts. */
+ * The precision belongs to a model, not to the process: the encoder holds it
+ * (est_bert_encoder_set_precision), its heads read it from the encoder, and every GEMM op
+ * takes it as its last argument (est/nn.h), so one process can run an fp32 and a bf16 model
+ * side by side (est serve with two versions). A new format adds its enum value here, its
+ * name below, and its branch in the one place a precision picks its kernels
+ * (est_sgemm_parallel_ep, src/nn/gemm.c). */
 #ifndef EST_PRECISION_H
 #define EST_PRECISION_H
 
@@ -26,10 +32,9 @@ extern "C" {
 
 typedef enum { EST_PRECISION_FP32 = 0, EST_PRECISION_BF16 = 1 } est_precision;
 
-/* Returns the precision now in effect: BF16 only where the CPU has AVX512-BF16; elsewhere
- * it logs a warning once and stays at FP32. */
-est_precision est_set_precision(est_precision p);
-est_precision est_get_precision(void);
+/* The precision this CPU runs for a request: BF16 only where the CPU has AVX512-BF16 (and
+ * EST_KERNEL allows it); elsewhere it logs a warning once and returns FP32. */
+est_precision est_precision_resolve(est_precision p);
 
 /* "fp32" / "bf16" <-> the enum; parse returns 0 on success, -1 for anything else. */
 const char *est_precision_name(est_precision p);
@@ -43,7 +48,9 @@ int est_precision_parse(const char *name, est_precision *out);
  *
  *     EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
  *     ...
- *     if (est_precision_apply_flag(precision) != EST_OK) ...   // after the flags parse */
+ *     est_precision p;
+ *     if (est_precision_apply_flag(precision, &p) != EST_OK) ...   // after the flags parse
+ *     est_bert_encoder_set_precision(encoder, p); */
 #define EST_PRECISION_FLAG_HELP                                                                  \
   "[est] fp32, or bf16: matmul inputs in bfloat16 with fp32 sums on CPUs with AMX or AVX512-BF16 " \
   "(weights, optimizer, LayerNorm, softmax and loss stay fp32; elsewhere it runs fp32)."
@@ -51,10 +58,11 @@ int est_precision_parse(const char *name, est_precision *out);
 /* Checks a --precision value: "fp32" or "bf16" (NULL counts as fp32); anything else is
  * EST_ERR_INVALID_ARGUMENT "--precision=X: must be fp32 or bf16". Applies nothing. */
 est_status est_precision_check_flag(const char *value);
-/* Checks, then est_set_precision: bf16 falls back to fp32 with a logged warning on a CPU
- * without AVX512-BF16, and logs one info line when bf16 is on, plus a warning when a ~10 ms
- * probe finds the CPU's bf16 dot products no faster than its fp32 FMAs (nn/cpu_peak.h). */
-est_status est_precision_apply_flag(const char *value);
+/* Checks, then resolves it into *out (NULL counts as fp32): bf16 falls back to fp32 with a
+ * logged warning on a CPU without AVX512-BF16, and logs one info line when bf16 is on, plus
+ * a warning when a ~10 ms probe finds the CPU's bf16 dot products no faster than its fp32
+ * FMAs (nn/cpu_peak.h). Sets nothing process-wide: the caller hands *out to its model. */
+est_status est_precision_apply_flag(const char *value, est_precision *out);
 
 #ifdef __cplusplus
 }

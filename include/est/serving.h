@@ -34,6 +34,7 @@
 #include <stdio.h>
 
 #include "est/bert_classifier.h"
+#include "est/precision.h"
 #include "est/run_classifier.h"
 #include "est/status.h"
 
@@ -105,6 +106,11 @@ int64_t est_servable_version(const est_servable *s);
 const char *est_servable_dir(const est_servable *s);
 int est_servable_max_batch(const est_servable *s);
 int est_servable_vocab_size(const est_servable *s);
+/* The precision its model runs (est/precision.h), FP32 until set; each servable has its own,
+ * so one process serves versions of different precisions side by side. Returns the one
+ * this CPU runs (bf16 without AVX512-BF16: fp32, with a warning). */
+est_precision est_servable_set_precision(est_servable *s, est_precision precision);
+est_precision est_servable_precision(const est_servable *s);
 
 /* probabilities [batch, num_labels] for rows of seq_len tokens (input_ids, input_mask,
  * segment_ids [batch, seq_len]); seq_len <= max_seq_length, any batch (run in pieces of
@@ -145,7 +151,8 @@ typedef struct est_encoder_layers est_encoder_layers;
 /* Loads the bert/ variables of `ckpt_prefix` (the encoder cut after the deepest layer listed;
  * layers 0-based, distinct). Each run is one forward pass, whatever the number of layers. */
 est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_config *cfg, const char *ckpt_prefix,
-                                   const int *layers, int num_layers, int max_batch, int seq_len);
+                                   const int *layers, int num_layers, int max_batch, int seq_len,
+                                   est_precision precision);
 void est_encoder_layers_free(est_encoder_layers *e);
 /* Runs the batch; out[k] receives layers[k]'s output [batch, seq_len, H]. */
 est_status est_encoder_layers_run(est_encoder_layers *e, const int32_t *input_ids, const int32_t *input_mask,

@@ -56,6 +56,7 @@ static est_status bert_build(const est_model_context *ctx, est_var_store *vars, 
   if (train && !h->backward)
     return est_error(EST_ERR_INVALID_ARGUMENT, "BERT model_fn: the %s head cannot train (no backward)", h->name);
   est_status st = est_bert_encoder_create(&m->enc, &p->bert_config, vars);
+  if (!st) est_bert_encoder_set_precision(m->enc, p->precision); /* before the head reads it */
   est_bert_head_context hc = {.mode = ctx->mode, .max_batch = ctx->batch_size, .max_seq_length = p->max_seq_length,
                               .encoder = m->enc, .vars = vars, .params = p->head_params};
   if (!st) st = h->create(&m->head, &hc);

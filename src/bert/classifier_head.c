@@ -29,6 +29,7 @@ struct est_bert_classifier_head {
   est_bert_grads_ready_fn ready_fn;
   void *ready_ctx;
   int64_t first_row; /* est_bert_classifier_head_set_first_row */
+  est_precision precision; /* est_bert_classifier_head_set_precision: the encoder's */
 };
 
 est_status est_bert_classifier_head_create(est_bert_classifier_head **out, int hidden_size, int num_labels,
@@ -96,6 +97,10 @@ void est_bert_classifier_head_set_first_row(est_bert_classifier_head *h, int64_t
   h->first_row = first_row > 0 ? first_row : 0;
 }
 
+void est_bert_classifier_head_set_precision(est_bert_classifier_head *h, est_precision precision) {
+  h->precision = precision;
+}
+
 void est_bert_classifier_head_set_grads_ready(est_bert_classifier_head *h, est_bert_grads_ready_fn fn, void *ctx) {
   h->ready_fn = fn;
   h->ready_ctx = fn ? ctx : NULL;
@@ -114,7 +119,7 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
   est_dropout_forward_at(h->pooled_d, h->mask, pooled, (size_t)B * H, (size_t)h->first_row * (size_t)H, p,
                          dropout_seed, step, EST_BERT_DROPOUT_HEAD_FIRST);
   est_matmul_forward(h->logits, h->pooled_d, est_vars_value(h->vs, (size_t)h->out_w),
-                     est_vars_value(h->vs, (size_t)h->out_b), B, H, C, 1);
+                     est_vars_value(h->vs, (size_t)h->out_b), B, H, C, 1, h->precision);
   if (logits_out) memcpy(logits_out, h->logits, (size_t)B * C * sizeof(float));
   h->B = B;
   h->p = p;
@@ -143,7 +148,7 @@ est_status est_bert_classifier_head_backward(est_bert_classifier_head *h, float 
   float *d_pd = h->p > 0.0f ? h->d_pooled_d : d_pooled;
   /* its own buffer is written; d_pooled (what the encoder reads) is added into */
   est_matmul_backward_mode(d_pd, dW, db, h->d_logits, h->pooled_d, est_vars_value(h->vs, (size_t)h->out_w), B, H, C,
-                           1, d_pd != d_pooled ? EST_GRAD_WRITE : EST_GRAD_ADD);
+                           1, d_pd != d_pooled ? EST_GRAD_WRITE : EST_GRAD_ADD, h->precision);
   est_bert_report_grads_ready(h->vs, (size_t)h->out_w, (size_t)h->out_b, h->ready_fn, h->ready_ctx);
   if (d_pd != d_pooled) est_dropout_backward(d_pooled, d_pd, h->mask, (size_t)B * H, h->p);
   return EST_OK;

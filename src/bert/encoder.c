@@ -98,6 +98,12 @@ void est_bert_encoder_set_first_row(est_bert_encoder *e, int64_t first_row) {
 
 void est_bert_encoder_set_recompute(est_bert_encoder *e, int on) { e->recompute = on != 0; }
 
+est_precision est_bert_encoder_set_precision(est_bert_encoder *e, est_precision precision) {
+  return e->precision = est_precision_resolve(precision);
+}
+
+est_precision est_bert_encoder_precision(const est_bert_encoder *e) { return e->precision; }
+
 void est_bert_encoder_set_grads_ready(est_bert_encoder *e, est_bert_grads_ready_fn fn, void *ctx) {
   e->ready_fn = fn;
   e->ready_ctx = fn ? ctx : NULL;
@@ -316,7 +322,7 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
   /* pooler: tanh(first token . Wp + bp) [B,H] */
   const float *x = est_bert_encoder_sequence_output(e);
   for (int b = 0; b < B; b++) memcpy(e->first + (size_t)b * H, x + (size_t)b * S * H, (size_t)H * sizeof(float));
-  est_matmul_forward(e->pool_pre, e->first, V(e->pool_w), V(e->pool_b), B, H, H, 0);
+  est_matmul_forward(e->pool_pre, e->first, V(e->pool_w), V(e->pool_b), B, H, H, 0, e->precision);
   est_activation_forward(e->pooled, e->pool_pre, (size_t)B * H, EST_ACT_TANH);
 #undef V
 
@@ -344,23 +350,23 @@ void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x
     enc_layer_acts *a = &e->la[l];
     uint32_t drop_id = EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l;
     /* self-attention: Q, K, V projections [T,H] -> per-head attention -> ctx [T,H] */
-    est_matmul_forward(a->q, x, V(w->q_w), V(w->q_b), T, H, H, 0);
-    est_matmul_forward(a->k, x, V(w->k_w), V(w->k_b), T, H, H, 0);
-    est_matmul_forward(a->v, x, V(w->v_w), V(w->v_b), T, H, H, 0);
+    est_matmul_forward(a->q, x, V(w->q_w), V(w->q_b), T, H, H, 0, e->precision);
+    est_matmul_forward(a->k, x, V(w->k_w), V(w->k_b), T, H, H, 0, e->precision);
+    est_matmul_forward(a->v, x, V(w->v_w), V(w->v_b), T, H, H, 0, e->precision);
     est_attention_forward_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v, input_mask, B, S, N, Dh,
-                             p_a, dropout_seed, step, drop_id, (int64_t)row0);
+                             p_a, dropout_seed, step, drop_id, (int64_t)row0, e->precision);
     /* A = LayerNorm(dropout(ctx Wao + bao) + x) */
-    est_matmul_forward(a->a_pre, a->ctx, V(w->ao_w), V(w->ao_b), T, H, H, 0);
+    est_matmul_forward(a->a_pre, a->ctx, V(w->ao_w), V(w->ao_b), T, H, H, 0, e->precision);
     est_dropout_forward_at(a->a_pre, a->amask, a->a_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 1);
     est_layernorm_forward_residual(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, x, V(w->ln1_g), V(w->ln1_b), T, H);
     /* Y = LayerNorm(dropout(act(A Wi + bi) Wo + bo) + A) */
     if (cfg->hidden_act == EST_ACT_GELU) { /* GELU fused into the GEMM's epilogue */
-      est_matmul_forward_gelu(e->h, a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0);
+      est_matmul_forward_gelu(e->h, a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0, e->precision);
     } else {
-      est_matmul_forward(a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0);
+      est_matmul_forward(a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0, e->precision);
       est_activation_forward(e->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
     }
-    est_matmul_forward(a->y_pre, e->h, V(w->o_w), V(w->o_b), T, I, H, 0);
+    est_matmul_forward(a->y_pre, e->h, V(w->o_w), V(w->o_b), T, I, H, 0, e->precision);
     est_dropout_forward_at(a->y_pre, a->omask, a->y_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 2);
     est_layernorm_forward_residual(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, a->a, V(w->ln2_g), V(w->ln2_b), T, H);
     x = a->y;

@@ -44,20 +44,22 @@ static void layer_backward(est_bert_encoder *e, int l, int B, int S) {
    * activations take the passes: act(h_pre) into e->h, d act into d->inter, then d h_pre
    * into e->h again (d->inter_pre is e->h). */
   if (cfg->hidden_act == EST_ACT_GELU) {
-    est_matmul_backward_gelu(d->inter_pre, d->inter, G(w->o_w), G(w->o_b), d_ffn, a->h_pre, V(w->o_w), T, I, H, 0);
+    est_matmul_backward_gelu(d->inter_pre, d->inter, G(w->o_w), G(w->o_b), d_ffn, a->h_pre, V(w->o_w), T, I, H, 0,
+                             e->precision);
   } else {
     est_activation_forward(e->h, a->h_pre, TI, cfg->hidden_act);
-    est_matmul_backward_mode(d->inter, G(w->o_w), G(w->o_b), d_ffn, e->h, V(w->o_w), T, I, H, 0, EST_GRAD_WRITE);
+    est_matmul_backward_mode(d->inter, G(w->o_w), G(w->o_b), d_ffn, e->h, V(w->o_w), T, I, H, 0, EST_GRAD_WRITE,
+                             e->precision);
     est_activation_backward_mode(d->inter_pre, d->inter, a->h_pre, TI, cfg->hidden_act, EST_GRAD_WRITE);
   }
-  est_matmul_backward(d->attn_out, G(w->i_w), G(w->i_b), d->inter_pre, a->a, V(w->i_w), T, H, I, 0);
+  est_matmul_backward(d->attn_out, G(w->i_w), G(w->i_b), d->inter_pre, a->a, V(w->i_w), T, H, I, 0, e->precision);
 
   /* A = LayerNorm(a_pre), a_pre = dropout(ctx Wao + bao) + x: LayerNorm's backward starts d x */
   est_layernorm_backward_mode(d->hidden, G(w->ln1_g), G(w->ln1_b), d->attn_out, a->a_pre, V(w->ln1_g),
                               a->ln1_mean, a->ln1_rstd, T, H, EST_GRAD_WRITE);
   const float *d_dense = dropout_grad(d->attn_dense, d->hidden, a->amask, TH, e->p_hidden);
   est_matmul_backward_mode(d->ctx, G(w->ao_w), G(w->ao_b), d_dense, a->ctx, V(w->ao_w), T, H, H, 0,
-                           EST_GRAD_WRITE);
+                           EST_GRAD_WRITE, e->precision);
   /* attention core -> d Q, d K, d V (written); the three projections of x add into d x */
   /* the probabilities and their mask are one buffer for all layers, last written by the top
    * layer's forward (or this layer's recompute): below the top, draw them again from the
@@ -65,12 +67,12 @@ static void layer_backward(est_bert_encoder *e, int l, int B, int S) {
   if (!e->rc && l < cfg->num_hidden_layers - 1)
     est_attention_forward_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v,
                              e->has_mask ? e->mask : NULL, B, S, N, Dh, e->p_attn, e->seed, e->step,
-                             EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l, e->row0);
+                             EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l, e->row0, e->precision);
   est_attention_backward_mode(d->q, d->k, d->v, e->att_scratch, d->ctx, a->q, a->k, a->v, a->probs, a->pmask, B,
-                              S, N, Dh, e->p_attn, EST_GRAD_WRITE);
-  est_matmul_backward(d->hidden, G(w->q_w), G(w->q_b), d->q, x, V(w->q_w), T, H, H, 0);
-  est_matmul_backward(d->hidden, G(w->k_w), G(w->k_b), d->k, x, V(w->k_w), T, H, H, 0);
-  est_matmul_backward(d->hidden, G(w->v_w), G(w->v_b), d->v, x, V(w->v_w), T, H, H, 0);
+                              S, N, Dh, e->p_attn, EST_GRAD_WRITE, e->precision);
+  est_matmul_backward(d->hidden, G(w->q_w), G(w->q_b), d->q, x, V(w->q_w), T, H, H, 0, e->precision);
+  est_matmul_backward(d->hidden, G(w->k_w), G(w->k_b), d->k, x, V(w->k_w), T, H, H, 0, e->precision);
+  est_matmul_backward(d->hidden, G(w->v_w), G(w->v_b), d->v, x, V(w->v_w), T, H, H, 0, e->precision);
 #undef V
 #undef G
 }
@@ -93,7 +95,7 @@ est_status est_bert_encoder_backward(est_bert_encoder *e) {
   /* pooled = tanh(first . Wp + bp), first = row 0 of each example's sequence output */
   est_activation_backward_mode(d->pool_pre, d_pooled, e->pool_pre, BH, EST_ACT_TANH, EST_GRAD_WRITE);
   est_matmul_backward_mode(d->first, G(e->pool_w), G(e->pool_b), d->pool_pre, e->first, V(e->pool_w), B, H, H, 0,
-                           EST_GRAD_WRITE);
+                           EST_GRAD_WRITE, e->precision);
   est_bert_report_grads_ready(e->vs, (size_t)e->pool_w, (size_t)e->pool_b, e->ready_fn, e->ready_ctx);
   for (int b = 0; b < B; b++) {
     float *row = d_seq + (size_t)b * S * H;

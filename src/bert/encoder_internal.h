@@ -55,6 +55,7 @@ struct est_bert_encoder {
   int word, type, pos, emb_g, emb_b;
   enc_layer_vars *lv;
   int pool_w, pool_b;
+  est_precision precision;                /* of every GEMM of the encoder and its heads */
 
   /* reservation */
   int max_B, max_S, with_backward;

@@ -96,6 +96,7 @@ static est_status classifier_forward(void *head, const est_bert_head_batch *b, f
     return st;
   for (int i = 0; i < b->batch; i++) m->weights[i] = real ? (float)((const int32_t *)real->data)[i] : 1.0f;
   m->labels = labels ? labels->data : NULL;
+  est_bert_classifier_head_set_precision(m->head, est_bert_encoder_precision(m->enc));
   return est_bert_classifier_head_forward(m->head, est_bert_encoder_pooled_output(m->enc), m->labels, b->batch,
                                           b->training, b->seed, b->step, m->logits,
                                           m->labels ? m->per_example_loss : NULL, m->labels ? loss : NULL);

@@ -43,6 +43,12 @@ void est_bert_classifier_set_first_row(est_bert_classifier *m, int64_t first_row
   est_bert_classifier_head_set_first_row(m->head, first_row);
 }
 
+est_precision est_bert_classifier_set_precision(est_bert_classifier *m, est_precision precision) {
+  precision = est_bert_encoder_set_precision(m->enc, precision);
+  est_bert_classifier_head_set_precision(m->head, precision);
+  return precision;
+}
+
 void est_bert_classifier_set_grads_ready(est_bert_classifier *m, est_bert_grads_ready_fn fn, void *ctx) {
   est_bert_classifier_head_set_grads_ready(m->head, fn, ctx);
   est_bert_encoder_set_grads_ready(m->enc, fn, ctx);

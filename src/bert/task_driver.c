@@ -226,7 +226,8 @@ est_status est_task_run(const est_task *t, const est_task_flags *f) {
   est_status st = validate(t, f, &cfg);
   if (st != EST_OK) return st;
   if (export_only(f)) return t->export(t->self, f);
-  if ((st = est_precision_apply_flag(f->precision)) != EST_OK) return st;
+  est_precision precision;
+  if ((st = est_precision_apply_flag(f->precision, &precision)) != EST_OK) return st;
   est_task_model m = {0};
   if ((st = t->prepare(t->self, f, &cfg, &m)) != EST_OK) return st;
   if ((st = est_mkdirs(f->output_dir)) != EST_OK) return st;
@@ -242,7 +243,8 @@ est_status est_task_run(const est_task *t, const est_task_flags *f) {
                                   .learning_rate = f->learning_rate,
                                   .num_train_steps = m.num_train_steps,
                                   .num_warmup_steps = m.num_warmup_steps,
-                                  .recompute = f->recompute};
+                                  .recompute = f->recompute,
+                                  .precision = precision};
   est_model_fn model_fn = est_bert_model_fn(&params);
   est_estimator *e = NULL;
   st = est_estimator_create(&e, &model_fn, &rc);

@@ -58,9 +58,10 @@ static void masked_softmax_rows(float *p, const float *madd, float scale, int ro
 
 void est_attention_forward(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
                            const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
-                           int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id) {
+                           int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
+                           est_precision precision) {
   est_attention_forward_at(ctx, probs, dropout_mask, scratch, q, k, v, input_mask, B, S, N, Dh, dropout_prob, seed,
-                           step, tensor_id, 0);
+                           step, tensor_id, 0, precision);
 }
 
 /* Whether the per-pair products may run est's own kernel (AVX-512F, and neither
@@ -151,10 +152,10 @@ typedef struct attention_plan {
   int own, amx;      /* est's fp32 kernel allowed; bf16 products on the AMX tiles */
 } attention_plan;
 
-static attention_plan attention_plan_of(int S, int N, int Dh, float dropout_prob) {
+static attention_plan attention_plan_of(int S, int N, int Dh, float dropout_prob, est_precision precision) {
   attention_plan p = {.HD = N * Dh, .scale = 1.0f / sqrtf((float)Dh), .SS = (size_t)S * S,
                       .dropout = dropout_prob > 0.0f, .own = own_kernel_allowed(),
-                      .amx = est_get_precision() == EST_PRECISION_BF16 && est_kernel_amx()};
+                      .amx = precision == EST_PRECISION_BF16 && est_kernel_amx()};
   p.keep_scale = p.dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
   est_blas_use_one_thread();
   return p;
@@ -163,8 +164,8 @@ static attention_plan attention_plan_of(int S, int N, int Dh, float dropout_prob
 void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
                               const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                               int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
-                              int64_t first_example) {
-  const attention_plan P = attention_plan_of(S, N, Dh, dropout_prob);
+                              int64_t first_example, est_precision precision) {
+  const attention_plan P = attention_plan_of(S, N, Dh, dropout_prob, precision);
   const int HD = P.HD, dropout = P.dropout, own = P.own, amx = P.amx;
   const float scale = P.scale, keep_scale = P.keep_scale;
   const size_t SS = P.SS;
@@ -210,9 +211,9 @@ static void pair_gemm(int own, int amx, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, 
 
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,
                             const float *k, const float *v, const float *probs, const uint8_t *dropout_mask,
-                            int B, int S, int N, int Dh, float dropout_prob) {
+                            int B, int S, int N, int Dh, float dropout_prob, est_precision precision) {
   est_attention_backward_mode(dq, dk, dv, scratch, dctx, q, k, v, probs, dropout_mask, B, S, N, Dh, dropout_prob,
-                              EST_GRAD_ADD);
+                              EST_GRAD_ADD, precision);
 }
 
 /* Each (example, head) pair owns its columns of dQ, dK, dV, so WRITE is beta 0 in its
@@ -220,9 +221,9 @@ void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, con
 void est_attention_backward_mode(float *dq, float *dk, float *dv, float *scratch, const float *dctx,
                                  const float *q, const float *k, const float *v, const float *probs,
                                  const uint8_t *dropout_mask, int B, int S, int N, int Dh, float dropout_prob,
-                                 est_grad_mode mode) {
+                                 est_grad_mode mode, est_precision precision) {
   const float beta = mode == EST_GRAD_WRITE ? 0.0f : 1.0f;
-  const attention_plan P = attention_plan_of(S, N, Dh, dropout_prob);
+  const attention_plan P = attention_plan_of(S, N, Dh, dropout_prob, precision);
   const int HD = P.HD, dropout = P.dropout, own = P.own, amx = P.amx;
   const float scale = P.scale, keep_scale = P.keep_scale;
   const size_t SS = P.SS;

@@ -10,10 +10,7 @@
 #include "nn/kernel_choice.h"
 #include "est/threads.h"
 
-/* Read by every GEMM, written before training starts (est/precision.h). */
-static est_precision precision = EST_PRECISION_FP32;
-
-est_precision est_set_precision(est_precision p) {
+est_precision est_precision_resolve(est_precision p) {
   if (p == EST_PRECISION_BF16 && !est_kernel_avx512_bf16()) {
     static int warned;
     if (!warned)
@@ -22,11 +19,8 @@ est_precision est_set_precision(est_precision p) {
     warned = 1;
     p = EST_PRECISION_FP32;
   }
-  precision = p;
   return p;
 }
-
-est_precision est_get_precision(void) { return precision; }
 
 const char *est_precision_name(est_precision p) { return p == EST_PRECISION_BF16 ? "bf16" : "fp32"; }
 
@@ -91,13 +85,15 @@ static void blas_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, 
                           int lda, const float *B, int ldb, float beta, float *C, int ldc);
 
 void est_sgemm_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
-                        int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-  est_sgemm_parallel_ep(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+                        int lda, const float *B, int ldb, float beta, float *C, int ldc, est_precision precision) {
+  est_sgemm_parallel_ep(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL, precision);
 }
 
 void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                            const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
-                           const est_gemm_epilogue *ep) {
+                           const est_gemm_epilogue *ep, est_precision precision) {
+  /* The one place a precision picks its kernels: a new format (int8) adds its branch here. */
+  if (precision == EST_PRECISION_BF16 && !est_kernel_avx512_bf16()) precision = EST_PRECISION_FP32;
   if (precision != EST_PRECISION_BF16 && own_kernel_for(ta, M, N, K, ep) &&
       est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
     return; /* the kernel applied the epilogue */

@@ -18,11 +18,11 @@
 void est_blas_use_one_thread(void);
 
 /* Row-major C[M,N] = alpha op(A) op(B) + beta C, blocks of C computed by OpenMP threads.
- * With est_get_precision() == EST_PRECISION_BF16 (set only where the CPU has AVX512-BF16)
+ * With precision EST_PRECISION_BF16 (on a CPU with AVX512-BF16; elsewhere it runs fp32)
  * it runs est_sgemm_bf16 instead; in fp32 it runs est_sgemm_f32 or OpenBLAS, chosen per
  * shape (gemm.c says which and why) unless a kernel is forced (nn/kernel_choice.h). */
 void est_sgemm_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
-                        int lda, const float *B, int ldb, float beta, float *C, int ldc);
+                        int lda, const float *B, int ldb, float beta, float *C, int ldc, est_precision precision);
 
 /* What a GEMM does to C's tiles while they are hot, after C = alpha op(A) op(B) + beta C:
  * C[m][n] += bias[n] (bias may be NULL), then gelu_out[m * ld_gelu + n] = tanh-GELU(C[m][n])
@@ -46,7 +46,7 @@ typedef struct {
 /* est_sgemm_parallel with an epilogue (ep may be NULL). */
 void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                            const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
-                           const est_gemm_epilogue *ep);
+                           const est_gemm_epilogue *ep, est_precision precision);
 
 /* est's own fp32 AVX-512F GEMM (gemm_f32.c), OpenMP-parallel unless called inside a parallel
  * region. Returns 0 when done, non-zero when it did nothing (no AVX-512F on this CPU, K = 0

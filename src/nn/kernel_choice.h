@@ -19,7 +19,7 @@
  *   amx       bf16: the AMX tiles (gemm_amx.c), where auto also runs them (needs AMX-BF16
  *             and Linux's grant of the tile state)
  *   noavx512  as on a CPU without AVX-512: none of est's run-time AVX-512 code (OpenBLAS for
- *             every GEMM, the scalar GELU), no bf16 (est_set_precision stays fp32), no AMX.
+ *             every GEMM, the scalar GELU), no bf16 (est_precision_resolve gives fp32), no AMX.
  *             What the compiler vectorised with -march=native stays as built, and OpenBLAS
  *             keeps its own kernels (OPENBLAS_CORETYPE=Haswell picks its AVX2 ones)
  *

@@ -13,19 +13,19 @@
 /* The bias is the GEMM's epilogue: est's own kernel adds it to C's tiles in registers;
  * the BLAS path fills out with it first and lets the GEMM add into it (gemm.c). */
 void est_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
-                        int N, int IC, int OC, int weight_transposed) {
+                        int N, int IC, int OC, int weight_transposed, est_precision precision) {
   est_gemm_epilogue ep = {.bias = bias};
   est_sgemm_parallel_ep(CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f, inp, IC,
-                        weight, weight_transposed ? IC : OC, 0.0f, out, OC, &ep);
+                        weight, weight_transposed ? IC : OC, 0.0f, out, OC, &ep, precision);
 }
 
 /* pre = inp . W + b and act = tanh-GELU(pre) in one pass over the output: GELU is applied
  * to each C tile as it leaves the kernel's registers (BERT's FFN: h = gelu(A Wi + bi)). */
 void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const float *weight, const float *bias,
-                             int N, int IC, int OC, int weight_transposed) {
+                             int N, int IC, int OC, int weight_transposed, est_precision precision) {
   est_gemm_epilogue ep = {.bias = bias, .gelu_out = act, .ld_gelu = OC};
   est_sgemm_parallel_ep(CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f, inp, IC,
-                        weight, weight_transposed ? IC : OC, 0.0f, pre, OC, &ep);
+                        weight, weight_transposed ? IC : OC, 0.0f, pre, OC, &ep, precision);
 }
 
 /* dbias[o] += sum_n dout[n,o]. Split by column blocks, each summed over n in order, so
@@ -47,25 +47,26 @@ static void bias_grad(float *dbias, const float *dout, int N, int OC) {
 }
 
 void est_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                         const float *weight, int N, int IC, int OC, int weight_transposed) {
-  est_matmul_backward_mode(dinp, dweight, dbias, dout, inp, weight, N, IC, OC, weight_transposed, EST_GRAD_ADD);
+                         const float *weight, int N, int IC, int OC, int weight_transposed, est_precision precision) {
+  est_matmul_backward_mode(dinp, dweight, dbias, dout, inp, weight, N, IC, OC, weight_transposed, EST_GRAD_ADD,
+                           precision);
 }
 
 void est_matmul_backward_mode(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                               const float *weight, int N, int IC, int OC, int weight_transposed,
-                              est_grad_mode mode) {
+                              est_grad_mode mode, est_precision precision) {
   if (dinp) {
     /* dinp[N,IC] (+)= dout[N,OC] . W^T (W [IC,OC]) or dout . W (W [OC,IC]); beta 0 never
      * reads C (BLAS's contract, and est's kernels') */
     float beta = mode == EST_GRAD_WRITE ? 0.0f : 1.0f;
     est_sgemm_parallel(CblasNoTrans, weight_transposed ? CblasNoTrans : CblasTrans, N, IC, OC, 1.0f,
-                dout, OC, weight, weight_transposed ? IC : OC, beta, dinp, IC);
+                dout, OC, weight, weight_transposed ? IC : OC, beta, dinp, IC, precision);
   }
   if (dweight) {
     if (weight_transposed) /* dW[OC,IC] += dout^T . inp */
-      est_sgemm_parallel(CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
+      est_sgemm_parallel(CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC, precision);
     else /* dW[IC,OC] += inp^T . dout */
-      est_sgemm_parallel(CblasTrans, CblasNoTrans, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC);
+      est_sgemm_parallel(CblasTrans, CblasNoTrans, IC, OC, N, 1.0f, inp, IC, dout, OC, 1.0f, dweight, OC, precision);
   }
   if (dbias) bias_grad(dbias, dout, N, OC);
 }
@@ -73,11 +74,12 @@ void est_matmul_backward_mode(float *dinp, float *dweight, float *dbias, const f
 /* The dinp GEMM first, its epilogue turning d act into d pre and recomputing act, then
  * the weight gradient from that act. */
 void est_matmul_backward_gelu(float *dpre, float *act, float *dweight, float *dbias, const float *dout,
-                              const float *pre, const float *weight, int N, int IC, int OC, int weight_transposed) {
+                              const float *pre, const float *weight, int N, int IC, int OC, int weight_transposed,
+                              est_precision precision) {
   est_gemm_epilogue ep = {.gelu_pre = pre, .gelu_act = act, .ld_pre = IC};
   est_sgemm_parallel_ep(CblasNoTrans, weight_transposed ? CblasNoTrans : CblasTrans, N, IC, OC, 1.0f, dout, OC,
-                        weight, weight_transposed ? IC : OC, 0.0f, dpre, IC, &ep);
-  est_matmul_backward(NULL, dweight, dbias, dout, act, weight, N, IC, OC, weight_transposed);
+                        weight, weight_transposed ? IC : OC, 0.0f, dpre, IC, &ep, precision);
+  est_matmul_backward(NULL, dweight, dbias, dout, act, weight, N, IC, OC, weight_transposed, precision);
 }
 
 /* Weight element (i = input index, o = output index) in either layout. */
@@ -90,7 +92,8 @@ void est_matmul_forward_ref(float *out, const float *inp, const float *weight, c
   for (int n = 0; n < N; n++)
     for (int o = 0; o < OC; o++) {
       double acc = bias ? bias[o] : 0.0;
-      for (int i = 0; i < IC; i++) acc += (double)inp[(size_t)n * IC + i] * w_at(weight, i, o, IC, OC, weight_transposed);
+      for (int i = 0; i < IC; i++) acc += (double)inp[(size_t)n * IC + i] * w_at(weight, i, o, IC, OC,
+           weight_transposed);
       out[(size_t)n * OC + o] = (float)acc;
     }
 }

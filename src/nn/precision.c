@@ -14,7 +14,8 @@ est_status est_precision_check_flag(const char *value) {
   return EST_OK;
 }
 
-est_status est_precision_apply_flag(const char *value) {
+est_status est_precision_apply_flag(const char *value, est_precision *out) {
+  *out = EST_PRECISION_FP32;
   est_status st = est_precision_check_flag(value);
   if (st != EST_OK) return st;
   est_precision p = EST_PRECISION_FP32;
@@ -24,7 +25,7 @@ est_status est_precision_apply_flag(const char *value) {
   EST_LOG_INFO("OpenBLAS kernels: %s", est_blas_corename());
   /* a forced kernel choice (nn/kernel_choice.h; an unusable EST_KERNEL logs its error here) */
   if (est_kernel_get() != EST_KERNEL_AUTO) EST_LOG_INFO("kernels: EST_KERNEL=%s", est_kernel_name(est_kernel_get()));
-  if (est_set_precision(p) != EST_PRECISION_BF16) return EST_OK;
+  if ((*out = est_precision_resolve(p)) != EST_PRECISION_BF16) return EST_OK;
   EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32, on %s",
                est_kernel_amx() ? "AMX tiles (TDPBF16PS)" : "AVX512-BF16 (VDPBF16PS)");
   /* bf16 pays only where its instruction beats fp32 FMAs: AMX's tiles do by far (~16x the

@@ -102,6 +102,10 @@ int64_t est_servable_version(const est_servable *s) { return s->version; }
 const char *est_servable_dir(const est_servable *s) { return s->dir; }
 int est_servable_max_batch(const est_servable *s) { return s->max_batch; }
 int est_servable_vocab_size(const est_servable *s) { return s->meta.bert_config.vocab_size; }
+est_precision est_servable_set_precision(est_servable *s, est_precision precision) {
+  return est_bert_encoder_set_precision(s->model.enc, precision);
+}
+est_precision est_servable_precision(const est_servable *s) { return est_bert_encoder_precision(s->model.enc); }
 
 est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
                                 const int32_t *segment_ids, int batch, int seq_len, float *probabilities) {
@@ -221,7 +225,8 @@ void est_encoder_layers_free(est_encoder_layers *e) {
 }
 
 est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_config *cfg, const char *ckpt_prefix,
-                                   const int *layers, int num_layers, int max_batch, int seq_len) {
+                                   const int *layers, int num_layers, int max_batch, int seq_len,
+                                   est_precision precision) {
   *out = NULL;
   est_encoder_layers *e = calloc(1, sizeof *e);
   if (!e) return est_error(EST_ERR_NO_MEMORY, "encoder layers");
@@ -242,6 +247,7 @@ est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_conf
   cut.num_hidden_layers = deepest + 1;
   if (st == EST_OK) st = est_vars_create(&e->vs);
   if (st == EST_OK) st = est_bert_encoder_create(&e->enc, &cut, e->vs);
+  if (st == EST_OK) est_bert_encoder_set_precision(e->enc, precision);
   if (st == EST_OK) st = est_vars_finalize(e->vs, 1);
   if (st == EST_OK) st = restore_vars(e->vs, ckpt_prefix);
   if (st == EST_OK) est_vars_set_read_only(e->vs, 1);
