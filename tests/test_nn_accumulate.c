@@ -203,8 +203,7 @@ static void test_backward_accumulates_into_input_gradient(void **state) {
  * path, which must not read C. */
 static void test_write_mode_on_every_gemm_kernel(void **state) {
   (void)state;
-  enum { B = 2, S = 64, N = 2, Dh = 64, H = N * Dh, I = 160, T = B * S }; /* I > H: dy [T, I] serves as dctx [T,
-   H] too */
+  enum { B = 2, S = 64, N = 2, Dh = 64, H = N * Dh, I = 160, T = B * S }; /* I > H: dy [T, I] serves as dctx [T, H] too */
   acc_ctx c = {.B = B, .S = S, .N = N, .Dh = Dh, .I = I, .prob = 0.1f};
   c.x = rand_buf((size_t)T * H, 1.0f);
   c.w = rand_buf((size_t)H * I, 1.0f);

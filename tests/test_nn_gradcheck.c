@@ -512,8 +512,7 @@ static void test_attention_fast_matches_reference(void **state) {
 }
 
 /* bf16 mode on AMX: the scores and context products take bf16 inputs with fp32 sums
- * (attention.c, pair_forward_amx),
-    and so do the backward's (below). Against the reference run on the inputs rounded to bf16
+ * (attention.c, pair_forward_amx), and so do the backward's (below). Against the reference run on the inputs rounded to bf16
  * (q, k, v; the reference sums in double): the probabilities differ only by the fp32 sums
  * of Dh exact products, as in the fp32 test (5e-5); the context also rounds each
  * probability to bf16 before P V, |p - bf16(p)| <= 2^-8 p, so with sum p = 1 and |v| <= 1
@@ -530,8 +529,7 @@ static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state)
     float prob = pass ? 0.2f : 0.0f;
     float *q = rand_buf(n, 1.5f), *k = rand_buf(n, 1.5f), *v = rand_buf(n, 1.0f);
     float *qr = zeros(n), *kr = zeros(n), *vr = zeros(n);
-    for (size_t i = 0; i < n; i++) qr[i] = est_bf16_round(q[i]), kr[i] = est_bf16_round(k[i]),
-         vr[i] = est_bf16_round(v[i]);
+    for (size_t i = 0; i < n; i++) qr[i] = est_bf16_round(q[i]), kr[i] = est_bf16_round(k[i]), vr[i] = est_bf16_round(v[i]);
     float *ctx = zeros(n), *ctx32 = zeros(n), *ctxr = zeros(n), *probs = zeros(pp), *probsr = zeros(pp);
     float *scratch = zeros(est_attention_scratch_floats(B, N, S));
     uint8_t *mask = calloc(pp, 1);
@@ -563,8 +561,7 @@ static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state)
       double scale = 0, err = 0;
       for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(gr[t][i]));
       for (size_t i = 0; i < n; i++) err = fmax(err, fabs((double)g[t][i] - gr[t][i]));
-      if (!(err <= tol * scale)) fail_msg("bf16 attention gradient %d: off by %.3g of its scale %.3g", t, err / scale,
-          scale);
+      if (!(err <= tol * scale)) fail_msg("bf16 attention gradient %d: off by %.3g of its scale %.3g", t, err / scale, scale);
       assert_true(err > 1e-4 * scale); /* rounded to bf16 */
       free(g[t]), free(gr[t]);
     }

@@ -156,15 +156,16 @@ est_status est_bert_pretraining_heads_forward(est_bert_pretraining_heads *h, con
       return est_error(EST_ERR_INVALID_ARGUMENT, "next_sentence_labels[%d] = %d is not 0 or 1", b, (int)ns_labels[b]);
 
   /* masked LM */
+  const est_precision prec = est_bert_encoder_precision(h->enc);
   const float *seq = est_bert_encoder_sequence_output(h->enc);
   for (int n = 0; n < N; n++) memcpy(h->x + (size_t)n * H, seq + (size_t)h->rows[n] * H, (size_t)H * sizeof(float));
   est_matmul_forward(h->z, h->x, est_vars_value(h->vs, (size_t)h->dense_w), est_vars_value(h->vs, (size_t)h->dense_b),
-                     N, H, H, 0, est_bert_encoder_precision(h->enc));
+                     N, H, H, 0, prec);
   est_activation_forward(h->a, h->z, (size_t)N * H, h->act);
   est_layernorm_forward(h->y, h->mean, h->rstd, h->a, est_vars_value(h->vs, (size_t)h->ln_gamma),
                         est_vars_value(h->vs, (size_t)h->ln_beta), N, H);
   est_matmul_forward(h->logits, h->y, est_vars_value(h->vs, h->word), est_vars_value(h->vs, (size_t)h->out_b), N, H,
-                     V, 1, est_bert_encoder_precision(h->enc));
+                     V, 1, prec);
   est_status st = est_vocab_xent_forward(h->losses, h->preds, h->row_max, h->row_inv, h->logits, lm_ids, N, V);
   if (st) return est_error_prefix("masked LM loss: ");
   double num = 0.0, den = 0.0;
@@ -178,7 +179,7 @@ est_status est_bert_pretraining_heads_forward(est_bert_pretraining_heads *h, con
 
   /* next sentence */
   est_matmul_forward(h->ns_logits, est_bert_encoder_pooled_output(h->enc), est_vars_value(h->vs, (size_t)h->ns_w),
-                     est_vars_value(h->vs, (size_t)h->ns_b), B, H, 2, 1, est_bert_encoder_precision(h->enc));
+                     est_vars_value(h->vs, (size_t)h->ns_b), B, H, 2, 1, prec);
   for (int b = 0; b < B; b++) h->ns_preds[b] = argmax(h->ns_logits + 2 * b, 2);
   st = est_crossentropy_forward(h->ns_losses, h->ns_probs, h->ns_logits, ns_labels, B, 2);
   if (st) return est_error_prefix("next-sentence loss: ");
@@ -208,6 +209,7 @@ est_status est_bert_pretraining_heads_backward(est_bert_pretraining_heads *h) {
                      "(reserved without backward?)");
   h->valid = 0;
   const int B = h->B, N = h->B * h->P, H = h->H, V = h->V;
+  const est_precision prec = est_bert_encoder_precision(h->enc);
   est_var_store *vs = h->vs;
   /* d loss / d logits[n] = w_n / denom * (p_n - onehot(id_n)), written over the logits
    * (rows split over the threads: [N,V] is ~78 MB at 640 rows, memory-bound work) */
@@ -217,14 +219,13 @@ est_status est_bert_pretraining_heads_backward(est_bert_pretraining_heads *h) {
   /* each input gradient below is read by one op only: written, not added (est/nn.h) */
   /* logits = y . E^T + b: the tied table's gradient gets this path (the encoder adds the lookup's) */
   est_matmul_backward_mode(h->dy, est_vars_grad(vs, h->word), est_vars_grad(vs, (size_t)h->out_b), dlogits, h->y,
-                           est_vars_value(vs, h->word), N, H, V, 1, EST_GRAD_WRITE, est_bert_encoder_precision(h->enc));
+                           est_vars_value(vs, h->word), N, H, V, 1, EST_GRAD_WRITE, prec);
   est_layernorm_backward_mode(h->da, est_vars_grad(vs, (size_t)h->ln_gamma), est_vars_grad(vs, (size_t)h->ln_beta),
                               h->dy, h->a, est_vars_value(vs, (size_t)h->ln_gamma), h->mean, h->rstd, N, H,
                               EST_GRAD_WRITE);
   est_activation_backward_mode(h->dz, h->da, h->z, (size_t)N * H, h->act, EST_GRAD_WRITE);
   est_matmul_backward_mode(h->dx, est_vars_grad(vs, (size_t)h->dense_w), est_vars_grad(vs, (size_t)h->dense_b),
-                           h->dz, h->x, est_vars_value(vs, (size_t)h->dense_w), N, H, H, 0, EST_GRAD_WRITE,
-                                                       est_bert_encoder_precision(h->enc));
+                           h->dz, h->x, est_vars_value(vs, (size_t)h->dense_w), N, H, H, 0, EST_GRAD_WRITE, prec);
   /* scatter back: a position masked twice gets both rows */
   for (int n = 0; n < N; n++) {
     float *d = dseq + (size_t)h->rows[n] * H;
@@ -235,8 +236,7 @@ est_status est_bert_pretraining_heads_backward(est_bert_pretraining_heads *h) {
   memset(h->ns_dlogits, 0, (size_t)B * 2 * sizeof(float));
   est_crossentropy_backward(h->ns_dlogits, h->ns_probs, h->ns_labels, 1.0f / (float)B, B, 2);
   est_matmul_backward(dpooled, est_vars_grad(vs, (size_t)h->ns_w), est_vars_grad(vs, (size_t)h->ns_b), h->ns_dlogits,
-                      est_bert_encoder_pooled_output(h->enc), est_vars_value(vs, (size_t)h->ns_w), B, H, 2, 1,
-                                                     est_bert_encoder_precision(h->enc));
+                      est_bert_encoder_pooled_output(h->enc), est_vars_value(vs, (size_t)h->ns_w), B, H, 2, 1, prec);
   /* The table's gradient is final only after the encoder's embedding backward, which reports it. */
   est_bert_report_grads_ready(vs, (size_t)h->dense_w, (size_t)h->ns_b, h->ready_fn, h->ready_ctx);
   return EST_OK;

@@ -92,8 +92,7 @@ void est_matmul_forward_ref(float *out, const float *inp, const float *weight, c
   for (int n = 0; n < N; n++)
     for (int o = 0; o < OC; o++) {
       double acc = bias ? bias[o] : 0.0;
-      for (int i = 0; i < IC; i++) acc += (double)inp[(size_t)n * IC + i] * w_at(weight, i, o, IC, OC,
-           weight_transposed);
+      for (int i = 0; i < IC; i++) acc += (double)inp[(size_t)n * IC + i] * w_at(weight, i, o, IC, OC, weight_transposed);
       out[(size_t)n * OC + o] = (float)acc;
     }
 }
