@@ -264,6 +264,33 @@ est_status est_request_parse(est_request *out, est_request_kind kind, const char
                              const est_request_limits *limits);
 void est_request_clear(est_request *r);
 
+/* ---- embedding request bodies (docs/embeddings.md §4) ------------------------------------- */
+
+typedef enum est_embed_api {
+  EST_EMBED_API_TEI,      /* text-embeddings-inference POST /embed: {"inputs": str | [str],
+                           * "normalize": bool (default true), "truncate": bool (default false)} */
+  EST_EMBED_API_OPENAI,   /* POST /v1/embeddings: {"input": str | [str], "model": str,
+                           * "encoding_format": "float", "user": str} */
+} est_embed_api;
+
+typedef struct est_embed_request {
+  const char **texts;               /* [count], owned by json */
+  size_t count;
+  int normalize;                    /* TEI's "normalize": 1 / 0, -1 when absent */
+  bool truncate;                    /* TEI's "truncate"; OpenAI: false (too long is an error) */
+  const char *model;                /* OpenAI's "model"; NULL when absent */
+  void *json;
+} est_embed_request;
+
+/* Parses a body of `api`'s form. INVALID_ARGUMENT naming the field ("input[2]: must be a
+ * string"); the limits' instance count and est_request_parse's pre-scan apply. Fields the API
+ * defines that est cannot honour (TEI's "truncation_direction": "Left" or a "prompt_name";
+ * OpenAI's token-id inputs, "encoding_format": "base64", "dimensions") are errors naming them;
+ * other keys are ignored, as both servers do. On failure *out is empty. */
+est_status est_embed_request_parse(est_embed_request *out, est_embed_api api, const char *body, size_t size,
+                                   const est_request_limits *limits);
+void est_embed_request_clear(est_embed_request *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "est/serving.h"
+#include "serve/request_internal.h"
 
 void est_request_clear(est_request *r) {
   for (size_t i = 0; r->instances && i < r->count; i++) {
@@ -226,16 +227,20 @@ static est_status prescan(const char *body, size_t size, size_t max_entries, con
   return EST_OK;
 }
 
-est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
-                             const est_request_limits *limits) {
-  memset(out, 0, sizeof *out);
+est_status est_request_prescan(const char *body, size_t size, const est_request_limits *limits) {
   /* No list may be longer than the instances allowed or a row's tokens (nor shorter than a
    * handful: an object has up to 5 keys). */
   size_t max_entries = limits->max_instances > (size_t)limits->max_seq_length ? limits->max_instances
                                                                               : (size_t)limits->max_seq_length;
   if (max_entries < 16) max_entries = 16;
   if (limits->max_instances == 0) max_entries = SIZE_MAX;
-  est_status pre = prescan(body, size, max_entries, limits);
+  return prescan(body, size, max_entries, limits);
+}
+
+est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
+                             const est_request_limits *limits) {
+  memset(out, 0, sizeof *out);
+  est_status pre = est_request_prescan(body, size, limits);
   if (pre != EST_OK) return pre;
   json_error_t err;
   json_t *root = json_loadb(body, size, JSON_REJECT_DUPLICATES, &err);
