@@ -211,7 +211,8 @@ int est_cmd_embed(int argc, char **argv) {
   FILE *in = input ? fopen(input, "rb") : stdin;
   st = in ? EST_OK : est_error(EST_ERR_IO, "--input_file=%s: %s", input, strerror(errno));
   if (st == EST_OK) st = est_embed_model_open(&r.s, &o);
-  if (st == EST_OK) st = est_cli_apply_model_precision(precision, r.s);
+  /* a checkpoint has no recorded precision: fp32 unless --precision says otherwise */
+  if (st == EST_OK) st = est_cli_apply_model_precision(precision || o.model_dir ? precision : "fp32", r.s);
   if (st == EST_OK) st = est_featurizer_create(&r.f, r.s);
   if (st == EST_OK) {
     r.S = est_servable_meta(r.s)->max_seq_length;
