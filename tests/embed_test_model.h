@@ -64,23 +64,7 @@ static inline void embed_expected(const char *const *texts, int n, const est_poo
   est_tokenizer_free(tok);
 }
 
-/* Every float of `text` (numbers only; other characters skipped) into vals; returns how many. */
-static inline int embed_floats(const char *text, float *vals, int cap) {
-  int n = 0;
-  for (const char *p = text; *p && n < cap;) {
-    char *end;
-    float v = strtof(p, &end);
-    if (end == p) {
-      p++;
-      continue;
-    }
-    vals[n++] = v;
-    p = end;
-  }
-  return n;
-}
-
-static inline void embed_assert_close(const float *got, const float *want, int n, double tol, const char *what) {
+static inline void embed_assert_close(const double *got, const float *want, int n, double tol, const char *what) {
   for (int i = 0; i < n; i++)
     if (!(fabs(got[i] - want[i]) <= tol)) fail_msg("%s [%d]: %.9g, want %.9g", what, i, got[i], want[i]);
 }

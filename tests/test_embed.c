@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "embed_test_model.h"
+#include "serving_test_model.h"
 
 /* stdout of a command that must exit 0 (stderr dropped). */
 static char *stdout_of(const char *fmt, const char *a, const char *b) {
@@ -35,14 +36,15 @@ static const char *input_file(void) {
 /* Runs est embed with `flags` over the texts; checks stdout against p's expected vectors. */
 static char *embed_and_check(const char *flags, const est_pooling_params *p) {
   const int W = est_pooling_width(p, EMBED_H);
-  float want[EMBED_NTEXTS * 16], got[EMBED_NTEXTS * 16 + 1];
+  float want[EMBED_NTEXTS * 16];
+  double got[EMBED_NTEXTS * 16 + 1];
   embed_expected(embed_texts, EMBED_NTEXTS, p, want, NULL);
   char *out = NULL;
   int rc = test_run(&out, 0, EST_BIN " embed" EMBED_MODEL_FLAGS " --input_file=%s %s 2> %s", input_file(), flags,
                     test_tmp_path("embed.err"));
   if (rc != 0) fail_msg("est embed %s: exit %d\n%s", flags, rc, test_read_file(test_tmp_path("embed.err"), NULL));
   assert_int_equal(test_count_lines_with(out, "", NULL), EMBED_NTEXTS);
-  assert_int_equal(embed_floats(out, got, EMBED_NTEXTS * W + 1), EMBED_NTEXTS * W);
+  assert_int_equal(serving_parse_floats(out, got, EMBED_NTEXTS * W + 1), EMBED_NTEXTS * W);
   embed_assert_close(got, want, EMBED_NTEXTS * W, 2e-6, flags);
   return out;
 }

@@ -83,16 +83,10 @@ est_status est_embed_request_parse(est_embed_request *out, est_embed_api api, co
                                    const est_request_limits *limits) {
   memset(out, 0, sizeof *out);
   out->normalize = -1;
-  est_status st = est_request_prescan(body, size, limits);
-  if (st != EST_OK) return st;
-  json_error_t err;
-  json_t *root = json_loadb(body, size, JSON_REJECT_DUPLICATES, &err);
-  if (!root)
-    return est_error(EST_ERR_INVALID_ARGUMENT, "JSON parse error at line %d, column %d: %s", err.line, err.column,
-                     err.text);
+  json_t *root;
+  est_status st = est_request_load(&root, body, size, limits);
   out->json = root;
-  if (!json_is_object(root)) st = est_error(EST_ERR_INVALID_ARGUMENT, "the request body must be a JSON object");
-  else st = api == EST_EMBED_API_TEI ? tei_fields(out, root, limits) : openai_fields(out, root, limits);
+  if (st == EST_OK) st = api == EST_EMBED_API_TEI ? tei_fields(out, root, limits) : openai_fields(out, root, limits);
   if (st != EST_OK) est_embed_request_clear(out);
   return st;
 }

@@ -237,19 +237,25 @@ est_status est_request_prescan(const char *body, size_t size, const est_request_
   return prescan(body, size, max_entries, limits);
 }
 
+est_status est_request_load(json_t **root, const char *body, size_t size, const est_request_limits *limits) {
+  *root = NULL;
+  est_status st = est_request_prescan(body, size, limits);
+  if (st != EST_OK) return st;
+  json_error_t err;
+  *root = json_loadb(body, size, JSON_REJECT_DUPLICATES, &err);
+  if (!*root)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "JSON parse error at line %d, column %d: %s", err.line, err.column,
+                     err.text);
+  if (!json_is_object(*root)) return est_error(EST_ERR_INVALID_ARGUMENT, "the request body must be a JSON object");
+  return EST_OK;
+}
+
 est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
                              const est_request_limits *limits) {
   memset(out, 0, sizeof *out);
-  est_status pre = est_request_prescan(body, size, limits);
-  if (pre != EST_OK) return pre;
-  json_error_t err;
-  json_t *root = json_loadb(body, size, JSON_REJECT_DUPLICATES, &err);
-  if (!root)
-    return est_error(EST_ERR_INVALID_ARGUMENT, "JSON parse error at line %d, column %d: %s", err.line, err.column,
-                     err.text);
+  json_t *root;
+  est_status st = est_request_load(&root, body, size, limits);
   out->json = root;
-  est_status st = EST_OK;
-  if (!json_is_object(root)) st = est_error(EST_ERR_INVALID_ARGUMENT, "the request body must be a JSON object");
   const json_t *sig = st == EST_OK ? json_object_get(root, "signature_name") : NULL;
   if (sig && !json_is_string(sig)) st = est_error(EST_ERR_INVALID_ARGUMENT, "\"signature_name\": must be a string");
   if (st == EST_OK && sig && !(out->signature_name = strdup(json_string_value(sig))))
