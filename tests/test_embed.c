@@ -144,8 +144,13 @@ static void test_export_then_model_dir(void **state) {
   char *got = stdout_of(EST_BIN " embed --model_dir=%s --num_threads=1 --input_file=%s", base, input_file());
   assert_string_equal(got, want);
   free(want), free(got);
+  /* est predict answers probabilities: an embedding export is refused, by its head */
+  int rc = test_run(&log, 1, "echo hi | " EST_BIN " predict --export_dir=%s", base);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(log, "the export's head is \"pooling\"; est predict answers a classifier's"));
+  free(log);
   /* an export fixes its pooling */
-  int rc = test_run(&log, 1, "echo hi | " EST_BIN " embed --model_dir=%s --pooling=max", base);
+  rc = test_run(&log, 1, "echo hi | " EST_BIN " embed --model_dir=%s --pooling=max", base);
   assert_int_equal(rc, 1);
   assert_non_null(strstr(log, "an export fixes its weights, pooling and max_seq_length"));
   free(log);

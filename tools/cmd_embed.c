@@ -83,6 +83,7 @@ static est_status add_line(embed_run *r, const char *text, size_t size) {
   return EST_OK;
 }
 
+/* qsort has no context argument; est embed sorts one window at a time on one thread. */
 static const int32_t *sort_lengths;
 static int by_length(const void *a, const void *b) {
   int x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -189,7 +190,9 @@ int est_cmd_embed(int argc, char **argv) {
                                                         "--model_dir is already an export");
   if ((rc = est_cli_apply_runtime_flags("embed", ok, precision, threads)) >= 0) return rc;
   o.do_lower_case = lower;
-  o.normalize = flags[6].is_set ? normalize : -1;
+  o.normalize = -1; /* unset: as the model's files say */
+  for (int i = 0; i < nflags; i++)
+    if (!strcmp(flags[i].name, "normalize") && flags[i].is_set) o.normalize = normalize;
   o.max_seq_length = (int)max_seq;
   o.max_batch = (int)batch;
 
