@@ -109,16 +109,19 @@ static est_status window_flush(embed_run *r) {
     est_status st = est_servable_predict_strided(r->s, r->bids, r->bmask, r->bsegs, nb, r->S,
                                                  est_serving_bucket_length(longest, r->S), r->bemb);
     if (st != EST_OK) return st;
-    for (int i = 0; i < nb; i++) memcpy(r->emb + (size_t)r->order[b0 + i] * W, r->bemb + (size_t)i * W, W * sizeof(float));
+    for (int i = 0; i < nb; i++)
+      memcpy(r->emb + (size_t)r->order[b0 + i] * W, r->bemb + (size_t)i * W, W * sizeof(float));
   }
   char num[48];
   for (int i = 0; i < r->n; i++) {
     fputs(r->tsv ? "" : "[", r->out);
     for (size_t k = 0; k < W; k++)
-      fprintf(r->out, "%s%s", k ? (r->tsv ? "\t" : ", ") : "", est_format_float32(r->emb[i * W + k], num, sizeof num));
+      fprintf(r->out, "%s%s", k ? (r->tsv ? "\t" : ", ") : "",
+              est_format_float32(r->emb[i * W + k], num, sizeof num));
     fputs(r->tsv ? "\n" : "]\n", r->out);
   }
-  if (fflush(r->out) != 0 || ferror(r->out)) return est_error(EST_ERR_IO, "writing the embeddings: %s", strerror(errno));
+  if (fflush(r->out) != 0 || ferror(r->out))
+    return est_error(EST_ERR_IO, "writing the embeddings: %s", strerror(errno));
   r->first_line += r->n;
   r->n = 0;
   return EST_OK;
@@ -180,9 +183,12 @@ int est_cmd_embed(int argc, char **argv) {
   int ok = 1;
   if (strcmp(format, "json") && strcmp(format, "tsv"))
     ok = 0, est_error(EST_ERR_INVALID_ARGUMENT, "--output_format=%s: must be json or tsv", format);
-  else if (batch < 1 || batch > 65536) ok = 0, est_error(EST_ERR_INVALID_ARGUMENT, "--batch_size=%lld: must be in [1, 65536]", (long long)batch);
-  else if (window < 1 || window > 1 << 20) ok = 0, est_error(EST_ERR_INVALID_ARGUMENT, "--window=%lld: must be in [1, 1048576]", (long long)window);
-  else if (max_seq < 0 || max_seq > 1 << 20) ok = 0, est_error(EST_ERR_INVALID_ARGUMENT, "--max_seq_length=%lld: out of range", (long long)max_seq);
+  else if (batch < 1 || batch > 65536)
+    ok = 0, est_error(EST_ERR_INVALID_ARGUMENT, "--batch_size=%lld: must be in [1, 65536]", (long long)batch);
+  else if (window < 1 || window > 1 << 20)
+    ok = 0, est_error(EST_ERR_INVALID_ARGUMENT, "--window=%lld: must be in [1, 1048576]", (long long)window);
+  else if (max_seq < 0 || max_seq > 1 << 20)
+    ok = 0, est_error(EST_ERR_INVALID_ARGUMENT, "--max_seq_length=%lld: out of range", (long long)max_seq);
   else if (!o.model_dir == !o.init_checkpoint && !export_dir)
     ok = 0, est_error(EST_ERR_INVALID_ARGUMENT, "give --model_dir (an embedding export) or --init_checkpoint with "
                       "--bert_config_file and --vocab_file");
