@@ -171,12 +171,47 @@ static void test_export_then_model_dir(void **state) {
   free(log);
 }
 
+/* sentence-transformers' files beside the config set the defaults: sentence_bert_config.json's
+ * max_seq_length, 1_Pooling's modes and modules.json's Normalize; flags still win. */
+static void test_sentence_transformers_defaults(void **state) {
+  (void)state;
+  const char *dir = test_tmp_path("st");
+  char *log = test_run_ok("mkdir -p %s/1_Pooling && cp " EMBED_KBT "/bert_config.json %s/ && "
+                          "printf '{\"max_seq_length\": 8, \"do_lower_case\": false}' > %s/sentence_bert_config.json && "
+                          "printf '{\"pooling_mode_cls_token\": true}' > %s/1_Pooling/config.json", dir, dir, dir, dir);
+  free(log);
+  char flags[2048];
+  snprintf(flags, sizeof flags, " --init_checkpoint=" EMBED_KBT "/bert_model.ckpt --vocab_file=" EMBED_KBT
+           "/vocab.txt --num_threads=1 --bert_config_file=%s/bert_config.json", dir);
+  int rc = test_run(&log, 1, "echo 'all work and no play makes jack a dull boy' | " EST_BIN " embed%s", flags);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(log, "input line 1: 12 tokens, truncated to max_seq_length 8"));
+  free(log);
+  /* cls of 4 floats, not normalised (no modules.json): the [CLS] output itself */
+  char *out = stdout_of("echo 'jack is a dull boy' | " EST_BIN " embed%s%s", flags, "");
+  est_pooling_params cls = {.modes = EST_POOLING_CLS};
+  float want[EMBED_H];
+  const char *text = "jack is a dull boy";
+  embed_expected(&text, 1, &cls, want, NULL);
+  double got[EMBED_H + 1];
+  assert_int_equal(serving_parse_floats(out, got, EMBED_H + 1), EMBED_H);
+  embed_assert_close(got, want, EMBED_H, 2e-6, "cls from 1_Pooling");
+  free(out);
+  /* a bad sentence_bert_config.json is named */
+  free(test_run_ok("printf '{\"max_seq_length\": 1}' > %s/sentence_bert_config.json", dir));
+  rc = test_run(&log, 1, "echo hi | " EST_BIN " embed%s", flags);
+  assert_int_equal(rc, 1);
+  assert_non_null(strstr(log, "sentence_bert_config.json: \"max_seq_length\" must be an integer >= 3"));
+  free(log);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_json_mean_matches_the_encoder),
     cmocka_unit_test(test_tsv_windows_batches_and_modes),
     cmocka_unit_test(test_bad_lines_and_flags),
     cmocka_unit_test(test_export_then_model_dir),
+    cmocka_unit_test(test_sentence_transformers_defaults),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -167,7 +167,7 @@ int est_cmd_embed(int argc, char **argv) {
                     "(concatenated). Default: sentence-transformers' files beside the config, else mean.", 0),
     EST_FLAG_BOOL("normalize", &normalize, "L2-normalise each vector (default: as modules.json's Normalize).", 0),
     EST_FLAG_INT("max_seq_length", &max_seq, "Tokens per line, [CLS] and [SEP] included; longer lines are cut "
-                 "(default 128).", 0),
+                 "(default: sentence_bert_config.json's beside the config, else 128).", 0),
     EST_FLAG_INT("batch_size", &batch, "Lines per forward pass.", 0),
     EST_FLAG_INT("window", &window, "Lines read, sorted by length and written at a time.", 0),
     EST_FLAG_STRING("input_file", &input, "Text, one input per line (default: stdin).", 0),

@@ -155,7 +155,7 @@ typedef struct est_embed_model_options {
    * when there, else "mean"; else a list for est_pooling_params_parse. */
   const char *pooling;
   int normalize;                /* 1 / 0; -1: as those files say (Normalize module), else 0 */
-  int max_seq_length;           /* 0: 128 */
+  int max_seq_length;           /* 0: sentence_bert_config.json's beside the config, else 128 */
   int max_batch;                /* rows per forward pass */
 } est_embed_model_options;
 
