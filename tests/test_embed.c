@@ -177,8 +177,10 @@ static void test_sentence_transformers_defaults(void **state) {
   (void)state;
   const char *dir = test_tmp_path("st");
   char *log = test_run_ok("mkdir -p %s/1_Pooling && cp " EMBED_KBT "/bert_config.json %s/ && "
-                          "printf '{\"max_seq_length\": 8, \"do_lower_case\": false}' > %s/sentence_bert_config.json && "
-                          "printf '{\"pooling_mode_cls_token\": true}' > %s/1_Pooling/config.json", dir, dir, dir, dir);
+                          "printf '{\"max_seq_length\": 8, \"do_lower_case\": false}' > "
+                          "%s/sentence_bert_config.json && "
+                          "printf '{\"pooling_mode_cls_token\": true}' > %s/1_Pooling/config.json",
+                          dir, dir, dir, dir);
   free(log);
   char flags[2048];
   snprintf(flags, sizeof flags, " --init_checkpoint=" EMBED_KBT "/bert_model.ckpt --vocab_file=" EMBED_KBT
