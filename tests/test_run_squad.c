@@ -1,6 +1,7 @@
 /* `est run_squad` end to end (src/bert/run_squad.c, tools/cmd_run_squad.c) on the tiny BERT
  * of tests/data/run_classifier (L1 H32) and the SQuAD fixtures of tests/data/squad:
  *   - a short training run lowers the loss and logs run_squad.py's lines;
+ *   - train.tf_record equals run_squad.py main()'s (shuffled with random.Random(12345));
  *   - --do_predict from its checkpoint writes predictions.json / nbest_predictions.json
  *     (one entry per question, n-best of at most --n_best_size) and eval_results.txt with
  *     the v1.1 metrics; with --version_2_with_negative also null_odds.json and the 2.0 keys;
@@ -104,6 +105,29 @@ static void test_train_then_predict(void **state) {
   free(text);
 }
 
+/* train.tf_record equals run_squad.py main()'s for the same file and flags: the examples
+ * shuffled with random.Random(12345), then converted (tests/reference/
+ * squad_train_records_reference.py made the expected file). */
+static void test_train_records_are_the_scripts(void **state) {
+  (void)state;
+  char out[512];
+  snprintf(out, sizeof out, "%s/v2", test_tmpdir);
+  char *log = test_run_ok(BASE " --output_dir=%s --do_train --train_file=" SQUAD "windows_v2.json"
+                               " --version_2_with_negative --train_batch_size=4 --num_train_epochs=1", out);
+  assert_non_null(strstr(log, "  Num orig examples = 14"));
+  assert_non_null(strstr(log, "  Num split examples = 38"));
+  free(log);
+  size_t got_size, want_size;
+  char *got = test_read_file(test_tmp_path("v2/train.tf_record"), &got_size);
+  char *want = test_read_file(SQUAD "windows_v2_train_64_16_12.tf_record", &want_size);
+  assert_non_null(got);
+  assert_non_null(want);
+  assert_int_equal(got_size, want_size);
+  assert_memory_equal(got, want, want_size);
+  free(got);
+  free(want);
+}
+
 /* Usage errors exit 2 with the reference's message (or est's, naming the flag) and write
  * nothing; a malformed SQuAD file exits 1 naming the file, the question and the field. */
 static void test_bad_flags_and_inputs(void **state) {
@@ -155,6 +179,7 @@ static void test_bad_flags_and_inputs(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_train_then_predict),
+    cmocka_unit_test(test_train_records_are_the_scripts),
     cmocka_unit_test(test_bad_flags_and_inputs),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
