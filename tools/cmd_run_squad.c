@@ -1,6 +1,6 @@
 /* `est run_squad`: google-research/bert's run_squad.py, same flags, same files. The shared
- * flags of every run_* come from the task driver's group (task_cli.c), less the eval mode
- * run_squad.py does not have; this file adds run_squad.py's own. */
+ * flags of every run_* come from the task driver's group (task_cli.c); this file adds
+ * run_squad.py's own. */
 #include <stdio.h>
 
 #include "commands.h"
@@ -9,12 +9,14 @@
 
 static const char usage[] =
     "usage: est run_squad --vocab_file=FILE --bert_config_file=FILE --output_dir=DIR\n"
-    "                     [--do_train --train_file=FILE] [--do_predict --predict_file=FILE] [flags...]\n\n"
-    "Fine-tunes BERT for SQuAD question answering (1.1, or 2.0 with --version_2_with_negative), as\n"
-    "google-research/bert's run_squad.py. Writes under output_dir: train.tf_record, eval.tf_record,\n"
-    "model.ckpt-N checkpoints, predictions.json, nbest_predictions.json, null_odds.json (2.0) and,\n"
-    "when --predict_file has answers, eval_results.txt (the official evaluate-v1.1 / v2.0 metrics).\n"
-    "Where run_squad.py fails (2.0, every n-best answer null) est predicts \"\".";
+    "                     [--do_train --train_file=FILE] [--do_predict --predict_file=FILE]\n"
+    "                     [flags...]\n\n"
+    "Fine-tunes BERT for question answering on SQuAD 1.1 or 2.0 and predicts answer spans, as\n"
+    "google-research/bert's run_squad.py. Writes under output_dir: train.tf_record,\n"
+    "eval.tf_record, model.ckpt-N checkpoints, predictions.json, nbest_predictions.json,\n"
+    "null_odds.json (--version_2_with_negative) and, when --predict_file has answers,\n"
+    "eval_results.txt with the official evaluation script's metrics.\n"
+    "Data parallel: `mpirun -np N est run_squad ...` (output_dir shared; batch sizes global).";
 
 static est_status run_task(void *ctx) { return est_run_squad_main(ctx); }
 
@@ -37,28 +39,28 @@ int est_cmd_run_squad(int argc, char **argv) {
     EST_FLAG_FLOAT("warmup_proportion", &c->warmup_proportion,
                    "Proportion of training to perform linear learning rate warmup for. E.g., 0.1 = 10% of "
                    "training.", 0),
+    EST_FLAG_BOOL("verbose_logging", &c->verbose_logging,
+                  "If true, all of the warnings related to data processing will be printed. A number of warnings "
+                  "are expected for a normal SQuAD evaluation.", 0),
     EST_FLAG_INT("n_best_size", &c->n_best_size,
                  "The total number of n-best predictions to generate in the nbest_predictions.json output file.",
                  0),
     EST_FLAG_INT("max_answer_length", &c->max_answer_length,
-                 "The maximum length of an answer that can be generated. This is needed because the start and "
-                 "end predictions are not conditioned on one another.", 0),
-    EST_FLAG_BOOL("verbose_logging", &c->verbose_logging,
-                  "If true, all of the warnings related to data processing will be printed. A number of warnings "
-                  "are expected for a normal SQuAD evaluation.", 0),
+                 "The maximum length of an answer that can be generated. This is needed because the start and end "
+                 "predictions are not conditioned on one another.", 0),
     EST_FLAG_BOOL("version_2_with_negative", &c->version_2_with_negative,
                   "If true, the SQuAD examples contain some that do not have an answer.", 0),
     EST_FLAG_FLOAT("null_score_diff_threshold", &c->null_score_diff_threshold,
                    "If null_score - best_non_null is greater than the threshold predict null.", 0),
   };
   enum { NTASK = sizeof task_flags / sizeof *task_flags };
-  est_flag shared[EST_CLI_TASK_MAX_FLAGS], flags[NTASK + EST_CLI_TASK_MAX_FLAGS];
-  const size_t num_shared = est_cli_task_flags(&c->common, shared, EST_CLI_TASK_PREDICT);
+  est_flag flags[NTASK + EST_CLI_TASK_MAX_FLAGS];
+  /* run_squad.py's order: its input flags, the shared group, then training and prediction */
   size_t n = 0;
-  for (size_t i = 0; i < NTASK; i++) flags[n++] = task_flags[i];
-  /* run_squad.py has no eval mode: --do_eval and --eval_batch_size are unknown flags */
-  for (size_t i = 0; i < num_shared; i++)
-    if (shared[i].value != &c->common.do_eval && shared[i].value != &c->common.eval_batch_size) flags[n++] = shared[i];
+  for (size_t i = 0; i < 6; i++) flags[n++] = task_flags[i];
+  n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT | EST_CLI_TASK_NO_EVAL);
+  for (size_t i = 6; i < NTASK; i++) flags[n++] = task_flags[i];
+  /* run_squad.py's words for its own shared flags */
   est_cli_flag_help(flags, n, "do_predict", "Whether to run eval on the dev set.");
   est_cli_flag_help(flags, n, "predict_batch_size", "Total batch size for predictions.");
   int rc = est_cli_task_parse("run_squad", usage, &c->common, flags, n, argc, argv);

@@ -143,33 +143,12 @@ typedef struct est_bert_pretraining_head_params {
 } est_bert_pretraining_head_params;
 extern const est_bert_head_type est_bert_pretraining_head_type;
 
-/* run_squad.py create_model + model_fn's loss: logits over every position of the sequence
- * output (no dropout, no mask), [B*S, H] . output_weights^T + output_bias -> [B, S, 2], split
- * into start and end. Variables cls/squad/output_weights [2, H] (truncated normal 0.02) and
- * cls/squad/output_bias [2] (zeros). TRAIN / EVAL loss = (start + end) / 2, each the batch
- * mean of -log softmax over the S positions at start_positions / end_positions [B] (padding
- * positions included in the softmax, as the reference). PREDICT: "unique_ids" [B] (int32,
- * the feature passed through), "start_logits" and "end_logits" [B, S]. No EVAL metrics
- * (run_squad.py has no eval mode). No parameters: head_params may be NULL. */
+/* run_squad.py create_model: cls/squad/output_weights [2, H] (truncated normal 0.02) and
+ * cls/squad/output_bias [2] on every position of the sequence output; loss = mean of the
+ * start and end positions' softmax cross-entropy over all S positions. Features:
+ * start_positions, end_positions [B] (TRAIN, EVAL), unique_ids [B] (PREDICT). PREDICT:
+ * "unique_ids" [B], "start_logits", "end_logits" [B, S]. No metrics. No parameters. */
 extern const est_bert_head_type est_bert_squad_head_type;
-
-/* The head's arithmetic, for the head and its tests. logits [B*S, 2] is scratch, written.
- * start_logits / end_logits [B, S]. */
-void est_squad_logits_forward(float *start_logits, float *end_logits, float *logits, const float *seq,
-                              const float *weights, const float *bias, int B, int S, int H,
-                              est_precision precision);
-/* loss = (mean_b CE(start_logits[b], start[b]) + mean_b CE(end_logits[b], end[b])) / 2;
- * losses [2, B] the per-example cross-entropies (start row, end row); probs [2, B, S] the
- * softmaxes saved for backward (NULL: none). A position outside [0, S) is an
- * INVALID_ARGUMENT naming the feature and the row. */
-est_status est_squad_loss_forward(float *loss, float *losses, float *probs, const float *start_logits,
-                                  const float *end_logits, const int32_t *start_positions,
-                                  const int32_t *end_positions, int B, int S);
-/* d_seq [B*S, H] +=, d_weights [2, H] +=, d_bias [2] += the gradients of that loss (d loss = 1),
- * from the forward's probs, with d_logits [B*S, 2] as scratch (written). */
-void est_squad_loss_backward(float *d_seq, float *d_weights, float *d_bias, float *d_logits, const float *probs,
-                             const int32_t *start_positions, const int32_t *end_positions, const float *seq,
-                             const float *weights, int B, int S, int H, est_precision precision);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,21 @@
-/* est/run_squad.h — google-research/bert run_squad.py as a library call (docs/squad.md §8).
+/* est/run_squad.h — google-research/bert run_squad.py as a library call (docs/squad.md §8-§10).
  *
  *     est_run_squad_config c = est_run_squad_config_default();
- *     c.common.bert_config_file = "bert_config.json"; c.common.output_dir = "out";
- *     c.vocab_file = "vocab.txt"; c.train_file = "train-v1.1.json"; c.common.do_train = true;
- *     c.predict_file = "dev-v1.1.json"; c.common.do_predict = true;
+ *     c.common.bert_config_file = "uncased_L-12_H-768_A-12/bert_config.json";
+ *     c.common.init_checkpoint = "uncased_L-12_H-768_A-12/bert_model.ckpt";
+ *     c.common.output_dir = "squad_out";
+ *     c.common.do_train = c.common.do_predict = true;
+ *     c.vocab_file = "uncased_L-12_H-768_A-12/vocab.txt";
+ *     c.train_file = "train-v1.1.json";
+ *     c.predict_file = "dev-v1.1.json";
  *     if (est_run_squad_main(&c) != EST_OK) die(est_error_message());
  *
- * The third task on the driver (est/bert_task.h): SQuAD JSON read as read_squad_examples,
- * the training examples shuffled with random.Random(12345), train.tf_record / eval.tf_record
- * as convert_examples_to_features + FeatureWriter (est/squad.h), the SQuAD head
- * (est_bert_squad_head_type), predictions.json / nbest_predictions.json / null_odds.json as
- * write_predictions, and eval_results.txt from est_squad_evaluate when the predict file has
- * answers. */
+ * Training converts train_file to output_dir/train.tf_record (the examples shuffled with
+ * random.Random(12345) first, as main() does) and fine-tunes the encoder with the squad head
+ * (est/bert_head.h); prediction converts predict_file to eval.tf_record, runs the model and
+ * writes predictions.json, nbest_predictions.json and (version 2) null_odds.json as
+ * write_predictions does, then eval_results.txt with the official evaluation's metrics when
+ * predict_file holds answers. */
 #ifndef EST_RUN_SQUAD_H
 #define EST_RUN_SQUAD_H
 
@@ -26,8 +30,9 @@ extern "C" {
 #endif
 
 typedef struct est_run_squad_config {
-  /* The shared flags (est/bert_task.h); max_seq_length 384 here, seed 12345 (run_squad.py
-   * sets none). run_squad.py has no eval mode: do_eval stays false. */
+  /* The shared flags (est/bert_task.h), with run_squad.py's defaults: max_seq_length 384,
+   * train_batch_size 32, predict_batch_size 8, learning_rate 5e-5; no eval mode (do_eval and
+   * eval_batch_size are not run_squad.py's flags). seed 12345, as run_classifier's. */
   est_task_flags common;
   /* ---- run_squad.py's own flags (same names and defaults) ---- */
   const char *vocab_file;        /* required */
@@ -47,8 +52,8 @@ typedef struct est_run_squad_config {
 
 est_run_squad_config est_run_squad_config_default(void);
 
-/* validate_flags_or_throw and every other check before work starts: INVALID_ARGUMENT /
- * NOT_FOUND naming the flag (what `est run_squad` turns into exit code 2). */
+/* validate_flags_or_throw and every other check that needs no work: the shared flags, the
+ * required files, max_seq_length > max_query_length + 3 and <= max_position_embeddings. */
 est_status est_run_squad_validate(const est_run_squad_config *c);
 
 /* run_squad.py's main(). */
