@@ -148,7 +148,22 @@ static void test_train_then_predict(void **state) {
   assert_true(em == json_real_value(json_object_get(metrics, "exact_match")));
   assert_true(f1 == json_real_value(json_object_get(metrics, "f1")));
   json_decref(metrics);
-  free(eval), free(results), free(dir);
+  free(eval), free(results);
+  /* a 1.1 file with answers but no "version" (evaluate-v1.1.py's KeyError): the predictions
+   * are written and the run succeeds, without eval_results.txt */
+  snprintf(path, sizeof path, "%s/eval_results.txt", dir);
+  remove(path);
+  out = run_ok(EST_BIN " run_squad --vocab_file=" VOCAB " --bert_config_file=" CONFIG
+                       " --do_predict --predict_file=" SQUAD "%s --output_dir=%s" SMALL,
+               "allennlp_squad.json", dir);
+  assert_non_null(strstr(out, "has no \"version\", which evaluate-v1.1.py reads: no eval_results.txt"));
+  free(out);
+  assert_null(fopen(path, "rb"));
+  snprintf(path, sizeof path, "%s/predictions.json", dir);
+  pred = json_load_file(path, 0, &err);
+  assert_int_equal(json_object_size(pred), 5); /* allennlp_squad.json's questions */
+  json_decref(pred);
+  free(dir);
 }
 
 static void test_version_2_predicts_null_odds(void **state) {
