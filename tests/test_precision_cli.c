@@ -86,7 +86,7 @@ static void test_bad_value_refused_everywhere(void **state) {
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     char *log = NULL;
     int rc = test_run(&log, 1, EST_BIN " %s --precision=fp16", commands[i]);
-    if (rc == 0 || !strstr(log, "--precision=fp16: must be fp32 or bf16"))
+    if (rc == 0 || !strstr(log, "--precision=fp16: must be fp32, bf16 or int8"))
       fail_msg("est %s --precision=fp16: exit %d\n%s", commands[i], rc, log);
     free(log);
     /* and each lists the flag in its help */
