@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/variables.h"
+
 /* ---- golden files --------------------------------------------------------------------- */
 
 typedef struct entry {
@@ -93,6 +95,19 @@ static int32_t *golden_ints(const golden *g, const char *name) {
   int32_t *out = malloc(n * sizeof(int32_t));
   for (size_t i = 0; i < n; i++) out[i] = (int32_t)f[i];
   return out;
+}
+
+/* Every variable of vs set to the golden's "param:<name>" (counts must match). */
+static inline void golden_set_params(const golden *g, est_var_store *vs) {
+  char key[400];
+  for (size_t i = 0; i < est_vars_count(vs); i++) {
+    const est_variable *v = est_vars_at(vs, i);
+    size_t n = 0;
+    snprintf(key, sizeof key, "param:%s", v->name);
+    const float *src = golden_get(g, key, &n);
+    assert_int_equal(n, v->count);
+    memcpy(est_vars_value(vs, i), src, n * sizeof(float));
+  }
 }
 
 /* ---- comparisons ---------------------------------------------------------------------- */

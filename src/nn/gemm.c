@@ -20,7 +20,7 @@ est_precision est_precision_resolve(est_precision p) {
     warned = 1;
     p = EST_PRECISION_FP32;
   }
-  if (p == EST_PRECISION_INT8 && !est_kernel_vnni512() && !est_kernel_avxvnni()) {
+  if (p == EST_PRECISION_INT8 && !est_kernel_int8()) {
     static int warned;
     if (!warned)
       EST_LOG_WARN("precision int8: %sthis CPU has neither AVX512-VNNI nor AVX-VNNI, so the matmuls run in fp32",

@@ -49,6 +49,10 @@ int est_sgemm_int8(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int 
                                                     : NULL;
   void (*quantize_rows)(uint8_t *, float *, const float *, int, int, int, int, int, int) =
       block == est_int8_block_vnni512 ? est_int8_quantize_rows_avx512 : est_int8_quantize_rows;
+  if (est_kernel_get() == EST_KERNEL_INT8REF && M > 0 && N > 0 && K > 0 && !(ep && ep->gelu_pre)) {
+    est_sgemm_int8_ref(tb, M, N, K, A, lda, B, ldb, C, ldc, ep);
+    return 0;
+  }
   if (!block || M <= 0 || N <= 0 || K <= 0 || (ep && ep->gelu_pre)) return -1;
   const weight_src src = {B, ldb, K, N, tb};
   const void *packed = packed_weights(&src);

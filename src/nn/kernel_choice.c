@@ -11,7 +11,7 @@
 #include "nn/gemm.h"
 #include "nn/gemm_int8.h"
 
-static const char *const names[] = {"auto", "blas", "own", "bf16dp", "amx", "noavx512", "vnni512", "avxvnni"};
+static const char *const names[] = {"auto", "blas", "own", "bf16dp", "amx", "noavx512", "vnni512", "avxvnni", "int8ref"};
 enum { NAMES = sizeof names / sizeof names[0] };
 
 /* Written by the environment's read (once) and by est_kernel_set; read by every dispatch. */
@@ -55,7 +55,7 @@ static void read_env(void) {
   if (est_kernel_parse(v, &k) != 0) {
     env_code = EST_ERR_INVALID_ARGUMENT;
     snprintf(env_message, sizeof env_message,
-             "EST_KERNEL=%s: must be auto, blas, own, bf16dp, amx, noavx512, vnni512 or avxvnni", v);
+             "EST_KERNEL=%s: must be auto, blas, own, bf16dp, amx, noavx512, vnni512, avxvnni or int8ref", v);
   } else if ((missing = est_kernel_missing(k))) {
     env_code = EST_ERR_FAILED_PRECONDITION;
     snprintf(env_message, sizeof env_message, "EST_KERNEL=%s: this CPU has no %s", v, missing);
@@ -98,10 +98,14 @@ int est_kernel_amx(void) {
 
 int est_kernel_vnni512(void) {
   est_kernel k = est_kernel_get();
-  return k != EST_KERNEL_NOAVX512 && k != EST_KERNEL_AVXVNNI && est_cpu_has_avx512_vnni();
+  return k != EST_KERNEL_NOAVX512 && k != EST_KERNEL_AVXVNNI && k != EST_KERNEL_INT8REF && est_cpu_has_avx512_vnni();
 }
 
 int est_kernel_avxvnni(void) {
   est_kernel k = est_kernel_get();
-  return k != EST_KERNEL_VNNI512 && !est_kernel_vnni512() && est_cpu_has_avx_vnni();
+  return k != EST_KERNEL_VNNI512 && k != EST_KERNEL_INT8REF && !est_kernel_vnni512() && est_cpu_has_avx_vnni();
+}
+
+int est_kernel_int8(void) {
+  return est_kernel_get() == EST_KERNEL_INT8REF || est_kernel_vnni512() || est_kernel_avxvnni();
 }

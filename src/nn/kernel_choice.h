@@ -26,6 +26,8 @@
  *   vnni512   int8: the AVX512-VNNI kernel (gemm_int8_vnni512.c; needs AVX512-VNNI)
  *   avxvnni   int8: the AVX-VNNI kernel (gemm_int8_avxvnni.c; needs AVX-VNNI), never the
  *             AVX-512 one
+ *   int8ref   int8: the plain-C reference twin (gemm_int8_ref.c), on any CPU: slow, for tests
+ *             that compare a whole model's int8 run with the definition
  *
  * The fp32 choices leave the bf16 and int8 kernels to auto and the bf16 and int8 ones leave fp32's; which of the
  * two a GEMM runs is the precision's business (est/precision.h), which this module knows
@@ -44,6 +46,7 @@ typedef enum {
   EST_KERNEL_NOAVX512,
   EST_KERNEL_VNNI512,
   EST_KERNEL_AVXVNNI,
+  EST_KERNEL_INT8REF,
 } est_kernel;
 
 /* The choice in effect: the last est_kernel_set, else EST_KERNEL from the environment (read
@@ -77,5 +80,7 @@ int est_kernel_amx(void);
 int est_kernel_vnni512(void);
 /* int8 GEMMs run on AVX-VNNI: the CPU has it and vnni512 is not forced nor may run */
 int est_kernel_avxvnni(void);
+/* some int8 GEMM may run: one of the two above, or int8ref forced */
+int est_kernel_int8(void);
 
 #endif

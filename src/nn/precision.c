@@ -30,7 +30,9 @@ est_status est_precision_apply_flag(const char *value, est_precision *out) {
   if ((*out = est_precision_resolve(p)) == EST_PRECISION_INT8)
     EST_LOG_INFO("precision int8: dense layers quantized to int8 (weights per output channel, inputs per row), "
                  "int32 sums on %s, everything else fp32",
-                 est_kernel_vnni512() ? "AVX512-VNNI (VPDPBUSD)" : "AVX-VNNI (VPDPBUSD)");
+                 est_kernel_vnni512()   ? "AVX512-VNNI (VPDPBUSD)"
+                 : est_kernel_avxvnni() ? "AVX-VNNI (VPDPBUSD)"
+                                        : "the plain-C reference (EST_KERNEL=int8ref)");
   if (*out != EST_PRECISION_BF16) return EST_OK;
   EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32, on %s",
                est_kernel_amx() ? "AMX tiles (TDPBF16PS)" : "AVX512-BF16 (VDPBF16PS)");
