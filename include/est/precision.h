@@ -18,7 +18,7 @@
  *   output, intermediate, output, pooler) quantize their weights once per output channel and
  *   their input rows at run time to int8, sum in int32 on VNNI (VPDPBUSD) and dequantize into
  *   the fp32 epilogue (bias, GELU); every other product (the attention's per-head ones, the
- *   classifier output) and everything else stays fp32 (docs/precision.md §5). Training
+ *   classifier output) and everything else stays fp32 (docs/int8.md §1). Training
  *   refuses it (est_precision_check_training).
  *
  * The precision belongs to a model, not to the process: the encoder holds it

@@ -1,5 +1,5 @@
 /* Internal: int8 GEMMs for inference, dynamic quantization as ONNX Runtime's and PyTorch's
- * quantize_dynamic do it (docs/precision.md §5):
+ * quantize_dynamic do it (docs/int8.md §1):
  *
  *   weights     per output channel (column n of op(B) [K,N]), symmetric:
  *               sw[n] = max_k |b_kn| / 127,  qb[k][n] = rint(b_kn / sw[n]) in [-127, 127]
