@@ -72,19 +72,24 @@ VNNI512_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, 
       acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], ai, b1);
     }
   }
-  __mmask16 mk[2] = {est_lanes16(cols), est_lanes16(cols - 16)};
-  for (int j = 0; j < 2; j++) {
-    __m512i comp = _mm512_slli_epi32(_mm512_loadu_si512(colsum + 16 * j), 7); /* 128 colsum */
-    __m512 s = _mm512_loadu_ps(sw + 16 * j);
-    __m512 bv = bias ? _mm512_maskz_loadu_ps(mk[j], bias + 16 * j) : _mm512_setzero_ps();
+  /* the accumulators stay in registers only if every index is a constant: both halves
+   * written out, the row loop unrolled (a loop over the halves made GCC keep acc on the stack) */
+  const __mmask16 m0 = est_lanes16(cols), m1 = est_lanes16(cols - 16);
+  const __m512i comp0 = _mm512_slli_epi32(_mm512_loadu_si512(colsum), 7); /* 128 colsum */
+  const __m512i comp1 = _mm512_slli_epi32(_mm512_loadu_si512(colsum + 16), 7);
+  const __m512 s0 = _mm512_loadu_ps(sw), s1 = _mm512_loadu_ps(sw + 16);
+  const __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; i++)
-      if (i < rows) {
-        __m512 v = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][j], comp));
-        _mm512_mask_storeu_ps(c + (size_t)i * ldc + 16 * j, mk[j],
-                              _mm512_fmadd_ps(v, _mm512_mul_ps(_mm512_set1_ps(sa[i]), s), bv));
-      }
-  }
+  for (int i = 0; i < MR; i++)
+    if (i < rows) {
+      __m512 si = _mm512_set1_ps(sa[i]);
+      float *ci = c + (size_t)i * ldc;
+      __m512 v0 = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][0], comp0));
+      __m512 v1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][1], comp1));
+      _mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(v0, _mm512_mul_ps(si, s0), bias0));
+      _mm512_mask_storeu_ps(ci + 16, m1, _mm512_fmadd_ps(v1, _mm512_mul_ps(si, s1), bias1));
+    }
 }
 
 VNNI512_TARGET void est_int8_block_vnni512(const est_int8_weights *w, const uint8_t *qa, const float *sa,
