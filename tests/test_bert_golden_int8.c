@@ -83,25 +83,18 @@ static void check_config(const char *name) {
   golden_free(&g);
 }
 
-static void test_int8_golden_h64_l2_s16(void **state) {
+/* both golden configurations (the second: odd hidden size 36, 3 labels, 40 tokens) */
+static void test_int8_golden(void **state) {
   (void)state;
-  if (est_precision_resolve(EST_PRECISION_INT8) != EST_PRECISION_INT8) skip();
-  check_config("h64_l2_s16");
-}
-
-static void test_int8_golden_h36_l2_s40_c3(void **state) {
-  (void)state;
-  if (est_precision_resolve(EST_PRECISION_INT8) != EST_PRECISION_INT8) skip();
-  check_config("h36_l2_s40_c3");
+  if (est_precision_resolve(EST_PRECISION_INT8) != EST_PRECISION_INT8) skip(); /* fp32 here: nothing to check */
+  static const char *const configs[] = {"h64_l2_s16", "h36_l2_s40_c3"};
+  for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) check_config(configs[i]);
 }
 
 int main(void) {
   (void)expect_close; /* golden_util.h's fp32 check; this test has its own */
   test_forced_kernel_or_skip(); /* ctest runs it per int8 kernel too (docs/testing.md §3) */
   est_set_num_threads(2);
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_int8_golden_h64_l2_s16),
-      cmocka_unit_test(test_int8_golden_h36_l2_s40_c3),
-  };
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_int8_golden)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

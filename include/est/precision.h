@@ -43,6 +43,10 @@ typedef enum { EST_PRECISION_FP32 = 0, EST_PRECISION_BF16 = 1, EST_PRECISION_INT
  * warning once and returns FP32. */
 est_precision est_precision_resolve(est_precision p);
 
+/* The precision of a head's output layer (the logits) in a model of precision p: p, but fp32
+ * for int8 (a layer of 2-3 columns gains nothing from int8 and its outputs are the result). */
+est_precision est_precision_of_logits(est_precision p);
+
 /* "fp32" / "bf16" / "int8" <-> the enum; parse returns 0 on success, -1 for anything else. */
 const char *est_precision_name(est_precision p);
 int est_precision_parse(const char *name, est_precision *out);

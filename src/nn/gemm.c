@@ -35,6 +35,10 @@ const char *est_precision_name(est_precision p) {
   return p == EST_PRECISION_BF16 ? "bf16" : p == EST_PRECISION_INT8 ? "int8" : "fp32";
 }
 
+est_precision est_precision_of_logits(est_precision p) {
+  return p == EST_PRECISION_INT8 ? EST_PRECISION_FP32 : p;
+}
+
 int est_precision_parse(const char *name, est_precision *out) {
   if (!strcmp(name, "fp32")) *out = EST_PRECISION_FP32;
   else if (!strcmp(name, "bf16")) *out = EST_PRECISION_BF16;

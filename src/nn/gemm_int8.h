@@ -72,6 +72,21 @@ void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A,
 typedef void est_int8_block_fn(const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias,
                                float *C, int ldc, int m0, int m1, int n0, int n1);
 est_int8_block_fn est_int8_block_vnni512, est_int8_block_avxvnni;
+/* A kernel's tile: C[rows][cols] (rows <= its MR, cols <= its NR) from the u8 rows at a (row i
+ * at a + i * groups words; MR rows readable) and the packed weight words at b (Np apart). */
+typedef void est_int8_tile_fn(const int32_t *a, int groups, const int32_t *b, int Np, const int32_t *colsum,
+                              const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
+                              int cols);
+/* A block as tiles of mr x nr, each column tile's weights reused down the block's rows. */
+static inline void est_int8_tiles(est_int8_tile_fn *tile, int mr, int nr, const est_int8_weights *w, const uint8_t *qa,
+                                  const float *sa, const float *bias, float *C, int ldc, int m0, int m1, int n0,
+                                  int n1) {
+  const int32_t *a = (const int32_t *)qa;
+  for (int n = n0; n < n1; n += nr)
+    for (int m = m0; m < m1; m += mr)
+      tile(a + (size_t)m * w->groups, w->groups, w->words + n, w->Np, w->colsum + n, w->scale + n, sa + m,
+           bias ? bias + n : NULL, C + (size_t)m * ldc + n, ldc, m1 - m < mr ? m1 - m : mr, n1 - n < nr ? n1 - n : nr);
+}
 /* Row tiles the kernels need readable (the largest MR of them). */
 enum { EST_INT8_MR = 12 };
 /* The activation quantization of rows [from, to) into qa/sa (AVX-512 and scalar forms,

@@ -54,9 +54,5 @@ AVXVNNI_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, 
 
 AVXVNNI_TARGET void est_int8_block_avxvnni(const est_int8_weights *w, const uint8_t *qa, const float *sa,
                                            const float *bias, float *C, int ldc, int m0, int m1, int n0, int n1) {
-  const int32_t *a = (const int32_t *)qa;
-  for (int n = n0; n < n1; n += NR)
-    for (int m = m0; m < m1; m += MR)
-      tile(a + (size_t)m * w->groups, w->groups, w->words + n, w->Np, w->colsum + n, w->scale + n, sa + m,
-           bias ? bias + n : NULL, C + (size_t)m * ldc + n, ldc, m1 - m < MR ? m1 - m : MR, n1 - n < NR ? n1 - n : NR);
+  est_int8_tiles(tile, MR, NR, w, qa, sa, bias, C, ldc, m0, m1, n0, n1);
 }
