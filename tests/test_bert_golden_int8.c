@@ -40,18 +40,10 @@ static double int8_tolerance(int depth) { return 6.0 * sqrt(50.0 / 12.0) / 127.0
 
 static void check_config(const char *name) {
   golden g;
-  golden_load(&g, name);
-  char path[1200];
-  snprintf(path, sizeof path, "%s/bert_config.json", g.dir);
   est_bert_config cfg;
-  assert_int_equal(est_bert_config_from_json_file(&cfg, path), EST_OK);
-  est_var_store *vs;
-  est_bert_classifier *m;
-  assert_int_equal(est_vars_create(&vs), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&m, &cfg, g.num_labels, vs), EST_OK);
-  assert_int_equal(est_bert_classifier_set_precision(m, EST_PRECISION_INT8), EST_PRECISION_INT8);
-  assert_int_equal(est_vars_finalize(vs, 1), EST_OK);
-  golden_set_params(&g, vs);
+  est_var_store *vs = NULL;
+  est_bert_classifier *m = NULL;
+  golden_classifier_open(&g, name, EST_PRECISION_INT8, &cfg, &vs, &m);
   est_vars_set_read_only(vs, 1); /* as inference runs it: the weights packed once */
   const int B = g.batch, S = g.seq_len, C = g.num_labels, L = cfg.num_hidden_layers;
   assert_int_equal(est_bert_classifier_reserve(m, B, S), EST_OK);
