@@ -103,6 +103,13 @@ __attribute__((noinline)) static double logged_loss(const char *text, int step) 
   return strtod(text + back + 7, NULL);
 }
 
+/* --do_predict on SQUAD/file from the checkpoint in dir; the log. */
+static char *predict_ok(const char *file, const char *dir) {
+  return run_ok(EST_BIN " run_squad --vocab_file=" VOCAB " --bert_config_file=" CONFIG
+                        " --do_predict --predict_file=" SQUAD "%s --output_dir=%s" SMALL,
+                file, dir);
+}
+
 static void test_train_then_predict(void **state) {
   (void)state;
   char *dir = strdup(test_tmp_path("v1"));
@@ -116,9 +123,7 @@ static void test_train_then_predict(void **state) {
   assert_non_null(strstr(out, "***** Running training *****"));
   free(out);
   /* predict from the checkpoint just written, in a second command */
-  out = run_ok(EST_BIN " run_squad --vocab_file=" VOCAB " --bert_config_file=" CONFIG
-                       " --do_predict --predict_file=" SQUAD "%s --output_dir=%s" SMALL,
-               "windows_v1.json", dir);
+  out = predict_ok("windows_v1.json", dir);
   assert_non_null(strstr(out, "Restoring parameters from"));
   free(out);
   json_error_t err;
@@ -148,7 +153,20 @@ static void test_train_then_predict(void **state) {
   assert_true(em == json_real_value(json_object_get(metrics, "exact_match")));
   assert_true(f1 == json_real_value(json_object_get(metrics, "f1")));
   json_decref(metrics);
-  free(eval), free(results), free(dir);
+  free(eval), free(results);
+  /* a 1.1 file with answers but no "version" (evaluate-v1.1.py's KeyError): the predictions
+   * are written and the run succeeds, without eval_results.txt */
+  snprintf(path, sizeof path, "%s/eval_results.txt", dir);
+  remove(path);
+  out = predict_ok("allennlp_squad.json", dir);
+  assert_non_null(strstr(out, "has no \"version\", which evaluate-v1.1.py reads: no eval_results.txt"));
+  free(out);
+  assert_null(fopen(path, "rb"));
+  snprintf(path, sizeof path, "%s/predictions.json", dir);
+  pred = json_load_file(path, 0, &err);
+  assert_int_equal(json_object_size(pred), 5); /* allennlp_squad.json's questions */
+  json_decref(pred);
+  free(dir);
 }
 
 static void test_version_2_predicts_null_odds(void **state) {

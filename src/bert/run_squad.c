@@ -295,6 +295,15 @@ static est_status write_eval_results(const char *path, const est_squad_eval_resu
   return est_atomic_commit(af);
 }
 
+/* Whether the SQuAD file at path has a top-level "version": evaluate-v1.1.py reads it (a
+ * KeyError without), so a 1.1 file without one (e.g. a hand-made dev file) is not scored. */
+static bool has_version(const char *path) {
+  json_t *root = json_load_file(path, 0, NULL);
+  const bool found = json_object_get(root, "version") != NULL;
+  json_decref(root);
+  return found;
+}
+
 static est_status task_write_predictions(void *self, const char *output_dir) {
   squad_task *t = self;
   const est_run_squad_config *c = t->c;
@@ -312,6 +321,11 @@ static est_status task_write_predictions(void *self, const char *output_dir) {
                                                    : ex->num_questions > 0 && ex->num_with_answers == ex->num_questions;
   if (!scorable) {
     EST_LOG_INFO("--predict_file=%s has no answers to score: no eval_results.txt", c->predict_file);
+    return EST_OK;
+  }
+  if (!c->version_2_with_negative && !has_version(c->predict_file)) {
+    EST_LOG_INFO("--predict_file=%s has no \"version\", which evaluate-v1.1.py reads: no eval_results.txt",
+                 c->predict_file);
     return EST_OK;
   }
   est_squad_eval_config ec = est_squad_eval_config_default();
