@@ -123,7 +123,8 @@ void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N,
     if (ta == CblasNoTrans && alpha == 1.0f && beta == 0.0f && !(ep && ep->gelu_pre) &&
         est_sgemm_int8(tb, M, N, K, A, lda, B, ldb, C, ldc, ep) == 0)
       return;
-    /* fall through: any other product of an int8 model (none in inference) runs fp32 */
+    /* any other product of an int8 model (none in inference) runs fp32 */
+    __attribute__((fallthrough));
   case EST_PRECISION_FP32:
     if (own_kernel_for(ta, M, N, K, ep) && est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
       return; /* the kernel applied the epilogue */
