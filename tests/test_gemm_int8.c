@@ -159,6 +159,31 @@ static void test_kernel_equals_reference_bit_for_bit(void **state) {
   omp_set_num_threads(max_threads);
 }
 
+/* The 8-lane AVX-VNNI kernel's arithmetic, assembled with EVEX encodings so that a CPU with
+ * AVX512-VNNI but no AVX-VNNI checks it too (gemm_int8_ymm_evex.c): a block equals the
+ * reference, tile edges included. */
+static void test_ymm_kernel_equals_reference(void **state) {
+  (void)state;
+  if (!est_cpu_has_avx512_vnni()) skip();
+  static const int shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {13, 33, 17}, {25, 65, 130}, {37, 47, 259}};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+    const int groups = (K + 3) / 4, Mp = (M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
+    float *A = random_matrix((size_t)M * K, 3.0f), *B = random_matrix((size_t)K * N, 0.2f), *bias = random_matrix(N, 1);
+    void *mem = aligned_alloc(64, (est_int8_weights_bytes(K, N) + 63) / 64 * 64);
+    est_int8_weights w = est_int8_weights_pack(mem, B, N, CblasNoTrans, K, N);
+    uint8_t *qa = malloc((size_t)Mp * groups * 4);
+    float *sa = malloc((size_t)Mp * sizeof(float));
+    est_int8_quantize_rows(qa, sa, A, K, M, K, groups, 0, Mp);
+    float *C = calloc((size_t)M * N, sizeof(float)), *R = calloc((size_t)M * N, sizeof(float));
+    est_int8_block_ymm_evex(&w, qa, sa, bias, C, N, 0, M, 0, N);
+    est_gemm_epilogue ep = {.bias = bias};
+    est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R, N, &ep);
+    if (memcmp(C, R, (size_t)M * N * sizeof(float))) fail_msg("ymm kernel != reference at M=%d N=%d K=%d", M, N, K);
+    free(A), free(B), free(bias), free(mem), free(qa), free(sa), free(C), free(R);
+  }
+}
+
 /* A read-only weight is packed once and reused; the result is the same bits. */
 static void test_frozen_weights_packed_once(void **state) {
   (void)state;
@@ -221,6 +246,7 @@ int main(void) {
     cmocka_unit_test(test_packed_weights_hold_the_codes),
     cmocka_unit_test(test_reference_within_the_quantization_bound),
     cmocka_unit_test(test_kernel_equals_reference_bit_for_bit),
+    cmocka_unit_test(test_ymm_kernel_equals_reference),
     cmocka_unit_test(test_frozen_weights_packed_once),
     cmocka_unit_test(test_precision_int8_dispatch),
   };

@@ -72,6 +72,8 @@ void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A,
 typedef void est_int8_block_fn(const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias,
                                float *C, int ldc, int m0, int m1, int n0, int n1);
 est_int8_block_fn est_int8_block_vnni512, est_int8_block_avxvnni;
+/* the AVX-VNNI kernel assembled with EVEX encodings, for tests on AVX-512 CPUs (gemm_int8_ymm_evex.c) */
+est_int8_block_fn est_int8_block_ymm_evex;
 /* A kernel's tile: C[rows][cols] (rows <= its MR, cols <= its NR) from the u8 rows at a (row i
  * at a + i * groups words; MR rows readable) and the packed weight words at b (Np apart). */
 typedef void est_int8_tile_fn(const int32_t *a, int groups, const int32_t *b, int Np, const int32_t *colsum,
