@@ -59,6 +59,9 @@ static void test_quantize_round_trips_within_half_a_step(void **state) {
   int8_t qc[4] = {1, 1, 1, 1};
   assert_true(est_int8_quantize(col, 3, 4, qc, 1) == 0.0f);
   for (int i = 0; i < 4; i++) assert_int_equal(qc[i], 0);
+  col[3 * 1] = NAN; /* a NaN: scale NaN, so the outputs it reaches are NaN */
+  assert_true(isnan(est_int8_quantize(col, 3, 4, qc, 1)));
+  col[3 * 1] = 0.0f;
   col[3 * 2] = 0.25f, col[3 * 3] = -0.125f;
   est_int8_quantize(col, 3, 4, qc, 1);
   assert_int_equal(qc[2], 127);
@@ -157,6 +160,16 @@ static void test_kernel_equals_reference_bit_for_bit(void **state) {
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
     for (int threads = 1; threads <= 2; threads++) check_shape(shapes[s][0], shapes[s][1], shapes[s][2], threads);
   omp_set_num_threads(max_threads);
+  /* a NaN in a row of A: that row of C is NaN, as in fp32, never finite garbage; the others as the reference */
+  enum { M = 5, N = 40, K = 33 };
+  float *A = random_matrix((size_t)M * K, 1.0f), *B = random_matrix((size_t)K * N, 1.0f), C[M * N], R[M * N];
+  A[2 * K + 7] = NAN;
+  assert_int_equal(est_sgemm_int8(CblasNoTrans, M, N, K, A, K, B, N, C, N, NULL), 0);
+  est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R, N, NULL);
+  for (int i = 0; i < M * N; i++) {
+    assert_true(i / N == 2 ? isnan(C[i]) && isnan(R[i]) : C[i] == R[i]);
+  }
+  free(A), free(B);
 }
 
 /* The 8-lane AVX-VNNI kernel's arithmetic, assembled with EVEX encodings so that a CPU with

@@ -10,7 +10,9 @@
  *   dequantize  C[m][n] = fmaf((float)acc, sa[m] * sw[n], bias[n])   (bias 0 when none),
  *               then gelu_out = GELU(C) as est_gemm_epilogue says.
  * The division is done as a product by the reciprocal, 127.0f / max (float, round to
- * nearest even), and an all-zero row or column has scale 0 and zero codes.
+ * nearest even), and an all-zero row or column has scale 0 and zero codes. A NaN makes its
+ * row's (column's) scale NaN, so its outputs are NaN, as fp32's would be; an infinity makes
+ * it infinite (outputs infinite or NaN).
  *
  * VPDPBUSD (AVX512-VNNI, AVX-VNNI) and TDPBUSD (AMX) multiply unsigned by signed bytes, so
  * the kernels feed qa + 128 (u8) and subtract 128 sum_k qb[k][n] (colsum, kept with the
@@ -50,7 +52,7 @@ float est_int8_quantize(const float *x, long stride, int n, int8_t *q, long qstr
 /* One code: what est_int8_quantize does to x with inv = 127 / max (0 when max is 0). */
 static inline int est_int8_code(float x, float inv) {
   float r = __builtin_rintf(x * inv); /* round to nearest even, as VCVTPS2DQ */
-  return r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+  return r != r ? 0 : r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r; /* NaN: its scale is NaN */
 }
 static inline float est_int8_inverse(float amax) { return amax > 0.0f ? 127.0f / amax : 0.0f; }
 

@@ -9,6 +9,7 @@
  * FMA per lane: fmaf(acc, sa sw, bias), the reference's arithmetic. Also the rows'
  * quantization with AVX-512 (same bits as est_int8_quantize). */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "nn/gemm_int8.h"
@@ -39,10 +40,14 @@ VNNI512_TARGET void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const 
     }
     const float *a = A + (size_t)m * lda;
     __m512 vmax = _mm512_setzero_ps();
-    for (int k = 0; k < K; k += 16)
-      vmax = _mm512_max_ps(vmax, _mm512_and_ps(abs_mask, _mm512_maskz_loadu_ps(est_lanes16(K - k), a + k)));
+    __mmask16 nan = 0;
+    for (int k = 0; k < K; k += 16) {
+      __m512 x = _mm512_and_ps(abs_mask, _mm512_maskz_loadu_ps(est_lanes16(K - k), a + k));
+      nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+      vmax = _mm512_max_ps(vmax, x);
+    }
     float amax = _mm512_reduce_max_ps(vmax);
-    sa[m] = amax / 127.0f;
+    sa[m] = nan ? NAN : amax / 127.0f; /* the row's outputs NaN, as est_int8_quantize's */
     __m512 inv = _mm512_set1_ps(est_int8_inverse(amax));
     for (int k = 0; k < 4 * groups; k += 16) {
       __mmask16 in = est_lanes16(K - k);

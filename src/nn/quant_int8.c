@@ -27,10 +27,15 @@ est_int8_weights est_int8_weights_view(const void *mem) {
 
 float est_int8_quantize(const float *x, long stride, int n, int8_t *q, long qstride) {
   float amax = 0.0f;
-  for (int i = 0; i < n; i++) amax = fmaxf(amax, fabsf(x[i * stride]));
+  int nan = 0;
+  for (int i = 0; i < n; i++) {
+    float a = fabsf(x[i * stride]);
+    if (a != a) nan = 1;
+    else amax = fmaxf(amax, a);
+  }
   float inv = est_int8_inverse(amax);
   for (int i = 0; i < n; i++) q[i * qstride] = (int8_t)est_int8_code(x[i * stride], inv);
-  return amax / 127.0f;
+  return nan ? NAN : amax / 127.0f;
 }
 
 est_int8_weights est_int8_weights_pack(void *mem, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N) {
