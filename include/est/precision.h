@@ -47,7 +47,8 @@ typedef enum { EST_PRECISION_FP32 = 0, EST_PRECISION_BF16 = 1, EST_PRECISION_INT
 est_precision est_precision_resolve(est_precision p);
 
 /* The precision of a head's output layer (the logits) in a model of precision p: p, but fp32
- * for int8 (a layer of 2-3 columns gains nothing from int8 and its outputs are the result). */
+ * for int8: the logits are the result (the classifier, SQuAD, next-sentence and masked-LM
+ * outputs stay fp32; a layer of 2-3 columns gains nothing from int8 anyway). */
 est_precision est_precision_of_logits(est_precision p);
 
 /* "fp32" / "bf16" / "int8" <-> the enum; parse returns 0 on success, -1 for anything else. */
