@@ -591,8 +591,8 @@ est_status est_train_and_evaluate(est_estimator *e, const est_train_spec *train,
   tae_ctx c = {.e = e, .eval = eval, .evaluated_step = -1, .last_eval_time = -1.0};
   int64_t final_step = 0;
   char saved[4096] = "";
-  est_status st = est_train_impl(e, &train->input_fn, 0, train->max_steps, evaluate_after_save, &c, &final_step,
-                                 saved, sizeof saved);
+  est_status st = est_train_impl(e, &train->input_fn, 0, train->max_steps, train->hooks, train->num_hooks,
+                                 evaluate_after_save, &c, &final_step, saved, sizeof saved);
   /* Training was skipped (already at max_steps) or its end was not evaluated yet. */
   if (st == EST_OK && c.evaluated_step != final_step) {
     est_eval_result_clear(&c.result);

@@ -119,9 +119,11 @@ const char *est_stop_signal_name(int signo, char *buf, size_t size);
  * element and its value go to the (optional) out-parameters; 0 when all are finite. */
 int est_first_nonfinite(est_var_store *vs, size_t *var, size_t *elem, float *value);
 
-/* Train with a callback after every checkpoint written (train_and_evaluate's listener). */
+/* Train with the caller's hooks and a callback after every checkpoint the saver writes
+ * (train_and_evaluate's listener). */
 typedef est_status (*est_after_save_fn)(void *ctx, const char *prefix, int64_t global_step);
 est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps,
-                          est_after_save_fn after_save, void *ctx, int64_t *final_step, char *last_saved, size_t size);
+                          const est_session_run_hook *hooks, size_t num_hooks, est_after_save_fn after_save, void *ctx,
+                          int64_t *final_step, char *last_saved, size_t size);
 
 #endif
