@@ -469,8 +469,12 @@ est_status est_estimator_predict(est_estimator *e, const est_input_fn *input_fn,
                                  est_prediction_fn on_prediction, void *ctx);
 
 /* tf.estimator.train_and_evaluate: trains to max_steps, evaluating after each checkpoint
- * saved (throttled by throttle_secs) and once at the end. `last` (may be NULL) receives
- * the final results. */
+ * saved (throttled by throttle_secs and start_delay_secs) and once at the end (unless that
+ * step was just evaluated). Each evaluation's scalars go to the eval directory's events
+ * file (model_dir/eval or eval_<name>, at the checkpoint's global step, as TF writes them:
+ * what est_read_eval_metrics and the early-stopping hooks read) and, on the chief, a line
+ * "global_step = N, loss = L, <metric> = V, ..." is appended (atomically) to results.txt
+ * there. `last` (may be NULL) receives the final results. */
 typedef struct est_train_spec {
   est_input_fn input_fn;
   int64_t max_steps;
@@ -484,6 +488,11 @@ typedef struct est_eval_spec {
   const char *name;            /* NULL: model_dir/eval */
   double throttle_secs;        /* skip checkpoints saved sooner than this after the last
                                 * evaluation (the final one is always evaluated); 0: none */
+  /* est's: > 0 saves a checkpoint every n steps during this call (in place of the run
+   * config's cadence), so each is evaluated: evaluation on steps. 0: the config's. */
+  int64_t every_n_steps;
+  double start_delay_secs;     /* skip checkpoints saved sooner than this after training
+                                * started (TF's evaluator waits this long); 0: none */
 } est_eval_spec;
 
 est_status est_train_and_evaluate(est_estimator *e, const est_train_spec *train, const est_eval_spec *eval,

@@ -94,6 +94,9 @@ void est_close_input(est_input *in);
 
 est_summaries *est_eval_summaries(est_estimator *e, const char *name);
 
+/* "global_step = 5, loss = 0.25, ..." in bytewise name order (truncated to size). */
+void est_eval_result_format_line(const est_eval_result *r, char *line, size_t size);
+
 /* Resolves the checkpoint for evaluate/predict (given, or model_dir's latest, or none:
  * prefix[0] = 0 when model_dir has no checkpoint). */
 est_status est_find_checkpoint(est_estimator *e, const char *given, char *prefix, size_t size);
