@@ -154,7 +154,13 @@ static est_status hook_list_init(hook_list *l, est_estimator *e, const est_sessi
   return EST_OK;
 }
 
-typedef enum hook_phase { PHASE_BEGIN, PHASE_AFTER_CREATE_SESSION, PHASE_BEFORE_RUN, PHASE_AFTER_RUN, PHASE_END } hook_phase;
+typedef enum hook_phase {
+  PHASE_BEGIN,
+  PHASE_AFTER_CREATE_SESSION,
+  PHASE_BEFORE_RUN,
+  PHASE_AFTER_RUN,
+  PHASE_END
+} hook_phase;
 static const char *const phase_names[] = {"begin", "after_create_session", "before_run", "after_run", "end"};
 
 /* Calls `phase` of every hook in order; the first error ends the round, prefixed with
@@ -165,7 +171,9 @@ static est_status run_hooks(hook_list *l, est_hook_run *t, hook_phase phase, con
     est_status st = EST_OK;
     switch (phase) {
       case PHASE_BEGIN: st = h->begin ? h->begin(h->self, t) : EST_OK; break;
-      case PHASE_AFTER_CREATE_SESSION: st = h->after_create_session ? h->after_create_session(h->self, t) : EST_OK; break;
+      case PHASE_AFTER_CREATE_SESSION:
+        st = h->after_create_session ? h->after_create_session(h->self, t) : EST_OK;
+        break;
       case PHASE_BEFORE_RUN: st = h->before_run ? h->before_run(h->self, t, t->s.global_step) : EST_OK; break;
       case PHASE_AFTER_RUN: st = h->after_run ? h->after_run(h->self, t, rec) : EST_OK; break;
       case PHASE_END: st = h->end ? h->end(h->self, t) : EST_OK; break;
@@ -192,7 +200,8 @@ static est_status agree_on_hooks(hook_list *l, est_hook_run *t, est_status local
   if (st != EST_OK) return est_error_prefix("hooks' stop agreement at global step %lld: ", (long long)t->s.global_step);
   if (local != EST_OK) return est_error(local, "%s", why);
   if (asked[1] > 0)
-    return est_error(EST_ERR_ABORTED, "training stopped at global step %lld: a hook failed on %g other rank(s) (their logs say why)",
+    return est_error(EST_ERR_ABORTED,
+                     "training stopped at global step %lld: a hook failed on %g other rank(s) (their logs say why)",
                      (long long)t->s.global_step, asked[1]);
   t->stop_requested = asked[0] > 0;
   return EST_OK;

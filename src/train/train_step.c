@@ -83,7 +83,9 @@ est_status est_train_step(est_hook_run *t, est_step_record *rec) {
     return est_error(EST_ERR_ABORTED, "training stopped at global step %lld: %g other rank(s) failed (their logs say why)",
                      (long long)gs, sum.ranks_failed);
   rec->stop_signal_ranks = (int)sum.ranks_asked_to_stop;
-  rec->stop_signo = stop_local ? stop_signo : rec->stop_signal_ranks ? agreed_signo(sum.ranks_asked_to_stop, sum.stop_signo_sum) : 0;
+  rec->stop_signo = stop_local               ? stop_signo
+                    : rec->stop_signal_ranks ? agreed_signo(sum.ranks_asked_to_stop, sum.stop_signo_sum)
+                                             : 0;
   if (sum.ranks_with_batch < world) {
     /* TF's input exhaustion: the first shard to run out ends training for all. */
     if (world == 1) EST_LOG_INFO("Input ended at global step %lld.", (long long)gs);
