@@ -41,5 +41,6 @@
 #include "est/run_squad.h"
 #include "est/sentence_embedding.h"
 #include "est/serving.h"
+#include "est/early_stopping.h"
 
 #endif
