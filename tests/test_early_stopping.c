@@ -29,54 +29,16 @@
 #include "estimator_test_model.h"
 #include "test_util.h"
 
-enum { MAX_STEPS = 20 };
-static const float SCRIPT[MAX_STEPS + 1] = {9, 5.0f, 4.0f, 4.5f, 3.0f, 3.5f, 3.2f, 3.1f, 2.0f, 1.0f, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-
-/* The scripted model: one variable, a constant training loss with zero gradients, and
- * an evaluation loss of SCRIPT[global step of the checkpoint]. kill_at: SIGKILL in the
- * middle of that training step (-1: never). */
-typedef struct scripted {
-  int w;
-  int64_t kill_at;
-} scripted;
-
-static est_status sc_build(const est_model_context *ctx, est_var_store *vs, void **out) {
-  scripted *m = calloc(1, sizeof *m);
-  m->kill_at = *(const int64_t *)ctx->params;
-  *out = m;
-  return est_vars_declare(vs, "w", 1, (int64_t[]){1}, est_init_zeros(), &m->w);
-}
-
-static est_status sc_call(void *model, est_var_store *vs, const est_features *f, est_mode mode, int64_t gs,
-                          est_estimator_spec *spec) {
-  (void)vs, (void)f;
-  const scripted *m = model;
-  if (mode == EST_MODE_TRAIN && gs == m->kill_at) raise(SIGKILL);
-  spec->loss = mode == EST_MODE_EVAL ? SCRIPT[gs <= MAX_STEPS ? gs : MAX_STEPS] : 1.0f;
-  return EST_OK;
-}
-
-static est_status sc_optimizer(void *model, est_var_store *vs, est_optimizer **out) {
-  (void)model;
-  est_adam_weight_decay_config c = bert_awd_config();
-  c.init_lr = 0.01;
-  c.schedule = est_lr_schedule_bert(MAX_STEPS, 0);
-  return est_optimizer_create_adam_weight_decay(out, vs, &c);
-}
+#include "scripted_eval_model.h"
 
 /* train_and_evaluate to MAX_STEPS with the no-decrease hook; the global step it ended at. */
 static est_status run(const char *dir, int64_t kill_at, int64_t *final_step) {
   tm_data data;
   tm_data_make(&data, 40, 3, 1);
-  est_model_fn fn = {.name = "scripted", .params = &kill_at, .build = sc_build, .create_optimizer = sc_optimizer,
-                     .call = sc_call, .destroy = free};
-  est_run_config rc = est_run_config_default();
-  rc.model_dir = dir, rc.seed = 3, rc.train_batch_size = 4, rc.eval_batch_size = 40;
-  rc.save_checkpoints_steps = 1000, rc.log_step_count_steps = 1000, rc.save_summary_steps = 0;
-  est_estimator *e = NULL;
+  est_estimator *e;
   est_early_stopping es;
   est_session_run_hook hook;
-  est_status st = est_estimator_create(&e, &fn, &rc);
+  est_status st = scripted_estimator_create(&e, dir, &kill_at);
   if (st == EST_OK) st = est_stop_if_no_decrease_hook(&es, e, "loss", 3, 0, 1, &hook);
   est_train_spec ts = {.input_fn = {tm_open, &data}, .max_steps = MAX_STEPS, .hooks = &hook, .num_hooks = 1};
   est_eval_spec ev = {.input_fn = {tm_open, &data}, .every_n_steps = 1};
@@ -114,15 +76,7 @@ static void test_stops_at_tf_step(void **state) {
 static void test_same_step_after_kill_and_restart(void **state) {
   (void)state;
   const char *dir = test_tmp_path("killed");
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {   /* a fresh process (OpenMP's threads do not survive a fork) */
-    execl("/proc/self/exe", "test_early_stopping", "--killed-child", dir, (char *)NULL);
-    _exit(127);
-  }
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  run_killed_child("test_early_stopping", dir);
   int64_t final_step = -1;
   assert_int_equal(run(dir, -1, &final_step), EST_OK);
   assert_int_equal(final_step, 7);

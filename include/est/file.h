@@ -45,6 +45,9 @@ est_status est_read_file(const char *path, uint8_t **data, size_t *size);
 /* mkdir -p. */
 est_status est_mkdirs(const char *path);
 
+/* rm -rf: a directory with everything below it (links not followed), or a file; best effort. */
+void est_remove_tree(const char *path);
+
 int est_file_exists(const char *path);
 int est_is_directory(const char *path);
 

@@ -1,6 +1,7 @@
 /* Atomic writes (temp + fsync + rename + fsync dir) and small file helpers. */
 #include "est/file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -174,4 +175,24 @@ est_status est_path_join(char *buf, size_t size, const char *dir, const char *na
                      name, n, size);
   }
   return EST_OK;
+}
+
+void est_remove_tree(const char *path) {
+  struct stat sb;
+  if (lstat(path, &sb) != 0) return;
+  if (!S_ISDIR(sb.st_mode)) {
+    unlink(path);
+    return;
+  }
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char p[4096];
+      if (est_path_join(p, sizeof p, path, e->d_name) == EST_OK) est_remove_tree(p);
+    }
+    closedir(d);
+  }
+  rmdir(path);
 }
