@@ -86,6 +86,10 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
  * bert_config_file, max_seq_length) and says which is wrong. */
 est_status est_export_classifier(const est_run_classifier_config *c, const char *export_dir, char *version_dir,
                                  size_t size);
+/* The same from checkpoint `checkpoint_prefix` (NULL: the newest of output_dir): what
+ * run_classifier's --export_best exporter writes (est/exporter.h). */
+est_status est_export_classifier_checkpoint(const est_run_classifier_config *c, const char *checkpoint_prefix,
+                                            const char *export_dir, char *version_dir, size_t size);
 
 /* The highest complete version under export_base (a directory named by digits holding
  * est_model.json and variables/variables.index): its path and number. NOT_FOUND when none.

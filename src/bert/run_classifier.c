@@ -214,8 +214,10 @@ static est_status task_write_predictions(void *self, const char *output_dir) {
                                                          t->head.num_labels);
 }
 
-static est_status task_export(void *self, const est_task_flags *f) {
-  return est_export_classifier(((classifier_task *)self)->c, f->export_dir, NULL, 0);
+static est_status task_export(void *self, const est_task_flags *f, const char *checkpoint_prefix,
+                              const char *export_base, char *version_dir, size_t size) {
+  return est_export_classifier_checkpoint(((classifier_task *)self)->c, checkpoint_prefix,
+                                          export_base ? export_base : f->export_dir, version_dir, size);
 }
 
 static est_status task_on_prediction(void *self, const est_prediction *p) {

@@ -283,6 +283,11 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
 
 est_status est_export_classifier(const est_run_classifier_config *c, const char *export_dir, char *version_dir,
                                  size_t size) {
+  return est_export_classifier_checkpoint(c, NULL, export_dir, version_dir, size);
+}
+
+est_status est_export_classifier_checkpoint(const est_run_classifier_config *c, const char *checkpoint_prefix,
+                                            const char *export_dir, char *version_dir, size_t size) {
   const struct {
     const char *name, *value;
   } required[] = {{"task_name", c->task_name}, {"vocab_file", c->vocab_file},
@@ -291,7 +296,9 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
     if (!required[i].value || !*required[i].value)
       return est_error(EST_ERR_INVALID_ARGUMENT, "--do_export: flag --%s must be specified", required[i].name);
   char ckpt[4096];
-  est_status st = est_ckpt_latest(c->common.output_dir, ckpt, sizeof ckpt);
+  est_status st = EST_OK;
+  if (checkpoint_prefix) snprintf(ckpt, sizeof ckpt, "%s", checkpoint_prefix);
+  else st = est_ckpt_latest(c->common.output_dir, ckpt, sizeof ckpt);
   if (st != EST_OK) return est_error_prefix("--do_export: no checkpoint in --output_dir=%s: ", c->common.output_dir);
 
   est_model_meta meta = {0};
