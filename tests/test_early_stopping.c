@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -137,6 +138,61 @@ static void test_threshold_hooks_and_min_steps(void **state) {
   est_estimator_free(e);
 }
 
+/* read_eval_metrics as TF's (early_stopping.py, checked against its source): the scalars
+ * of a step are merged over its events (dict.update), a step lacking the metric fails only
+ * where the hook looks (step >= min_steps; TF's KeyError), and a corrupted record skips the
+ * rest of its file (TF's _summaries on DataLossError) instead of failing. */
+static void test_reads_eval_events_as_tf(void **state) {
+  (void)state;
+  const char *dir = test_tmp_path("events");
+  est_events_writer *w;
+  assert_int_equal(est_events_writer_open(&w, dir), EST_OK);
+  assert_int_equal(est_events_writer_add_scalar(w, 0, "other", 1.0f), EST_OK);   /* step 0: no loss */
+  assert_int_equal(est_events_writer_add_scalar(w, 1, "loss", 5.0f), EST_OK);
+  assert_int_equal(est_events_writer_add_scalar(w, 2, "loss", 3.0f), EST_OK);
+  assert_int_equal(est_events_writer_add_scalar(w, 2, "other", 2.0f), EST_OK);   /* merged, loss kept */
+  assert_int_equal(est_events_writer_add_scalar(w, 3, "loss", 4.0f), EST_OK);
+  assert_int_equal(est_events_writer_add_scalar(w, 4, "loss", 4.5f), EST_OK);
+  assert_int_equal(est_events_writer_close(w), EST_OK);
+  est_early_stopping es = {.kind = EST_STOP_IF_NO_DECREASE, .max_steps_without_improvement = 2, .min_steps = 1,
+                           .run_every_steps = 1, .last_checked_step = -1};
+  snprintf(es.eval_dir, sizeof es.eval_dir, "%s", dir);
+  snprintf(es.metric_name, sizeof es.metric_name, "loss");
+  int stop = -1;
+  assert_int_equal(est_early_stopping_should_stop(&es, &stop), EST_OK);
+  assert_int_equal(stop, 1);   /* best 3.0 at step 2, step 4: 2 steps */
+  es.min_steps = 0;            /* now step 0 is looked at: it has no loss */
+  assert_int_equal(est_early_stopping_should_stop(&es, &stop), EST_ERR_NOT_FOUND);
+  assert_non_null(strstr(est_error_message(), "step 0 has no metric 'loss'"));
+  /* Corrupt the CRC of the record of step 3's event: steps 3 and 4 are skipped, no error. */
+  DIR *d = opendir(dir);
+  struct dirent *ent;
+  char path[2048] = "";
+  while ((ent = readdir(d)))
+    if (!strncmp(ent->d_name, "events.out.tfevents.", 20)) snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+  closedir(d);
+  size_t size;
+  uint8_t *bytes = (uint8_t *)test_read_file(path, &size);
+  size_t off = 0, record = 0;   /* records: file_version, then one per scalar event */
+  while (record < 5) {          /* skip to the 6th record: step 3's loss */
+    uint64_t len;
+    memcpy(&len, bytes + off, 8);
+    off += 8 + 4 + len + 4, record++;
+  }
+  bytes[off + 8] ^= 0xff;       /* its length's CRC */
+  FILE *f = fopen(path, "wb");
+  fwrite(bytes, 1, size, f);
+  fclose(f);
+  free(bytes);
+  int64_t *steps;
+  double *values;
+  size_t n;
+  assert_int_equal(est_read_eval_metric(dir, "loss", &steps, &values, &n), EST_ERR_NOT_FOUND);   /* step 0 */
+  es.min_steps = 1;
+  assert_int_equal(est_early_stopping_should_stop(&es, &stop), EST_OK);
+  assert_int_equal(stop, 0);   /* only steps 1, 2 left */
+}
+
 int main(int argc, char **argv) {
   est_log_set_level(EST_LOG_WARN);
   if (argc == 3 && !strcmp(argv[1], "--killed-child")) {
@@ -148,6 +204,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_stops_at_tf_step),
       cmocka_unit_test(test_same_step_after_kill_and_restart),
       cmocka_unit_test(test_threshold_hooks_and_min_steps),
+      cmocka_unit_test(test_reads_eval_events_as_tf),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }
