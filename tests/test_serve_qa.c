@@ -48,14 +48,6 @@ static void write_text(const char *path, const char *text) {
   assert_int_equal(est_write_file_atomic(path, text, strlen(text)), EST_OK);
 }
 
-/* {"question": q, "context": c} as one JSON text (malloc'ed). */
-static char *qa_json(const char *q, const char *c) {
-  json_t *o = json_pack("{s:s, s:s}", "question", q, "context", c);
-  char *s = json_dumps(o, JSON_COMPACT);
-  json_decref(o);
-  return s;
-}
-
 static int group_setup(void **state) {
   test_tmpdir_setup(state);
   snprintf(out_dir, sizeof out_dir, "%s/run", test_tmpdir);
@@ -88,9 +80,10 @@ static int group_setup(void **state) {
     ids[nq] = json_string_value(json_object_get(q, "id"));
     questions[nq] = json_string_value(json_object_get(q, "question"));
     contexts[nq] = json_string_value(json_object_get(p, "context"));
-    char *line = qa_json(questions[nq], contexts[nq]);
-    fprintf(f, "%s\n", line);
-    free(line);
+    json_t *line = json_pack("{s:s, s:s}", "question", questions[nq], "context", contexts[nq]);
+    json_dumpf(line, f, JSON_COMPACT);
+    fputc('\n', f);
+    json_decref(line);
     nq++;
   }
   fclose(f);
@@ -369,6 +362,7 @@ static void test_long_context_one_pass(void **state) {
   assert_int_equal(est_qa_batch_create(&b, sv, &q, (const char *const *)&long_context, 1), EST_OK);
   const int rows = est_qa_batch_rows(b);
   est_qa_batch_free(b);
+  print_message("the 2000-word context has %d windows\n", rows);
   if (rows < 16 || rows > 256) fail_msg("the 2000-word context has %d windows; the test wants 16 to 256", rows);
   const uint64_t before = est_servable_forward_count(sv);
   est_qa_answer lib;

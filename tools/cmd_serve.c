@@ -22,6 +22,8 @@ static const char usage[] =
     "  POST /v1/models/NAME[/versions/V]:predict   {\"instances\": [\"text\", {\"text_a\": .., \"text_b\": ..},\n"
     "                                               {\"input_ids\": [..], \"input_mask\": [..], \"segment_ids\": [..]}]}\n"
     "  POST /v1/models/NAME[/versions/V]:classify  {\"examples\": [{\"text_a\": ..}]}\n"
+    "  (an export of `est run_squad --do_export` answers questions instead:\n"
+    "   :predict {\"instances\": [{\"question\": .., \"context\": ..}]} -> {\"answer\", \"start\", \"end\", \"score\"})\n"
     "  GET  /monitoring/prometheus/metrics\n"
     "Prints 'listening on ADDRESS:PORT' once ready (with --rest_api_port=0, the port the kernel chose).\n"
     "Limits: --max_connections (512), --rest_api_timeout_in_ms (30000) for a request to arrive,\n"
