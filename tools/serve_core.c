@@ -177,7 +177,7 @@ static est_status load_model(serve_server *s, const char *dir, served_model **ou
    * Cost: one forward of max_batch_size x max_seq_length tokens per version loaded. */
   const est_model_meta *meta = est_servable_meta(m->servable);
   const size_t S = (size_t)meta->max_seq_length, B = (size_t)est_servable_max_batch(m->servable);
-  const size_t C = (size_t)est_servable_output_width(m->servable);
+  const size_t C = (size_t)est_servable_output_width(m->servable); /* floats per example */
   int32_t *rows = calloc(3 * B * S, sizeof(int32_t));
   float *probs = malloc(B * C * sizeof(float));
   if (!rows || !probs) st = est_error(EST_ERR_NO_MEMORY, "warm-up batch of %zu x %zu", B, S);

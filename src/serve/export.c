@@ -54,6 +54,11 @@ char *est_model_meta_to_json(const est_model_meta *m) {
                                   q->max_answer_length, "version_2_with_negative", q->version_2_with_negative,
                                   "null_score_diff_threshold", q->null_score_diff_threshold));
   }
+  if (!strcmp(m->head, est_bert_pooling_head_type.name)) {
+    char modes[64];
+    json_object_set_new(root, "pooling", json_pack("{s:s,s:b}", "modes", est_pooling_modes_string(&m->pooling, modes,
+                        sizeof modes), "normalize", m->pooling.normalize));
+  }
   char *text = json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2));
   json_decref(root);
   if (!text) return NULL;
@@ -93,6 +98,16 @@ static est_status squad_from_json(est_model_squad *q, const json_t *o, const cha
   return EST_OK;
 }
 
+/* "pooling": {"modes": "cls,mean", "normalize": false} of a pooling export. */
+static est_status pooling_from_json(est_pooling_params *p, const json_t *v, const char *path) {
+  const json_t *modes = json_object_get(v, "modes"), *normalize = json_object_get(v, "normalize");
+  if (!json_is_object(v) || !json_is_string(modes) || !json_is_boolean(normalize))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: a \"pooling\" head needs \"pooling\": {\"modes\": \"mean\", "
+                     "\"normalize\": true} (modes: cls, max, mean, mean_sqrt_len, comma-separated)", path);
+  est_status st = est_pooling_params_parse(p, json_string_value(modes), json_is_true(normalize));
+  return st == EST_OK ? st : est_error_prefix("%s: \"pooling\".\"modes\": ", path);
+}
+
 /* The fields of a parsed est_model.json (root is consumed); `path` names it in errors. */
 static est_status meta_from_json(est_model_meta *m, json_t *root, const char *path) {
   est_status st = EST_OK;
@@ -107,8 +122,12 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
   const bool is_classifier = !head || (json_is_string(head) && !strcmp(json_string_value(head), "classifier"));
   const bool is_squad = json_is_string(head) && !strcmp(json_string_value(head), "squad");
   est_precision parsed_precision;
+  /* a pooling (sentence-embedding) export has no labels and says how it pools */
+  const int pooling = json_is_string(head) && !strcmp(json_string_value(head), est_bert_pooling_head_type.name);
   if (!json_is_object(cfg)) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"bert_config\" must be an object", path);
-  else if (is_classifier ? !json_is_array(labels) || json_array_size(labels) < 1 : labels && !json_is_array(labels))
+  else if (labels && !json_is_array(labels))
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be an array of strings", path);
+  else if (is_classifier && json_array_size(labels) < 1)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be a non-empty array of strings", path);
   else if (!json_is_integer(seq) || json_integer_value(seq) < 3 || json_integer_value(seq) > 1 << 20)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"max_seq_length\" must be an integer >= 3", path);
@@ -127,8 +146,9 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
     free(cfg_text);
   }
   if (st == EST_OK && is_squad) st = squad_from_json(&m->squad, json_object_get(root, "squad"), path);
-  if (st == EST_OK && labels) {
-    m->num_labels = json_array_size(labels);
+  if (st == EST_OK && pooling) st = pooling_from_json(&m->pooling, json_object_get(root, "pooling"), path);
+  if (st == EST_OK) {
+    m->num_labels = labels ? json_array_size(labels) : 0;
     m->labels = calloc(m->num_labels ? m->num_labels : 1, sizeof *m->labels);
     if (!m->labels) st = est_error(EST_ERR_NO_MEMORY, "%s: labels", path);
     for (size_t i = 0; st == EST_OK && i < m->num_labels; i++) {

@@ -27,8 +27,15 @@ static int squad_params(est_servable_model *m, const est_model_meta *meta) {
   return 2 * meta->max_seq_length;
 }
 
+/* est_model.json's "pooling" (sentence embeddings): the embedding's width. */
+static int pooling_params(est_servable_model *m, const est_model_meta *meta) {
+  m->params.pooling = meta->pooling;
+  return est_pooling_width(&meta->pooling, meta->bert_config.hidden_size);
+}
+
 static const servable_head SERVABLE_HEADS[] = {
   {"classifier", &est_bert_classifier_head_type, "probabilities", classifier_params, NULL},
+  {"pooling", &est_bert_pooling_head_type, "embeddings", pooling_params, NULL},
   {"squad", &est_bert_squad_head_type, "start_logits", squad_params, "end_logits"},
 };
 enum { NUM_SERVABLE_HEADS = sizeof SERVABLE_HEADS / sizeof *SERVABLE_HEADS };
@@ -40,8 +47,8 @@ est_status est_servable_model_create(est_servable_model *m, const est_model_meta
   for (int i = 0; i < NUM_SERVABLE_HEADS; i++)
     if (!strcmp(SERVABLE_HEADS[i].name, meta->head)) h = &SERVABLE_HEADS[i];
   if (!h)
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"head\": \"%s\" cannot be served (servable heads: classifier, squad)",
-                     source, meta->head);
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "%s: \"head\": \"%s\" cannot be served (servable heads: classifier, pooling, squad)", source, meta->head);
   m->head_type = h->type;
   m->output = h->output;
   m->output2 = h->output2;

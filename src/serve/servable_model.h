@@ -17,6 +17,7 @@ typedef struct est_servable_model {
   int32_t *row_ids;                   /* [max_batch] 0, 1, ...: the "unique_ids" feature */
   union {
     est_bert_classifier_head_params classifier;
+    est_pooling_params pooling;
   } params;                           /* the head's parameters, from the metadata */
 } est_servable_model;
 
