@@ -138,7 +138,7 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
   else if (head && (!json_is_string(head) || json_string_length(head) >= sizeof m->head))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"head\" must be a head's name (e.g. \"classifier\")", path);
   else if (precision && (!json_is_string(precision) || est_precision_parse(json_string_value(precision), &parsed_precision)))
-    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"precision\" must be \"fp32\" or \"bf16\"", path);
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"precision\" must be \"fp32\", \"bf16\" or \"int8\"", path);
   if (st == EST_OK) {
     char *cfg_text = json_dumps(cfg, 0);
     st = cfg_text ? est_bert_config_from_json_string(&m->bert_config, cfg_text, path)
