@@ -154,14 +154,17 @@ static void predict(const char *export_dir, const char *input, const char *flags
   free(text);
 }
 
-/* The code points [start, end) of a UTF-8 string, with each whitespace run made one space. */
+/* The code points [start, end) of a UTF-8 string, with each run of the reader's whitespace
+ * (" ", "\t", "\r", "\n", U+202F) made one space. */
 static char *substring_cp(const char *s, long long start, long long end) {
   char *out = malloc(strlen(s) + 1), *w = out;
   long long cp = -1;
   for (const char *p = s; *p; p++) {
     if (((unsigned char)*p & 0xC0) != 0x80) cp++;
     if (cp < start || cp >= end) continue;
-    const bool space = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r';
+    const bool nnbsp = !strncmp(p, "\xE2\x80\xAF", 3);
+    const bool space = *p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || nnbsp;
+    if (nnbsp) p += 2; /* past its continuation bytes: one code point */
     if (space && w > out && w[-1] == ' ') continue;
     *w++ = space ? ' ' : *p;
   }
@@ -231,6 +234,36 @@ static void test_predict_answers_as_run_squad(void **state) {
   predict(export_base, input_path, "--batch_size=1", b, nq);
   for (size_t i = 0; i < nq; i++) expect_same(&a[i], &b[i], "--batch_size=1 vs 32", i);
   free_answers(a, nq), free_answers(b, nq);
+}
+
+/* Offsets count code points (not bytes) and survive tabs, double spaces and U+202F between
+ * words; a context without a word has no window: version 1's "empty" at -1, -1. */
+static void test_predict_offsets_are_code_points(void **state) {
+  (void)state;
+  const char *context = "Gr\xC3\xBC\xC3\x9F" "e  aus\tK\xC3\xB6ln, sagte J\xC3\xBCrgen \xE2\x80\xAF M\xC3\xBCller. "
+                        "The leader was John Smith (1895-1943), born in K\xC3\xB6ln.";
+  char path[700];
+  snprintf(path, sizeof path, "%s/unicode.jsonl", test_tmpdir);
+  json_t *lines[2] = {json_pack("{s:s, s:s}", "question", "Who was the leader?", "context", context),
+                      json_pack("{s:s, s:s}", "question", "Who?", "context", " \t ")};
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  for (int i = 0; i < 2; i++) json_dumpf(lines[i], f, JSON_COMPACT), fputc('\n', f), json_decref(lines[i]);
+  fclose(f);
+  write_text(path, text);
+  free(text);
+  answer a[2];
+  predict(export_base, path, "", a, 2);
+  if (a[0].start < 0) fail_msg("no span for the first question: \"%s\"", a[0].text);
+  char *span = substring_cp(context, a[0].start, a[0].end);
+  if (strcmp(span, a[0].text)) fail_msg("context[%lld:%lld] is \"%s\", the answer \"%s\"", a[0].start, a[0].end, span,
+                                        a[0].text);
+  free(span);
+  assert_string_equal(a[1].text, "empty");
+  assert_int_equal(a[1].start, -1);
+  assert_int_equal(a[1].end, -1);
+  free_answers(a, 2);
 }
 
 /* A version 2 export answers "" when the null answer wins. */
@@ -395,6 +428,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_export_names_the_squad_head),
     cmocka_unit_test(test_predict_answers_as_run_squad),
+    cmocka_unit_test(test_predict_offsets_are_code_points),
     cmocka_unit_test(test_version_2_answers_nothing),
     cmocka_unit_test(test_predict_bad_lines),
     cmocka_unit_test(test_serve_answers_as_predict),

@@ -384,7 +384,7 @@ static est_status answer_example(est_squad_predictor *p, size_t ei, size_t f0, s
                             .end_logit = null_end, .order = ncand};
     ncand++;
   }
-  qsort(cands, ncand, sizeof *cands, by_score_desc);
+  if (ncand) qsort(cands, ncand, sizeof *cands, by_score_desc); /* qsort(NULL, 0) is undefined */
 
   out->nbest = calloc((size_t)nb + 2, sizeof *out->nbest);
   if (!out->nbest) {
