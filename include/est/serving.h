@@ -1,5 +1,6 @@
 /* est/serving.h — using a trained classifier: export it as TF's export_saved_model lays a
- * servable out, load that export, and predict probabilities for new text.
+ * servable out, load that export, and predict probabilities for new text. A question-
+ * answering export (run_squad --do_export) answers questions about a context (est_qa_*).
  *
  *     // after run_classifier trained into out/: write out/export/<version>/
  *     char dir[4096];

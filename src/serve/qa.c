@@ -109,12 +109,14 @@ est_status est_qa_batch_create(est_qa_batch **out, const est_servable *s, const 
     snprintf(id, sizeof id, "%zu", i);
     st = est_squad_examples_add_text(b->examples, id, questions[i], contexts[i], strlen(contexts[i]),
                                      &b->word_starts[i]);
+    if (st != EST_OK) est_error_prefix("question %zu: ", i);
   }
   if (st == EST_OK) st = est_squad_predictor_create(&b->predictor, b->examples, b->tok, &pc);
   if (st == EST_OK) st = est_squad_converter_create(&conv, b->tok, &fc);
   if (st == EST_OK) b->first_unique_id = est_squad_converter_next_unique_id(conv);
   for (size_t i = 0; st == EST_OK && i < count; i++)
-    st = est_squad_converter_convert(conv, &b->examples->examples[i], i, add_window, b);
+    if ((st = est_squad_converter_convert(conv, &b->examples->examples[i], i, add_window, b)) != EST_OK)
+      est_error_prefix("question %zu: ", i);
   est_squad_converter_free(conv);
   if (st != EST_OK) {
     est_qa_batch_free(b);
