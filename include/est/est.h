@@ -39,5 +39,6 @@
 #include "est/pyrandom.h"
 #include "est/squad.h"
 #include "est/serving.h"
+#include "est/hf_model.h"
 
 #endif
