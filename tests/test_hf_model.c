@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "est/bert_classifier.h"
+#include "est/ckpt.h"
 #include "est/file.h"
 #include "est/hf_model.h"
 #include "est/safetensors.h"
@@ -245,6 +246,96 @@ static void test_config_errors(void **state) {
   assert_int_equal(cfg.hidden_act, EST_ACT_GELU);
 }
 
+/* ---- writing ----------------------------------------------------------------------------- */
+
+/* A TF checkpoint of an HF model: every mapped tensor in TF's layout. Returns the count. */
+static size_t hf_to_tf(const char *hf_path, const char *prefix) {
+  est_hf_checkpoint *h;
+  assert_int_equal(est_hf_checkpoint_open(&h, hf_path), EST_OK);
+  size_t n = est_hf_checkpoint_count(h), m = 0;
+  est_tensor *ts = calloc(n, sizeof *ts);
+  const char **names = calloc(n, sizeof *names);
+  for (size_t i = 0; i < n; i++) {
+    if (!*est_hf_checkpoint_tf_name(h, i)) continue;
+    assert_int_equal(est_hf_checkpoint_read(h, i, &ts[m]), EST_OK);
+    names[m++] = est_hf_checkpoint_tf_name(h, i);
+  }
+  assert_int_equal(est_ckpt_save(prefix, m, names, ts), EST_OK);
+  for (size_t i = 0; i < m; i++) est_tensor_free(&ts[i]);
+  free(ts);
+  free(names);
+  est_hf_checkpoint_close(h);
+  return m;
+}
+
+/* TF checkpoint -> HF directory -> TF checkpoint: every model tensor equal, bit for bit
+ * (global_step and the Adam slots are not model tensors and are not written). */
+static void test_round_trip_tf_hf_tf(void **state) {
+  (void)state;
+  const char *src = EST_TEST_DATA "/keras_bert_tiny/bert_model.ckpt", *dir = test_tmp_path("hf");
+  est_bert_config cfg;
+  assert_int_equal(est_bert_config_from_json_file(&cfg, EST_TEST_DATA "/keras_bert_tiny/bert_config.json"), EST_OK);
+  est_hf_export_params p = {.cfg = &cfg, .vocab_file = EST_TEST_DATA "/keras_bert_tiny/vocab.txt", .do_lower_case = 1};
+  assert_int_equal(est_hf_export(src, dir, &p), EST_OK);
+  assert_int_equal(est_hf_export(src, dir, &p), EST_OK); /* replaces its own directory */
+  char path[4096];
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  char *config = test_read_file(path, NULL);
+  assert_non_null(strstr(config, "\"BertForPreTraining\""));
+  assert_non_null(strstr(config, "\"gelu_new\"")); /* Google's "gelu" is the tanh form */
+  free(config);
+  est_bert_config back;
+  assert_int_equal(est_bert_config_from_json_file(&back, dir), EST_OK);
+  assert_int_equal(back.hidden_act, cfg.hidden_act);
+  assert_int_equal(back.hidden_size, cfg.hidden_size);
+  const char *again = test_tmp_path("again/model.ckpt");
+  size_t written = hf_to_tf(dir, again);
+  est_ckpt_reader *a, *b;
+  assert_int_equal(est_ckpt_reader_open(&a, src), EST_OK);
+  assert_int_equal(est_ckpt_reader_open(&b, again), EST_OK);
+  size_t compared = 0;
+  for (size_t i = 0; i < est_ckpt_reader_count(a); i++) {
+    const char *name = est_ckpt_reader_name(a, i);
+    if (!strcmp(name, "global_step") || strstr(name, "/adam_")) continue;
+    est_tensor x, y;
+    assert_int_equal(est_ckpt_reader_read(a, name, &x), EST_OK);
+    if (est_ckpt_reader_read(b, name, &y) != EST_OK) fail_msg("%s lost in the round trip", name);
+    assert_int_equal(x.rank, y.rank);
+    assert_int_equal(est_tensor_num_bytes(&x), est_tensor_num_bytes(&y));
+    assert_memory_equal(x.data, y.data, est_tensor_num_bytes(&x));
+    est_tensor_free(&x), est_tensor_free(&y);
+    compared++;
+  }
+  assert_int_equal(compared, written);
+  assert_int_equal(compared, 5 + 16 * 2 + 2 + 5 + 2); /* embeddings, 2 layers, pooler, MLM, NSP */
+  est_ckpt_reader_close(a);
+  est_ckpt_reader_close(b);
+}
+
+/* A classifier's checkpoint exports as BertForSequenceClassification with its labels, and the
+ * export loads back into est with transformers' logits (the HF -> TF -> HF path). */
+static void test_export_classifier_labels(void **state) {
+  (void)state;
+  const char *prefix = test_tmp_path("tf/model.ckpt"), *dir = test_tmp_path("out");
+  hf_to_tf(HF_DIR "/cls_gelu", prefix);
+  est_bert_config cfg;
+  assert_int_equal(est_bert_config_from_json_file(&cfg, HF_DIR "/cls_gelu"), EST_OK);
+  const char *labels[] = {"neg", "neu", "pos"};
+  est_hf_export_params p = {.cfg = &cfg, .vocab_file = HF_DIR "/cls_gelu", .labels = labels, .num_labels = 2};
+  assert_error_has(est_hf_export(prefix, dir, &p), "has 3 labels", "2 label names");
+  assert_false(est_file_exists(dir));
+  p.num_labels = 3;
+  assert_int_equal(est_hf_export(prefix, dir, &p), EST_OK);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  char *config = test_read_file(path, NULL);
+  assert_non_null(strstr(config, "\"BertForSequenceClassification\""));
+  assert_non_null(strstr(config, "\"2\": \"pos\""));
+  assert_non_null(strstr(config, "\"hidden_act\": \"gelu\""));
+  free(config);
+  assert_int_equal(load_classifier(dir), EST_OK);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_classifier_matches_transformers),
@@ -255,6 +346,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_wrong_dtype, test_tmpdir_setup, test_tmpdir_teardown),
       cmocka_unit_test_setup_teardown(test_pytorch_bin_only, test_tmpdir_setup, test_tmpdir_teardown),
       cmocka_unit_test(test_config_errors),
+      cmocka_unit_test_setup_teardown(test_round_trip_tf_hf_tf, test_tmpdir_setup, test_tmpdir_teardown),
+      cmocka_unit_test_setup_teardown(test_export_classifier_labels, test_tmpdir_setup, test_tmpdir_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,6 +62,10 @@ size_t est_hf_checkpoint_count(const est_hf_checkpoint *h);
 const char *est_hf_checkpoint_hf_name(const est_hf_checkpoint *h, size_t i);
 const char *est_hf_checkpoint_tf_name(const est_hf_checkpoint *h, size_t i);
 
+/* Tensor i as float32 in TF's layout (a Linear weight transposed to its kernel), owned by
+ * out (est_tensor_free): e.g. to write a TF checkpoint of a HuggingFace model. */
+est_status est_hf_checkpoint_read(est_hf_checkpoint *h, size_t i, est_tensor *out);
+
 /* Loads every mapped tensor whose TF name is a trainable variable of vs (checking dtype
  * and shape, transposing Linear weights) and marks it from_checkpoint; *loaded counts them.
  * A task head (a variable outside bert/) of another shape is skipped with a warning: it
@@ -90,6 +94,23 @@ est_status est_hf_config_from_json(est_bert_config *cfg, const void *root, const
  * give id2label / label2id. Free with free(). */
 char *est_hf_config_to_json_string(const est_bert_config *cfg, const char *architecture, const char *const *labels,
                                    int num_labels);
+
+/* ---- writing (src/bert/hf_export.c) ----------------------------------------------------- */
+
+typedef struct est_hf_export_params {
+  const est_bert_config *cfg;     /* the checkpoint's */
+  const char *vocab_file;         /* copied as vocab.txt */
+  int do_lower_case;              /* tokenizer_config.json */
+  const char *const *labels;      /* id2label / label2id; NULL: LABEL_0, ... */
+  int num_labels;
+} est_hf_export_params;
+
+/* Writes out_dir (config.json, model.safetensors, vocab.txt, tokenizer_config.json,
+ * special_tokens_map.json) from a TF checkpoint: BertForQuestionAnswering when it has
+ * cls/squad/output_weights, BertForSequenceClassification with output_weights,
+ * BertForPreTraining with cls/predictions, else BertModel. Built beside out_dir and renamed
+ * onto it; an existing out_dir is replaced only when it is a model directory (config.json). */
+est_status est_hf_export(const char *ckpt_prefix, const char *out_dir, const est_hf_export_params *p);
 
 #ifdef __cplusplus
 }

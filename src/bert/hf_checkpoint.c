@@ -171,6 +171,32 @@ static void shape_text(char *buf, size_t size, int rank, const int64_t *dims) {
   est_shape_string(&t, buf, size);
 }
 
+/* Entry x as float32 into dst, in TF's layout (tf_dims, rank): Linear weights transposed. */
+static est_status read_tf_layout(est_hf_checkpoint *h, const hf_entry *x, float *dst, const int64_t *tf_dims,
+                                 int rank) {
+  const char *path = h->paths[x->file];
+  size_t count = 1;
+  for (int i = 0; i < rank; i++) count *= (size_t)tf_dims[i];
+  size_t bytes = count * sizeof(float);
+  if (!(x->transpose && rank == 2)) {
+    if (est_safetensors_read_into(h->files[x->file], x->hf, EST_DT_FLOAT, dst, bytes) != EST_OK)
+      return est_error_prefix("%s: ", path);
+    return EST_OK;
+  }
+  float *tmp = malloc(bytes ? bytes : 1);
+  if (!tmp) return est_error(EST_ERR_NO_MEMORY, "%s: out of memory reading %s", path, x->hf);
+  if (est_safetensors_read_into(h->files[x->file], x->hf, EST_DT_FLOAT, tmp, bytes) != EST_OK) {
+    free(tmp);
+    return est_error_prefix("%s: ", path);
+  }
+  /* HF weight[out=O][in=I] -> TF kernel[in][out] */
+  const int64_t I = tf_dims[0], O = tf_dims[1];
+  for (int64_t o = 0; o < O; o++)
+    for (int64_t i = 0; i < I; i++) dst[i * O + o] = tmp[o * I + i];
+  free(tmp);
+  return EST_OK;
+}
+
 /* Loads entry x into variable v: dtype and shape checked, Linear weights transposed. */
 static est_status load_one(est_hf_checkpoint *h, const hf_entry *x, est_var_store *vs, size_t v) {
   const est_variable *var = est_vars_at(vs, v);
@@ -201,26 +227,26 @@ static est_status load_one(est_hf_checkpoint *h, const hf_entry *x, est_var_stor
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: tensor %s has shape %s but variable %s needs %s%s", path, x->hf,
                      have, var->name, need, x->transpose ? " (a Linear weight [out, in])" : "");
   }
-  float *dst = est_vars_value(vs, v);
-  size_t bytes = var->count * sizeof(float);
-  if (!x->transpose) {
-    if (est_safetensors_read_into(st, x->hf, EST_DT_FLOAT, dst, bytes) != EST_OK)
-      return est_error_prefix("%s: ", path);
-  } else {
-    float *tmp = malloc(bytes ? bytes : 1);
-    if (!tmp) return est_error(EST_ERR_NO_MEMORY, "%s: out of memory reading %s", path, x->hf);
-    if (est_safetensors_read_into(st, x->hf, EST_DT_FLOAT, tmp, bytes) != EST_OK) {
-      free(tmp);
-      return est_error_prefix("%s: ", path);
-    }
-    /* HF weight[out=O][in=I] -> TF kernel[in][out] */
-    const int64_t O = dims[0], I = dims[1];
-    for (int64_t o = 0; o < O; o++)
-      for (int64_t i = 0; i < I; i++) dst[i * O + o] = tmp[o * I + i];
-    free(tmp);
-  }
+  if (read_tf_layout(h, x, est_vars_value(vs, v), var->dims, var->rank) != EST_OK) return est_error_code();
   est_vars_at_mutable(vs, v)->from_checkpoint = 1;
   return EST_OK;
+}
+
+est_status est_hf_checkpoint_read(est_hf_checkpoint *h, size_t i, est_tensor *out) {
+  const hf_entry *x = &h->e[i];
+  est_safetensors *st = h->files[x->file];
+  int rank;
+  int64_t dims[EST_MAX_RANK];
+  if (est_safetensors_info(st, x->hf, NULL, &rank, dims) != EST_OK) return est_error_code();
+  const int transpose = x->transpose && rank == 2;
+  if (transpose) {
+    int64_t d0 = dims[0];
+    dims[0] = dims[1], dims[1] = d0;
+  }
+  est_status s = est_tensor_alloc(out, EST_DT_FLOAT, rank, dims);
+  if (s != EST_OK) return s;
+  if ((s = read_tf_layout(h, x, out->data, dims, rank)) != EST_OK) est_tensor_free(out);
+  return s;
 }
 
 est_status est_hf_checkpoint_load_vars(est_hf_checkpoint *h, est_var_store *vs, size_t *loaded) {

@@ -116,7 +116,7 @@ char *est_hf_config_to_json_string(const est_bert_config *c, const char *archite
     json_object_set_new(o, "id2label", id2label);
     json_object_set_new(o, "label2id", label2id);
   }
-  char *text = json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(17));
+  char *text = json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(15));
   json_decref(o);
   return text;
 }

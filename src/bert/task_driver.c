@@ -86,6 +86,8 @@ est_status est_task_flags_validate(const est_task_flags *f, const char *do_flags
     return est_error(EST_ERR_INVALID_ARGUMENT, "--keep_checkpoint_max=%lld: must be >= 0 (0 keeps all)",
                      (long long)f->keep_checkpoint_max);
   if (f->seed < 0) return est_error(EST_ERR_INVALID_ARGUMENT, "--seed=%lld: must be >= 0", (long long)f->seed);
+  if (f->export_format && strcmp(f->export_format, "est") && strcmp(f->export_format, "hf"))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--export_format=%s: must be est or hf", f->export_format);
 
   return EST_OK;
 }
