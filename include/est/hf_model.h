@@ -99,7 +99,7 @@ char *est_hf_config_to_json_string(const est_bert_config *cfg, const char *archi
 
 typedef struct est_hf_export_params {
   const est_bert_config *cfg;     /* the checkpoint's */
-  const char *vocab_file;         /* copied as vocab.txt */
+  const char *vocab_file;         /* vocab.txt (copied), tokenizer.json or a model dir (its vocab written) */
   int do_lower_case;              /* tokenizer_config.json */
   const char *const *labels;      /* id2label / label2id; NULL: LABEL_0, ... */
   int num_labels;
