@@ -1,7 +1,8 @@
 /* `est serve` over real HTTP on 127.0.0.1 (a port the kernel picks): every endpoint and
  * error code, 32 concurrent clients with mixed request sizes each checked against the
  * model's own probabilities, coalescing into one batch, a version swap under load (and a
- * broken version skipped) with no failed request, and SIGTERM finishing a queued request.
+ * broken version skipped) with no failed request, SIGTERM finishing a queued request, and a
+ * swap from an fp32 version to a bf16 one, each run in the precision it records.
  * The server process and the client are tests/serve_test_client.h's. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,14 +32,18 @@ static est_servable *ref;              /* the same export, loaded in-process: ex
  * too, and a servable runs one forward at a time. */
 static pthread_mutex_t ref_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void expected(const char *a, const char *b, float *p) {
-  pthread_mutex_lock(&ref_lock);
+static void servable_probs(est_servable *s, const char *a, const char *b, float *p) {
   est_featurizer *f;
-  assert_int_equal(est_featurizer_create(&f, ref), EST_OK);
+  assert_int_equal(est_featurizer_create(&f, s), EST_OK);
   int32_t ids[32], mask[32], segs[32];
   assert_int_equal(est_featurizer_run(f, a, b, ids, mask, segs, NULL), EST_OK);
-  assert_int_equal(est_servable_predict(ref, ids, mask, segs, 1, 32, p), EST_OK);
+  assert_int_equal(est_servable_predict(s, ids, mask, segs, 1, 32, p), EST_OK);
   est_featurizer_free(f);
+}
+
+static void expected(const char *a, const char *b, float *p) {
+  pthread_mutex_lock(&ref_lock);
+  servable_probs(ref, a, b, p);
   pthread_mutex_unlock(&ref_lock);
 }
 
@@ -460,6 +465,64 @@ static void test_version_swap_under_load(void **state) {
   assert_int_equal(server_stop(&s), 0);
 }
 
+/* Each version runs the precision its est_model.json records (est/precision.h): a server
+ * started on an fp32 version swaps to a bf16 one (same weights) and answers exactly what an
+ * in-process bf16 servable of it answers, while the process still holds the fp32 servable
+ * `ref`, which keeps giving its own fp32 bits. Without AVX512-BF16 the new version runs fp32
+ * and the test says so. Runs last: the bf16 version stays the latest in export_base. */
+static void test_versions_of_two_precisions(void **state) {
+  (void)state;
+  server s;
+  server_start(&s, "twoprec", "--enable_batching --max_batch_size=8 --batch_timeout_micros=1000"
+                              " --file_system_poll_wait_seconds=0.2");
+  char *resp = NULL;
+  const char *texts[NPOOL];
+  for (int i = 0; i < NPOOL; i++) texts[i] = pool[i];
+  char *body = predict_body(texts, NPOOL);
+  assert_int_equal(http(s.port, "POST", "/v1/models/jack:predict", body, &resp), 200);
+  assert_true(check_predictions_to(resp, "predictions", texts, NPOOL, 1e-7, NULL)); /* fp32, as ref */
+  free(resp);
+
+  est_model_meta meta;
+  char p[1400], dir[1024], ckpt[1024];
+  snprintf(p, sizeof p, "%s/est_model.json", est_servable_dir(ref));
+  assert_int_equal(est_model_meta_read(&meta, p), EST_OK);
+  assert_string_equal(meta.precision, "fp32");
+  snprintf(meta.precision, sizeof meta.precision, "bf16");
+  snprintf(ckpt, sizeof ckpt, "%s/model.ckpt-30", out_dir);
+  assert_int_equal(est_export_write(export_base, ckpt, &meta, EST_TEST_DATA "/vocab_uncased.txt", dir, sizeof dir), EST_OK);
+  est_model_meta_clear(&meta);
+  char want[64];
+  snprintf(want, sizeof want, "serving jack version %s", strrchr(dir, '/') + 1);
+  wait_log(&s, want);
+  est_servable *bf16;
+  assert_int_equal(est_servable_load(&bf16, dir, 8), EST_OK);
+  const int runs_bf16 = est_servable_set_precision(bf16, EST_PRECISION_BF16) == EST_PRECISION_BF16;
+  if (!runs_bf16) print_message("no AVX512-BF16 here: the bf16 version runs fp32\n");
+  assert_int_equal(est_servable_precision(ref), EST_PRECISION_FP32);
+
+  assert_int_equal(http(s.port, "POST", "/v1/models/jack:predict", body, &resp), 200);
+  json_t *j = json_loads(resp, 0, NULL), *preds = json_object_get(j, "predictions");
+  assert_int_equal((int)json_array_size(preds), NPOOL);
+  int differs = 0;
+  for (int i = 0; i < NPOOL; i++) {
+    float want_bf16[2], want_fp32[2];
+    servable_probs(bf16, texts[i], NULL, want_bf16);
+    expected(texts[i], NULL, want_fp32);
+    for (int c = 0; c < 2; c++) {
+      const float got = (float)json_number_value(json_array_get(json_array_get(preds, i), c));
+      if (got != want_bf16[c]) fail_msg("\"%s\"[%d]: served %.9g, the bf16 servable %.9g", texts[i], c, got, want_bf16[c]);
+      differs |= got != want_fp32[c];
+    }
+  }
+  json_decref(j);
+  free(resp), free(body);
+  assert_int_equal(differs, runs_bf16); /* bf16 really ran where the CPU has it, and only there */
+  if (runs_bf16) assert_true(log_has(&s, "precision bf16, as"));
+  est_servable_free(bf16);
+  assert_int_equal(server_stop(&s), 0);
+}
+
 /* ---- SIGTERM ---- */
 
 static void *one_request(void *arg) {
@@ -511,6 +574,7 @@ int main(void) {
     cmocka_unit_test(test_requests_coalesce),
     cmocka_unit_test(test_version_swap_under_load),
     cmocka_unit_test(test_sigterm_finishes_in_flight),
+    cmocka_unit_test(test_versions_of_two_precisions),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

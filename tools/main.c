@@ -21,12 +21,13 @@ static const est_command commands[] = {
   {"serve", "serve an exported classifier with TensorFlow Serving's REST API", est_cmd_serve},
   {"extract_features", "BERT feature vectors of text, as extract_features.py", est_cmd_extract_features},
   {"run_pretraining", "pretrain BERT (masked LM + next sentence), as run_pretraining.py", est_cmd_run_pretraining},
+  {"run_squad", "fine-tune / predict question answering on SQuAD, as run_squad.py", est_cmd_run_squad},
   {"squad_eval", "score SQuAD predictions as the official evaluate-v1.1.py / evaluate-v2.0.py", est_cmd_squad_eval},
   {NULL, NULL, NULL},
 };
 
 /* Commands that run math kernels on OpenMP threads (a new one adds its name here). */
-static const char *const math_commands[] = {"run_classifier", "run_pretraining", "predict", "serve",
+static const char *const math_commands[] = {"run_classifier", "run_pretraining", "run_squad", "predict", "serve",
                                             "extract_features", NULL};
 
 /* libgomp's threads wait at each barrier by spinning ~300000 iterations (milliseconds here)

@@ -80,6 +80,8 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
   for (size_t i = 0; i < sizeof google / sizeof *google; i++) {
     const int predict_only = google[i].value == &f->do_predict || google[i].value == &f->predict_batch_size;
     if (predict_only && !(groups & EST_CLI_TASK_PREDICT)) continue;
+    const int eval_only = google[i].value == &f->do_eval || google[i].value == &f->eval_batch_size;
+    if (eval_only && (groups & EST_CLI_TASK_NO_EVAL)) continue;
     out[n++] = google[i];
   }
   for (size_t i = 0; i < sizeof own / sizeof *own; i++) out[n++] = own[i];

@@ -8,8 +8,9 @@
 #include "est/flags.h"
 
 /* Optional parts of the shared group: do_predict and predict_batch_size (a task with a
- * predict mode); do_export and export_dir (a task with a servable head). */
-enum { EST_CLI_TASK_PREDICT = 1, EST_CLI_TASK_EXPORT = 2 };
+ * predict mode); do_export and export_dir (a task with a servable head). NO_EVAL leaves out
+ * do_eval and eval_batch_size (a task without an eval mode: run_squad.py has neither). */
+enum { EST_CLI_TASK_PREDICT = 1, EST_CLI_TASK_EXPORT = 2, EST_CLI_TASK_NO_EVAL = 4 };
 /* The most flags the shared group adds. */
 enum { EST_CLI_TASK_MAX_FLAGS = 32 };
 

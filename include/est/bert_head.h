@@ -143,6 +143,13 @@ typedef struct est_bert_pretraining_head_params {
 } est_bert_pretraining_head_params;
 extern const est_bert_head_type est_bert_pretraining_head_type;
 
+/* run_squad.py create_model: cls/squad/output_weights [2, H] (truncated normal 0.02) and
+ * cls/squad/output_bias [2] on every position of the sequence output; loss = mean of the
+ * start and end positions' softmax cross-entropy over all S positions. Features:
+ * start_positions, end_positions [B] (TRAIN, EVAL), unique_ids [B] (PREDICT). PREDICT:
+ * "unique_ids" [B], "start_logits", "end_logits" [B, S]. No metrics. No parameters. */
+extern const est_bert_head_type est_bert_squad_head_type;
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,6 +38,7 @@
 #include "est/pretraining_data.h"
 #include "est/pyrandom.h"
 #include "est/squad.h"
+#include "est/run_squad.h"
 #include "est/serving.h"
 #include "est/hf_model.h"
 

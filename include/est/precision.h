@@ -18,9 +18,12 @@
  * The precision belongs to a model, not to the process: the encoder holds it
  * (est_bert_encoder_set_precision), its heads read it from the encoder, and every GEMM op
  * takes it as its last argument (est/nn.h), so one process can run an fp32 and a bf16 model
- * side by side (est serve with two versions). A new format adds its enum value here, its
- * name below, and its branch in the one place a precision picks its kernels
- * (est_sgemm_parallel_ep, src/nn/gemm.c). */
+ * side by side (est serve with two versions). A new format (int8 next) adds its enum value
+ * here, its name in est_precision_name / est_precision_parse (and the CPU check in
+ * est_precision_resolve), and its case in the one place a precision picks its kernels, the
+ * switch in est_sgemm_parallel_ep (src/nn/gemm.c; it has no default, so -Wswitch names a
+ * precision left without kernels). Its weight form, if any, goes into src/core/frozen.c
+ * beside the bf16 one, asked for only by its own kernels. */
 #ifndef EST_PRECISION_H
 #define EST_PRECISION_H
 

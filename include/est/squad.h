@@ -80,6 +80,7 @@ typedef struct est_squad_examples {
   size_t num_paragraphs;
   size_t num_questions;          /* questions in the file */
   size_t num_skipped;            /* training: logged "Could not find answer" and left out */
+  size_t num_with_answers;       /* questions whose "answers" is a non-empty array (any mode) */
   struct est_squad_storage *storage_; /* private */
 } est_squad_examples;
 
@@ -184,6 +185,45 @@ int64_t est_squad_feature_writer_count(const est_squad_feature_writer *w);
 est_status est_squad_feature_writer_close(est_squad_feature_writer *w);
 /* Discards the file; frees w. NULL is fine. */
 void est_squad_feature_writer_abort(est_squad_feature_writer *w);
+
+/* ---- predictions: run_squad.py write_predictions ------------------------------------ */
+
+/* write_predictions' flags (run_squad.py's names and defaults). */
+typedef struct est_squad_prediction_config {
+  int n_best_size;               /* 20 */
+  int max_answer_length;         /* 30: tokens */
+  bool version_2_with_negative;  /* false */
+  double null_score_diff_threshold; /* 0.0 */
+  bool verbose_logging;          /* get_final_text's INFO lines */
+} est_squad_prediction_config;
+
+est_squad_prediction_config est_squad_prediction_config_default(void);
+
+/* What write_predictions needs of the features (their tokens, maps, unique_id) and the
+ * model's results, kept compactly: feed it every feature of the predict file as the
+ * converter hands them out (est_squad_predictor_add_feature is an est_squad_feature_fn),
+ * then one result per feature (any order), then write. Examples and tokenizer are borrowed;
+ * the tokenizer's do_lower_case is get_final_text's. */
+typedef struct est_squad_predictor est_squad_predictor;
+
+est_status est_squad_predictor_create(est_squad_predictor **out, const est_squad_examples *examples,
+                                      est_tokenizer *tok, const est_squad_prediction_config *cfg);
+est_status est_squad_predictor_add_feature(void *predictor, const est_squad_feature *f);
+/* RawResult: the feature's logits over its max_seq_length positions (seq_len of them).
+ * INVALID_ARGUMENT for a unique_id no feature has, or a second result for one. */
+est_status est_squad_predictor_add_result(est_squad_predictor *p, int64_t unique_id, const float *start_logits,
+                                          const float *end_logits, int seq_len);
+int64_t est_squad_predictor_num_features(const est_squad_predictor *p);
+/* write_predictions: predictions.json, nbest_predictions.json and (version 2) null_odds.json,
+ * byte for byte as the reference writes them (json.dumps(..., indent=4) + "\n", floats as
+ * Python's repr, ensure_ascii), each atomically; null_odds_file is ignored without version 2.
+ * Where the reference fails, est answers (docs/squad.md §9): an example whose every n-best
+ * entry is the null answer (version 2: AttributeError there) predicts "" with null odds
+ * score_null; an example without a window (an empty context) predicts "" (version 2) or
+ * "empty" (version 1). A feature without a result is an error naming its unique_id. */
+est_status est_squad_predictor_write(est_squad_predictor *p, const char *prediction_file, const char *nbest_file,
+                                     const char *null_odds_file);
+void est_squad_predictor_free(est_squad_predictor *p);
 
 /* ---- scoring: evaluate-v1.1.py and evaluate-v2.0.py ------------------------------- */
 

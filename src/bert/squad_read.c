@@ -242,6 +242,8 @@ static est_status read_question(reader *r, const json_t *qa) {
   };
   if (!e.qas_id || !e.question_text) return est_error(EST_ERR_NO_MEMORY, "%s: out of memory", r->name);
   r->ex->num_questions++;
+  const json_t *answers_seen = json_object_get(qa, "answers");
+  if (json_is_array(answers_seen) && json_array_size(answers_seen) > 0) r->ex->num_with_answers++;
   if (!r->is_training) return push_example(r, &e);
 
   if (r->v2) {

@@ -81,8 +81,11 @@ static void epilogue_passes(int M, int N, float *C, int ldc, const est_gemm_epil
                             ep->gelu_pre + (size_t)m * ep->ld_pre, N);
 }
 
-static void blas_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
-                          int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* A GEMM kernel without an epilogue, cblas_sgemm's arguments (row-major): OpenBLAS split
+ * over the threads (blas_parallel) or est_sgemm_bf16. */
+typedef void plain_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
+                        int lda, const float *B, int ldb, float beta, float *C, int ldc);
+static plain_gemm blas_parallel;
 
 void est_sgemm_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                         int lda, const float *B, int ldb, float beta, float *C, int ldc, est_precision precision) {
@@ -92,22 +95,30 @@ void est_sgemm_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, in
 void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                            const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,
                            const est_gemm_epilogue *ep, est_precision precision) {
-  /* The one place a precision picks its kernels: a new format (int8) adds its branch here. */
+  /* The one place a precision picks its kernels (est/precision.h). Each case tries the
+   * kernel that fuses the epilogue and otherwise names its plain kernel, which runs with
+   * the epilogue done around it. A new format (int8) adds its case: the switch has no
+   * default, so -Wswitch names a precision left without one. */
   if (precision == EST_PRECISION_BF16 && !est_kernel_avx512_bf16()) precision = EST_PRECISION_FP32;
-  if (precision != EST_PRECISION_BF16 && own_kernel_for(ta, M, N, K, ep) &&
-      est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
-    return; /* the kernel applied the epilogue */
-  if (precision == EST_PRECISION_BF16 && est_kernel_amx() &&
-      est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
-    return; /* so did the tile kernel */
+  plain_gemm *plain = blas_parallel;
+  switch (precision) {
+  case EST_PRECISION_FP32:
+    if (own_kernel_for(ta, M, N, K, ep) && est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
+      return; /* the kernel applied the epilogue */
+    break;
+  case EST_PRECISION_BF16:
+    if (est_kernel_amx() && est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
+      return; /* so did the tile kernel */
+    plain = est_sgemm_bf16;
+    break;
+  }
   est_gemm_epilogue rest = ep ? *ep : (est_gemm_epilogue){0};
   if (rest.bias && beta == 0.0f) { /* C = bias first, then the GEMM adds into it (beta 1) */
     fill_rows(C, ldc, rest.bias, M, N);
     beta = 1.0f;
     rest.bias = NULL;
   }
-  if (precision == EST_PRECISION_BF16) est_sgemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  else blas_parallel(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  plain(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   if (ep) epilogue_passes(M, N, C, ldc, &rest);
 }
 

@@ -16,8 +16,13 @@ BERT's AdamWeightDecay ("step3:<name>") with global-norm clipping 1.0 and the wa
 linear-decay schedule (lr = 0 at step 0, so steps 1 and 2 move the weights). Dropout off.
 Lines starting with "meta" carry the optimizer settings.
 
-Run from the repository root:  /usr/bin/python3 tests/reference/bert_golden.py
-(Debian python3-torch 1.13; deterministic on CPU.)
+Also the SQuAD head's golden (SQUAD_CONFIGS, run_squad.py create_model + compute_loss on the
+same encoder): start/end logits, the loss and every parameter gradient.
+
+Run from the repository root:  /usr/bin/python3 tests/reference/bert_golden.py [NAME...]
+(the classifier goldens: Debian python3-torch 1.13; squad_h48_l2_s24: the torch of make
+interop's .venv-interop, `.venv-interop/bin/python tests/reference/bert_golden.py
+squad_h48_l2_s24`; deterministic on CPU.)
 """
 import json
 import math
@@ -50,8 +55,9 @@ NUM_WARMUP_STEPS = 2
 STEPS = 3
 
 
-def param_specs(cfg, num_labels):
-    """(TF name, shape, kind) in declaration order; kind picks the random draw."""
+def param_specs(cfg, num_labels, head="classifier"):
+    """(TF name, shape, kind) in declaration order; kind picks the random draw. head:
+    run_classifier's output layer, or run_squad's ("squad": two logits per position)."""
     H, I = cfg["hidden_size"], cfg["intermediate_size"]
     specs = [
         ("bert/embeddings/word_embeddings", (cfg["vocab_size"], H), "w"),
@@ -73,8 +79,11 @@ def param_specs(cfg, num_labels):
         ]
     specs += [
         ("bert/pooler/dense/kernel", (H, H), "w"), ("bert/pooler/dense/bias", (H,), "b"),
-        ("output_weights", (num_labels, H), "w"), ("output_bias", (num_labels,), "b"),
     ]
+    if head == "squad":
+        specs += [("cls/squad/output_weights", (2, H), "w"), ("cls/squad/output_bias", (2,), "b")]
+    else:
+        specs += [("output_weights", (num_labels, H), "w"), ("output_bias", (num_labels,), "b")]
     return specs
 
 
@@ -88,12 +97,12 @@ def truncated_normal(shape, std, gen):
         t[bad] = torch.randn(int(bad.sum()), generator=gen)
 
 
-def make_params(cfg, num_labels, gen):
+def make_params(cfg, num_labels, gen, head="classifier"):
     """Weights with more spread than BERT's init (std 0.02 makes attention nearly uniform
     and the net nearly linear, which would test little): kernels/tables N(0, 0.2^2)
     truncated at 2 sigma, biases and LayerNorm beta N(0, 0.1^2), gamma 1 + N(0, 0.1^2)."""
     params = {}
-    for name, shape, kind in param_specs(cfg, num_labels):
+    for name, shape, kind in param_specs(cfg, num_labels, head):
         if kind == "w":
             t = truncated_normal(shape, 0.2, gen)
         elif kind == "gamma":
@@ -113,7 +122,8 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
 
 
-def forward(p, cfg, num_labels, ids, mask, segs, labels):
+def encode(p, cfg, ids, mask, segs):
+    """modeling.BertModel: the sequence output [B*S, H] and the pooled output [B, H]."""
     B, S = ids.shape
     H, N = cfg["hidden_size"], cfg["num_attention_heads"]
     Dh = H // N
@@ -147,6 +157,11 @@ def forward(p, cfg, num_labels, ids, mask, segs, labels):
                        p[pre + "output/LayerNorm/gamma"], p[pre + "output/LayerNorm/beta"])
     first = x.reshape(B, S, H)[:, 0, :]
     pooled = torch.tanh(first @ p["bert/pooler/dense/kernel"] + p["bert/pooler/dense/bias"])
+    return x, pooled
+
+
+def forward(p, cfg, num_labels, ids, mask, segs, labels):
+    _, pooled = encode(p, cfg, ids, mask, segs)
     logits = pooled @ p["output_weights"].t() + p["output_bias"]
     log_probs = torch.log_softmax(logits, dim=-1)
     one_hot = torch.nn.functional.one_hot(labels, num_labels).float()
@@ -195,6 +210,23 @@ def make_inputs(cfg, num_labels, B, S, gen):
     return ids, mask, segs, labels
 
 
+def write_manifest(d, cfg, lines, entries):
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "bert_config.json"), "w") as f:
+        json.dump(cfg, f, indent=2, sort_keys=True)
+        f.write("\n")
+    offset = 0
+    with open(os.path.join(d, "tensors.bin"), "wb") as f:
+        for n, t in entries:
+            arr = t.numpy().astype("<f4")
+            f.write(arr.tobytes())
+            lines.append("%s %d %d %s" % (n, offset, arr.size, " ".join(str(s) for s in arr.shape) or "-"))
+            offset += arr.size
+    with open(os.path.join(d, "manifest.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return offset
+
+
 def write(outdir, name, cfg, num_labels, B, S, seed):
     gen = torch.Generator().manual_seed(seed)
     params = make_params(cfg, num_labels, gen)
@@ -231,31 +263,69 @@ def write(outdir, name, cfg, num_labels, B, S, seed):
         add("step3:" + n, t)
     add("step_losses", torch.tensor(losses))
 
-    d = os.path.join(outdir, name)
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "bert_config.json"), "w") as f:
-        json.dump(cfg, f, indent=2, sort_keys=True)
-        f.write("\n")
-    offset = 0
     lines = ["meta num_labels %d" % num_labels, "meta batch %d" % B, "meta seq_len %d" % S,
              "meta init_lr %.9g" % INIT_LR, "meta num_train_steps %d" % NUM_TRAIN_STEPS,
              "meta num_warmup_steps %d" % NUM_WARMUP_STEPS, "meta steps %d" % STEPS]
-    with open(os.path.join(d, "tensors.bin"), "wb") as f:
-        for n, t in entries:
-            arr = t.numpy().astype("<f4")
-            f.write(arr.tobytes())
-            lines.append("%s %d %d %s" % (n, offset, arr.size, " ".join(str(s) for s in arr.shape) or "-"))
-            offset += arr.size
-    with open(os.path.join(d, "manifest.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    offset = write_manifest(os.path.join(outdir, name), cfg, lines, entries)
     print("%s: %d floats, loss %.6f, step losses %s" % (name, offset, loss.item(), losses))
 
 
+def squad_forward(p, cfg, ids, mask, segs, starts, ends):
+    """run_squad.py create_model + compute_loss: logits over every position (padding too),
+    loss = (mean start cross-entropy + mean end cross-entropy) / 2."""
+    B, S = ids.shape
+    x, _ = encode(p, cfg, ids, mask, segs)
+    logits = (x @ p["cls/squad/output_weights"].t() + p["cls/squad/output_bias"]).reshape(B, S, 2)
+    start_logits, end_logits = logits[:, :, 0], logits[:, :, 1]
+
+    def compute_loss(lg, positions):
+        one_hot = torch.nn.functional.one_hot(positions, S).float()
+        return -(one_hot * torch.log_softmax(lg, dim=-1)).sum(dim=-1).mean()
+
+    return start_logits, end_logits, (compute_loss(start_logits, starts) + compute_loss(end_logits, ends)) / 2.0
+
+
+def write_squad(outdir, name, cfg, B, S, seed):
+    """The squad head's golden: inputs, start/end positions, parameters, start_logits,
+    end_logits, loss and every parameter gradient (the pooler's are zero: the head does
+    not read the pooled output)."""
+    gen = torch.Generator().manual_seed(seed)
+    params = make_params(cfg, 2, gen, head="squad")
+    ids, mask, segs, starts = make_inputs(cfg, S, B, S, gen)
+    ends = torch.randint(0, S, (B,), generator=gen)
+    entries = [("input_ids", ids), ("input_mask", mask), ("segment_ids", segs), ("start_positions", starts),
+               ("end_positions", ends)]
+    entries += [("param:" + n, t) for n, t in params.items()]
+    start_logits, end_logits, loss = squad_forward(params, cfg, ids, mask, segs, starts, ends)
+    loss.backward()
+    entries += [("start_logits", start_logits), ("end_logits", end_logits), ("loss", loss.reshape(1))]
+    entries += [("grad:" + n, t.grad if t.grad is not None else torch.zeros_like(t)) for n, t in params.items()]
+    entries = [(n, t.detach().float().contiguous().clone()) for n, t in entries]
+    lines = ["meta num_labels 2", "meta batch %d" % B, "meta seq_len %d" % S]
+    total = write_manifest(os.path.join(outdir, name), cfg, lines, entries)
+    print("%s: %d floats, loss %.6f" % (name, total, loss.item()))
+
+
+SQUAD_CONFIGS = [
+    # name, config, batch, seq_len, seed
+    ("squad_h48_l2_s24", dict(vocab_size=61, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
+                              intermediate_size=96, hidden_act="gelu", hidden_dropout_prob=0.1,
+                              attention_probs_dropout_prob=0.1, max_position_embeddings=32, type_vocab_size=2,
+                              initializer_range=0.02), 3, 24, 3),
+]
+
+
 def main():
+    """usage: bert_golden.py [NAME...]: the configurations named (all without arguments)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     outdir = os.path.join(root, "data", "golden")
+    wanted = set(sys.argv[1:])
     for name, cfg, num_labels, B, S, seed in CONFIGS:
-        write(outdir, name, cfg, num_labels, B, S, seed)
+        if not wanted or name in wanted:
+            write(outdir, name, cfg, num_labels, B, S, seed)
+    for name, cfg, B, S, seed in SQUAD_CONFIGS:
+        if not wanted or name in wanted:
+            write_squad(outdir, name, cfg, B, S, seed)
 
 
 if __name__ == "__main__":
