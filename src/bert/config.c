@@ -134,8 +134,7 @@ est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *te
   return st;
 }
 
-char *est_bert_config_to_json_string(const est_bert_config *c) {
-  json_t *o = json_object();
+void bert_config_json_fields(json_t *o, const est_bert_config *c) {
   json_object_set_new(o, "attention_probs_dropout_prob", json_real(c->attention_probs_dropout_prob));
   json_object_set_new(o, "hidden_act", json_string(est_activation_name(c->hidden_act)));
   json_object_set_new(o, "hidden_dropout_prob", json_real(c->hidden_dropout_prob));
@@ -147,6 +146,11 @@ char *est_bert_config_to_json_string(const est_bert_config *c) {
   json_object_set_new(o, "num_hidden_layers", json_integer(c->num_hidden_layers));
   json_object_set_new(o, "type_vocab_size", json_integer(c->type_vocab_size));
   json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
+}
+
+char *est_bert_config_to_json_string(const est_bert_config *c) {
+  json_t *o = json_object();
+  bert_config_json_fields(o, c);
   char *text = json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(15));
   json_decref(o);
   if (!text) return NULL;

@@ -90,21 +90,12 @@ char *est_hf_config_to_json_string(const est_bert_config *c, const char *archite
     json_array_append_new(a, json_string(architecture));
     json_object_set_new(o, "architectures", a);
   }
-  json_object_set_new(o, "attention_probs_dropout_prob", json_real(c->attention_probs_dropout_prob));
+  bert_config_json_fields(o, c); /* then HF's spelling of hidden_act and its own fields */
   json_object_set_new(o, "hidden_act", json_string(hf_activation_name(c->hidden_act)));
-  json_object_set_new(o, "hidden_dropout_prob", json_real(c->hidden_dropout_prob));
-  json_object_set_new(o, "hidden_size", json_integer(c->hidden_size));
-  json_object_set_new(o, "initializer_range", json_real(c->initializer_range));
-  json_object_set_new(o, "intermediate_size", json_integer(c->intermediate_size));
   json_object_set_new(o, "layer_norm_eps", json_real(c->layer_norm_eps));
-  json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
   json_object_set_new(o, "model_type", json_string("bert"));
-  json_object_set_new(o, "num_attention_heads", json_integer(c->num_attention_heads));
-  json_object_set_new(o, "num_hidden_layers", json_integer(c->num_hidden_layers));
   json_object_set_new(o, "pad_token_id", json_integer(c->pad_token_id));
   json_object_set_new(o, "position_embedding_type", json_string("absolute"));
-  json_object_set_new(o, "type_vocab_size", json_integer(c->type_vocab_size));
-  json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
   if (labels && num_labels > 0) {
     json_t *id2label = json_object(), *label2id = json_object();
     for (int i = 0; i < num_labels; i++) {
