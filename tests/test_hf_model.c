@@ -88,6 +88,32 @@ static void test_encoder_matches_transformers_tanh_gelu(void **state) {
   float *out = malloc(2 * 8 * 32 * sizeof *out);
   assert_int_equal(est_encoder_layers_run(enc, ids.data, mask.data, segs.data, 2, 8, &out), EST_OK);
   assert_close(out, &seq, 1e-5);
+  /* qa_outputs, read as run_squad's cls/squad/output_weights [2, H] (not transposed):
+   * start/end logits [B, S] = seq . W[0 or 1] + b, as run_squad's create_model */
+  est_hf_checkpoint *h;
+  assert_int_equal(est_hf_checkpoint_open(&h, HF_DIR "/qa_tanh"), EST_OK);
+  est_tensor w = {0}, b = {0};
+  for (size_t i = 0; i < est_hf_checkpoint_count(h); i++) {
+    if (!strcmp(est_hf_checkpoint_tf_name(h, i), "cls/squad/output_weights"))
+      assert_int_equal(est_hf_checkpoint_read(h, i, &w), EST_OK);
+    if (!strcmp(est_hf_checkpoint_tf_name(h, i), "cls/squad/output_bias"))
+      assert_int_equal(est_hf_checkpoint_read(h, i, &b), EST_OK);
+  }
+  est_hf_checkpoint_close(h);
+  assert_non_null(w.data);
+  assert_non_null(b.data);
+  assert_int_equal(w.dims[0], 2);
+  float logits[2][16];
+  for (int k = 0; k < 2; k++)
+    for (int t = 0; t < 16; t++) {
+      double acc = ((float *)b.data)[k];
+      for (int j = 0; j < 32; j++) acc += (double)out[t * 32 + j] * ((float *)w.data)[k * 32 + j];
+      logits[k][t] = (float)acc;
+    }
+  est_tensor start = golden("qa_tanh", "start_logits"), end = golden("qa_tanh", "end_logits");
+  assert_close(logits[0], &start, 1e-5);
+  assert_close(logits[1], &end, 1e-5);
+  est_tensor_free(&start), est_tensor_free(&end), est_tensor_free(&w), est_tensor_free(&b);
   free(out);
   est_tensor_free(&ids), est_tensor_free(&mask), est_tensor_free(&segs), est_tensor_free(&seq);
   est_encoder_layers_free(enc);
