@@ -2,7 +2,7 @@
  * + AdamWeightDecay with clipping) and inference (forward, no dropout), on random tokens.
  *
  *   bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch 32] [--seq 128]
- *              [--iters N] [--warmup W] [--threads 2] [--precision fp32|bf16]
+ *              [--iters N] [--warmup W] [--threads 2] [--precision fp32|bf16|int8]
  *              [--gemm auto|blas|own|bf16dp|amx|noavx512] [--recompute 0|1]
  *
  * Prints one line: "est <model> <mode> <ex/s> ex/s (<ms> ms/step, <MiB> MiB activations)".
@@ -37,7 +37,7 @@ static double now(void) {
 
 static int usage(void) {
   fprintf(stderr, "usage: bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch N] [--seq N]\n"
-                  "                  [--iters N] [--warmup N] [--threads N] [--precision fp32|bf16]\n"
+                  "                  [--iters N] [--warmup N] [--threads N] [--precision fp32|bf16|int8]\n"
                   "                  [--gemm auto|blas|own|bf16dp|amx|noavx512] [--recompute 0|1]\n");
   return 2;
 }

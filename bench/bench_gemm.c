@@ -1,6 +1,7 @@
 /* GEMM speed on BERT's dense-layer shapes: est's fp32 GEMMs (OpenBLAS sgemm under est's
  * OpenMP split, and est's own AVX-512 kernel, src/nn/gemm_f32.c) against est's bf16
- * kernel (src/nn/gemm_bf16.c), forward (NN), input
+ * kernel (src/nn/gemm_bf16.c) and, forward only, its int8 one (src/nn/gemm_int8.c, weights
+ * frozen as in inference), forward (NN), input
  * gradient (NT) and weight gradient (TN), best of 5, in GFLOP per CPU-second of the
  * process (CLOCK_PROCESS_CPUTIME_ID): on a machine shared with other people's jobs, time
  * spent descheduled does not count, so the figure is what the cores do while est runs;
@@ -17,6 +18,8 @@
 
 #include "est/precision.h"
 #include "est/threads.h"
+#include "core/frozen.h"
+#include "nn/cpu_peak.h"
 #include "nn/gemm.h"
 #include "nn/kernel_choice.h"
 
@@ -43,6 +46,35 @@ static double run(est_precision p, est_kernel g, CBLAS_TRANSPOSE ta, CBLAS_TRANS
   return 2.0 * M * N * K / best * 1e-9;
 }
 
+/* int8 (forward only, the one product int8 runs): best G int ops per CPU-second of 5 runs of
+ * C = A B, B frozen as an inference model's weights are (packed once, core/frozen.h). */
+static double run_int8(int M, int N, int K, float *A, float *B, float *C) {
+  if (est_precision_resolve(EST_PRECISION_INT8) != EST_PRECISION_INT8) return 0;
+  est_frozen_add(B, (size_t)K * N * sizeof(float));
+  double best = 1e30;
+  for (int r = 0; r < 6; r++) { /* the first packs the weights: not counted */
+    double t0 = now();
+    est_sgemm_parallel(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N, EST_PRECISION_INT8);
+    double t = now() - t0;
+    if (r > 0 && t < best) best = t;
+  }
+  est_frozen_remove(B);
+  return 2.0 * M * N * K / best * 1e-9;
+}
+
+/* VPDPBUSD's ceiling on one core, G int ops per CPU-second (nn/cpu_peak.h); 0 without it. */
+static double int8_peak(void) {
+  const long blocks = 2000 * 1000;
+  double best = 1e30;
+  for (int r = 0; r < 3; r++) {
+    double t0 = now();
+    if (est_peak_dpbusd_loop(blocks) != 0) return 0;
+    double t = now() - t0;
+    if (t < best) best = t;
+  }
+  return (double)blocks * EST_PEAK_BLOCK * EST_PEAK_DPBUSD_OPS / best * 1e-9;
+}
+
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   est_set_num_threads(threads);
@@ -55,8 +87,11 @@ int main(int argc, char **argv) {
   float *A = malloc(max * 4), *B = malloc(max * 4), *C = malloc(max * 4);
   for (size_t i = 0; i < max; i++) A[i] = (float)(i % 97) * 0.01f, B[i] = (float)(i % 89) * 0.01f, C[i] = 0.0f;
   if (!est_kernel_avx512f()) fprintf(stderr, "bench_gemm: no AVX-512F here; 'own' runs OpenBLAS\n");
-  printf("%-8s %-18s %10s %10s %7s %10s %7s   (threads %d, GFLOP per CPU-second)\n", "op", "M x N x K", "blas fp32",
-         "own fp32", "own/blas", "bf16", "bf16/blas", threads);
+  double peak8 = int8_peak();
+  printf("%-8s %-18s %10s %10s %7s %10s %7s %10s %8s %9s   (threads %d, GFLOP per CPU-second; int8: G int ops, "
+         "%% of VPDPBUSD's %.0f per core)\n",
+         "op", "M x N x K", "blas fp32", "own fp32", "own/blas", "bf16", "bf16/blas", "int8", "int8/own", "int8 peak",
+         threads, peak8);
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int op = 0; op < 3; op++) {
       int tok = shapes[s][0], out = shapes[s][1], in = shapes[s][2];
@@ -68,7 +103,10 @@ int main(int argc, char **argv) {
       double b = run(EST_PRECISION_BF16, EST_KERNEL_AUTO, ta, tb, M, N, K, A, B, C);
       char dims[32];
       snprintf(dims, sizeof dims, "%dx%dx%d", M, N, K);
-      printf("%-8s %-18s %10.1f %10.1f %7.2fx %10.1f %8.2fx\n", names[op], dims, f, o, o / f, b, b / f);
+      double q = op == 0 ? run_int8(M, N, K, A, B, C) : 0;
+      printf("%-8s %-18s %10.1f %10.1f %7.2fx %10.1f %8.2fx", names[op], dims, f, o, o / f, b, b / f);
+      if (q > 0 && peak8 > 0) printf(" %10.1f %7.2fx %8.0f%%", q, q / o, 100 * q / peak8);
+      printf("\n");
     }
   free(A), free(B), free(C);
   return 0;

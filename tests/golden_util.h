@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/bert_classifier.h"
+#include "est/variables.h"
+
 /* ---- golden files --------------------------------------------------------------------- */
 
 typedef struct entry {
@@ -93,6 +96,34 @@ static int32_t *golden_ints(const golden *g, const char *name) {
   int32_t *out = malloc(n * sizeof(int32_t));
   for (size_t i = 0; i < n; i++) out[i] = (int32_t)f[i];
   return out;
+}
+
+/* Every variable of vs set to the golden's "param:<name>" (counts must match). */
+static inline void golden_set_params(const golden *g, est_var_store *vs) {
+  char key[400];
+  for (size_t i = 0; i < est_vars_count(vs); i++) {
+    const est_variable *v = est_vars_at(vs, i);
+    size_t n = 0;
+    snprintf(key, sizeof key, "param:%s", v->name);
+    const float *src = golden_get(g, key, &n);
+    assert_int_equal(n, v->count);
+    memcpy(est_vars_value(vs, i), src, n * sizeof(float));
+  }
+}
+
+/* The golden `name` loaded into *g, and its classifier built in precision p (which this CPU
+ * must run: the caller skips otherwise) with the golden's parameters. */
+static inline void golden_classifier_open(golden *g, const char *name, est_precision p, est_bert_config *cfg,
+                                          est_var_store **vs, est_bert_classifier **m) {
+  golden_load(g, name);
+  char path[1200];
+  snprintf(path, sizeof path, "%s/bert_config.json", g->dir);
+  assert_int_equal(est_bert_config_from_json_file(cfg, path), EST_OK);
+  assert_int_equal(est_vars_create(vs), EST_OK);
+  assert_int_equal(est_bert_classifier_create(m, cfg, g->num_labels, *vs), EST_OK);
+  assert_int_equal(est_bert_classifier_set_precision(*m, p), p);
+  assert_int_equal(est_vars_finalize(*vs, 1), EST_OK);
+  golden_set_params(g, *vs);
 }
 
 /* ---- comparisons ---------------------------------------------------------------------- */

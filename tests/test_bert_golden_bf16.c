@@ -62,26 +62,11 @@ static double scaled_error(const float *a, const float *b, size_t n, double rel)
 
 static void check_config(const char *name) {
   golden g;
-  golden_load(&g, name);
-  char path[1200];
-  snprintf(path, sizeof path, "%s/bert_config.json", g.dir);
   est_bert_config cfg;
-  assert_int_equal(est_bert_config_from_json_file(&cfg, path), EST_OK);
   est_var_store *vs;
   est_bert_classifier *m;
-  assert_int_equal(est_vars_create(&vs), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&m, &cfg, g.num_labels, vs), EST_OK);
-  assert_int_equal(est_bert_classifier_set_precision(m, EST_PRECISION_BF16), EST_PRECISION_BF16);
-  assert_int_equal(est_vars_finalize(vs, 1), EST_OK);
+  golden_classifier_open(&g, name, EST_PRECISION_BF16, &cfg, &vs, &m);
   char key[400];
-  for (size_t i = 0; i < est_vars_count(vs); i++) {
-    const est_variable *v = est_vars_at(vs, i);
-    size_t n = 0;
-    snprintf(key, sizeof key, "param:%s", v->name);
-    const float *src = golden_get(&g, key, &n);
-    assert_int_equal(n, v->count);
-    memcpy(est_vars_value(vs, i), src, n * sizeof(float));
-  }
   const int B = g.batch, S = g.seq_len, C = g.num_labels, L = cfg.num_hidden_layers;
   assert_int_equal(est_bert_classifier_reserve(m, B, S), EST_OK);
   int32_t *ids = golden_ints(&g, "input_ids"), *mask = golden_ints(&g, "input_mask");

@@ -64,6 +64,8 @@ static void loops_run_where_the_choice_lets_them(void **state) {
   assert_int_equal(est_peak_fma_loop(0), f ? 0 : -1);
   assert_int_equal(est_peak_fma_loop(1000), f ? 0 : -1);
   assert_int_equal(est_peak_dpbf16_loop(1000), b ? 0 : -1);
+  const int v = !hide && __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl");
+  assert_int_equal(est_peak_dpbusd_loop(1000), v ? 0 : -1);
   assert_int_equal(est_peak_add_chain(1000), 0);
   /* AMX needs the kernel's say as well as the CPU flag: never more than the flag, and
    * never where the choice rules the tiles out */

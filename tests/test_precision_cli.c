@@ -1,4 +1,4 @@
-/* --precision=fp32|bf16 on every command that runs the model (est/precision.h): one check,
+/* --precision=fp32|bf16|int8 on every command that runs the model (est/precision.h): one check,
  * so each refuses the same bad value the same way; an export made in bf16 records it in
  * est_model.json and predicts in it unless --precision says otherwise; predict's bf16
  * probabilities stay within 0.02 of fp32's on the serving test model and texts
@@ -86,7 +86,7 @@ static void test_bad_value_refused_everywhere(void **state) {
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
     char *log = NULL;
     int rc = test_run(&log, 1, EST_BIN " %s --precision=fp16", commands[i]);
-    if (rc == 0 || !strstr(log, "--precision=fp16: must be fp32 or bf16"))
+    if (rc == 0 || !strstr(log, "--precision=fp16: must be fp32, bf16 or int8"))
       fail_msg("est %s --precision=fp16: exit %d\n%s", commands[i], rc, log);
     free(log);
     /* and each lists the flag in its help */
@@ -98,11 +98,50 @@ static void test_bad_value_refused_everywhere(void **state) {
   }
 }
 
+/* int8 (docs/int8.md): an export made with --do_export --precision=int8 records it; predict
+ * runs it, within 0.02 of fp32's probabilities, and gives the same bytes as the reference
+ * twin (EST_KERNEL=int8ref); training refuses it. Runs last: it adds an export version. */
+static void test_int8_export_predicts_as_the_reference(void **state) {
+  (void)state;
+  char *log = NULL, *fp32 = NULL, *int8 = NULL, *twin = NULL, path[700];
+  int rc = test_run(&log, 1, EST_BIN " run_classifier --do_train" SERVING_TEST_FLAGS " --precision=int8 --output_dir=%s/t",
+                    test_tmpdir);
+  if (rc == 0 || !strstr(log, "--precision=int8 is for inference")) fail_msg("int8 training: exit %d\n%s", rc, log);
+  free(log);
+  rc = test_run(&log, 1, EST_BIN " run_classifier --do_export" SERVING_TEST_FLAGS " --precision=int8 --output_dir=%s",
+                out_dir);
+  if (rc != 0) fail_msg("int8 export: exit %d\n%s", rc, log);
+  free(log);
+  assert_int_equal(test_run(&log, 1, "cat $(ls -d %s/*/ | tail -n 1)est_model.json", export_base), 0);
+  assert_non_null(strstr(log, "\"precision\": \"int8\""));
+  free(log);
+  assert_int_equal(test_run(&fp32, 0, SERVING_TEST_TEXTS " | " EST_BIN " predict --precision=fp32 --export_dir=%s",
+                            export_base), 0);
+  snprintf(path, sizeof path, "%s/int8.tsv", test_tmpdir);
+  assert_int_equal(test_run(&log, 1, "(" SERVING_TEST_TEXTS " | " EST_BIN " predict --export_dir=%s > %s)",
+                            export_base, path), 0);
+  int8 = test_read_file(path, NULL);
+  assert_int_equal(test_run(&twin, 0, SERVING_TEST_TEXTS " | EST_KERNEL=int8ref " EST_BIN " predict --export_dir=%s",
+                            export_base), 0);
+  assert_string_equal(int8, twin);
+  double a[64], b[64];
+  int n = serving_parse_floats(fp32, a, 64);
+  assert_int_equal(serving_parse_floats(int8, b, 64), n);
+  double worst = 0;
+  for (int i = 0; i < n; i++) worst = fmax(worst, fabs(a[i] - b[i]));
+  printf("predict: int8 vs fp32 probabilities, max |diff| %.3g\n", worst);
+  assert_true(worst <= 0.02);
+  if (strstr(log, "precision int8: dense layers quantized")) assert_true(worst > 0);
+  else assert_non_null(strstr(log, "so the matmuls run in fp32"));
+  free(log), free(fp32), free(int8), free(twin);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_export_records_its_precision),
       cmocka_unit_test(test_predict_bf16_close_to_fp32),
       cmocka_unit_test(test_bad_value_refused_everywhere),
+      cmocka_unit_test(test_int8_export_predicts_as_the_reference),
   };
   return cmocka_run_group_tests(tests, group_setup, test_tmpdir_teardown);
 }

@@ -149,17 +149,18 @@ static void test_servable_loads_the_named_head(void **state) {
   free(json);
 }
 
-/* Precision belongs to each servable (est/precision.h): two servables of one export in one
- * process, one fp32 and one bf16, run alternately, each give exactly the probabilities they
- * give alone. Without AVX512-BF16 the second resolves to fp32 and the test says so. */
+/* Precision belongs to each servable (est/precision.h): three servables of one export in one
+ * process, fp32, bf16 and int8, run alternately, each give exactly the probabilities they
+ * give alone. Without AVX512-BF16 (VNNI) the bf16 (int8) one resolves to fp32 and the test
+ * says so. */
 static void test_two_servables_two_precisions(void **state) {
   (void)state;
   int32_t ids[2 * 8] = {101, 2023, 2003, 102, 0, 0, 0, 0, 101, 7592, 2088, 999, 102, 0, 0, 0};
   int32_t mask[2 * 8] = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0};
-  const est_precision want[2] = {EST_PRECISION_FP32, EST_PRECISION_BF16};
-  float alone[2][4];
-  est_precision got[2];
-  for (int k = 0; k < 2; k++) { /* each precision alone, in a servable of its own */
+  const est_precision want[3] = {EST_PRECISION_FP32, EST_PRECISION_BF16, EST_PRECISION_INT8};
+  float alone[3][4];
+  est_precision got[3];
+  for (int k = 0; k < 3; k++) { /* each precision alone, in a servable of its own */
     est_servable *s;
     assert_int_equal(est_servable_load(&s, export_base, 4), EST_OK);
     assert_int_equal(est_servable_precision(s), EST_PRECISION_FP32); /* the default */
@@ -170,20 +171,22 @@ static void test_two_servables_two_precisions(void **state) {
   }
   if (got[1] != EST_PRECISION_BF16) printf("no AVX512-BF16 here: the bf16 servable runs fp32\n");
   else assert_memory_not_equal(alone[0], alone[1], sizeof alone[0]); /* it really ran bf16 */
-  est_servable *both[2];
-  for (int k = 0; k < 2; k++) {
+  if (got[2] != EST_PRECISION_INT8) printf("no VNNI here: the int8 servable runs fp32\n");
+  else assert_memory_not_equal(alone[0], alone[2], sizeof alone[0]); /* it really ran int8 */
+  est_servable *both[3];
+  for (int k = 0; k < 3; k++) {
     assert_int_equal(est_servable_load(&both[k], export_base, 4), EST_OK);
     est_servable_set_precision(both[k], want[k]);
   }
   for (int round = 0; round < 3; round++)
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
       float p[4];
       assert_int_equal(est_servable_predict(both[k], ids, mask, NULL, 2, 8, p), EST_OK);
       if (memcmp(p, alone[k], sizeof p))
         fail_msg("round %d: the %s servable gave %.9g, alone %.9g", round, est_precision_name(got[k]), p[0],
                  alone[k][0]);
     }
-  est_servable_free(both[0]), est_servable_free(both[1]);
+  est_servable_free(both[0]), est_servable_free(both[1]), est_servable_free(both[2]);
 }
 
 /* est predict's probabilities = test_results.tsv (1e-5), in order; label and jsonl forms. */

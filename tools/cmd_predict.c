@@ -141,6 +141,11 @@ int est_cmd_predict(int argc, char **argv) {
   const char *src = input_file ? input_file : "<stdin>";
   est_status st = in ? EST_OK : est_error(EST_ERR_NOT_FOUND, "--input_file=%s: cannot open", input_file);
   if (st == EST_OK) st = est_servable_load(&p.s, export_dir, p.cap);
+  /* probabilities per label: an export of another head (sentence embeddings) has none */
+  if (st == EST_OK && strcmp(est_servable_meta(p.s)->head, est_bert_classifier_head_type.name))
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: the export's head is \"%s\"; est predict answers a classifier's "
+                   "probabilities (an embedding export: est embed --model_dir)", est_servable_dir(p.s),
+                   est_servable_meta(p.s)->head);
   if (st == EST_OK) st = est_cli_apply_model_precision(precision, p.s);
   if (st == EST_OK) st = est_featurizer_create(&p.f, p.s);
   if (st == EST_OK) {

@@ -50,6 +50,7 @@ int est_cmd_create_pretraining_data(int argc, char **argv);
 int est_cmd_predict(int argc, char **argv);
 int est_cmd_serve(int argc, char **argv);
 int est_cmd_extract_features(int argc, char **argv);
+int est_cmd_embed(int argc, char **argv);
 int est_cmd_squad_eval(int argc, char **argv);
 
 #endif

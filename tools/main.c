@@ -20,6 +20,7 @@ static const est_command commands[] = {
   {"predict", "class probabilities of new text with an exported classifier", est_cmd_predict},
   {"serve", "serve an exported classifier with TensorFlow Serving's REST API", est_cmd_serve},
   {"extract_features", "BERT feature vectors of text, as extract_features.py", est_cmd_extract_features},
+  {"embed", "sentence embeddings of text lines (pooled BERT outputs), or an embedding export", est_cmd_embed},
   {"run_pretraining", "pretrain BERT (masked LM + next sentence), as run_pretraining.py", est_cmd_run_pretraining},
   {"run_squad", "fine-tune / predict question answering on SQuAD, as run_squad.py", est_cmd_run_squad},
   {"squad_eval", "score SQuAD predictions as the official evaluate-v1.1.py / evaluate-v2.0.py", est_cmd_squad_eval},
@@ -28,7 +29,7 @@ static const est_command commands[] = {
 
 /* Commands that run math kernels on OpenMP threads (a new one adds its name here). */
 static const char *const math_commands[] = {"run_classifier", "run_pretraining", "run_squad", "predict", "serve",
-                                            "extract_features", NULL};
+                                            "extract_features", "embed", NULL};
 
 /* libgomp's threads wait at each barrier by spinning ~300000 iterations (milliseconds here)
  * before they sleep. With a busy neighbour on a core, the spinning thread eats the CPU

@@ -177,7 +177,7 @@ static est_status load_model(serve_server *s, const char *dir, served_model **ou
    * Cost: one forward of max_batch_size x max_seq_length tokens per version loaded. */
   const est_model_meta *meta = est_servable_meta(m->servable);
   const size_t S = (size_t)meta->max_seq_length, B = (size_t)est_servable_max_batch(m->servable);
-  const size_t C = meta->num_labels ? meta->num_labels : 1;
+  const size_t C = (size_t)est_servable_output_width(m->servable); /* floats per example */
   int32_t *rows = calloc(3 * B * S, sizeof(int32_t));
   float *probs = malloc(B * C * sizeof(float));
   if (!rows || !probs) st = est_error(EST_ERR_NO_MEMORY, "warm-up batch of %zu x %zu", B, S);
@@ -301,7 +301,7 @@ static int fill_for(const serve_server *s, const served_model *m, int room) {
 static void run_batch(serve_server *s, serve_job **jobs, int njobs) {
   est_servable *sv = jobs[0]->model->servable;
   const est_model_meta *meta = est_servable_meta(sv);
-  const int S = meta->max_seq_length, C = (int)meta->num_labels;
+  const int S = meta->max_seq_length, C = est_servable_output_width(sv);
   int total = 0, longest = 1;
   for (int i = 0; i < njobs; i++) {
     total += jobs[i]->n;

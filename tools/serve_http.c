@@ -5,6 +5,7 @@
  *   POST /v1/models/NAME[/versions/V]:predict    {"instances"|"inputs": ...}
  *   POST /v1/models/NAME[/versions/V]:classify   {"examples": [...]}
  *   GET  /monitoring/prometheus/metrics
+ *   POST /embed, /v1/embeddings                  an embedding export (serve_embed.c)
  * Errors are {"error": "..."}: 400 bad request, 404 unknown model/version/path, 405 wrong
  * method, 408 a request slower to arrive than --rest_api_timeout_in_ms (serve_limits.c), 413
  * body over max_request_bytes, 503 queue full or shutting down. */
@@ -111,7 +112,8 @@ static json_t *model_metadata(const serve_http *h, const served_model *m) {
   json_object_set_new(inputs, "input_mask", tensor_info("input_mask", "DT_INT32", -1, meta->max_seq_length));
   json_object_set_new(inputs, "segment_ids", tensor_info("segment_ids", "DT_INT32", -1, meta->max_seq_length));
   json_t *outputs = json_object();
-  json_object_set_new(outputs, "probabilities", tensor_info("probabilities", "DT_FLOAT", -1, (long long)meta->num_labels));
+  const char *output = meta->num_labels ? "probabilities" : "embeddings";
+  json_object_set_new(outputs, output, tensor_info(output, "DT_FLOAT", -1, est_servable_output_width(m->servable)));
   json_t *labels = json_array();
   for (size_t i = 0; i < meta->num_labels; i++) json_array_append_new(labels, json_string(meta->labels[i]));
   json_t *sig = json_pack("{s:o,s:o,s:s}", "inputs", inputs, "outputs", outputs, "method_name",
@@ -132,7 +134,7 @@ static est_status build_job(serve_job *job, served_model *m, const est_request *
   job->ids = calloc(n * S, sizeof(int32_t));
   job->mask = calloc(n * S, sizeof(int32_t));
   job->segs = calloc(n * S, sizeof(int32_t));
-  job->probs = malloc(n * meta->num_labels * sizeof(float));
+  job->probs = malloc(n * (size_t)est_servable_output_width(m->servable) * sizeof(float));
   if (!job->ids || !job->mask || !job->segs || !job->probs) return est_error(EST_ERR_NO_MEMORY, "request");
   est_featurizer *f = NULL;
   est_status st = EST_OK;
@@ -155,12 +157,12 @@ static est_status build_job(serve_job *job, served_model *m, const est_request *
   return st;
 }
 
-static char *answer_text(const serve_job *job, const est_request *req, est_request_kind kind, const est_model_meta *meta) {
+static char *answer_text(const serve_job *job, const est_request *req, est_request_kind kind, const est_model_meta *meta,
+                         int C) {
   char *buf = NULL, num[48];
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
-  const int C = (int)meta->num_labels;
   fputs(kind == EST_REQUEST_CLASSIFY ? "{\"results\": [" : req->columnar ? "{\"outputs\": [" : "{\"predictions\": [", f);
   for (int i = 0; i < job->n; i++) {
     fputs(i ? ", [" : "[", f);
@@ -189,6 +191,9 @@ static enum MHD_Result handle_predict(struct MHD_Connection *c, serve_http *h, h
   est_request_limits lim = {meta->max_seq_length, meta->bert_config.vocab_size, meta->bert_config.type_vocab_size,
                             (size_t)h->opt->max_enqueued_batches * (size_t)h->opt->max_batch_size};
   est_request req;
+  if (kind == EST_REQUEST_CLASSIFY && meta->num_labels == 0) /* an embedding export: nothing to classify */
+    return respond_error(c, h, r, MHD_HTTP_BAD_REQUEST, "the model has no classification signature (its head is "
+                         "\"%s\"); use :predict, POST /embed or POST /v1/embeddings", meta->head);
   if (est_request_parse(&req, kind, r->body ? r->body : "", r->len, &lim) != EST_OK)
     return respond_error(c, h, r, MHD_HTTP_BAD_REQUEST, "%s", est_error_message());
   if (req.signature_name && *req.signature_name && strcmp(req.signature_name, "serving_default")) {
@@ -206,7 +211,7 @@ static enum MHD_Result handle_predict(struct MHD_Connection *c, serve_http *h, h
     r->preparing = false; /* serve_run_job takes the announcement over */
     st = serve_run_job(h->server, &job);
   }
-  if (st == EST_OK) text = answer_text(&job, &req, kind, meta);
+  if (st == EST_OK) text = answer_text(&job, &req, kind, meta, est_servable_output_width(m->servable));
   else status = st == EST_ERR_ABORTED ? MHD_HTTP_SERVICE_UNAVAILABLE
               : st == EST_ERR_INVALID_ARGUMENT ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR;
   free(job.ids), free(job.mask), free(job.segs), free(job.probs);
@@ -246,6 +251,15 @@ static enum MHD_Result route(struct MHD_Connection *c, serve_http *h, http_req *
   if (!strcmp(url, "/monitoring/prometheus/metrics")) {
     if (!get) return respond_error(c, h, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: use GET", method, url);
     return respond(c, h, r, MHD_HTTP_OK, metrics_text(h), "text/plain; version=0.0.4");
+  }
+  if (!strcmp(url, "/embed") || !strcmp(url, "/v1/embeddings")) {
+    if (!post) return respond_error(c, h, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: use POST", method, url);
+    unsigned status;
+    bool queued = false;
+    char *text = serve_embed_answer(h, !strcmp(url, "/embed") ? EST_EMBED_API_TEI : EST_EMBED_API_OPENAI, r->body,
+                                    r->len, &queued, &status);
+    if (queued) r->preparing = false; /* serve_run_job took the announcement over */
+    return respond(c, h, r, status, text, "application/json");
   }
   static const char prefix[] = "/v1/models/";
   if (strncmp(url, prefix, sizeof prefix - 1))

@@ -133,6 +133,14 @@ typedef struct serve_http {
 est_status serve_http_start(serve_http *h, serve_server *server, const char *address, int port);
 /* Stops accepting connections; requests already begun go on. */
 void serve_http_quiesce(serve_http *h);
+
+/* ---- the embedding APIs (serve_embed.c) ---- */
+
+/* Answers POST /embed (TEI) or POST /v1/embeddings (OpenAI) with the served model: the
+ * JSON body to send (free() it; NULL: no memory) and its HTTP status. *queued: the request
+ * became a job (serve_run_job ended its serve_prepare_begin announcement). */
+char *serve_embed_answer(serve_http *h, est_embed_api api, const char *body, size_t size, bool *queued,
+                         unsigned *status);
 /* Waits until no request is in flight, at most max_seconds. */
 void serve_http_wait_idle(serve_http *h, double max_seconds);
 void serve_http_stop(serve_http *h);

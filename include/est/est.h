@@ -39,6 +39,7 @@
 #include "est/pyrandom.h"
 #include "est/squad.h"
 #include "est/run_squad.h"
+#include "est/sentence_embedding.h"
 #include "est/serving.h"
 #include "est/hf_model.h"
 

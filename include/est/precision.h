@@ -14,6 +14,12 @@
  *   backward) run on the tiles too; without it they stay fp32. Everything else stays fp32:
  *   master weights, optimizer state, LayerNorm, softmax, the loss and the gradients.
  *   Checkpoints are fp32 as always.
+ * EST_PRECISION_INT8 (inference only): the dense layers' forward GEMMs (Q, K, V, attention
+ *   output, intermediate, output, pooler) quantize their weights once per output channel and
+ *   their input rows at run time to int8, sum in int32 on VNNI (VPDPBUSD) and dequantize into
+ *   the fp32 epilogue (bias, GELU); every other product (the attention's per-head ones, the
+ *   classifier output) and everything else stays fp32 (docs/int8.md §1). Training
+ *   refuses it (est_precision_check_training).
  *
  * The precision belongs to a model, not to the process: the encoder holds it
  * (est_bert_encoder_set_precision), its heads read it from the encoder, and every GEMM op
@@ -33,13 +39,19 @@
 extern "C" {
 #endif
 
-typedef enum { EST_PRECISION_FP32 = 0, EST_PRECISION_BF16 = 1 } est_precision;
+typedef enum { EST_PRECISION_FP32 = 0, EST_PRECISION_BF16 = 1, EST_PRECISION_INT8 = 2 } est_precision;
 
-/* The precision this CPU runs for a request: BF16 only where the CPU has AVX512-BF16 (and
- * EST_KERNEL allows it); elsewhere it logs a warning once and returns FP32. */
+/* The precision this CPU runs for a request: BF16 only where the CPU has AVX512-BF16, INT8
+ * only where it has AVX512-VNNI or AVX-VNNI (and EST_KERNEL allows it); elsewhere it logs a
+ * warning once and returns FP32. */
 est_precision est_precision_resolve(est_precision p);
 
-/* "fp32" / "bf16" <-> the enum; parse returns 0 on success, -1 for anything else. */
+/* The precision of a head's output layer (the logits) in a model of precision p: p, but fp32
+ * for int8: the logits are the result (the classifier, SQuAD, next-sentence and masked-LM
+ * outputs stay fp32; a layer of 2-3 columns gains nothing from int8 anyway). */
+est_precision est_precision_of_logits(est_precision p);
+
+/* "fp32" / "bf16" / "int8" <-> the enum; parse returns 0 on success, -1 for anything else. */
 const char *est_precision_name(est_precision p);
 int est_precision_parse(const char *name, est_precision *out);
 
@@ -56,11 +68,15 @@ int est_precision_parse(const char *name, est_precision *out);
  *     est_bert_encoder_set_precision(encoder, p); */
 #define EST_PRECISION_FLAG_HELP                                                                  \
   "[est] fp32, or bf16: matmul inputs in bfloat16 with fp32 sums on CPUs with AMX or AVX512-BF16 " \
-  "(weights, optimizer, LayerNorm, softmax and loss stay fp32; elsewhere it runs fp32)."
+  "(weights, optimizer, LayerNorm, softmax and loss stay fp32; elsewhere it runs fp32), or int8 " \
+  "(inference only): dense layers quantized to int8 with int32 sums on CPUs with VNNI."
 
-/* Checks a --precision value: "fp32" or "bf16" (NULL counts as fp32); anything else is
- * EST_ERR_INVALID_ARGUMENT "--precision=X: must be fp32 or bf16". Applies nothing. */
+/* Checks a --precision value: "fp32", "bf16" or "int8" (NULL counts as fp32); anything else
+ * is EST_ERR_INVALID_ARGUMENT "--precision=X: must be fp32, bf16 or int8". Applies nothing. */
 est_status est_precision_check_flag(const char *value);
+/* EST_ERR_INVALID_ARGUMENT when value is "int8" and the command trains (int8 is for
+ * inference: its weights are quantized copies that no gradient reaches); else EST_OK. */
+est_status est_precision_check_training(const char *value, int trains);
 /* Checks, then resolves it into *out (NULL counts as fp32): bf16 falls back to fp32 with a
  * logged warning on a CPU without AVX512-BF16, and logs one info line when bf16 is on, plus
  * a warning when a ~10 ms probe finds the CPU's bf16 dot products no faster than its fp32

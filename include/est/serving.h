@@ -36,6 +36,7 @@
 #include "est/bert_classifier.h"
 #include "est/precision.h"
 #include "est/run_classifier.h"
+#include "est/sentence_embedding.h"
 #include "est/status.h"
 
 #ifdef __cplusplus
@@ -58,6 +59,9 @@ typedef struct est_model_meta {
   /* The --precision the model was trained and exported with ("fp32" or "bf16"; exports
    * without it: "fp32"). est predict / est serve run it unless --precision says otherwise. */
   char precision[8];
+  /* "head": "pooling" (sentence embeddings, docs/embeddings.md): est_model.json's
+   * "pooling": {"modes": "mean", "normalize": true}. Such an export has no labels. */
+  est_pooling_params pooling;
 } est_model_meta;
 
 void est_model_meta_clear(est_model_meta *m);
@@ -111,6 +115,16 @@ int est_servable_vocab_size(const est_servable *s);
  * this CPU runs (bf16 without AVX512-BF16: fp32, with a warning). */
 est_precision est_servable_set_precision(est_servable *s, est_precision precision);
 est_precision est_servable_precision(const est_servable *s);
+/* Floats per example of what it serves: num_labels probabilities (classifier), the
+ * embedding's width (pooling). */
+int est_servable_output_width(const est_servable *s);
+
+/* A servable straight from a checkpoint, without an export: meta says what the model is
+ * (bert_config, head and its parameters, max_seq_length, do_lower_case); the variables the
+ * head declares are read from the TF checkpoint ckpt_prefix, the vocab from vocab_file.
+ * `est embed` opens its model this way (est_servable_version is 0, est_servable_dir ""). */
+est_status est_servable_open(est_servable **out, const est_model_meta *meta, const char *ckpt_prefix,
+                             const char *vocab_file, int max_batch);
 
 /* probabilities [batch, num_labels] for rows of seq_len tokens (input_ids, input_mask,
  * segment_ids [batch, seq_len]); seq_len <= max_seq_length, any batch (run in pieces of
@@ -129,6 +143,30 @@ est_status est_servable_predict_strided(est_servable *s, const int32_t *input_id
  * equals a full-length run (to float reassociation). */
 int est_serving_bucket_length(int longest, int max_seq_length);
 
+/* ---- a sentence-embedding model (est embed, docs/embeddings.md) ----------------------- */
+
+/* Where an embedding model comes from: an export whose est_model.json says "head": "pooling"
+ * (model_dir), or a BERT checkpoint with its bert_config and vocab plus the pooling. */
+typedef struct est_embed_model_options {
+  const char *model_dir;        /* an export base or version directory; NULL: the checkpoint */
+  const char *init_checkpoint, *bert_config_file, *vocab_file;
+  bool do_lower_case;
+  /* NULL: sentence-transformers' modules.json / 1_Pooling/config.json beside bert_config_file
+   * when there, else "mean"; else a list for est_pooling_params_parse. */
+  const char *pooling;
+  int normalize;                /* 1 / 0; -1: as those files say (Normalize module), else 0 */
+  int max_seq_length;           /* 0: sentence_bert_config.json's beside the config, else 128 */
+  int max_batch;                /* rows per forward pass */
+} est_embed_model_options;
+
+/* The est_model.json of the checkpoint route (head "pooling", no labels, precision fp32).
+ * Errors name the flag (--bert_config_file, --pooling, --max_seq_length). */
+est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_options *o);
+/* The one way est opens an embedding model: the export at o->model_dir (its head must be
+ * "pooling"; the checkpoint's flags must then be unset), else est_servable_open on the
+ * checkpoint with est_embed_model_meta. */
+est_status est_embed_model_open(est_servable **out, const est_embed_model_options *o);
+
 /* ---- text -> features ----------------------------------------------------------------- */
 
 /* run_classifier's convert_single_example with the servable's vocab, case and
@@ -141,6 +179,10 @@ void est_featurizer_free(est_featurizer *f);
  * NULL or "": single sentence. */
 est_status est_featurizer_run(est_featurizer *f, const char *text_a, const char *text_b, int32_t *input_ids,
                               int32_t *input_mask, int32_t *segment_ids, int *length);
+
+/* How many tokens text_a (and text_b) take as one row ([CLS] a [SEP] (b [SEP])) before
+ * truncation to max_seq_length: above max_seq_length means est_featurizer_run cuts it. */
+est_status est_featurizer_count_tokens(est_featurizer *f, const char *text_a, const char *text_b, int *tokens);
 
 /* ---- encoder layers (extract_features) -------------------------------------------------- */
 
@@ -221,6 +263,33 @@ typedef struct est_request_limits {
 est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
                              const est_request_limits *limits);
 void est_request_clear(est_request *r);
+
+/* ---- embedding request bodies (docs/embeddings.md §4) ------------------------------------- */
+
+typedef enum est_embed_api {
+  EST_EMBED_API_TEI,      /* text-embeddings-inference POST /embed: {"inputs": str | [str],
+                           * "normalize": bool (default true), "truncate": bool (default false)} */
+  EST_EMBED_API_OPENAI,   /* POST /v1/embeddings: {"input": str | [str], "model": str,
+                           * "encoding_format": "float", "user": str} */
+} est_embed_api;
+
+typedef struct est_embed_request {
+  const char **texts;               /* [count], owned by json */
+  size_t count;
+  int normalize;                    /* TEI's "normalize": 1 / 0, -1 when absent */
+  bool truncate;                    /* TEI's "truncate"; OpenAI: false (too long is an error) */
+  const char *model;                /* OpenAI's "model"; NULL when absent */
+  void *json;
+} est_embed_request;
+
+/* Parses a body of `api`'s form. INVALID_ARGUMENT naming the field ("input[2]: must be a
+ * string"); the limits' instance count and est_request_parse's pre-scan apply. Fields the API
+ * defines that est cannot honour (TEI's "truncation_direction": "Left" or a "prompt_name";
+ * OpenAI's token-id inputs, "encoding_format": "base64", "dimensions") are errors naming them;
+ * other keys are ignored, as both servers do. On failure *out is empty. */
+est_status est_embed_request_parse(est_embed_request *out, est_embed_api api, const char *body, size_t size,
+                                   const est_request_limits *limits);
+void est_embed_request_clear(est_embed_request *r);
 
 #ifdef __cplusplus
 }

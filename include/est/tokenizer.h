@@ -139,6 +139,10 @@ bool est_tok_is_cjk(uint32_t cp);
  * returns how many. */
 size_t est_utf8_decode_lossy(const char *s, size_t len, uint32_t *cps);
 
+/* The byte offset of the first invalid UTF-8 sequence in s[0, n) (strict, as Python's
+ * decode("utf-8")), or SIZE_MAX when it is all valid. */
+size_t est_utf8_first_invalid(const char *s, size_t n);
+
 /* ---- checkpoint/case check -------------------------------------------------------- */
 
 /* validate_case_matches_checkpoint: when init_checkpoint names one of Google's released

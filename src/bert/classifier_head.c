@@ -119,7 +119,8 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
   est_dropout_forward_at(h->pooled_d, h->mask, pooled, (size_t)B * H, (size_t)h->first_row * (size_t)H, p,
                          dropout_seed, step, EST_BERT_DROPOUT_HEAD_FIRST);
   est_matmul_forward(h->logits, h->pooled_d, est_vars_value(h->vs, (size_t)h->out_w),
-                     est_vars_value(h->vs, (size_t)h->out_b), B, H, C, 1, h->precision);
+                     est_vars_value(h->vs, (size_t)h->out_b), B, H, C, 1,
+                     est_precision_of_logits(h->precision));
   if (logits_out) memcpy(logits_out, h->logits, (size_t)B * C * sizeof(float));
   h->B = B;
   h->p = p;

@@ -110,7 +110,8 @@ static est_status squad_forward(void *head, const est_bert_head_batch *b, float 
                      h->max_B, h->max_S);
   const size_t T = (size_t)B * S;
   est_matmul_forward(h->logits, est_bert_encoder_sequence_output(h->enc), est_vars_value(h->vs, (size_t)h->w),
-                     est_vars_value(h->vs, (size_t)h->b), (int)T, H, 2, 1, est_bert_encoder_precision(h->enc));
+                     est_vars_value(h->vs, (size_t)h->b), (int)T, H, 2, 1,
+                     est_precision_of_logits(est_bert_encoder_precision(h->enc)));
   for (size_t t = 0; t < T; t++) h->start[t] = h->logits[2 * t], h->end[t] = h->logits[2 * t + 1];
   h->B = B;
   h->S = S;

@@ -165,7 +165,7 @@ est_status est_bert_pretraining_heads_forward(est_bert_pretraining_heads *h, con
   est_layernorm_forward(h->y, h->mean, h->rstd, h->a, est_vars_value(h->vs, (size_t)h->ln_gamma),
                         est_vars_value(h->vs, (size_t)h->ln_beta), N, H);
   est_matmul_forward(h->logits, h->y, est_vars_value(h->vs, h->word), est_vars_value(h->vs, (size_t)h->out_b), N, H,
-                     V, 1, prec);
+                     V, 1, est_precision_of_logits(prec));
   est_status st = est_vocab_xent_forward(h->losses, h->preds, h->row_max, h->row_inv, h->logits, lm_ids, N, V);
   if (st) return est_error_prefix("masked LM loss: ");
   double num = 0.0, den = 0.0;
@@ -179,7 +179,7 @@ est_status est_bert_pretraining_heads_forward(est_bert_pretraining_heads *h, con
 
   /* next sentence */
   est_matmul_forward(h->ns_logits, est_bert_encoder_pooled_output(h->enc), est_vars_value(h->vs, (size_t)h->ns_w),
-                     est_vars_value(h->vs, (size_t)h->ns_b), B, H, 2, 1, prec);
+                     est_vars_value(h->vs, (size_t)h->ns_b), B, H, 2, 1, est_precision_of_logits(prec));
   for (int b = 0; b < B; b++) h->ns_preds[b] = argmax(h->ns_logits + 2 * b, 2);
   st = est_crossentropy_forward(h->ns_losses, h->ns_probs, h->ns_logits, ns_labels, B, 2);
   if (st) return est_error_prefix("next-sentence loss: ");

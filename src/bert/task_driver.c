@@ -51,8 +51,9 @@ est_status est_task_flags_validate(const est_task_flags *f, const char *do_flags
     if (!required[i].value || !*required[i].value)
       return est_error(EST_ERR_INVALID_ARGUMENT, "flag --%s must be specified", required[i].name);
   /* est's own words first: a value no run could use */
-  if (!f->precision) return est_error(EST_ERR_INVALID_ARGUMENT, "--precision=: must be fp32 or bf16");
+  if (!f->precision) return est_error(EST_ERR_INVALID_ARGUMENT, "--precision=: must be fp32, bf16 or int8");
   est_status st = est_precision_check_flag(f->precision);
+  if (st == EST_OK) st = est_precision_check_training(f->precision, f->do_train);
   if (st != EST_OK) return st;
   if (f->input_sharding && strcmp(f->input_sharding, "global") && strcmp(f->input_sharding, "shard_first"))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--input_sharding=%s: must be global or shard_first",

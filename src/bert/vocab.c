@@ -112,7 +112,7 @@ static void strip_py_space(const char *s, size_t n, size_t *b, size_t *e) {
   *e = j;
 }
 
-static size_t first_invalid_utf8(const char *s, size_t n) {
+size_t est_utf8_first_invalid(const char *s, size_t n) {
   size_t i = 0;
   while (i < n) {
     size_t adv;
@@ -158,7 +158,7 @@ est_status est_vocab_load_buffer(est_vocab **out, const char *data, size_t size,
     size_t end = nl ? (size_t)(nl - data) : size;
     const char *s = data + pos;
     size_t n = end - pos;
-    size_t bad = first_invalid_utf8(s, n);
+    size_t bad = est_utf8_first_invalid(s, n);
     if (bad != SIZE_MAX) {
       est_vocab_free(v);
       return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%zu: invalid UTF-8 at byte %zu of the line", name,

@@ -40,6 +40,7 @@
  * the file builds with any -march and the CPU check decides at run time. */
 __attribute__((target("avx512f"))) static void fma_loop(long blocks) { PEAK_LOOP("vfmadd231ps", blocks); }
 __attribute__((target("avx512f"))) static void dpbf16_loop(long blocks) { PEAK_LOOP("vdpbf16ps", blocks); }
+__attribute__((target("avx512f"))) static void dpbusd_loop(long blocks) { PEAK_LOOP("vpdpbusd", blocks); }
 
 /* Each loop runs where the kernel choice lets est use its instruction (nn/kernel_choice.h:
  * the CPU has it, and EST_KERNEL does not hide it), as the GEMMs it stands for would. */
@@ -52,6 +53,12 @@ int est_peak_fma_loop(long blocks) {
 int est_peak_dpbf16_loop(long blocks) {
   if (!est_kernel_avx512_bf16()) return -1;
   if (blocks > 0) dpbf16_loop(blocks);
+  return 0;
+}
+
+int est_peak_dpbusd_loop(long blocks) {
+  if (!est_kernel_vnni512()) return -1;
+  if (blocks > 0) dpbusd_loop(blocks);
   return 0;
 }
 
@@ -103,6 +110,10 @@ int est_peak_dpbf16_loop(long blocks) {
   return -1;
 }
 int est_peak_amx_loop(long blocks) {
+  (void)blocks;
+  return -1;
+}
+int est_peak_dpbusd_loop(long blocks) {
   (void)blocks;
   return -1;
 }

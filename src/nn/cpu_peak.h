@@ -11,6 +11,9 @@
 
 enum { EST_PEAK_BLOCK = 20 };  /* instructions per loop iteration: 20 independent accumulators */
 enum { EST_PEAK_FMA_FLOP = 32, EST_PEAK_DPBF16_FLOP = 64 };
+/* VPDPBUSD zmm: 64 u8 x s8 products, each group of four summed into one of 16 int32 lanes:
+ * 64 multiplies + 64 adds = 128 integer ops (int8's "FLOP") per instruction */
+enum { EST_PEAK_DPBUSD_OPS = 128 };
 /* TDPBF16PS on full tiles: a 16 x 32 bf16 tile times a 32 x 16 one into 16 x 16 fp32 */
 enum { EST_PEAK_TDPBF16_FLOP = 16 * 16 * 32 * 2 };
 
@@ -19,6 +22,8 @@ enum { EST_PEAK_TDPBF16_FLOP = 16 * 16 * 32 * 2 };
  * hides it (EST_KERNEL=noavx512, nn/kernel_choice.h): then nothing is run. */
 int est_peak_fma_loop(long blocks);
 int est_peak_dpbf16_loop(long blocks);
+/* VPDPBUSD zmm (int8, AVX512-VNNI): -1 without it or with EST_KERNEL=noavx512 or avxvnni */
+int est_peak_dpbusd_loop(long blocks);
 /* The core clock's yardstick: `blocks` x EST_PEAK_BLOCK dependent integer adds, one per core
  * cycle on every x86-64 core (ADD's latency is 1 cycle), so the time they take gives the
  * clock the other loops run at, whatever the TSC or the OS report: instructions per cycle of

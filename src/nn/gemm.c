@@ -7,6 +7,7 @@
 #include "est/log.h"
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
+#include "nn/gemm_int8.h"
 #include "nn/kernel_choice.h"
 #include "est/threads.h"
 
@@ -19,14 +20,29 @@ est_precision est_precision_resolve(est_precision p) {
     warned = 1;
     p = EST_PRECISION_FP32;
   }
+  if (p == EST_PRECISION_INT8 && !est_kernel_int8()) {
+    static int warned;
+    if (!warned)
+      EST_LOG_WARN("precision int8: %sthis CPU has neither AVX512-VNNI nor AVX-VNNI, so the matmuls run in fp32",
+                   est_cpu_has_avx512_vnni() ? "as EST_KERNEL=noavx512 simulates, " : "");
+    warned = 1;
+    p = EST_PRECISION_FP32;
+  }
   return p;
 }
 
-const char *est_precision_name(est_precision p) { return p == EST_PRECISION_BF16 ? "bf16" : "fp32"; }
+const char *est_precision_name(est_precision p) {
+  return p == EST_PRECISION_BF16 ? "bf16" : p == EST_PRECISION_INT8 ? "int8" : "fp32";
+}
+
+est_precision est_precision_of_logits(est_precision p) {
+  return p == EST_PRECISION_INT8 ? EST_PRECISION_FP32 : p;
+}
 
 int est_precision_parse(const char *name, est_precision *out) {
   if (!strcmp(name, "fp32")) *out = EST_PRECISION_FP32;
   else if (!strcmp(name, "bf16")) *out = EST_PRECISION_BF16;
+  else if (!strcmp(name, "int8")) *out = EST_PRECISION_INT8;
   else return -1;
   return 0;
 }
@@ -97,11 +113,18 @@ void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N,
                            const est_gemm_epilogue *ep, est_precision precision) {
   /* The one place a precision picks its kernels (est/precision.h). Each case tries the
    * kernel that fuses the epilogue and otherwise names its plain kernel, which runs with
-   * the epilogue done around it. A new format (int8) adds its case: the switch has no
-   * default, so -Wswitch names a precision left without one. */
+   * the epilogue done around it. A new format adds its case: the switch has no default,
+   * so -Wswitch names a precision left without one. */
   if (precision == EST_PRECISION_BF16 && !est_kernel_avx512_bf16()) precision = EST_PRECISION_FP32;
   plain_gemm *plain = blas_parallel;
   switch (precision) {
+  case EST_PRECISION_INT8:
+    /* a layer's forward product (inputs times a weight, C written; bias and GELU fused) */
+    if (ta == CblasNoTrans && alpha == 1.0f && beta == 0.0f && !(ep && ep->gelu_pre) &&
+        est_sgemm_int8(tb, M, N, K, A, lda, B, ldb, C, ldc, ep) == 0)
+      return;
+    /* any other product of an int8 model (none in inference) runs fp32 */
+    __attribute__((fallthrough));
   case EST_PRECISION_FP32:
     if (own_kernel_for(ta, M, N, K, ep) && est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
       return; /* the kernel applied the epilogue */

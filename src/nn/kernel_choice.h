@@ -21,9 +21,15 @@
  *   noavx512  as on a CPU without AVX-512: none of est's run-time AVX-512 code (OpenBLAS for
  *             every GEMM, the scalar GELU), no bf16 (est_precision_resolve gives fp32), no AMX.
  *             What the compiler vectorised with -march=native stays as built, and OpenBLAS
- *             keeps its own kernels (OPENBLAS_CORETYPE=Haswell picks its AVX2 ones)
+ *             keeps its own kernels (OPENBLAS_CORETYPE=Haswell picks its AVX2 ones); int8 runs
+ *             AVX-VNNI where the CPU has it, else fp32 (est_precision_resolve says so)
+ *   vnni512   int8: the AVX512-VNNI kernel (gemm_int8_vnni512.c; needs AVX512-VNNI)
+ *   avxvnni   int8: the AVX-VNNI kernel (gemm_int8_avxvnni.c; needs AVX-VNNI), never the
+ *             AVX-512 one
+ *   int8ref   int8: the plain-C reference twin (gemm_int8_ref.c), on any CPU: slow, for tests
+ *             that compare a whole model's int8 run with the definition
  *
- * The fp32 choices leave the bf16 kernel to auto and the bf16 ones leave fp32's; which of the
+ * The fp32 choices leave the bf16 and int8 kernels to auto and the bf16 and int8 ones leave fp32's; which of the
  * two a GEMM runs is the precision's business (est/precision.h), which this module knows
  * nothing of. Not thread-safe: set it between GEMMs (before a model runs), not during one. */
 #ifndef EST_NN_KERNEL_CHOICE_H
@@ -38,6 +44,9 @@ typedef enum {
   EST_KERNEL_BF16DP,
   EST_KERNEL_AMX,
   EST_KERNEL_NOAVX512,
+  EST_KERNEL_VNNI512,
+  EST_KERNEL_AVXVNNI,
+  EST_KERNEL_INT8REF,
 } est_kernel;
 
 /* The choice in effect: the last est_kernel_set, else EST_KERNEL from the environment (read
@@ -67,5 +76,11 @@ int est_kernel_avx512f(void);
 int est_kernel_avx512_bf16(void);
 /* bf16 GEMMs run on the AMX tiles: the CPU and the OS allow it, and neither bf16dp nor noavx512 */
 int est_kernel_amx(void);
+/* int8 GEMMs run on AVX512-VNNI: the CPU has it, neither noavx512 nor avxvnni */
+int est_kernel_vnni512(void);
+/* int8 GEMMs run on AVX-VNNI: the CPU has it and vnni512 is not forced nor may run */
+int est_kernel_avxvnni(void);
+/* some int8 GEMM may run: one of the two above, or int8ref forced */
+int est_kernel_int8(void);
 
 #endif

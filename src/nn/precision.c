@@ -1,6 +1,8 @@
 /* The --precision flag shared by every command (est/precision.h): the check and the one
  * place that applies it, so run_classifier, run_pretraining, predict, serve and
  * extract_features cannot drift apart in what they accept or log. */
+#include <string.h>
+
 #include "est/log.h"
 #include "est/precision.h"
 #include "est/threads.h"
@@ -10,7 +12,7 @@
 est_status est_precision_check_flag(const char *value) {
   est_precision p;
   if (value && est_precision_parse(value, &p))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "--precision=%s: must be fp32 or bf16", value);
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--precision=%s: must be fp32, bf16 or int8", value);
   return EST_OK;
 }
 
@@ -25,7 +27,13 @@ est_status est_precision_apply_flag(const char *value, est_precision *out) {
   EST_LOG_INFO("OpenBLAS kernels: %s", est_blas_corename());
   /* a forced kernel choice (nn/kernel_choice.h; an unusable EST_KERNEL logs its error here) */
   if (est_kernel_get() != EST_KERNEL_AUTO) EST_LOG_INFO("kernels: EST_KERNEL=%s", est_kernel_name(est_kernel_get()));
-  if ((*out = est_precision_resolve(p)) != EST_PRECISION_BF16) return EST_OK;
+  if ((*out = est_precision_resolve(p)) == EST_PRECISION_INT8)
+    EST_LOG_INFO("precision int8: dense layers quantized to int8 (weights per output channel, inputs per row), "
+                 "int32 sums on %s, everything else fp32",
+                 est_kernel_vnni512()   ? "AVX512-VNNI (VPDPBUSD)"
+                 : est_kernel_avxvnni() ? "AVX-VNNI (VPDPBUSD)"
+                                        : "the plain-C reference (EST_KERNEL=int8ref)");
+  if (*out != EST_PRECISION_BF16) return EST_OK;
   EST_LOG_INFO("precision bf16: matmul inputs in bfloat16, sums and everything else in fp32, on %s",
                est_kernel_amx() ? "AMX tiles (TDPBF16PS)" : "AVX512-BF16 (VDPBF16PS)");
   /* bf16 pays only where its instruction beats fp32 FMAs: AMX's tiles do by far (~16x the
@@ -37,5 +45,12 @@ est_status est_precision_apply_flag(const char *value, est_precision *out) {
     EST_LOG_WARN("precision bf16: this CPU's bf16 dot products run at %.2fx its fp32 FMA rate (measured now), "
                  "so bf16 will not be faster than fp32 here; --precision=fp32 is the faster choice",
                  ratio);
+  return EST_OK;
+}
+
+est_status est_precision_check_training(const char *value, int trains) {
+  if (trains && value && !strcmp(value, "int8"))
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "--precision=int8 is for inference (predict, eval, serve, export): training runs fp32 or bf16");
   return EST_OK;
 }

@@ -47,6 +47,11 @@ char *est_model_meta_to_json(const est_model_meta *m) {
   json_object_set_new(root, "task", json_string(m->task));
   json_object_set_new(root, "head", json_string(m->head[0] ? m->head : "classifier"));
   json_object_set_new(root, "precision", json_string(m->precision[0] ? m->precision : "fp32"));
+  if (!strcmp(m->head, est_bert_pooling_head_type.name)) {
+    char modes[64];
+    json_object_set_new(root, "pooling", json_pack("{s:s,s:b}", "modes", est_pooling_modes_string(&m->pooling, modes,
+                        sizeof modes), "normalize", m->pooling.normalize));
+  }
   char *text = json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2));
   json_decref(root);
   if (!text) return NULL;
@@ -61,6 +66,16 @@ char *est_model_meta_to_json(const est_model_meta *m) {
   return out;
 }
 
+/* "pooling": {"modes": "cls,mean", "normalize": false} of a pooling export. */
+static est_status pooling_from_json(est_pooling_params *p, const json_t *v, const char *path) {
+  const json_t *modes = json_object_get(v, "modes"), *normalize = json_object_get(v, "normalize");
+  if (!json_is_object(v) || !json_is_string(modes) || !json_is_boolean(normalize))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: a \"pooling\" head needs \"pooling\": {\"modes\": \"mean\", "
+                     "\"normalize\": true} (modes: cls, max, mean, mean_sqrt_len, comma-separated)", path);
+  est_status st = est_pooling_params_parse(p, json_string_value(modes), json_is_true(normalize));
+  return st == EST_OK ? st : est_error_prefix("%s: \"pooling\".\"modes\": ", path);
+}
+
 /* The fields of a parsed est_model.json (root is consumed); `path` names it in errors. */
 static est_status meta_from_json(est_model_meta *m, json_t *root, const char *path) {
   est_status st = EST_OK;
@@ -72,8 +87,12 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
   json_t *head = json_object_get(root, "head");
   json_t *precision = json_object_get(root, "precision");
   est_precision parsed_precision;
+  /* a pooling (sentence-embedding) export has no labels and says how it pools */
+  const int pooling = json_is_string(head) && !strcmp(json_string_value(head), est_bert_pooling_head_type.name);
   if (!json_is_object(cfg)) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"bert_config\" must be an object", path);
-  else if (!json_is_array(labels) || json_array_size(labels) < 1)
+  else if (pooling && labels && !json_is_array(labels))
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be an array of strings", path);
+  else if (!pooling && (!json_is_array(labels) || json_array_size(labels) < 1))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be a non-empty array of strings", path);
   else if (!json_is_integer(seq) || json_integer_value(seq) < 3 || json_integer_value(seq) > 1 << 20)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"max_seq_length\" must be an integer >= 3", path);
@@ -84,16 +103,17 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
   else if (head && (!json_is_string(head) || json_string_length(head) >= sizeof m->head))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"head\" must be a head's name (e.g. \"classifier\")", path);
   else if (precision && (!json_is_string(precision) || est_precision_parse(json_string_value(precision), &parsed_precision)))
-    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"precision\" must be \"fp32\" or \"bf16\"", path);
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"precision\" must be \"fp32\", \"bf16\" or \"int8\"", path);
   if (st == EST_OK) {
     char *cfg_text = json_dumps(cfg, 0);
     st = cfg_text ? est_bert_config_from_json_string(&m->bert_config, cfg_text, path)
                   : est_error(EST_ERR_NO_MEMORY, "%s: bert_config", path);
     free(cfg_text);
   }
+  if (st == EST_OK && pooling) st = pooling_from_json(&m->pooling, json_object_get(root, "pooling"), path);
   if (st == EST_OK) {
-    m->num_labels = json_array_size(labels);
-    m->labels = calloc(m->num_labels, sizeof *m->labels);
+    m->num_labels = labels ? json_array_size(labels) : 0;
+    m->labels = calloc(m->num_labels ? m->num_labels : 1, sizeof *m->labels);
     if (!m->labels) st = est_error(EST_ERR_NO_MEMORY, "%s: labels", path);
     for (size_t i = 0; st == EST_OK && i < m->num_labels; i++) {
       json_t *l = json_array_get(labels, i);

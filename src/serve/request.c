@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "est/serving.h"
+#include "serve/request_internal.h"
 
 void est_request_clear(est_request *r) {
   for (size_t i = 0; r->instances && i < r->count; i++) {
@@ -226,25 +227,35 @@ static est_status prescan(const char *body, size_t size, size_t max_entries, con
   return EST_OK;
 }
 
-est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
-                             const est_request_limits *limits) {
-  memset(out, 0, sizeof *out);
+est_status est_request_prescan(const char *body, size_t size, const est_request_limits *limits) {
   /* No list may be longer than the instances allowed or a row's tokens (nor shorter than a
    * handful: an object has up to 5 keys). */
   size_t max_entries = limits->max_instances > (size_t)limits->max_seq_length ? limits->max_instances
                                                                               : (size_t)limits->max_seq_length;
   if (max_entries < 16) max_entries = 16;
   if (limits->max_instances == 0) max_entries = SIZE_MAX;
-  est_status pre = prescan(body, size, max_entries, limits);
-  if (pre != EST_OK) return pre;
+  return prescan(body, size, max_entries, limits);
+}
+
+est_status est_request_load(json_t **root, const char *body, size_t size, const est_request_limits *limits) {
+  *root = NULL;
+  est_status st = est_request_prescan(body, size, limits);
+  if (st != EST_OK) return st;
   json_error_t err;
-  json_t *root = json_loadb(body, size, JSON_REJECT_DUPLICATES, &err);
-  if (!root)
+  *root = json_loadb(body, size, JSON_REJECT_DUPLICATES, &err);
+  if (!*root)
     return est_error(EST_ERR_INVALID_ARGUMENT, "JSON parse error at line %d, column %d: %s", err.line, err.column,
                      err.text);
+  if (!json_is_object(*root)) return est_error(EST_ERR_INVALID_ARGUMENT, "the request body must be a JSON object");
+  return EST_OK;
+}
+
+est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
+                             const est_request_limits *limits) {
+  memset(out, 0, sizeof *out);
+  json_t *root;
+  est_status st = est_request_load(&root, body, size, limits);
   out->json = root;
-  est_status st = EST_OK;
-  if (!json_is_object(root)) st = est_error(EST_ERR_INVALID_ARGUMENT, "the request body must be a JSON object");
   const json_t *sig = st == EST_OK ? json_object_get(root, "signature_name") : NULL;
   if (sig && !json_is_string(sig)) st = est_error(EST_ERR_INVALID_ARGUMENT, "\"signature_name\": must be a string");
   if (st == EST_OK && sig && !(out->signature_name = strdup(json_string_value(sig))))

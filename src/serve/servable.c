@@ -59,33 +59,72 @@ static est_status restore_vars(est_var_store *vs, const char *prefix) {
   return st;
 }
 
-est_status est_servable_load(est_servable **out, const char *path, int max_batch) {
-  *out = NULL;
-  if (max_batch < 1) return est_error(EST_ERR_INVALID_ARGUMENT, "servable: max_batch %d must be >= 1", max_batch);
-  est_servable *s = calloc(1, sizeof *s);
-  if (!s) return est_error(EST_ERR_NO_MEMORY, "servable");
-  s->max_batch = max_batch;
-  char p[4096];
-  est_status st = est_export_resolve(path, s->dir, sizeof s->dir, &s->version);
-  if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "est_model.json");
-  if (st == EST_OK) st = est_model_meta_read(&s->meta, p);
-  if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "assets/vocab.txt");
-  if (st == EST_OK) st = est_vocab_load(&s->vocab, p);
+/* The servable of meta's model from the bundle at ckpt_prefix and vocab_file; `source`
+ * names where meta came from in errors. Takes meta over (cleared on failure too). */
+static est_status servable_build(est_servable *s, est_model_meta *meta, const char *ckpt_prefix,
+                                 const char *vocab_file, const char *source) {
+  s->meta = *meta;
+  memset(meta, 0, sizeof *meta);
+  est_status st = est_vocab_load(&s->vocab, vocab_file);
   if (st == EST_OK && est_vocab_size(s->vocab) > s->meta.bert_config.vocab_size)
-    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: assets/vocab.txt has %d tokens, above vocab_size %d", s->dir,
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s has %d tokens, above vocab_size %d", vocab_file,
                    est_vocab_size(s->vocab), s->meta.bert_config.vocab_size);
   if (st == EST_OK) st = est_vars_create(&s->vs);
-  if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "est_model.json");
-  if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs, p);
+  if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs, source);
   if (st == EST_OK) st = est_vars_finalize(s->vs, 1);
-  if (st == EST_OK) st = est_path_join(p, sizeof p, s->dir, "variables/variables");
-  if (st == EST_OK) st = restore_vars(s->vs, p);
+  if (st == EST_OK) st = restore_vars(s->vs, ckpt_prefix);
   if (st == EST_OK) est_vars_set_read_only(s->vs, 1); /* served weights never change */
-  if (st == EST_OK) st = est_servable_model_reserve(&s->model, max_batch, s->meta.max_seq_length);
-  if (st == EST_OK && !(s->scratch = malloc(3 * (size_t)max_batch * s->meta.max_seq_length * sizeof(int32_t))))
+  if (st == EST_OK) st = est_servable_model_reserve(&s->model, s->max_batch, s->meta.max_seq_length);
+  if (st == EST_OK && !(s->scratch = malloc(3 * (size_t)s->max_batch * s->meta.max_seq_length * sizeof(int32_t))))
     st = est_error(EST_ERR_NO_MEMORY, "servable scratch");
+  return st;
+}
+
+static est_status servable_new(est_servable **out, int max_batch) {
+  *out = NULL;
+  if (max_batch < 1) return est_error(EST_ERR_INVALID_ARGUMENT, "servable: max_batch %d must be >= 1", max_batch);
+  if (!(*out = calloc(1, sizeof **out))) return est_error(EST_ERR_NO_MEMORY, "servable");
+  (*out)->max_batch = max_batch;
+  return EST_OK;
+}
+
+est_status est_servable_load(est_servable **out, const char *path, int max_batch) {
+  est_servable *s;
+  est_status st = servable_new(&s, max_batch);
+  if (st != EST_OK) return st;
+  char json[4096], vocab[4096], vars[4096];
+  est_model_meta meta = {0};
+  st = est_export_resolve(path, s->dir, sizeof s->dir, &s->version);
+  if (st == EST_OK) st = est_path_join(json, sizeof json, s->dir, "est_model.json");
+  if (st == EST_OK) st = est_path_join(vocab, sizeof vocab, s->dir, "assets/vocab.txt");
+  if (st == EST_OK) st = est_path_join(vars, sizeof vars, s->dir, "variables/variables");
+  if (st == EST_OK) st = est_model_meta_read(&meta, json);
+  if (st == EST_OK) st = servable_build(s, &meta, vars, vocab, json);
   if (st != EST_OK) {
     est_error_prefix("loading %s: ", path);
+    est_servable_free(s);
+    return st;
+  }
+  *out = s;
+  return EST_OK;
+}
+
+est_status est_servable_open(est_servable **out, const est_model_meta *meta, const char *ckpt_prefix,
+                             const char *vocab_file, int max_batch) {
+  est_servable *s;
+  est_status st = servable_new(&s, max_batch);
+  if (st != EST_OK) return st;
+  /* a deep copy of meta: the servable owns its labels */
+  est_model_meta copy = *meta;
+  copy.labels = calloc(meta->num_labels ? meta->num_labels : 1, sizeof *copy.labels);
+  copy.num_labels = 0;
+  if (!copy.labels) st = est_error(EST_ERR_NO_MEMORY, "servable labels");
+  for (size_t i = 0; st == EST_OK && i < meta->num_labels; i++, copy.num_labels++)
+    if (!(copy.labels[i] = strdup(meta->labels[i]))) st = est_error(EST_ERR_NO_MEMORY, "servable labels");
+  if (st == EST_OK) st = servable_build(s, &copy, ckpt_prefix, vocab_file, "the model's metadata");
+  est_model_meta_clear(&copy);
+  if (st != EST_OK) {
+    est_error_prefix("opening %s: ", ckpt_prefix);
     est_servable_free(s);
     return st;
   }
@@ -112,6 +151,7 @@ est_precision est_servable_set_precision(est_servable *s, est_precision precisio
   return est_bert_encoder_set_precision(s->model.enc, precision);
 }
 est_precision est_servable_precision(const est_servable *s) { return est_bert_encoder_precision(s->model.enc); }
+int est_servable_output_width(const est_servable *s) { return s->model.output_width; }
 
 est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
                                 const int32_t *segment_ids, int batch, int seq_len, float *probabilities) {
@@ -175,15 +215,18 @@ est_status est_featurizer_create(est_featurizer **out, const est_servable *s) {
   *out = NULL;
   est_featurizer *f = calloc(1, sizeof *f);
   if (!f) return est_error(EST_ERR_NO_MEMORY, "featurizer");
+  /* convert_single_example maps a label to an id; an export without labels (sentence
+   * embeddings) gets a one-label list so that it has one to map. */
+  static const char *const NO_LABELS[1] = {"none"};
+  const char *const *labels = s->meta.num_labels ? (const char *const *)s->meta.labels : NO_LABELS;
+  const size_t nlabels = s->meta.num_labels ? s->meta.num_labels : 1;
   est_status st = est_tokenizer_create(&f->tok, s->vocab, s->meta.do_lower_case);
-  if (st == EST_OK)
-    st = est_feature_converter_init(&f->conv, f->tok, (const char *const *)s->meta.labels, s->meta.num_labels,
-                                    s->meta.max_seq_length);
+  if (st == EST_OK) st = est_feature_converter_init(&f->conv, f->tok, labels, nlabels, s->meta.max_seq_length);
   if (st != EST_OK) {
     est_featurizer_free(f);
     return st;
   }
-  f->label = s->meta.labels[0];
+  f->label = labels[0];
   *out = f;
   return EST_OK;
 }
@@ -207,6 +250,17 @@ est_status est_featurizer_run(est_featurizer *f, const char *text_a, const char 
     *length = n;
   }
   return EST_OK;
+}
+
+est_status est_featurizer_count_tokens(est_featurizer *f, const char *text_a, const char *text_b, int *tokens) {
+  const int32_t *ids;
+  size_t na = 0, nb = 0;
+  est_status st = est_tokenizer_encode(f->tok, text_a ? text_a : "", SIZE_MAX, &ids, &na);
+  if (st == EST_OK && text_b && *text_b) st = est_tokenizer_encode(f->tok, text_b, SIZE_MAX, &ids, &nb);
+  /* [CLS] a [SEP], plus b [SEP] when b has tokens (convert_single_example's layout) */
+  size_t n = na + 2 + (nb ? nb + 1 : 0);
+  *tokens = n > INT32_MAX ? INT32_MAX : (int)n;
+  return st;
 }
 
 /* ---- encoder layers --------------------------------------------------------------------- */

@@ -19,8 +19,15 @@ static int classifier_params(est_servable_model *m, const est_model_meta *meta) 
   return (int)meta->num_labels;
 }
 
+/* est_model.json's "pooling" (sentence embeddings): the embedding's width. */
+static int pooling_params(est_servable_model *m, const est_model_meta *meta) {
+  m->params.pooling = meta->pooling;
+  return est_pooling_width(&meta->pooling, meta->bert_config.hidden_size);
+}
+
 static const servable_head SERVABLE_HEADS[] = {
   {"classifier", &est_bert_classifier_head_type, "probabilities", classifier_params},
+  {"pooling", &est_bert_pooling_head_type, "embeddings", pooling_params},
 };
 enum { NUM_SERVABLE_HEADS = sizeof SERVABLE_HEADS / sizeof *SERVABLE_HEADS };
 
@@ -31,8 +38,8 @@ est_status est_servable_model_create(est_servable_model *m, const est_model_meta
   for (int i = 0; i < NUM_SERVABLE_HEADS; i++)
     if (!strcmp(SERVABLE_HEADS[i].name, meta->head)) h = &SERVABLE_HEADS[i];
   if (!h)
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"head\": \"%s\" cannot be served (servable heads: classifier)",
-                     source, meta->head);
+    return est_error(EST_ERR_INVALID_ARGUMENT,
+                     "%s: \"head\": \"%s\" cannot be served (servable heads: classifier, pooling)", source, meta->head);
   m->head_type = h->type;
   m->output = h->output;
   m->output_width = h->params(m, meta);

@@ -15,6 +15,7 @@ typedef struct est_servable_model {
   int output_width;                   /* floats per example of it */
   union {
     est_bert_classifier_head_params classifier;
+    est_pooling_params pooling;
   } params;                           /* the head's parameters, from the metadata */
 } est_servable_model;
 

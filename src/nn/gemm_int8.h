@@ -1,0 +1,106 @@
+/* Internal: int8 GEMMs for inference, dynamic quantization as ONNX Runtime's and PyTorch's
+ * quantize_dynamic do it (docs/int8.md §1):
+ *
+ *   weights     per output channel (column n of op(B) [K,N]), symmetric:
+ *               sw[n] = max_k |b_kn| / 127,  qb[k][n] = rint(b_kn / sw[n]) in [-127, 127]
+ *   activations per row of A [M,K], at run time, symmetric the same way:
+ *               sa[m] = max_k |a_mk| / 127,  qa[m][k] = rint(a_mk / sa[m])
+ *   sums        acc[m][n] = sum_k qa[m][k] qb[k][n] in int32: exact, so every kernel and
+ *               thread count gives the same integers (|acc| <= K 127^2 < 2^31 for K < 133000)
+ *   dequantize  C[m][n] = fmaf((float)acc, sa[m] * sw[n], bias[n])   (bias 0 when none),
+ *               then gelu_out = GELU(C) as est_gemm_epilogue says.
+ * The division is done as a product by the reciprocal, 127.0f / max (float, round to
+ * nearest even), and an all-zero row or column has scale 0 and zero codes. A NaN makes its
+ * row's (column's) scale NaN, so its outputs are NaN, as fp32's would be; an infinity makes
+ * it infinite (outputs infinite or NaN).
+ *
+ * VPDPBUSD (AVX512-VNNI, AVX-VNNI) and TDPBUSD (AMX) multiply unsigned by signed bytes, so
+ * the kernels feed qa + 128 (u8) and subtract 128 sum_k qb[k][n] (colsum, kept with the
+ * packed weights) from the integer sums before they are converted: the same acc, exactly. */
+#ifndef EST_NN_GEMM_INT8_H
+#define EST_NN_GEMM_INT8_H
+
+#include <cblas.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/gemm.h"
+
+enum { EST_INT8_NR = 32 }; /* packed weights' columns are padded to a multiple of this */
+
+/* Quantized, packed op(B) [K,N] in one block of memory (so that core/frozen.h can keep it):
+ * words[g][n] holds qb[4g..4g+3][n] as four signed bytes, k ascending from the low byte
+ * (what VPDPBUSD multiplies with a word of four u8 activations), zero beyond K and N. */
+typedef struct {
+  int K, N, groups, Np; /* groups = ceil(K / 4); Np = N rounded up to EST_INT8_NR */
+  const int32_t *words; /* [groups][Np] */
+  const int32_t *colsum; /* [Np] sum_k qb[k][n] */
+  const float *scale;    /* [Np] sw[n] */
+} est_int8_weights;
+
+/* Bytes est_int8_weights_pack writes for a [K,N] operand. */
+size_t est_int8_weights_bytes(int K, int N);
+/* Quantizes op(B) (row-major, ldb apart; tb as cblas) into mem (64-byte aligned,
+ * est_int8_weights_bytes long) and returns its view. Plain C, run once per frozen weight. */
+est_int8_weights est_int8_weights_pack(void *mem, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N);
+/* The view of a block est_int8_weights_pack wrote. */
+est_int8_weights est_int8_weights_view(const void *mem);
+
+/* The scale of n values x[0], x[stride], ...: max |x| / 127 (0 for all zeros), and their codes
+ * q[i * qstride] = rint(x * (127 / max)) in [-127, 127]. The plain-C definition. */
+float est_int8_quantize(const float *x, long stride, int n, int8_t *q, long qstride);
+/* One code: what est_int8_quantize does to x with inv = 127 / max (0 when max is 0). */
+static inline int est_int8_code(float x, float inv) {
+  float r = __builtin_rintf(x * inv); /* round to nearest even, as VCVTPS2DQ */
+  return r != r ? 0 : r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r; /* NaN: its scale is NaN */
+}
+static inline float est_int8_inverse(float amax) { return amax > 0.0f ? 127.0f / amax : 0.0f; }
+
+/* C[M,N] = dequantized int8 product of A [M,K] (NoTrans, lda apart) and op(B), with ep's bias
+ * and gelu_out (ep may be NULL; gelu_pre is not supported). Threads as est_sgemm_parallel.
+ * Runs the kernel est_kernel_int8() names (nn/kernel_choice.h); a frozen B's packed form is
+ * made once (core/frozen.h). Returns 0 when done, non-zero when it did nothing (no int8
+ * kernel, M, N or K not positive, no memory): the caller runs fp32. */
+int est_sgemm_int8(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
+                   int ldc, const est_gemm_epilogue *ep);
+/* The readable twin (gemm_int8_ref.c): the same numbers, bit for bit, from the definition. */
+void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                        float *C, int ldc, const est_gemm_epilogue *ep);
+
+/* The kernels behind est_sgemm_int8, each on one block of C: rows [m0, m1) and columns
+ * [n0, n1) (n0 a multiple of EST_INT8_NR) from the u8 activations qa (row m at
+ * qa + m * 4 * groups, qa[m][k] + 128, 128 beyond K; rows up to m1 rounded up to the
+ * kernel's row tile readable) and their scales sa. They write C = fmaf(acc, sa sw, bias). */
+typedef void est_int8_block_fn(const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias,
+                               float *C, int ldc, int m0, int m1, int n0, int n1);
+est_int8_block_fn est_int8_block_vnni512, est_int8_block_avxvnni;
+/* the AVX-VNNI kernel assembled with EVEX encodings, for tests on AVX-512 CPUs (gemm_int8_ymm_evex.c) */
+est_int8_block_fn est_int8_block_ymm_evex;
+/* A kernel's tile: C[rows][cols] (rows <= its MR, cols <= its NR) from the u8 rows at a (row i
+ * at a + i * groups words; MR rows readable) and the packed weight words at b (Np apart). */
+typedef void est_int8_tile_fn(const int32_t *a, int groups, const int32_t *b, int Np, const int32_t *colsum,
+                              const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
+                              int cols);
+/* A block as tiles of mr x nr, each column tile's weights reused down the block's rows. */
+static inline void est_int8_tiles(est_int8_tile_fn *tile, int mr, int nr, const est_int8_weights *w, const uint8_t *qa,
+                                  const float *sa, const float *bias, float *C, int ldc, int m0, int m1, int n0,
+                                  int n1) {
+  const int32_t *a = (const int32_t *)qa;
+  for (int n = n0; n < n1; n += nr)
+    for (int m = m0; m < m1; m += mr)
+      tile(a + (size_t)m * w->groups, w->groups, w->words + n, w->Np, w->colsum + n, w->scale + n, sa + m,
+           bias ? bias + n : NULL, C + (size_t)m * ldc + n, ldc, m1 - m < mr ? m1 - m : mr, n1 - n < nr ? n1 - n : nr);
+}
+/* Row tiles the kernels need readable (the largest MR of them). */
+enum { EST_INT8_MR = 12 };
+/* The activation quantization of rows [from, to) into qa/sa (AVX-512 and scalar forms,
+ * same bits as est_int8_quantize; rows from M on get 128s and scale 0). */
+void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const float *A, int lda, int M, int K, int groups, int from,
+                                   int to);
+void est_int8_quantize_rows(uint8_t *qa, float *sa, const float *A, int lda, int M, int K, int groups, int from,
+                            int to);
+
+int est_cpu_has_avx512_vnni(void);
+int est_cpu_has_avx_vnni(void);
+
+#endif

@@ -1,0 +1,103 @@
+/* The AVX512-VNNI int8 kernel (nn/gemm_int8.h): VPDPBUSD multiplies 64 u8 activations by
+ * 64 s8 weights and adds each group of four products into one of 16 int32 lanes: 128
+ * integer ops per instruction, four times an fp32 FMA's 32 FLOP.
+ *
+ * A 12x32 tile of C lives in 24 zmm int32 accumulators while the kernel runs over all of K
+ * (no k blocking: the sums must stay integers until the end); each step loads two zmm of
+ * packed weights (32 columns, 4 k each) and broadcasts one word (4 k) of each row's u8
+ * activations. The end of a tile subtracts 128 colsum, converts, and dequantizes with one
+ * FMA per lane: fmaf(acc, sa sw, bias), the reference's arithmetic. Also the rows'
+ * quantization with AVX-512 (same bits as est_int8_quantize). */
+#include <immintrin.h>
+#include <math.h>
+#include <string.h>
+
+#include "nn/gemm_int8.h"
+#include "nn/gemm_util.h"
+
+#define VNNI512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+enum { MR = EST_INT8_MR, NR = EST_INT8_NR };
+
+int est_cpu_has_avx512_vnni(void) {
+  static int cached = -1; /* a benign race: every thread computes the same value */
+  if (cached < 0) {
+    __builtin_cpu_init();
+    cached = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl");
+  }
+  return cached;
+}
+
+VNNI512_TARGET void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const float *A, int lda, int M, int K,
+                                                  int groups, int from, int to) {
+  const __m512 lim = _mm512_set1_ps(127.0f), abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+  for (int m = from; m < to; m++) {
+    uint8_t *row = qa + (size_t)m * 4 * groups;
+    if (m >= M) {
+      memset(row, 128, (size_t)4 * groups), sa[m] = 0.0f;
+      continue;
+    }
+    const float *a = A + (size_t)m * lda;
+    __m512 vmax = _mm512_setzero_ps();
+    __mmask16 nan = 0;
+    for (int k = 0; k < K; k += 16) {
+      __m512 x = _mm512_and_ps(abs_mask, _mm512_maskz_loadu_ps(est_lanes16(K - k), a + k));
+      nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+      vmax = _mm512_max_ps(vmax, x);
+    }
+    float amax = _mm512_reduce_max_ps(vmax);
+    sa[m] = nan ? NAN : amax / 127.0f; /* the row's outputs NaN, as est_int8_quantize's */
+    __m512 inv = _mm512_set1_ps(est_int8_inverse(amax));
+    for (int k = 0; k < 4 * groups; k += 16) {
+      __mmask16 in = est_lanes16(K - k);
+      __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(in, a + k), inv),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      r = _mm512_min_ps(_mm512_max_ps(r, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
+      __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), _mm512_set1_epi32(128)); /* lanes beyond K: 128 */
+      _mm_mask_storeu_epi8(row + k, est_lanes16(4 * groups - k), _mm512_cvtepi32_epi8(q));
+    }
+  }
+}
+
+/* The tile at C (rows <= MR, cols <= NR): a = u8 row i's words at a + i * groups; b = the
+ * packed words of the tile's first column. */
+VNNI512_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int Np, const int32_t *colsum,
+                                const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
+                                int cols) {
+  __m512i acc[MR][2];
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+  for (int g = 0; g < groups; g++) {
+    __m512i b0 = _mm512_loadu_si512(b + (size_t)g * Np), b1 = _mm512_loadu_si512(b + (size_t)g * Np + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; i++) {
+      __m512i ai = _mm512_set1_epi32(a[(size_t)i * groups + g]);
+      acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
+      acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], ai, b1);
+    }
+  }
+  /* the accumulators stay in registers only if every index is a constant: both halves
+   * written out, the row loop unrolled (a loop over the halves made GCC keep acc on the stack) */
+  const __mmask16 m0 = est_lanes16(cols), m1 = est_lanes16(cols - 16);
+  const __m512i comp0 = _mm512_slli_epi32(_mm512_loadu_si512(colsum), 7); /* 128 colsum */
+  const __m512i comp1 = _mm512_slli_epi32(_mm512_loadu_si512(colsum + 16), 7);
+  const __m512 s0 = _mm512_loadu_ps(sw), s1 = _mm512_loadu_ps(sw + 16);
+  const __m512 bias0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 12
+  for (int i = 0; i < MR; i++)
+    if (i < rows) {
+      __m512 si = _mm512_set1_ps(sa[i]);
+      float *ci = c + (size_t)i * ldc;
+      __m512 v0 = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][0], comp0));
+      __m512 v1 = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[i][1], comp1));
+      _mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(v0, _mm512_mul_ps(si, s0), bias0));
+      _mm512_mask_storeu_ps(ci + 16, m1, _mm512_fmadd_ps(v1, _mm512_mul_ps(si, s1), bias1));
+    }
+}
+
+VNNI512_TARGET void est_int8_block_vnni512(const est_int8_weights *w, const uint8_t *qa, const float *sa,
+                                           const float *bias, float *C, int ldc, int m0, int m1, int n0, int n1) {
+  est_int8_tiles(tile, MR, NR, w, qa, sa, bias, C, ldc, m0, m1, n0, n1);
+}

@@ -1,0 +1,77 @@
+/* int8 quantization (nn/gemm_int8.h): the definition in plain C, the weights' packed form,
+ * and the scalar quantization of activation rows. */
+#include <math.h>
+#include <string.h>
+
+#include "nn/gemm_int8.h"
+
+/* The packed block: a header (the four ints), then words, colsum and scale, each 64-byte aligned. */
+enum { HEADER = 64 };
+static size_t aligned(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+size_t est_int8_weights_bytes(int K, int N) {
+  size_t groups = ((size_t)K + 3) / 4, Np = ((size_t)N + EST_INT8_NR - 1) / EST_INT8_NR * EST_INT8_NR;
+  return HEADER + aligned(groups * Np * 4) + 2 * aligned(Np * 4);
+}
+
+est_int8_weights est_int8_weights_view(const void *mem) {
+  const int *h = mem;
+  est_int8_weights w = {h[0], h[1], h[2], h[3], NULL, NULL, NULL};
+  const char *p = (const char *)mem + HEADER;
+  w.words = (const int32_t *)p;
+  p += aligned((size_t)w.groups * w.Np * 4);
+  w.colsum = (const int32_t *)p;
+  w.scale = (const float *)(p + aligned((size_t)w.Np * 4));
+  return w;
+}
+
+float est_int8_quantize(const float *x, long stride, int n, int8_t *q, long qstride) {
+  float amax = 0.0f;
+  int nan = 0;
+  for (int i = 0; i < n; i++) {
+    float a = fabsf(x[i * stride]);
+    if (a != a) nan = 1;
+    else amax = fmaxf(amax, a);
+  }
+  float inv = est_int8_inverse(amax);
+  for (int i = 0; i < n; i++) q[i * qstride] = (int8_t)est_int8_code(x[i * stride], inv);
+  return nan ? NAN : amax / 127.0f;
+}
+
+est_int8_weights est_int8_weights_pack(void *mem, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N) {
+  int groups = (K + 3) / 4, Np = (N + EST_INT8_NR - 1) / EST_INT8_NR * EST_INT8_NR;
+  memset(mem, 0, est_int8_weights_bytes(K, N));
+  int *h = mem;
+  h[0] = K, h[1] = N, h[2] = groups, h[3] = Np;
+  est_int8_weights w = est_int8_weights_view(mem);
+  int8_t *bytes = (int8_t *)w.words; /* byte k % 4 of word (k / 4, n): little-endian words */
+  for (int n = 0; n < N; n++) {
+    /* column n of op(B): B[k][n] (NoTrans) or B[n][k] (Trans) */
+    const float *col = tb == CblasNoTrans ? B + n : B + (size_t)n * ldb;
+    long stride = tb == CblasNoTrans ? ldb : 1;
+    int8_t *q = bytes + (size_t)n * 4;
+    int8_t codes[K > 0 ? K : 1];
+    float s = est_int8_quantize(col, stride, K, codes, 1);
+    int32_t sum = 0;
+    for (int k = 0; k < K; k++) { /* code k to byte k % 4 of word row k / 4 */
+      q[(size_t)(k / 4) * Np * 4 + k % 4] = codes[k];
+      sum += codes[k];
+    }
+    ((int32_t *)w.colsum)[n] = sum;
+    ((float *)w.scale)[n] = s;
+  }
+  return w;
+}
+
+void est_int8_quantize_rows(uint8_t *qa, float *sa, const float *A, int lda, int M, int K, int groups, int from,
+                            int to) {
+  for (int m = from; m < to; m++) {
+    uint8_t *row = qa + (size_t)m * 4 * groups;
+    memset(row, 128, (size_t)4 * groups);
+    sa[m] = 0.0f;
+    if (m >= M) continue;
+    int8_t codes[K > 0 ? K : 1];
+    sa[m] = est_int8_quantize(A + (size_t)m * lda, 1, K, codes, 1);
+    for (int k = 0; k < K; k++) row[k] = (uint8_t)(codes[k] + 128);
+  }
+}

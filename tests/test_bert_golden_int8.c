@@ -1,0 +1,92 @@
+/* int8 golden: est's BERT classifier forward with --precision=int8 (the dense layers' GEMMs on
+ * int8 codes with int32 sums, nn/gemm_int8.h) against the fp32 PyTorch tensors of
+ * tests/data/golden/ (tests/reference/bert_golden.py), and against the same model run with
+ * the int8 reference twin (EST_KERNEL=int8ref): equal bit for bit. Skipped where int8 runs
+ * fp32 (no VNNI, or EST_KERNEL=noavx512 on a CPU without AVX-VNNI).
+ *
+ * Tolerance. One int8 matmul y = sum_k a_k b_k quantizes a to steps of sa = max|a| / 127 and
+ * b to steps of sw = max|b| / 127; the rounding errors are uniform within half a step,
+ * independent and zero-mean, so rms(dy) = sqrt(sum_k (a_k^2 sw^2 + b_k^2 sa^2) / 12) (the
+ * product of the two errors is 127 times smaller). With c = max / rms of a vector (its crest
+ * factor), that is rms(y) sqrt((c_a^2 + c_b^2) / 12) / 127 where rms(y) ~ sqrt(K) rms(a) rms(b)
+ * for mixed signs: a relative error E1 = sqrt((c_a^2 + c_b^2) / 12) / 127 whatever K. The
+ * golden's weights are normal (c ~ 3.5-4 at these sizes) and its LayerNorm'd activations too,
+ * GELU's outputs a little heavier: c <= 5 gives E1 = sqrt(50 / 12) / 127 = 1.6%. A logit is
+ * D = 4L + 1 int8 matmuls deep (per layer Q/K/V, attention output, FFN in, FFN out; then the
+ * pooler; the attention's per-head products and the classifier output stay fp32); LayerNorm
+ * keeps each layer's scale, so the errors add in quadrature: E = E1 sqrt(D), checked at 6 E
+ * relative to the logits' largest |value|, as test_bert_golden_bf16 does for bf16. A wrong
+ * scale, a lost compensation term or a transposed operand is off by O(1), far outside. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/bert_classifier.h"
+#include "est/precision.h"
+#include "est/threads.h"
+#include "est/variables.h"
+#include "golden_util.h"
+#include "nn/kernel_choice.h"
+#include "test_util.h"
+
+static double int8_tolerance(int depth) { return 6.0 * sqrt(50.0 / 12.0) / 127.0 * sqrt((double)depth); }
+
+static void check_config(const char *name) {
+  golden g;
+  est_bert_config cfg;
+  est_var_store *vs = NULL;
+  est_bert_classifier *m = NULL;
+  golden_classifier_open(&g, name, EST_PRECISION_INT8, &cfg, &vs, &m);
+  est_vars_set_read_only(vs, 1); /* as inference runs it: the weights packed once */
+  const int B = g.batch, S = g.seq_len, C = g.num_labels, L = cfg.num_hidden_layers;
+  assert_int_equal(est_bert_classifier_reserve(m, B, S), EST_OK);
+  int32_t *ids = golden_ints(&g, "input_ids"), *mask = golden_ints(&g, "input_mask");
+  int32_t *segs = golden_ints(&g, "segment_ids"), *labels = golden_ints(&g, "label_ids");
+  float *logits = malloc((size_t)B * C * sizeof(float)), *twin = malloc((size_t)B * C * sizeof(float));
+  float *losses = malloc((size_t)B * sizeof(float)), loss;
+  assert_int_equal(est_bert_classifier_forward(m, ids, mask, segs, labels, B, S, 0, 0, 0, logits, losses, &loss),
+                   EST_OK);
+  const float *ref_logits = golden_get(&g, "logits", NULL);
+  const double tol = int8_tolerance(4 * L + 1);
+  double r = worst_ratio(logits, ref_logits, (size_t)B * C, 0.0, tol, NULL);
+  printf("%s: int8 vs fp32 torch logits at %.3f of the tolerance (%.2f%% of their scale)\n", name, r, 100 * tol);
+  if (r > 1) fail_msg("%s: logits off by %.2fx the int8 tolerance", name, r);
+  /* int8 really ran: somewhere the logits are off by more than fp32 rounding */
+  assert_true(worst_ratio(logits, ref_logits, (size_t)B * C, 1e-5, 1e-6, NULL) > 1.0);
+
+  /* the same model through the reference twin: the same bits */
+  est_kernel was = est_kernel_get();
+  assert_int_equal(est_kernel_set(EST_KERNEL_INT8REF), EST_OK);
+  assert_int_equal(est_bert_classifier_forward(m, ids, mask, segs, labels, B, S, 0, 0, 0, twin, losses, &loss),
+                   EST_OK);
+  assert_int_equal(est_kernel_set(was), EST_OK);
+  assert_memory_equal(logits, twin, (size_t)B * C * sizeof(float));
+
+  free(logits), free(twin), free(losses), free(ids), free(mask), free(segs), free(labels);
+  est_bert_classifier_free(m);
+  est_vars_free(vs);
+  golden_free(&g);
+}
+
+/* both golden configurations (the second: odd hidden size 36, 3 labels, 40 tokens) */
+static void test_int8_golden(void **state) {
+  (void)state;
+  if (est_precision_resolve(EST_PRECISION_INT8) != EST_PRECISION_INT8) skip(); /* fp32 here: nothing to check */
+  static const char *const configs[] = {"h64_l2_s16", "h36_l2_s40_c3"};
+  for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) check_config(configs[i]);
+}
+
+int main(void) {
+  (void)expect_close; /* golden_util.h's fp32 check; this test has its own */
+  test_forced_kernel_or_skip(); /* ctest runs it per int8 kernel too (docs/testing.md §3) */
+  est_set_num_threads(2);
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_int8_golden)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,267 @@
+/* int8 GEMM (nn/gemm_int8.h): quantization round trips, the packed weights, the reference
+ * against exact arithmetic, every int8 kernel this CPU has against the reference bit for bit
+ * (ctest runs this test again with EST_KERNEL=vnni512, avxvnni and noavx512; a kernel the CPU
+ * lacks skips, docs/testing.md §3), the dispatch by precision and the fallback without VNNI.
+ *
+ * Reference vs exact: a = sa (qa + ea) and b = sw (qb + eb) with |ea|, |eb| <= 1/2 (rounding
+ * to the nearest code), so |a b - sa sw qa qb| <= |a| sw / 2 + |b| sa / 2 + sa sw / 4 (the
+ * product of the two errors), summed over k; the int32 sum is exact and the dequantization
+ * adds two float roundings (the scale product and the FMA), 2^-23 of |C| at most, plus the
+ * bias's. That bound is what the test checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/frozen.h"
+#include "est/est.h"
+#include "nn/gemm.h"
+#include "nn/gemm_int8.h"
+#include "nn/kernel_choice.h"
+#include "test_util.h"
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static float uniform(void) { /* in [-1, 1) */
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((rng_state >> 40) * (1.0 / (1 << 23)) - 1.0);
+}
+
+static float *random_matrix(size_t n, float range) {
+  float *m = malloc(n * sizeof(float));
+  for (size_t i = 0; i < n; i++) m[i] = uniform() * range;
+  return m;
+}
+
+static int have_int8_kernel(void) { return est_kernel_vnni512() || est_kernel_avxvnni(); } /* not the twin */
+
+static void test_quantize_round_trips_within_half_a_step(void **state) {
+  (void)state;
+  enum { N = 1000 };
+  float x[N];
+  int8_t q[N];
+  for (int i = 0; i < N; i++) x[i] = uniform() * 3.0f;
+  x[17] = -3.5f; /* the largest magnitude: code -127 exactly */
+  float scale = est_int8_quantize(x, 1, N, q, 1);
+  assert_true(scale == 3.5f / 127.0f);
+  assert_int_equal(q[17], -127);
+  for (int i = 0; i < N; i++) {
+    assert_true(q[i] >= -127 && q[i] <= 127);
+    assert_true(fabsf(q[i] * scale - x[i]) <= 0.5f * scale * (1 + 1e-5f));
+  }
+  /* strided input, and an all-zero one: scale 0, codes 0 */
+  float col[3 * 4] = {0};
+  int8_t qc[4] = {1, 1, 1, 1};
+  assert_true(est_int8_quantize(col, 3, 4, qc, 1) == 0.0f);
+  for (int i = 0; i < 4; i++) assert_int_equal(qc[i], 0);
+  col[3 * 1] = NAN; /* a NaN: scale NaN, so the outputs it reaches are NaN */
+  assert_true(isnan(est_int8_quantize(col, 3, 4, qc, 1)));
+  col[3 * 1] = 0.0f;
+  col[3 * 2] = 0.25f, col[3 * 3] = -0.125f;
+  est_int8_quantize(col, 3, 4, qc, 1);
+  assert_int_equal(qc[2], 127);
+  assert_int_equal(qc[3], -64); /* -63.5 rounds to the even -64 */
+}
+
+/* The packed words hold each column's codes in k order, and colsum their sum. */
+static void test_packed_weights_hold_the_codes(void **state) {
+  (void)state;
+  const int K = 13, N = 37;
+  float *B = random_matrix((size_t)K * N, 1.0f);
+  void *mem = aligned_alloc(64, (est_int8_weights_bytes(K, N) + 63) / 64 * 64);
+  for (int trans = 0; trans < 2; trans++) {
+    float *src = B;
+    float Bt[13 * 37];
+    if (trans)
+      for (int k = 0; k < K; k++)
+        for (int n = 0; n < N; n++) Bt[n * K + k] = B[k * N + n];
+    if (trans) src = Bt;
+    est_int8_weights w = est_int8_weights_pack(mem, src, trans ? K : N, trans ? CblasTrans : CblasNoTrans, K, N);
+    assert_int_equal(w.groups, 4);
+    assert_int_equal(w.Np, 64);
+    const int8_t *bytes = (const int8_t *)w.words;
+    for (int n = 0; n < w.Np; n++) {
+      int8_t q[13];
+      float s = n < N ? est_int8_quantize(B + n, N, K, q, 1) : 0.0f;
+      int sum = 0;
+      for (int k = 0; k < 4 * w.groups; k++) {
+        int8_t want = n < N && k < K ? q[k] : 0;
+        assert_int_equal(bytes[((size_t)(k / 4) * w.Np + n) * 4 + k % 4], want);
+        sum += want;
+      }
+      assert_int_equal(w.colsum[n], sum);
+      assert_true(w.scale[n] == s);
+    }
+  }
+  free(mem);
+  free(B);
+}
+
+static void test_reference_within_the_quantization_bound(void **state) {
+  (void)state;
+  const int M = 9, N = 21, K = 70;
+  float *A = random_matrix((size_t)M * K, 2.0f), *B = random_matrix((size_t)K * N, 0.1f);
+  float *bias = random_matrix(N, 1.0f), *C = malloc((size_t)M * N * sizeof(float));
+  est_gemm_epilogue ep = {.bias = bias};
+  est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, C, N, &ep);
+  int8_t q[70];
+  for (int m = 0; m < M; m++)
+    for (int n = 0; n < N; n++) {
+      float sa = est_int8_quantize(A + (size_t)m * K, 1, K, q, 1), sw = est_int8_quantize(B + n, N, K, q, 1);
+      double exact = bias[n], bound = 0.0;
+      for (int k = 0; k < K; k++) {
+        double a = A[(size_t)m * K + k], b = B[(size_t)k * N + n];
+        exact += a * b;
+        bound += fabs(a) * sw / 2 + fabs(b) * sa / 2 + sa * sw / 4;
+      }
+      double got = C[(size_t)m * N + n];
+      assert_true(fabs(got - exact) <= bound + 0x1p-22 * (fabs(got) + fabs(bias[n])));
+      assert_true(fabs(got - exact) > 0.0 || bound == 0.0); /* it did quantize */
+    }
+  free(A), free(B), free(bias), free(C);
+}
+
+/* est_sgemm_int8 == est_sgemm_int8_ref, bit for bit, on one shape in every variant. */
+static void check_shape(int M, int N, int K, int threads) {
+  float *A = random_matrix((size_t)M * (K + 3), 4.0f), *B = random_matrix((size_t)K * (N + 5), 0.2f);
+  float *bias = random_matrix(N, 0.5f);
+  size_t cn = (size_t)M * (N + 2);
+  float *C = malloc(cn * sizeof(float)), *R = malloc(cn * sizeof(float));
+  float *G = malloc(cn * sizeof(float)), *GR = malloc(cn * sizeof(float));
+  omp_set_num_threads(threads);
+  for (int variant = 0; variant < 8; variant++) {
+    int trans = variant & 1, with_bias = variant & 2, gelu = variant & 4;
+    /* B stored [K, N+5] (NoTrans) or [N, K+?] (Trans: the same buffer read as [N rows, K+..]) */
+    int ldb = trans ? K : N + 5;
+    est_gemm_epilogue ep = {.bias = with_bias ? bias : NULL, .gelu_out = gelu ? G : NULL, .ld_gelu = N + 2};
+    est_gemm_epilogue er = ep;
+    er.gelu_out = gelu ? GR : NULL;
+    for (size_t i = 0; i < cn; i++) C[i] = R[i] = G[i] = GR[i] = -7.0f; /* the padding must stay */
+    assert_int_equal(est_sgemm_int8(trans ? CblasTrans : CblasNoTrans, M, N, K, A, K + 3, B, ldb, C, N + 2, &ep), 0);
+    est_sgemm_int8_ref(trans ? CblasTrans : CblasNoTrans, M, N, K, A, K + 3, B, ldb, R, N + 2, &er);
+    if (memcmp(C, R, cn * sizeof(float)) || memcmp(G, GR, cn * sizeof(float)))
+      fail_msg("int8 kernel %s != reference at M=%d N=%d K=%d threads=%d variant %d",
+               est_kernel_vnni512() ? "vnni512" : "avxvnni", M, N, K, threads, variant);
+  }
+  free(A), free(B), free(bias), free(C), free(R), free(G), free(GR);
+}
+
+static void test_kernel_equals_reference_bit_for_bit(void **state) {
+  (void)state;
+  if (!have_int8_kernel()) skip(); /* no VNNI, or EST_KERNEL=noavx512 on a CPU without AVX-VNNI */
+  static const int shapes[][3] = {{1, 1, 1},    {1, 33, 5},    {2, 31, 4},    {5, 7, 3},    {13, 33, 17},
+                                  {12, 32, 64}, {25, 65, 130}, {16, 768, 96}, {200, 100, 77}, {401, 96, 259}};
+  int max_threads = omp_get_max_threads();
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+    for (int threads = 1; threads <= 2; threads++) check_shape(shapes[s][0], shapes[s][1], shapes[s][2], threads);
+  omp_set_num_threads(max_threads);
+  /* a NaN in a row of A: that row of C is NaN, as in fp32, never finite garbage; the others as the reference */
+  enum { M = 5, N = 40, K = 33 };
+  float *A = random_matrix((size_t)M * K, 1.0f), *B = random_matrix((size_t)K * N, 1.0f), C[M * N], R[M * N];
+  A[2 * K + 7] = NAN;
+  assert_int_equal(est_sgemm_int8(CblasNoTrans, M, N, K, A, K, B, N, C, N, NULL), 0);
+  est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R, N, NULL);
+  for (int i = 0; i < M * N; i++) {
+    assert_true(i / N == 2 ? isnan(C[i]) && isnan(R[i]) : C[i] == R[i]);
+  }
+  free(A), free(B);
+}
+
+/* The 8-lane AVX-VNNI kernel's arithmetic, assembled with EVEX encodings so that a CPU with
+ * AVX512-VNNI but no AVX-VNNI checks it too (gemm_int8_ymm_evex.c): a block equals the
+ * reference, tile edges included. */
+static void test_ymm_kernel_equals_reference(void **state) {
+  (void)state;
+  if (!est_cpu_has_avx512_vnni()) skip();
+  static const int shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {13, 33, 17}, {25, 65, 130}, {37, 47, 259}};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+    const int groups = (K + 3) / 4, Mp = (M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
+    float *A = random_matrix((size_t)M * K, 3.0f), *B = random_matrix((size_t)K * N, 0.2f), *bias = random_matrix(N, 1);
+    void *mem = aligned_alloc(64, (est_int8_weights_bytes(K, N) + 63) / 64 * 64);
+    est_int8_weights w = est_int8_weights_pack(mem, B, N, CblasNoTrans, K, N);
+    uint8_t *qa = malloc((size_t)Mp * groups * 4);
+    float *sa = malloc((size_t)Mp * sizeof(float));
+    est_int8_quantize_rows(qa, sa, A, K, M, K, groups, 0, Mp);
+    float *C = calloc((size_t)M * N, sizeof(float)), *R = calloc((size_t)M * N, sizeof(float));
+    est_int8_block_ymm_evex(&w, qa, sa, bias, C, N, 0, M, 0, N);
+    est_gemm_epilogue ep = {.bias = bias};
+    est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R, N, &ep);
+    if (memcmp(C, R, (size_t)M * N * sizeof(float))) fail_msg("ymm kernel != reference at M=%d N=%d K=%d", M, N, K);
+    free(A), free(B), free(bias), free(mem), free(qa), free(sa), free(C), free(R);
+  }
+}
+
+/* A read-only weight is packed once and reused; the result is the same bits. */
+static void test_frozen_weights_packed_once(void **state) {
+  (void)state;
+  if (!have_int8_kernel()) skip();
+  const int M = 30, N = 70, K = 40;
+  float *A = random_matrix((size_t)M * K, 1.0f), *W = random_matrix((size_t)K * N, 1.0f);
+  float *C = malloc((size_t)M * N * sizeof(float)), *R = malloc((size_t)M * N * sizeof(float));
+  size_t before = est_frozen_derived_bytes();
+  assert_int_equal(est_sgemm_int8(CblasNoTrans, M, N, K, A, K, W, N, R, N, NULL), 0);
+  assert_int_equal(est_frozen_derived_bytes(), before);
+  assert_int_equal(est_frozen_add(W, (size_t)K * N * sizeof(float)), 0);
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(est_sgemm_int8(CblasNoTrans, M, N, K, A, K, W, N, C, N, NULL), 0);
+    assert_memory_equal(C, R, (size_t)M * N * sizeof(float));
+    assert_int_equal(est_frozen_derived_bytes() - before, est_int8_weights_bytes(K, N));
+  }
+  est_frozen_remove(W);
+  assert_int_equal(est_frozen_derived_bytes(), before);
+  free(A), free(W), free(C), free(R);
+}
+
+/* EST_PRECISION_INT8 runs the int8 GEMM for a layer's forward product, fp32 for the others,
+ * and resolves to fp32 without a kernel (EST_KERNEL=noavx512 here simulates a CPU without VNNI). */
+static void test_precision_int8_dispatch(void **state) {
+  (void)state;
+  const int M = 20, N = 48, K = 36;
+  float *A = random_matrix((size_t)M * K, 1.0f), *B = random_matrix((size_t)K * N, 1.0f), *bias = random_matrix(N, 1.0f);
+  float *C = malloc((size_t)M * N * sizeof(float)), *R = malloc((size_t)M * N * sizeof(float));
+  est_gemm_epilogue ep = {.bias = bias};
+  if (!est_kernel_int8()) {
+    assert_int_equal(est_precision_resolve(EST_PRECISION_INT8), EST_PRECISION_FP32);
+    assert_int_not_equal(est_sgemm_int8(CblasNoTrans, M, N, K, A, K, B, N, C, N, &ep), 0);
+  } else {
+    assert_int_equal(est_precision_resolve(EST_PRECISION_INT8), EST_PRECISION_INT8);
+    est_sgemm_parallel_ep(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N, &ep, EST_PRECISION_INT8);
+    est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R, N, &ep);
+    assert_memory_equal(C, R, (size_t)M * N * sizeof(float));
+  }
+  /* a backward-shaped product (Trans A, beta 1) of an int8 model: fp32 */
+  memset(C, 0, (size_t)M * N * sizeof(float));
+  memset(R, 0, (size_t)M * N * sizeof(float));
+  est_sgemm_parallel(CblasTrans, CblasNoTrans, M, N, K, 1.0f, A, M, B, N, 1.0f, C, N, EST_PRECISION_INT8);
+  est_sgemm_parallel(CblasTrans, CblasNoTrans, M, N, K, 1.0f, A, M, B, N, 1.0f, R, N, EST_PRECISION_FP32);
+  assert_memory_equal(C, R, (size_t)M * N * sizeof(float));
+  est_precision p;
+  assert_int_equal(est_precision_parse("int8", &p), 0);
+  assert_int_equal(p, EST_PRECISION_INT8);
+  assert_string_equal(est_precision_name(EST_PRECISION_INT8), "int8");
+  assert_int_equal(est_precision_check_training("int8", 1), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "--precision=int8 is for inference"));
+  assert_int_equal(est_precision_check_training("int8", 0), EST_OK);
+  assert_int_equal(est_precision_check_training("bf16", 1), EST_OK);
+  free(A), free(B), free(bias), free(C), free(R);
+}
+
+int main(void) {
+  test_forced_kernel_or_skip();
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_quantize_round_trips_within_half_a_step),
+    cmocka_unit_test(test_packed_weights_hold_the_codes),
+    cmocka_unit_test(test_reference_within_the_quantization_bound),
+    cmocka_unit_test(test_kernel_equals_reference_bit_for_bit),
+    cmocka_unit_test(test_ymm_kernel_equals_reference),
+    cmocka_unit_test(test_frozen_weights_packed_once),
+    cmocka_unit_test(test_precision_int8_dispatch),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
