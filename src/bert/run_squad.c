@@ -65,6 +65,7 @@ static est_status squad_validate(const est_run_squad_config *c) {
   if (f->do_train && (st = est_task_need_file("train_file", c->train_file, c->train_file)) != EST_OK) return st;
   if (f->do_predict && (st = est_task_need_file("predict_file", c->predict_file, c->predict_file)) != EST_OK)
     return st;
+  if (est_is_directory(c->vocab_file)) return EST_OK; /* a HuggingFace model's (est_tokenizer_open_any) */
   return est_task_need_file("vocab_file", c->vocab_file, c->vocab_file);
 }
 
@@ -144,7 +145,7 @@ static est_status shuffle_examples(est_squad_examples *ex) {
 static est_status task_prepare(void *self, const est_task_flags *f, const est_bert_config *cfg, est_task_model *m) {
   squad_task *t = self;
   const est_run_squad_config *c = t->c;
-  est_status st = est_tokenizer_open(&t->tok, c->vocab_file, c->do_lower_case);
+  est_status st = est_tokenizer_open_any(&t->tok, c->vocab_file, c->do_lower_case);
   if (st != EST_OK) return st;
   const int32_t nvocab = est_vocab_size(est_tokenizer_vocab(t->tok));
   if (nvocab > cfg->vocab_size)

@@ -16,6 +16,7 @@
 
 #include "est/ckpt.h"
 #include "est/file.h"
+#include "est/hf_model.h"
 #include "est/log.h"
 #include "est/precision.h"
 #include "est/processors.h"
@@ -224,23 +225,6 @@ static est_status write_weights(const char *dst, const char *ckpt_prefix, const 
   return st;
 }
 
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char p[4096];
-      if (est_path_join(p, sizeof p, dir, e->d_name) != EST_OK) continue;
-      struct stat sb;
-      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(p);
-      else unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 est_status est_export_write(const char *export_base, const char *ckpt_prefix, const est_model_meta *meta,
                             const char *vocab_file, char *version_dir, size_t size) {
   est_status st = est_mkdirs(export_base);
@@ -255,7 +239,7 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
     return est_error(EST_ERR_INVALID_ARGUMENT, "export dir %s: path too long", export_base);
   st = est_path_join(tmp, sizeof tmp, export_base, name);
   if (st != EST_OK) return st;
-  remove_tree(tmp);
+  est_remove_tree(tmp);
 
   uint8_t *vocab = NULL;
   size_t vocab_size = 0;
@@ -286,7 +270,7 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
       st = est_error(EST_ERR_IO, "rename %s -> %s: %s", tmp, final, strerror(errno));
   }
   if (st == EST_OK) st = sync_dir(export_base);
-  if (st != EST_OK) remove_tree(tmp);
+  if (st != EST_OK) est_remove_tree(tmp);
   free(vocab);
   free(json);
   if (st == EST_OK) {
@@ -345,6 +329,18 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   est_processor_free(proc);
 
   char base[4096];
+  if (st == EST_OK && c->common.export_format && !strcmp(c->common.export_format, "hf")) {
+    /* a HuggingFace BertForSequenceClassification directory (docs/hf.md §6) */
+    if (export_dir && *export_dir) snprintf(base, sizeof base, "%s", export_dir);
+    else st = est_path_join(base, sizeof base, c->common.output_dir, "hf");
+    est_hf_export_params hp = {.cfg = &meta.bert_config, .vocab_file = c->vocab_file,
+                               .do_lower_case = c->do_lower_case, .labels = (const char *const *)meta.labels,
+                               .num_labels = meta.num_labels};
+    if (st == EST_OK) st = est_hf_export(ckpt, base, &hp);
+    if (st == EST_OK && version_dir) snprintf(version_dir, size, "%s", base);
+    est_model_meta_clear(&meta);
+    return st;
+  }
   if (st == EST_OK) {
     if (export_dir && *export_dir) snprintf(base, sizeof base, "%s", export_dir);
     else st = est_path_join(base, sizeof base, c->common.output_dir, "export");
