@@ -10,6 +10,9 @@
  *
  * Kill a training run at any moment and start the same command again: it resumes from
  * its last checkpoint and ends with the same parameters, bit for bit.
+ *
+ * --log_loss_every_n=N adds a custom training hook (est_session_run_hook, docs/hooks.md),
+ * as tf.estimator's LoggingTensorHook: "step S: loss L, learning_rate R" every N steps.
  */
 #include <math.h>
 #include <stdio.h>
@@ -268,6 +271,20 @@ static est_status report(const est_eval_result *r, const char *model_dir) {
   return st == EST_OK ? est_eval_result_write(r, path) : st;
 }
 
+/* A training hook: after every N-th step, the step record's loss and learning rate. */
+typedef struct loss_logger {
+  int64_t every_n;
+} loss_logger;
+
+static est_status log_loss_after_run(void *self, est_hook_run *run, const est_step_record *step) {
+  (void)run;
+  const loss_logger *l = self;
+  if (step->has_batch && step->global_step % l->every_n == 0)
+    printf("step %lld: loss %.6g, learning_rate %.6g\n", (long long)step->global_step, step->loss,
+           step->learning_rate);
+  return EST_OK;
+}
+
 static int usage(void) {
   fprintf(stderr,
           "usage: example_logistic_regression COMMAND [--flags]\n"
@@ -280,7 +297,7 @@ int main(int argc, char **argv) {
   const char *cmd = argv[1];
   const char *data_dir = NULL, *model_dir = NULL;
   int64_t features = 8, num_train = 2000, num_eval = 500, seed = 42, data_seed = 1;
-  int64_t max_steps = 400, batch = 32, save_steps = 100, keep = 5, log_steps = 100;
+  int64_t max_steps = 400, batch = 32, save_steps = 100, keep = 5, log_steps = 100, log_loss_every_n = 0;
   double lr = 0.05;
   est_flag flags[] = {
       EST_FLAG_STRING("data_dir", &data_dir, "Where train.tf_record and eval.tf_record live.", 1),
@@ -296,6 +313,8 @@ int main(int argc, char **argv) {
       EST_FLAG_INT("save_checkpoints_steps", &save_steps, "Checkpoint every this many steps.", 0),
       EST_FLAG_INT("keep_checkpoint_max", &keep, "Checkpoints kept (0: all).", 0),
       EST_FLAG_INT("log_step_count_steps", &log_steps, "Log loss and speed every this many steps.", 0),
+      EST_FLAG_INT("log_loss_every_n", &log_loss_every_n, "A custom hook prints the loss every N steps (0: none).",
+                   0),
   };
   const int nflags = (int)(sizeof flags / sizeof *flags);
   char *pos[1];
@@ -347,13 +366,16 @@ int main(int argc, char **argv) {
   est_estimator *e;
   est_status st = est_estimator_create(&e, &model_fn, &rc);
   est_eval_result result = {0};
+  loss_logger logger = {.every_n = log_loss_every_n};
+  est_session_run_hook hook = {.name = "loss_logger", .self = &logger, .after_run = log_loss_after_run};
+  const size_t num_hooks = log_loss_every_n > 0 ? 1 : 0;
   if (st == EST_OK && !strcmp(cmd, "train")) {
-    st = est_estimator_train(e, &train_input, 0, max_steps);
+    st = est_estimator_train_with_hooks(e, &train_input, 0, max_steps, &hook, num_hooks);
   } else if (st == EST_OK && !strcmp(cmd, "evaluate")) {
     st = est_estimator_evaluate(e, &eval_input, 0, NULL, NULL, &result);
     if (st == EST_OK) st = report(&result, model_dir);
   } else if (st == EST_OK && !strcmp(cmd, "train_and_evaluate")) {
-    est_train_spec ts = {.input_fn = train_input, .max_steps = max_steps};
+    est_train_spec ts = {.input_fn = train_input, .max_steps = max_steps, .hooks = &hook, .num_hooks = num_hooks};
     est_eval_spec es = {.input_fn = eval_input};
     st = est_train_and_evaluate(e, &ts, &es, &result);
     if (st == EST_OK) st = report(&result, model_dir);

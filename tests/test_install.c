@@ -61,6 +61,18 @@ static void test_installed_library_builds_the_example(void **state) {
   const char *flags = "--max_steps=30 --save_checkpoints_steps=10 --batch_size=16 --log_step_count_steps=10";
   run_ok("'%s' train_and_evaluate --data_dir='%s' --model_dir='%s' %s", program, data, model_a, flags);
   run_ok("'%s' train_and_evaluate --data_dir='%s' --model_dir='%s' %s", in_tree, data, model_b, flags);
+  /* The example's custom hook (LoggingTensorHook-like), built against the installed library. */
+  char *hook_log = NULL, hooked[4300];
+  snprintf(hooked, sizeof hooked, "%s_hooked", model_a);
+  assert_int_equal(test_run(&hook_log, 0, "'%s' train --data_dir='%s' --model_dir='%s' %s --log_loss_every_n=7",
+                            program, data, hooked, flags), 0);
+  for (int step = 0; step < 30; step++) {
+    char line[32];
+    snprintf(line, sizeof line, "step %d: loss ", step);
+    if ((strstr(hook_log, line) != NULL) != (step % 7 == 0))
+      fail_msg("'%s' %s:\n%s", line, step % 7 ? "printed" : "missing", hook_log);
+  }
+  free(hook_log);
   run_ok("'%s' predict --data_dir='%s' --model_dir='%s'", program, data, model_a);
   run_ok("'%s' predict --data_dir='%s' --model_dir='%s'", in_tree, data, model_b);
 

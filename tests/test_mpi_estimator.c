@@ -11,6 +11,7 @@
  *   - a finite training input whose shards end at different steps: every rank stops at
  *     the first shard's end (no mismatched collectives), as one process would;
  *   - train_and_evaluate: every evaluation after a save sees that checkpoint on all ranks;
+ *   - a hook's stop request on rank 1 alone stops both ranks after the same step;
  *   - the model reporting gradient ranges (est_grads_ready) overlaps the all-reduce with
  *     backward and still equals one process; the TPU-style sum is twice the mean of 2.
  * Model: tests/estimator_test_model.h's logistic regression with dropout off, and an
@@ -48,6 +49,7 @@ enum {
   MODE_TRAIN_FAIL = 64,  /* rank 1's training input fails at its 7th batch */
   MODE_EVAL_FAIL = 128,  /* rank 1's evaluation input cannot be opened */
   MODE_SPLIT_DIR = 256,  /* rank 1 uses DIR/rank1 as model_dir (as if not on a shared filesystem) */
+  MODE_HOOK_STOP = 512,  /* a hook on rank 1 alone requests a stop after global step 6 */
 };
 static int g_mode;
 
@@ -190,6 +192,21 @@ static est_status noclip_optimizer(void *model, est_var_store *vs, est_optimizer
   return est_optimizer_create_adam_weight_decay(out, vs, &c);
 }
 
+/* MODE_HOOK_STOP: rank 1's hook asks to stop after step 6; every rank's end writes the
+ * global step it ended at to DIR/ended_rank<r>. */
+static est_status stop_rank1_after_run(void *self, est_hook_run *run, const est_step_record *step) {
+  (void)self;
+  if (est_hook_rank(run) == 1 && step->global_step == 6) est_hook_request_stop(run);
+  return EST_OK;
+}
+
+static est_status stop_rank1_end(void *self, est_hook_run *run) {
+  char path[4200], text[32];
+  snprintf(path, sizeof path, "%s/ended_rank%d", (const char *)self, est_hook_rank(run));
+  int n = snprintf(text, sizeof text, "%lld", (long long)est_hook_global_step(run));
+  return est_write_file_atomic(path, text, (size_t)n);
+}
+
 static int worker(const char *dir, int max_steps, int global_batch, int kill_rank, int kill_step) {
   if (est_dist_init(NULL, NULL) != EST_OK) return fprintf(stderr, "init: %s\n", est_error_message()), 1;
   tm_data train, eval;
@@ -235,7 +252,11 @@ static int worker(const char *dir, int max_steps, int global_batch, int kill_ran
     est_eval_spec es = {.input_fn = eval_in, .throttle_secs = 3600};
     if (st == EST_OK) st = est_train_and_evaluate(e, &ts, &es, &r);
   } else {
-    if (st == EST_OK) st = est_estimator_train(e, &train_in, 0, (g_mode & MODE_FINITE) ? 0 : max_steps);
+    est_session_run_hook stop_hook = {.name = "stop_rank1", .self = (void *)dir, .after_run = stop_rank1_after_run,
+                                      .end = stop_rank1_end};
+    if (st == EST_OK)
+      st = est_estimator_train_with_hooks(e, &train_in, 0, (g_mode & MODE_FINITE) ? 0 : max_steps, &stop_hook,
+                                          (g_mode & MODE_HOOK_STOP) ? 1 : 0);
     if (st == EST_OK) st = est_estimator_evaluate(e, &eval_in, 0, NULL, NULL, &r);
   }
   if (st == EST_OK && (g_mode & MODE_OVERLAP) && est_dist_world_size() > 1 &&
@@ -506,6 +527,24 @@ static void test_failure_on_one_rank_stops_all(void **state) {
                           "rank 0: evaluation failed on rank 1 of 2");
 }
 
+static void test_hook_stop_on_one_rank_stops_all(void **state) {
+  (void)state;
+  char base[4096], prefix[4200];
+  test_make_tmpdir(base, sizeof base);
+  g_mode = MODE_HOOK_STOP;
+  run_ok(2, base, 20, 8);
+  assert_int_equal(est_ckpt_latest(base, prefix, sizeof prefix), EST_OK);
+  assert_non_null(strstr(prefix, "model.ckpt-7"));
+  for (int r = 0; r < 2; r++) {
+    char name[32];
+    snprintf(name, sizeof name, "ended_rank%d", r);
+    char *ended = test_read_in(base, name);
+    assert_string_equal(ended, "7");
+    free(ended);
+  }
+  test_remove_tree(base);
+}
+
 /* Rank 1 does not see the chief's checkpoints: rerunning to max_steps 20, the chief
  * would skip training (already there) while rank 1 started from step 0 alone (a hang),
  * and resuming to 30 would give rank 1 fresh Adam slots; refused on both ranks. */
@@ -611,6 +650,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test_setup(test_overlapped_gradients, reset_mode),
       cmocka_unit_test_setup(test_gradient_sum, reset_mode),
       cmocka_unit_test_setup(test_failure_on_one_rank_stops_all, reset_mode),
+      cmocka_unit_test_setup(test_hook_stop_on_one_rank_stops_all, reset_mode),
       cmocka_unit_test_setup(test_ranks_must_share_model_dir, reset_mode),
       cmocka_unit_test_setup(test_indivisible_batch_refused, reset_mode),
       cmocka_unit_test_setup(test_dead_rank_then_exact_resume, reset_mode),

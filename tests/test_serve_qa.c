@@ -206,6 +206,13 @@ static void test_export_names_the_squad_head(void **state) {
   assert_true(m.squad.version_2_with_negative);
   assert_true(m.squad.null_score_diff_threshold == -1000);
   est_model_meta_clear(&m);
+  /* a HuggingFace directory is a classifier's only */
+  char *out;
+  int rc = test_run(&out, 1, EST_BIN " run_squad --vocab_file=" VOCAB " --bert_config_file=" CONFIG
+                    " --do_export --output_dir=%s --export_format=hf" SMALL, out_dir);
+  if (rc == 0 || !strstr(out, "--export_format=hf: run_squad exports est servables only"))
+    fail_msg("exit %d:\n%s", rc, out);
+  free(out);
 }
 
 /* est predict answers as run_squad --do_predict did, and start/end point at the answer. */

@@ -97,6 +97,19 @@ static inline char *test_read_file(const char *path, size_t *size) {
   return (char *)data;
 }
 
+/* Fails unless dir_a/name and dir_b/name hold the same bytes. */
+static inline void test_assert_same_file(const char *dir_a, const char *dir_b, const char *name) {
+  char a[1024], b[1024];
+  snprintf(a, sizeof a, "%s/%s", dir_a, name);
+  snprintf(b, sizeof b, "%s/%s", dir_b, name);
+  size_t na = 0, nb = 0;
+  char *da = test_read_file(a, &na), *db = test_read_file(b, &nb);
+  if (!da || !db) fail_msg("cannot read %s or %s", a, b);
+  if (na != nb || memcmp(da, db, na)) fail_msg("%s and %s differ", a, b);
+  free(da);
+  free(db);
+}
+
 /* Runs a shell command, captures stdout (+ stderr when `merge_stderr`) into a malloc'ed
  * string, and returns the exit status (or -1 when it did not exit normally). */
 static inline int test_run(char **output, int merge_stderr, const char *fmt, ...) {

@@ -41,5 +41,7 @@
 #include "est/run_squad.h"
 #include "est/sentence_embedding.h"
 #include "est/serving.h"
+#include "est/early_stopping.h"
+#include "est/hf_model.h"
 
 #endif

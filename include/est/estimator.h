@@ -58,10 +58,11 @@
  *     and a TF graph restoring the checkpoint ignores them.
  *
  * Training step: zero gradients -> call(TRAIN) -> distribution->allreduce_mean(gradients)
- * -> loss finite? (else ABORTED, "NaN loss during training", nothing saved) ->
- * est_optimizer_apply(opt, global_step) -> clipping's global norm finite? (else ABORTED,
- * nothing saved) -> global_step += 1 -> log / summary / save (never a checkpoint holding a
- * non-finite parameter) -> a stop requested (est_request_stop)? save, CANCELLED.
+ * -> est_optimizer_apply(opt, global_step) -> global_step += 1, then the hooks' after_run
+ * (below): loss finite? (else ABORTED, "NaN loss during training", nothing saved) ->
+ * clipping's global norm finite? (else ABORTED, nothing saved) -> summary / log / save
+ * (never a checkpoint holding a non-finite parameter) -> a stop requested
+ * (est_request_stop)? save, CANCELLED.
  *
  * With a distribution (N ranks, est/dist.h) every rank runs the same loop on its slice of
  * every global batch (est_input_params says which; by default N ranks train on exactly
@@ -313,6 +314,69 @@ const est_run_config *est_estimator_config(const est_estimator *e);
  * EST_ERR_CANCELLED after saving the step it ended. */
 est_status est_estimator_train(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps);
 
+/* ---- hooks (tf.train.SessionRunHook; docs/hooks.md) ------------------------------------
+ *
+ * A train call is a short sequence over one step function and a list of hooks:
+ *
+ *   begin -> restore or initialise -> after_create_session -> loop {
+ *     before_run(global_step) -> step -> after_run(step record) -> stop requested? }
+ *   -> end (only when training ends without an error)
+ *
+ * The built-in behaviours are hooks too, run before the caller's in this order: NaN guard
+ * (NanTensorHook), summaries (SummarySaverHook), logging with ETA (LoggingTensorHook +
+ * StepCounterHook), checkpoint saver (CheckpointSaverHook, whose listener is
+ * train_and_evaluate's evaluation), stop on signal, stop at step (StopAtStepHook). So in
+ * after_run a caller's hook sees a step that was checked, logged and, when due, saved; in
+ * end it sees the final checkpoint on disk.
+ *
+ * Hooks run on every rank of a distribution. The step record is the same on all ranks (it
+ * comes from the step's all-reduce). A stop requested by a hook on any rank (in
+ * after_create_session or after_run) stops every rank after the same step: with N > 1
+ * ranks and caller hooks, the ranks sum their requests (and their hooks' failures) once
+ * more after after_run. A hook returning an error ends training with that error (not
+ * calling end). */
+
+/* One training step, as every rank saw it. */
+typedef struct est_step_record {
+  int64_t global_step;         /* the step run: global_step before its update */
+  float loss;                  /* the mean of the ranks' losses (valid when has_batch) */
+  float learning_rate;         /* the rate the update applied */
+  float global_norm;           /* clipping's global gradient norm; 0 when clipping is off */
+  int has_batch;               /* 0: some rank's input ended, nothing was applied, training ends */
+  int64_t examples;            /* examples in this step over all ranks (0 without a batch) */
+  double time;                 /* est's monotonic clock (seconds) when the step ended */
+  int stop_signal_ranks;       /* ranks asked to stop (est_request_stop) by this step's check */
+  int stop_signo;              /* the signal they name (this rank's own when it was asked) */
+} est_step_record;
+
+/* The train call a hook runs in (opaque). */
+typedef struct est_hook_run est_hook_run;
+
+typedef struct est_session_run_hook {
+  const char *name;            /* for errors: "hook '<name>' after_run at step N: ..." */
+  void *self;                  /* passed to every callback; owned by the caller */
+  /* Every callback is optional (NULL). global_step in before_run is the step about to run. */
+  est_status (*begin)(void *self, est_hook_run *run);
+  est_status (*after_create_session)(void *self, est_hook_run *run);
+  est_status (*before_run)(void *self, est_hook_run *run, int64_t global_step);
+  est_status (*after_run)(void *self, est_hook_run *run, const est_step_record *step);
+  est_status (*end)(void *self, est_hook_run *run);
+} est_session_run_hook;
+
+/* run_context.request_stop(): training ends after the current step (end is called and the
+ * final checkpoint saved); train returns OK. */
+void est_hook_request_stop(est_hook_run *run);
+/* The estimator, the current global_step (after restore; after the step's update in
+ * after_run), and the last checkpoint written or restored ("" when none). */
+est_estimator *est_hook_estimator(const est_hook_run *run);
+int64_t est_hook_global_step(const est_hook_run *run);
+const char *est_hook_last_checkpoint(const est_hook_run *run);
+int est_hook_rank(const est_hook_run *run);
+
+/* est_estimator_train with the caller's hooks (run after the built-in ones, in order). */
+est_status est_estimator_train_with_hooks(est_estimator *e, const est_input_fn *input_fn, int64_t steps,
+                                          int64_t max_steps, const est_session_run_hook *hooks, size_t num_hooks);
+
 /* ---- stopping on request (preemption, docs/estimator.md §7) ------------------------------
  *
  * est_request_stop asks training to stop: the step in progress finishes (at most the next
@@ -405,11 +469,17 @@ est_status est_estimator_predict(est_estimator *e, const est_input_fn *input_fn,
                                  est_prediction_fn on_prediction, void *ctx);
 
 /* tf.estimator.train_and_evaluate: trains to max_steps, evaluating after each checkpoint
- * saved (throttled by throttle_secs) and once at the end. `last` (may be NULL) receives
- * the final results. */
+ * saved (throttled by throttle_secs and start_delay_secs) and once at the end (unless that
+ * step was just evaluated). Each evaluation's scalars go to the eval directory's events
+ * file (model_dir/eval or eval_<name>, at the checkpoint's global step, as TF writes them:
+ * what est_read_eval_metrics and the early-stopping hooks read) and, on the chief, a line
+ * "global_step = N, loss = L, <metric> = V, ..." is appended (atomically) to results.txt
+ * there. `last` (may be NULL) receives the final results. */
 typedef struct est_train_spec {
   est_input_fn input_fn;
   int64_t max_steps;
+  const est_session_run_hook *hooks;   /* TrainSpec.hooks; may be NULL */
+  size_t num_hooks;
 } est_train_spec;
 
 typedef struct est_eval_spec {
@@ -418,6 +488,11 @@ typedef struct est_eval_spec {
   const char *name;            /* NULL: model_dir/eval */
   double throttle_secs;        /* skip checkpoints saved sooner than this after the last
                                 * evaluation (the final one is always evaluated); 0: none */
+  /* est's: > 0 saves a checkpoint every n steps during this call (in place of the run
+   * config's cadence), so each is evaluated: evaluation on steps. 0: the config's. */
+  int64_t every_n_steps;
+  double start_delay_secs;     /* skip checkpoints saved sooner than this after training
+                                * started (TF's evaluator waits this long); 0: none */
 } est_eval_spec;
 
 est_status est_train_and_evaluate(est_estimator *e, const est_train_spec *train, const est_eval_spec *eval,

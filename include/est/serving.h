@@ -106,6 +106,10 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
  * head's own fields (head, task, labels or squad, do_lower_case). */
 est_status est_export_task(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *version_dir,
                            size_t size);
+/* Its first half, for exports of other formats (--export_format=hf): the checks, meta's
+ * bert_config, max_seq_length and precision, and output_dir's newest checkpoint in ckpt. */
+est_status est_export_prepare(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *ckpt,
+                              size_t ckpt_size);
 
 /* The highest complete version under export_base (a directory named by digits holding
  * est_model.json and variables/variables.index): its path and number. NOT_FOUND when none.

@@ -16,6 +16,7 @@
 
 #include "est/ckpt.h"
 #include "est/file.h"
+#include "est/hf_model.h"
 #include "est/log.h"
 #include "est/precision.h"
 #include "est/processors.h"
@@ -263,23 +264,6 @@ static est_status write_weights(const char *dst, const char *ckpt_prefix, const 
   return st;
 }
 
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (d) {
-    struct dirent *e;
-    while ((e = readdir(d))) {
-      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-      char p[4096];
-      if (est_path_join(p, sizeof p, dir, e->d_name) != EST_OK) continue;
-      struct stat sb;
-      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) remove_tree(p);
-      else unlink(p);
-    }
-    closedir(d);
-  }
-  rmdir(dir);
-}
-
 est_status est_export_write(const char *export_base, const char *ckpt_prefix, const est_model_meta *meta,
                             const char *vocab_file, char *version_dir, size_t size) {
   est_status st = est_mkdirs(export_base);
@@ -294,7 +278,7 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
     return est_error(EST_ERR_INVALID_ARGUMENT, "export dir %s: path too long", export_base);
   st = est_path_join(tmp, sizeof tmp, export_base, name);
   if (st != EST_OK) return st;
-  remove_tree(tmp);
+  est_remove_tree(tmp);
 
   uint8_t *vocab = NULL;
   size_t vocab_size = 0;
@@ -325,7 +309,7 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
       st = est_error(EST_ERR_IO, "rename %s -> %s: %s", tmp, final, strerror(errno));
   }
   if (st == EST_OK) st = sync_dir(export_base);
-  if (st != EST_OK) remove_tree(tmp);
+  if (st != EST_OK) est_remove_tree(tmp);
   free(vocab);
   free(json);
   if (st == EST_OK) {
@@ -337,8 +321,8 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
 
 /* ---- a task's --do_export ----------------------------------------------------------------- */
 
-est_status est_export_task(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *version_dir,
-                           size_t size) {
+est_status est_export_prepare(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *ckpt,
+                              size_t ckpt_size) {
   const struct {
     const char *name, *value;
   } required[] = {{"vocab_file", vocab_file}, {"bert_config_file", f->bert_config_file},
@@ -346,8 +330,7 @@ est_status est_export_task(const est_task_flags *f, const char *vocab_file, est_
   for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
     if (!required[i].value || !*required[i].value)
       return est_error(EST_ERR_INVALID_ARGUMENT, "--do_export: flag --%s must be specified", required[i].name);
-  char ckpt[4096], base[4096];
-  est_status st = est_ckpt_latest(f->output_dir, ckpt, sizeof ckpt);
+  est_status st = est_ckpt_latest(f->output_dir, ckpt, ckpt_size);
   if (st != EST_OK) return est_error_prefix("--do_export: no checkpoint in --output_dir=%s: ", f->output_dir);
   st = est_bert_config_from_json_file(&meta->bert_config, f->bert_config_file);
   if (st != EST_OK) return est_error_prefix("--bert_config_file: ");
@@ -356,6 +339,14 @@ est_status est_export_task(const est_task_flags *f, const char *vocab_file, est_
                      (long long)f->max_seq_length, meta->bert_config.max_position_embeddings);
   meta->max_seq_length = (int)f->max_seq_length;
   snprintf(meta->precision, sizeof meta->precision, "%s", f->precision ? f->precision : "fp32");
+  return EST_OK;
+}
+
+est_status est_export_task(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *version_dir,
+                           size_t size) {
+  char ckpt[4096], base[4096];
+  est_status st = est_export_prepare(f, vocab_file, meta, ckpt, sizeof ckpt);
+  if (st != EST_OK) return st;
   if (f->export_dir && *f->export_dir) snprintf(base, sizeof base, "%s", f->export_dir);
   else if ((st = est_path_join(base, sizeof base, f->output_dir, "export")) != EST_OK) return st;
   return est_export_write(base, ckpt, meta, vocab_file, version_dir, size);
@@ -391,6 +382,23 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
       if (!(meta.labels[i] = strdup(labels[i]))) st = est_error(EST_ERR_NO_MEMORY, "export labels");
   }
   est_processor_free(proc);
+
+  if (st == EST_OK && c->common.export_format && !strcmp(c->common.export_format, "hf")) {
+    /* a HuggingFace BertForSequenceClassification directory (docs/hf.md §6) */
+    char ckpt[4096], base[4096];
+    st = est_export_prepare(&c->common, c->vocab_file, &meta, ckpt, sizeof ckpt);
+    if (st == EST_OK) {
+      if (export_dir && *export_dir) snprintf(base, sizeof base, "%s", export_dir);
+      else st = est_path_join(base, sizeof base, c->common.output_dir, "hf");
+    }
+    est_hf_export_params hp = {.cfg = &meta.bert_config, .vocab_file = c->vocab_file,
+                               .do_lower_case = c->do_lower_case, .labels = (const char *const *)meta.labels,
+                               .num_labels = meta.num_labels};
+    if (st == EST_OK) st = est_hf_export(ckpt, base, &hp);
+    if (st == EST_OK && version_dir) snprintf(version_dir, size, "%s", base);
+    est_model_meta_clear(&meta);
+    return st;
+  }
   est_task_flags f = c->common;
   f.export_dir = export_dir;
   if (st == EST_OK) st = est_export_task(&f, c->vocab_file, &meta, version_dir, size);

@@ -16,6 +16,7 @@
 
 #include "est/bert_encoder.h"
 #include "est/ckpt.h"
+#include "est/hf_model.h"
 #include "est/classifier_features.h"
 #include "est/file.h"
 #include "est/serving.h"
@@ -38,6 +39,11 @@ struct est_servable {
 /* Restores every variable of vs from the bundle at prefix (each must be there; a checkpoint's
  * extra variables, e.g. Adam slots or a pre-training head, are ignored). */
 static est_status restore_vars(est_var_store *vs, const char *prefix) {
+  if (est_hf_is_checkpoint(prefix)) { /* a HuggingFace model (docs/hf.md) */
+    est_status st = est_hf_load_vars(vs, prefix, NULL);
+    if (st == EST_OK && est_vars_count(vs)) st = est_hf_require_vars(vs, 0, est_vars_count(vs) - 1, prefix);
+    return st;
+  }
   est_ckpt_reader *r;
   est_status st = est_ckpt_reader_open(&r, prefix);
   if (st != EST_OK) return st;

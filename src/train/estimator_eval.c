@@ -69,6 +69,19 @@ est_status est_eval_result_write(const est_eval_result *r, const char *path) {
   return est_atomic_commit(f);
 }
 
+void est_eval_result_format_line(const est_eval_result *r, char *line, size_t size) {
+  size_t *idx = sorted_order(r);
+  size_t len = 0;
+  line[0] = 0;
+  for (size_t k = 0; k < r->count && len < size; k++) {
+    const size_t i = idx ? idx[k] : k;
+    char v[64];
+    format_value(r->names[i], r->values[i], v, sizeof v);
+    len += (size_t)snprintf(line + len, size - len, "%s%s = %s", k ? ", " : "", r->names[i], v);
+  }
+  free(idx);
+}
+
 void est_eval_result_log(const est_eval_result *r) {
   size_t *idx = sorted_order(r);
   EST_LOG_INFO("***** Eval results *****");
@@ -549,56 +562,5 @@ est_status est_estimator_predict(est_estimator *e, const est_input_fn *input_fn,
   free(packed);
   est_close_input(&in);
   est_session_free(e, &s);
-  return st;
-}
-
-/* ---- train_and_evaluate ------------------------------------------------------------------- */
-
-typedef struct tae_ctx {
-  est_estimator *e;
-  const est_eval_spec *eval;
-  est_eval_result result;
-  int64_t evaluated_step;
-  double last_eval_time;       /* < 0: none yet */
-} tae_ctx;
-
-static est_status evaluate_after_save(void *p, const char *prefix, int64_t global_step) {
-  tae_ctx *c = p;
-  double now = est_now_seconds();
-  int skip = c->eval->throttle_secs > 0 && c->last_eval_time >= 0 && now - c->last_eval_time < c->eval->throttle_secs;
-  if (est_world_size(c->e) > 1) {
-    /* Evaluation is collective: the chief's clock decides for every rank. */
-    const est_distribution *d = c->e->config.distribution;
-    float flag = (float)skip;
-    est_status st = d->broadcast(d->ctx, &flag, 1);
-    if (st != EST_OK) return est_error_prefix("train_and_evaluate after the checkpoint of step %lld: ", (long long)global_step);
-    skip = flag != 0.0f;
-  }
-  if (skip) {
-    EST_LOG_INFO("Skip the current checkpoint eval due to throttle secs (%g secs).", c->eval->throttle_secs);
-    return EST_OK;
-  }
-  c->last_eval_time = now;
-  est_eval_result_clear(&c->result);
-  est_status st = est_estimator_evaluate(c->e, &c->eval->input_fn, c->eval->steps, prefix, c->eval->name, &c->result);
-  if (st == EST_OK) c->evaluated_step = global_step;
-  return st;
-}
-
-est_status est_train_and_evaluate(est_estimator *e, const est_train_spec *train, const est_eval_spec *eval,
-                                  est_eval_result *last) {
-  if (last) memset(last, 0, sizeof *last);
-  tae_ctx c = {.e = e, .eval = eval, .evaluated_step = -1, .last_eval_time = -1.0};
-  int64_t final_step = 0;
-  char saved[4096] = "";
-  est_status st = est_train_impl(e, &train->input_fn, 0, train->max_steps, evaluate_after_save, &c, &final_step,
-                                 saved, sizeof saved);
-  /* Training was skipped (already at max_steps) or its end was not evaluated yet. */
-  if (st == EST_OK && c.evaluated_step != final_step) {
-    est_eval_result_clear(&c.result);
-    st = est_estimator_evaluate(e, &eval->input_fn, eval->steps, saved[0] ? saved : NULL, eval->name, &c.result);
-  }
-  if (st == EST_OK && last) *last = c.result;
-  else est_eval_result_clear(&c.result);
   return st;
 }

@@ -94,6 +94,9 @@ void est_close_input(est_input *in);
 
 est_summaries *est_eval_summaries(est_estimator *e, const char *name);
 
+/* "global_step = 5, loss = 0.25, ..." in bytewise name order (truncated to size). */
+void est_eval_result_format_line(const est_eval_result *r, char *line, size_t size);
+
 /* Resolves the checkpoint for evaluate/predict (given, or model_dir's latest, or none:
  * prefix[0] = 0 when model_dir has no checkpoint). */
 est_status est_find_checkpoint(est_estimator *e, const char *given, char *prefix, size_t size);
@@ -119,9 +122,11 @@ const char *est_stop_signal_name(int signo, char *buf, size_t size);
  * element and its value go to the (optional) out-parameters; 0 when all are finite. */
 int est_first_nonfinite(est_var_store *vs, size_t *var, size_t *elem, float *value);
 
-/* Train with a callback after every checkpoint written (train_and_evaluate's listener). */
+/* Train with the caller's hooks and a callback after every checkpoint the saver writes
+ * (train_and_evaluate's listener). */
 typedef est_status (*est_after_save_fn)(void *ctx, const char *prefix, int64_t global_step);
 est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps,
-                          est_after_save_fn after_save, void *ctx, int64_t *final_step, char *last_saved, size_t size);
+                          const est_session_run_hook *hooks, size_t num_hooks, est_after_save_fn after_save, void *ctx,
+                          int64_t *final_step, char *last_saved, size_t size);
 
 #endif

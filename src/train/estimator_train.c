@@ -1,134 +1,17 @@
-/* Estimator.train: restore or initialise, then the step loop with tf.estimator's hooks
- * (logging, step counter, summaries, checkpoint saver, NaN guard) folded in, and est's
- * stop on request (preemption: docs/estimator.md §7). */
+/* Estimator.train: agree on the start, restore or initialise, then the loop over the step
+ * function (train_step.c) and the hooks: the built-in ones (hook_*.c: NaN guard,
+ * summaries, logging, checkpoint saver, stop on signal, stop at step) and the caller's.
+ * docs/hooks.md. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "est/fault_hooks.h"
 #include "est/float_format.h"
 #include "est/log.h"
 #include "est/optimizer.h"
-#include "train/estimator_internal.h"
-
-static void format_duration(double secs, char *buf, size_t size) {
-  if (!(secs >= 0) || secs > 1e9) {
-    snprintf(buf, size, "?");
-    return;
-  }
-  long s = (long)(secs + 0.5);
-  if (s >= 3600) snprintf(buf, size, "%ldh%02ldm%02lds", s / 3600, (s / 60) % 60, s % 60);
-  else if (s >= 60) snprintf(buf, size, "%ldm%02lds", s / 60, s % 60);
-  else snprintf(buf, size, "%lds", s);
-}
-
-static est_status gather_rows(est_estimator *e, const int64_t *local, size_t n, int64_t **out, size_t *n_out);
-
-/* Every rank's input position as one [world, n] block (n = 0: the input cannot say). */
-static est_status gather_input_state(est_estimator *e, est_input *in, int64_t **out, size_t *n_out) {
-  *out = NULL;
-  *n_out = 0;
-  size_t n = 0;
-  int64_t *local = NULL;
-  if (in->get_state && in->state_size) {
-    n = in->state_size(in->self);
-    if (n > EST_INPUT_STATE_MAX)
-      return est_error(EST_ERR_INTERNAL, "input_fn: input state of %zu values (at most %d)", n, EST_INPUT_STATE_MAX);
-    local = malloc((n ? n : 1) * sizeof *local);
-    if (!local) return est_error(EST_ERR_NO_MEMORY, "out of memory");
-    est_status st = in->get_state(in->self, local, n, &n);
-    if (st != EST_OK) {
-      free(local);
-      return est_error_prefix("input_fn: saving the input position: ");
-    }
-  }
-  est_status result = gather_rows(e, local, n, out, n_out);
-  free(local);
-  return result;
-}
-
-static est_status gather_rows(est_estimator *e, const int64_t *local, size_t n, int64_t **out, size_t *n_out) {
-  const int world = est_world_size(e);
-  const est_distribution *d = e->config.distribution;
-  int64_t mine = (int64_t)n, *all_n = calloc((size_t)world, sizeof *all_n);
-  if (!all_n) return est_error(EST_ERR_NO_MEMORY, "out of memory");
-  est_status st = d->allgather_i64(d->ctx, &mine, 1, all_n);
-  for (int r = 0; st == EST_OK && r < world; r++)
-    if (all_n[r] != mine) st = est_error(EST_ERR_FAILED_PRECONDITION, "input state sizes differ across ranks");
-  free(all_n);
-  if (st != EST_OK) return st;
-  if (n == 0) return EST_OK;
-  int64_t *all = calloc((size_t)world * n, sizeof *all);
-  if (!all) return est_error(EST_ERR_NO_MEMORY, "out of memory");
-  st = d->allgather_i64(d->ctx, local, n, all);
-  if (st != EST_OK) {
-    free(all);
-    return st;
-  }
-  *out = all;
-  *n_out = n;
-  return EST_OK;
-}
-
-typedef struct trainer {
-  est_estimator *e;
-  est_session s;
-  est_input in;
-  est_ckpt_manager mgr;
-  int have_mgr;
-  int64_t saved_step;        /* global_step of the last checkpoint written or restored */
-  char last_saved[4096];
-  est_after_save_fn after_save;
-  void *after_save_ctx;
-} trainer;
-
-/* A checkpoint must never hold a diverged model: the chief looks at every value before
- * writing one (the ranks hold the same parameters, so its answer is theirs). */
-static est_status check_finite_before_save(trainer *t) {
-  size_t var, elem;
-  float value;
-  if (!est_first_nonfinite(t->s.vars, &var, &elem, &value)) return EST_OK;
-  char vb[32];
-  return est_error(EST_ERR_ABORTED,
-                   "non-finite parameters at global step %lld: variable '%s' element %zu is %s; not saving "
-                   "model.ckpt-%lld; last good checkpoint: %s",
-                   (long long)t->s.global_step, est_vars_at(t->s.vars, var)->name, elem,
-                   est_format_float32(value, vb, sizeof vb), (long long)t->s.global_step,
-                   t->last_saved[0] ? t->last_saved : "none");
-}
-
-/* Collective: every rank gathers the input state; the chief writes. */
-static est_status save(trainer *t, int notify) {
-  int64_t *state = NULL;
-  size_t n = 0;
-  est_status st = gather_input_state(t->e, &t->in, &state, &n);
-  if (st != EST_OK) {
-    free(state);
-    return st;
-  }
-  if (t->have_mgr) st = check_finite_before_save(t);
-  if (t->have_mgr && st == EST_OK)
-    st = est_session_save(t->e, &t->s, &t->mgr, state, est_world_size(t->e), n, t->last_saved, sizeof t->last_saved);
-  free(state);
-  /* The other ranks wait here until the chief's checkpoint is on disk (or its write
-   * failed): whatever they do next (return from train and evaluate "the latest
-   * checkpoint", train_and_evaluate's evaluation of this one) sees it. */
-  st = est_agree(t->e, st, "writing the checkpoint");
-  if (st != EST_OK) return st;
-  if (!t->have_mgr) {
-    snprintf(t->last_saved, sizeof t->last_saved, "%s/model.ckpt-%lld", t->e->model_dir, (long long)t->s.global_step);
-  }
-  t->saved_step = t->s.global_step;
-  est_summaries_flush(&t->e->train_summaries);
-  if (notify && t->after_save) {
-    char prefix[4096];
-    snprintf(prefix, sizeof prefix, "%s/model.ckpt-%lld", t->e->model_dir, (long long)t->s.global_step);
-    st = t->after_save(t->after_save_ctx, prefix, t->s.global_step);
-  }
-  return st;
-}
+#include "train/train_loop.h"
 
 static uint64_t pick_seed(est_estimator *e, const est_restored *rs) {
   if (e->config.seed) {
@@ -177,7 +60,7 @@ static est_status agree_on_start(est_estimator *e, est_status local, uint64_t *s
 
 /* Everything a rank does alone before training: the model, its values (restored,
  * or initialised), the optimizer, the input and its position. */
-static est_status start_local(trainer *t, const est_input_fn *input_fn, const char *latest, const est_restored *rs,
+static est_status start_local(est_hook_run *t, const est_input_fn *input_fn, const char *latest, const est_restored *rs,
                               uint64_t seed) {
   est_estimator *e = t->e;
   est_status st = est_session_create(e, EST_MODE_TRAIN, seed, &t->s);
@@ -223,7 +106,7 @@ static est_status start_local(trainer *t, const est_input_fn *input_fn, const ch
   return EST_OK;
 }
 
-static est_status start(trainer *t, const est_input_fn *input_fn, const char *latest, const est_restored *rs,
+static est_status start(est_hook_run *t, const est_input_fn *input_fn, const char *latest, const est_restored *rs,
                         uint64_t seed) {
   est_estimator *e = t->e;
   /* A rank that fails alone (a missing input file, a corrupt restore) must not leave the
@@ -238,45 +121,127 @@ static est_status start(trainer *t, const est_input_fn *input_fn, const char *la
   if (latest[0]) {
     t->saved_step = t->s.global_step;
     snprintf(t->last_saved, sizeof t->last_saved, "%s", latest);
-    return EST_OK;
   }
-  /* As CheckpointSaverHook.after_create_session: the starting point is saved at once. */
-  return save(t, 0);
+  return EST_OK;
 }
 
-/* The signal of the ranks that were asked to stop, when they name the same one (sum of
- * signos = count x signo); else SIGTERM's number, the usual preemption notice. */
-static int agreed_signo(double count, double signo_sum) {
-  double each = signo_sum / count;
-  if (each == (double)(int)each && each >= 0 && each < 1000) return (int)each;
-  return 15;
+/* The hooks of one train call: the built-in ones, then the caller's. */
+enum { NUM_BUILTIN_HOOKS = 6 };
+typedef struct hook_list {
+  est_summary_saver_state summary;
+  est_logging_state logging;
+  est_checkpoint_saver_state saver;
+  est_session_run_hook *hooks;
+  size_t n, num_callers;
+} hook_list;
+
+static est_status hook_list_init(hook_list *l, est_estimator *e, const est_session_run_hook *callers, size_t n) {
+  const est_run_config *rc = &e->config;
+  l->hooks = malloc((NUM_BUILTIN_HOOKS + n) * sizeof *l->hooks);
+  if (!l->hooks) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+  est_session_run_hook builtin[NUM_BUILTIN_HOOKS] = {
+      est_nan_guard_hook(),
+      est_summary_saver_hook(&l->summary, rc->save_summary_steps),
+      est_logging_hook(&l->logging, rc, est_world_size(e)),
+      est_checkpoint_saver_hook(&l->saver, rc),
+      est_stop_on_signal_hook(),
+      est_stop_at_step_hook(),
+  };
+  memcpy(l->hooks, builtin, sizeof builtin);
+  if (n) memcpy(l->hooks + NUM_BUILTIN_HOOKS, callers, n * sizeof *callers);
+  l->n = NUM_BUILTIN_HOOKS + n;
+  l->num_callers = n;
+  return EST_OK;
 }
 
-/* The step just finished is saved (unless the cadence did it), then training ends with
- * CANCELLED. The checkpoint is written by the ordinary save, so the rerun resumes from
- * it exactly. A rank that was not asked itself takes the request on, so its caller
- * (the est command line's exit code) sees the same stop. */
-static est_status stop_on_request(trainer *t, int signo) {
-  int mine = 0;
-  if (!est_stop_requested(&mine)) est_request_stop(signo);
-  est_status st = t->s.global_step != t->saved_step ? save(t, 0) : EST_OK;
-  if (st != EST_OK) return est_error_prefix("stopping on request at step %lld: ", (long long)t->s.global_step);
-  char name[32];
-  est_stop_signal_name(signo, name, sizeof name);
-  EST_LOG_WARN("Received %s at step %lld; saved checkpoint %s; exiting", name, (long long)t->s.global_step,
-               t->last_saved);
-  return est_error(EST_ERR_CANCELLED, "Received %s at step %lld; saved checkpoint %s; exiting", name,
-                   (long long)t->s.global_step, t->last_saved);
+typedef enum hook_phase {
+  PHASE_BEGIN,
+  PHASE_AFTER_CREATE_SESSION,
+  PHASE_BEFORE_RUN,
+  PHASE_AFTER_RUN,
+  PHASE_END
+} hook_phase;
+static const char *const phase_names[] = {"begin", "after_create_session", "before_run", "after_run", "end"};
+
+/* Calls `phase` of every hook in order; the first error ends the round, prefixed with
+ * the hook's name when it is a caller's. */
+static est_status run_hooks(hook_list *l, est_hook_run *t, hook_phase phase, const est_step_record *rec) {
+  for (size_t i = 0; i < l->n; i++) {
+    const est_session_run_hook *h = &l->hooks[i];
+    est_status st = EST_OK;
+    switch (phase) {
+      case PHASE_BEGIN: st = h->begin ? h->begin(h->self, t) : EST_OK; break;
+      case PHASE_AFTER_CREATE_SESSION:
+        st = h->after_create_session ? h->after_create_session(h->self, t) : EST_OK;
+        break;
+      case PHASE_BEFORE_RUN: st = h->before_run ? h->before_run(h->self, t, t->s.global_step) : EST_OK; break;
+      case PHASE_AFTER_RUN: st = h->after_run ? h->after_run(h->self, t, rec) : EST_OK; break;
+      case PHASE_END: st = h->end ? h->end(h->self, t) : EST_OK; break;
+    }
+    if (st != EST_OK && i >= NUM_BUILTIN_HOOKS)
+      return est_error_prefix("hook '%s' %s at global step %lld: ", h->name ? h->name : "", phase_names[phase],
+                              (long long)t->s.global_step);
+    if (st != EST_OK) return st;
+  }
+  return EST_OK;
+}
+
+/* Over N ranks with caller hooks, which may decide differently per rank: one sum of
+ * (ranks whose hooks asked to stop, ranks whose hooks failed), so every rank stops, or
+ * fails, after the same step. The built-in hooks decide alike on every rank by
+ * themselves. */
+static est_status agree_on_hooks(hook_list *l, est_hook_run *t, est_status local) {
+  if (l->num_callers == 0 || est_world_size(t->e) == 1) return local;
+  const est_distribution *d = t->e->config.distribution;
+  double asked[2] = {t->stop_requested, local != EST_OK};
+  char why[2048] = "";
+  if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
+  est_status st = d->allreduce_sum(d->ctx, asked, 2);
+  if (st != EST_OK) return est_error_prefix("hooks' stop agreement at global step %lld: ", (long long)t->s.global_step);
+  if (local != EST_OK) return est_error(local, "%s", why);
+  if (asked[1] > 0)
+    return est_error(EST_ERR_ABORTED,
+                     "training stopped at global step %lld: a hook failed on %g other rank(s) (their logs say why)",
+                     (long long)t->s.global_step, asked[1]);
+  t->stop_requested = asked[0] > 0;
+  return EST_OK;
+}
+
+/* begin -> start -> after_create_session -> {before_run, step, after_run} until a stop
+ * -> end. Returns the number of steps applied and the last loss through the pointers. */
+static est_status run_loop(hook_list *l, est_hook_run *t, const est_input_fn *input_fn, const char *latest,
+                           const est_restored *rs, uint64_t seed, int64_t steps, int64_t max_steps, int64_t *steps_done,
+                           float *loss) {
+  est_status st = run_hooks(l, t, PHASE_BEGIN, NULL);
+  if (st == EST_OK) st = start(t, input_fn, latest, rs, seed);
+  if (st != EST_OK) return st;
+  t->start_step = t->s.global_step;
+  t->t_started = est_now_seconds();
+  t->target = max_steps > 0 ? max_steps : steps > 0 ? t->start_step + steps : -1;
+  st = agree_on_hooks(l, t, run_hooks(l, t, PHASE_AFTER_CREATE_SESSION, NULL));
+  while (st == EST_OK && !t->stop_requested) {
+    est_step_record rec;
+    st = run_hooks(l, t, PHASE_BEFORE_RUN, NULL);
+    if (st == EST_OK) st = est_train_step(t, &rec);
+    if (st != EST_OK) break;
+    if (rec.has_batch) {
+      *loss = rec.loss;
+      ++*steps_done;
+    }
+    st = agree_on_hooks(l, t, run_hooks(l, t, PHASE_AFTER_RUN, &rec));
+    if (!rec.has_batch) break;
+  }
+  return st == EST_OK ? run_hooks(l, t, PHASE_END, NULL) : st;
 }
 
 est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps,
-                          est_after_save_fn after_save, void *ctx, int64_t *final_step, char *last_saved,
-                          size_t size) {
+                          const est_session_run_hook *hooks, size_t num_hooks, est_after_save_fn after_save, void *ctx,
+                          int64_t *final_step, char *last_saved, size_t size) {
   if (steps < 0 || max_steps < 0)
     return est_error(EST_ERR_INVALID_ARGUMENT, "train: steps (%lld) and max_steps (%lld) must be >= 0",
                      (long long)steps, (long long)max_steps);
   if (steps > 0 && max_steps > 0) return est_error(EST_ERR_INVALID_ARGUMENT, "Can not provide both steps and max_steps.");
-  const est_run_config *rc = &e->config;
+  if (num_hooks && !hooks) return est_error(EST_ERR_INVALID_ARGUMENT, "train: %zu hooks given as NULL", num_hooks);
 
   char latest[4096] = "";
   est_status st = est_find_checkpoint(e, NULL, latest, sizeof latest);
@@ -297,178 +262,21 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
     return EST_OK;
   }
 
-  trainer t = {.e = e, .after_save = after_save, .after_save_ctx = ctx, .saved_step = -1};
-  st = start(&t, input_fn, latest, &rs, seed);
-  est_restored_clear(&rs);
-
-  const int64_t start_step = t.s.global_step;
-  const int64_t target = max_steps > 0 ? max_steps : steps > 0 ? start_step + steps : -1;
-  const int64_t log_every = rc->log_step_count_steps;
-  const int64_t summary_every = rc->save_summary_steps;
-  const int64_t save_steps = rc->save_checkpoints_steps;
-  const double save_secs = save_steps > 0 ? 0.0 : rc->save_checkpoints_secs > 0 ? rc->save_checkpoints_secs : 600.0;
-  const est_distribution *dist = rc->distribution;
-  const int world = est_world_size(e);
-  const int batch = rc->train_batch_size;
-  double t_log = est_now_seconds(), t_save = t_log, t_begin = t_log;
-  int64_t step_log = start_step;
-  float loss = NAN;
+  est_hook_run t = {.e = e, .after_save = after_save, .after_save_ctx = ctx, .saved_step = -1,
+                    .fault = est_get_fault_hooks()};
+  hook_list l = {0};
+  st = hook_list_init(&l, e, hooks, num_hooks);
   int64_t steps_done = 0;
-  const est_fault_hooks *hooks = est_get_fault_hooks();   /* a test's seam; normally NULL */
-  const int rank = est_rank(e);
-
-  while (st == EST_OK && (target < 0 || t.s.global_step < target)) {
-    est_var_store *vs = t.s.vars;
-    const int64_t gs = t.s.global_step;
-    est_features features = {0};
-    est_status local = t.in.next(t.in.self, &features);
-    int have = local == EST_OK;
-    if (local == EST_ERR_OUT_OF_RANGE) {
-      est_error_clear();
-      local = EST_OK;
-    } else if (local != EST_OK) {
-      est_error_prefix("input_fn (train) at global step %lld: ", (long long)gs);
-    }
-    if (have && hooks && hooks->before_step) hooks->before_step(hooks->ctx, rank, gs);
-    est_vars_zero_grads(vs);
-    st = est_grads_step_begin(e, &t.s);
-    if (st != EST_OK) break;
-    est_estimator_spec spec = {0};
-    if (have) {
-      local = e->fn.call(t.s.model, vs, &features, EST_MODE_TRAIN, gs, &spec);
-      if (local == EST_OK && t.s.notifier.failed != EST_OK) local = t.s.notifier.failed;
-      if (local != EST_OK)
-        est_error_prefix("model_fn %s (train) at global step %lld: ", e->fn.name ? e->fn.name : "", (long long)gs);
-    }
-    /* Every rank joins both reductions whatever happened locally, so the collective
-     * sequence stays the same on all: first the gradients (whose buckets may already be
-     * in flight), then one sum of (has a batch, failed, loss, ranks asked to stop, their
-     * signal numbers) that lets every rank take the same decision about this step. Over
-     * one rank both are the identity. A stop request that comes after this read is seen
-     * at the next step's. */
-    st = est_grads_step_finish(e, &t.s);
-    if (st != EST_OK) {
-      est_error_prefix("at global step %lld: ", (long long)gs);
-      break;
-    }
-    int stop_signo = 0;
-    const int stop_local = est_stop_requested(&stop_signo);
-    double flags[5] = {have && local == EST_OK, local != EST_OK, have && local == EST_OK ? spec.loss : 0.0,
-                       stop_local, stop_local ? stop_signo : 0};
-    char why[2048] = "";  /* the whole message (status.c keeps 2048 bytes) */
-    if (local != EST_OK) snprintf(why, sizeof why, "%s", est_error_message());
-    st = dist->allreduce_sum(dist->ctx, flags, 5);
-    if (st != EST_OK) {
-      est_error_prefix("all-reduce at global step %lld: ", (long long)gs);
-      break;
-    }
-    if (local != EST_OK) {
-      st = est_error(local, "%s", why);
-      break;
-    }
-    if (flags[1] > 0) {
-      st = est_error(EST_ERR_ABORTED, "training stopped at global step %lld: %g other rank(s) failed (their logs say why)",
-                     (long long)gs, flags[1]);
-      break;
-    }
-    if (flags[0] < world) {
-      /* TF's input exhaustion: the first shard to run out ends training for all. */
-      if (world == 1) EST_LOG_INFO("Input ended at global step %lld.", (long long)gs);
-      else EST_LOG_INFO("Input ended at global step %lld (on %d of %d ranks).", (long long)gs, world - (int)flags[0], world);
-      break;
-    }
-    /* The mean of the ranks' losses; exactly the loss itself over one rank. */
-    const float step_loss = (float)(flags[2] / world);
-    if (!isfinite(step_loss)) {
-      /* NanTensorHook: stop before the update; the last checkpoint stays the last good one. */
-      char lb[32];
-      st = est_error(EST_ERR_ABORTED, "NaN loss during training: loss = %s at global step %lld; last good checkpoint: %s",
-                     est_format_float32(step_loss, lb, sizeof lb), (long long)gs, t.last_saved[0] ? t.last_saved : "none");
-      break;
-    }
-    st = est_optimizer_apply(t.s.opt, gs);
-    if (st != EST_OK) {
-      est_error_prefix("optimizer at global step %lld: ", (long long)gs);
-      break;
-    }
-    /* A finite loss with an Inf or NaN gradient: clipping by that norm has just turned the
-     * parameters into NaN (as tf.clip_by_global_norm would). They are not saved: stop
-     * here. (The norm is 0 when clipping is off; check_finite_before_save still stands
-     * between such parameters and a checkpoint.) */
-    const float grad_norm = est_optimizer_last_global_norm(t.s.opt);
-    if (!isfinite(grad_norm)) {
-      char nb[32], lb[32];
-      st = est_error(EST_ERR_ABORTED,
-                     "non-finite gradients during training: global norm = %s at global step %lld (loss = %s); "
-                     "last good checkpoint: %s",
-                     est_format_float32(grad_norm, nb, sizeof nb), (long long)gs,
-                     est_format_float32(step_loss, lb, sizeof lb), t.last_saved[0] ? t.last_saved : "none");
-      break;
-    }
-    float lr = est_optimizer_learning_rate(t.s.opt, gs);
-    t.s.global_step = gs + 1;
-    loss = step_loss;
-    steps_done++;
-
-    char lb[32];
-    /* Train summaries carry the global step after this step's update, as tf.estimator's
-     * SummarySaverHook and StepCounterHook stamp them (1, 101, 201 with
-     * save_summary_steps=100; checked against TF by tests/interop/test_estimator_oracle.py);
-     * the log line names the step the loss was computed at, as its LoggingTensorHook does. */
-    if (summary_every > 0 && gs % summary_every == 0) {
-      const char *tags[2] = {"loss", "learning_rate"};
-      float values[2] = {loss, lr};
-      est_summaries_scalars(&e->train_summaries, t.s.global_step, 2, tags, values);
-    }
-    if (log_every > 0 && (gs - start_step) % log_every == 0) {
-      double now = est_now_seconds();
-      if (gs == start_step) {
-        EST_LOG_INFO("loss = %s, step = %lld", est_format_float32(loss, lb, sizeof lb), (long long)gs);
-      } else {
-        double dt = now - t_log;
-        double rate = dt > 0 ? (double)(t.s.global_step - step_log) / dt : 0.0;
-        EST_LOG_INFO("global_step/sec: %.4g", rate);
-        est_summaries_scalar(&e->train_summaries, t.s.global_step, "global_step/sec", (float)rate);
-        EST_LOG_INFO("loss = %s, step = %lld (%.3f sec)", est_format_float32(loss, lb, sizeof lb), (long long)gs, dt);
-        if (rc->log_progress && target > 0) {
-          char eta[32];
-          format_duration(rate > 0 ? (double)(target - t.s.global_step) / rate : -1, eta, sizeof eta);
-          EST_LOG_INFO("step %lld/%lld (%.1f%%), %.1f examples/sec, ETA %s", (long long)t.s.global_step,
-                       (long long)target, 100.0 * (double)t.s.global_step / (double)target,
-                       rate * batch * world, eta);
-        }
-      }
-      t_log = now;
-      step_log = t.s.global_step;
-    }
-
-    int due = save_steps > 0 ? t.s.global_step - t.saved_step >= save_steps
-                             : est_now_seconds() - t_save >= save_secs;
-    if (save_steps <= 0) {
-      /* Time-based saves follow the chief's clock so every rank joins the same save. */
-      float flag = (float)due;
-      st = dist->broadcast(dist->ctx, &flag, 1);
-      if (st != EST_OK) break;
-      due = flag != 0.0f;
-    }
-    if (due && !(target > 0 && t.s.global_step >= target)) {
-      st = save(&t, 1);
-      t_save = est_now_seconds();
-      if (st != EST_OK) break;
-    }
-    if (flags[3] > 0) {
-      st = stop_on_request(&t, stop_local ? stop_signo : agreed_signo(flags[3], flags[4]));
-      break;
-    }
-  }
-
-  if (st == EST_OK && t.s.global_step != t.saved_step) st = save(&t, 1);
+  float loss = NAN;
+  if (st == EST_OK) st = run_loop(&l, &t, input_fn, latest, &rs, seed, steps, max_steps, &steps_done, &loss);
+  est_restored_clear(&rs);
   if (st == EST_OK) {
     char lb[32];
+    const int64_t examples = (int64_t)e->config.train_batch_size * est_world_size(e);
     if (steps_done) EST_LOG_INFO("Loss for final step: %s.", est_format_float32(loss, lb, sizeof lb));
-    double dt = est_now_seconds() - t_begin;
+    double dt = est_now_seconds() - t.t_started;
     EST_LOG_INFO("Trained %lld steps in %.3f sec (%.1f examples/sec).", (long long)steps_done, dt,
-                 dt > 0 ? (double)steps_done * batch * world / dt : 0.0);
+                 dt > 0 ? (double)(steps_done * examples) / dt : 0.0);
   }
   if (final_step) *final_step = t.s.global_step;
   if (last_saved && size && t.last_saved[0]) snprintf(last_saved, size, "%s", t.last_saved);
@@ -476,9 +284,15 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
   est_close_input(&t.in);
   if (t.have_mgr) est_ckpt_manager_close(&t.mgr);
   est_session_free(e, &t.s);
+  free(l.hooks);
   return st;
 }
 
 est_status est_estimator_train(est_estimator *e, const est_input_fn *input_fn, int64_t steps, int64_t max_steps) {
-  return est_train_impl(e, input_fn, steps, max_steps, NULL, NULL, NULL, NULL, 0);
+  return est_train_impl(e, input_fn, steps, max_steps, NULL, 0, NULL, NULL, NULL, NULL, 0);
+}
+
+est_status est_estimator_train_with_hooks(est_estimator *e, const est_input_fn *input_fn, int64_t steps,
+                                          int64_t max_steps, const est_session_run_hook *hooks, size_t num_hooks) {
+  return est_train_impl(e, input_fn, steps, max_steps, hooks, num_hooks, NULL, NULL, NULL, NULL, 0);
 }

@@ -1,0 +1,151 @@
+/* read_eval_metrics (tensorflow_estimator: early_stopping.py) for one metric
+ * (est_read_eval_metric, est/early_stopping.h): the eval directory's events files. */
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/early_stopping.h"
+#include "est/file.h"
+#include "est/log.h"
+#include "est/tfevents.h"
+#include "est/tfrecord.h"
+
+typedef struct metric_series {
+  int64_t *steps;
+  double *values;
+  size_t n, cap;
+} metric_series;
+
+/* Sets the value of `step`, a later one overriding (TF's dict update). */
+static est_status series_set(metric_series *s, int64_t step, double value) {
+  for (size_t i = 0; i < s->n; i++)
+    if (s->steps[i] == step) {
+      s->values[i] = value;
+      return EST_OK;
+    }
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    int64_t *steps = realloc(s->steps, cap * sizeof *steps);
+    if (steps) s->steps = steps;
+    double *values = realloc(s->values, cap * sizeof *values);
+    if (values) s->values = values;
+    if (!steps || !values) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+    s->cap = cap;
+  }
+  s->steps[s->n] = step;
+  s->values[s->n++] = value;
+  return EST_OK;
+}
+
+/* Every event of one file that holds scalars: the metric's value at the event's step. */
+static est_status read_events_file(const char *path, const char *metric, metric_series *s) {
+  est_tfrecord_reader *r;
+  est_status st = est_tfrecord_reader_open(&r, path, EST_COMPRESSION_NONE);
+  if (st != EST_OK) return st;
+  const uint8_t *data;
+  size_t size;
+  while ((st = est_tfrecord_reader_next(r, &data, &size)) == EST_OK) {
+    est_event ev;
+    st = est_event_parse(&ev, data, size);
+    if (st != EST_OK) {
+      st = est_error_prefix("%s: event at offset %llu: ", path, (unsigned long long)est_tfrecord_reader_offset(r));
+      break;
+    }
+    int found = 0;
+    for (size_t k = 0; st == EST_OK && k < ev.count; k++)
+      if (!strcmp(ev.tags[k], metric)) {
+        found = 1;
+        st = series_set(s, ev.step, ev.values[k]);
+      }
+    if (st == EST_OK && ev.count && !found)
+      st = est_error(EST_ERR_NOT_FOUND, "%s: the evaluation at step %lld has no metric '%s'", path, (long long)ev.step,
+                     metric);
+    est_event_clear(&ev);
+    if (st != EST_OK) break;
+  }
+  if (st == EST_ERR_OUT_OF_RANGE) {
+    est_error_clear();
+    st = EST_OK;
+  } else if (st == EST_ERR_DATA_LOSS && strstr(est_error_message(), "truncated record")) {
+    EST_LOG_WARN("%s; reading the events before it", est_error_message());
+    est_error_clear();
+    st = EST_OK;
+  }
+  est_tfrecord_reader_close(r);
+  return st;
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The events files of `dir` in name order (malloc'ed names). */
+static est_status list_events_files(const char *dir, char ***names, size_t *n) {
+  *names = NULL;
+  *n = 0;
+  DIR *d = opendir(dir);
+  if (!d) return EST_OK;   /* no evaluation yet */
+  size_t cap = 0;
+  est_status st = EST_OK;
+  struct dirent *ent;
+  while (st == EST_OK && (ent = readdir(d))) {
+    if (strncmp(ent->d_name, "events.out.tfevents.", 20)) continue;
+    if (*n == cap) {
+      cap = cap ? 2 * cap : 8;
+      char **grown = realloc(*names, cap * sizeof *grown);
+      if (!grown) st = est_error(EST_ERR_NO_MEMORY, "out of memory");
+      else *names = grown;
+    }
+    if (st == EST_OK && !((*names)[*n] = strdup(ent->d_name))) st = est_error(EST_ERR_NO_MEMORY, "out of memory");
+    if (st == EST_OK) ++*n;
+  }
+  closedir(d);
+  if (*n) qsort(*names, *n, sizeof **names, cmp_names);
+  return st;
+}
+
+static int cmp_by_step(const void *a, const void *b, void *steps) {
+  const int64_t *s = steps;
+  int64_t x = s[*(const size_t *)a], y = s[*(const size_t *)b];
+  return (x > y) - (x < y);
+}
+
+est_status est_read_eval_metric(const char *eval_dir, const char *metric_name, int64_t **steps, double **values,
+                                size_t *n) {
+  *steps = NULL;
+  *values = NULL;
+  *n = 0;
+  char **files;
+  size_t nfiles;
+  metric_series s = {0};
+  est_status st = list_events_files(eval_dir, &files, &nfiles);
+  for (size_t i = 0; st == EST_OK && i < nfiles; i++) {
+    char path[8192];
+    st = est_path_join(path, sizeof path, eval_dir, files[i]);
+    if (st == EST_OK) st = read_events_file(path, metric_name, &s);
+  }
+  for (size_t i = 0; i < nfiles; i++) free(files[i]);
+  free(files);
+  size_t *order = st == EST_OK ? malloc((s.n ? s.n : 1) * sizeof *order) : NULL;
+  if (st == EST_OK && !order) st = est_error(EST_ERR_NO_MEMORY, "out of memory");
+  if (st == EST_OK && s.n) {
+    for (size_t i = 0; i < s.n; i++) order[i] = i;
+    qsort_r(order, s.n, sizeof *order, cmp_by_step, s.steps);
+    *steps = malloc(s.n * sizeof **steps);
+    *values = malloc(s.n * sizeof **values);
+    if (!*steps || !*values) st = est_error(EST_ERR_NO_MEMORY, "out of memory");
+    for (size_t i = 0; st == EST_OK && i < s.n; i++) {
+      (*steps)[i] = s.steps[order[i]];
+      (*values)[i] = s.values[order[i]];
+    }
+    if (st == EST_OK) *n = s.n;
+  }
+  if (st != EST_OK) {
+    free(*steps);
+    free(*values);
+    *steps = NULL;
+    *values = NULL;
+  }
+  free(order);
+  free(s.steps);
+  free(s.values);
+  return st;
+}
