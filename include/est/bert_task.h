@@ -88,6 +88,12 @@ typedef struct est_task_flags {
    * early_stopping_metric in its direction; keeps exports_to_keep versions (5; 0: all). */
   bool export_best;
   int64_t exports_to_keep;
+  /* The checkpoint the task's export writes (NULL: output_dir's newest); --export_best's
+   * exporter sets it to the evaluated checkpoint. */
+  const char *export_checkpoint;
+  /* "est" (NULL too): a servable version; "hf": a HuggingFace model directory (docs/hf.md §6),
+   * export_dir itself (NULL: output_dir/hf), replaced on each export */
+  const char *export_format;
 } est_task_flags;
 
 est_task_flags est_task_flags_default(void);
@@ -127,12 +133,10 @@ typedef struct est_task {
   est_status (*on_prediction)(void *self, const est_prediction *p);
   est_status (*write_predictions)(void *self, const char *output_dir);
   /* --do_export and --export_best (optional): writes a new servable version of checkpoint
-   * checkpoint_prefix (NULL: output_dir's newest) under export_base (NULL: f->export_dir,
-   * NULL too: output_dir/export), its path to version_dir (may be NULL); on the chief only
-   * (an est_export_fn, est/exporter.h, with f). It checks the flags it needs itself:
-   * export alone runs nothing else. */
-  est_status (*export)(void *self, const est_task_flags *f, const char *checkpoint_prefix, const char *export_base,
-                       char *version_dir, size_t size);
+   * f->export_checkpoint (NULL: output_dir's newest) under export_dir (NULL:
+   * output_dir/export); on the chief only. It checks the flags it needs itself: export alone
+   * runs nothing else. */
+  est_status (*export)(void *self, const est_task_flags *f);
 } est_task;
 
 /* est_task_flags_validate with the task's message, the task's validate, the shared files

@@ -43,5 +43,6 @@
 #include "est/serving.h"
 #include "est/early_stopping.h"
 #include "est/exporter.h"
+#include "est/hf_model.h"
 
 #endif

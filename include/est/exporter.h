@@ -34,7 +34,8 @@ extern "C" {
 
 /* Writes a servable of checkpoint `checkpoint_prefix` as a new version directory under
  * export_base (created if needed; e.g. est_export_write, est/serving.h, or a BERT task's
- * export) and its path to version_dir. The directory may be written in place: the
+ * export) and its path to version_dir (or leaves version_dir "": the one version written
+ * under export_base is taken). The directory may be written in place: the
  * exporter gives a staging base that nobody reads. */
 typedef est_status (*est_export_fn)(void *ctx, const char *checkpoint_prefix, const char *export_base,
                                     char *version_dir, size_t size);

@@ -45,15 +45,15 @@ est_status est_read_file(const char *path, uint8_t **data, size_t *size);
 /* mkdir -p. */
 est_status est_mkdirs(const char *path);
 
-/* rm -rf: a directory with everything below it (links not followed), or a file; best effort. */
-void est_remove_tree(const char *path);
-
 int est_file_exists(const char *path);
 int est_is_directory(const char *path);
 
 /* dir + "/" + name into buf (no double slash; an empty dir gives name). A result longer than
  * size - 1 bytes is EST_ERR_INVALID_ARGUMENT naming the whole path, and buf is left "" (never a
  * truncated path, which would name some other file). */
+/* Removes dir and everything under it (symlinks unlinked, not followed); best effort. */
+void est_remove_tree(const char *dir);
+
 est_status est_path_join(char *buf, size_t size, const char *dir, const char *name);
 
 #ifdef __cplusplus

@@ -69,6 +69,7 @@ static est_status classifier_validate(const est_run_classifier_config *c) {
   }
   est_processor_free(proc);
   if (st != EST_OK) return st;
+  if (est_is_directory(c->vocab_file)) return EST_OK; /* a HuggingFace model's (est_tokenizer_open_any) */
   return est_task_need_file("vocab_file", c->vocab_file, c->vocab_file);
 }
 
@@ -214,10 +215,8 @@ static est_status task_write_predictions(void *self, const char *output_dir) {
                                                          t->head.num_labels);
 }
 
-static est_status task_export(void *self, const est_task_flags *f, const char *checkpoint_prefix,
-                              const char *export_base, char *version_dir, size_t size) {
-  return est_export_classifier_checkpoint(((classifier_task *)self)->c, checkpoint_prefix,
-                                          export_base ? export_base : f->export_dir, version_dir, size);
+static est_status task_export(void *self, const est_task_flags *f) {
+  return est_export_classifier(((classifier_task *)self)->c, f->export_dir, NULL, 0);
 }
 
 static est_status task_on_prediction(void *self, const est_prediction *p) {

@@ -11,6 +11,7 @@
 #include "est/early_stopping.h"
 #include "est/exporter.h"
 #include "est/file.h"
+#include "est/hf_model.h"
 #include "est/log.h"
 #include "est/precision.h"
 
@@ -118,15 +119,24 @@ est_status est_task_flags_validate(const est_task_flags *f, const char *do_flags
     return est_error(EST_ERR_INVALID_ARGUMENT, "--keep_checkpoint_max=%lld: must be >= 0 (0 keeps all)",
                      (long long)f->keep_checkpoint_max);
   if (f->seed < 0) return est_error(EST_ERR_INVALID_ARGUMENT, "--seed=%lld: must be >= 0", (long long)f->seed);
+  if (f->export_format && strcmp(f->export_format, "est") && strcmp(f->export_format, "hf"))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--export_format=%s: must be est or hf", f->export_format);
   return validate_eval_during_training(f);
 }
 
 /* The shared files, after the task's own checks (run_classifier.py's main() checks the
  * checkpoint's case first), so a typo fails now and not after an hour of training. */
 static est_status check_files(const est_task_flags *f) {
-  est_status st = est_task_need_file("bert_config_file", f->bert_config_file, f->bert_config_file);
+  char config_json[4096]; /* --bert_config_file=DIR: a HuggingFace model's config.json */
+  const char *config = f->bert_config_file;
+  if (est_is_directory(config) && est_path_join(config_json, sizeof config_json, config, "config.json") == EST_OK)
+    config = config_json;
+  est_status st = est_task_need_file("bert_config_file", f->bert_config_file, config);
   if (st != EST_OK) return st;
-  if (f->init_checkpoint && *f->init_checkpoint) {
+  if (f->init_checkpoint && *f->init_checkpoint && est_hf_is_checkpoint(f->init_checkpoint)) {
+    if (!est_file_exists(f->init_checkpoint))
+      return est_error(EST_ERR_NOT_FOUND, "--init_checkpoint=%s does not exist", f->init_checkpoint);
+  } else if (f->init_checkpoint && *f->init_checkpoint) {
     char index[4096];
     snprintf(index, sizeof index, "%s.index", f->init_checkpoint);
     if (!est_file_exists(index))
@@ -197,9 +207,15 @@ typedef struct task_export_ctx {
   const est_task_flags *f;
 } task_export_ctx;
 
+/* The version lands under `base` (the exporter's staging base, where the exporter finds it). */
 static est_status export_checkpoint(void *ctx, const char *ckpt, const char *base, char *version_dir, size_t size) {
   const task_export_ctx *x = ctx;
-  return x->t->export(x->t->self, x->f, ckpt, base, version_dir, size);
+  est_task_flags f = *x->f;
+  f.export_checkpoint = ckpt;
+  f.export_dir = base;
+  f.export_format = NULL;   /* a servable version, whatever --do_export writes */
+  (void)version_dir, (void)size;
+  return x->t->export(x->t->self, &f);
 }
 
 /* A *_loss metric is better smaller; any other (accuracy, ...) larger. */
@@ -316,7 +332,7 @@ est_status est_task_run(const est_task *t, const est_task_flags *f) {
   est_bert_config cfg;
   est_status st = validate(t, f, &cfg);
   if (st != EST_OK) return st;
-  if (export_only(f)) return t->export(t->self, f, NULL, NULL, NULL, 0);
+  if (export_only(f)) return t->export(t->self, f);
   est_precision precision;
   if ((st = est_precision_apply_flag(f->precision, &precision)) != EST_OK) return st;
   est_task_model m = {0};
@@ -341,6 +357,6 @@ est_status est_task_run(const est_task *t, const est_task_flags *f) {
   st = est_estimator_create(&e, &model_fn, &rc);
   if (st == EST_OK) st = run_modes(t, f, e, m.num_train_steps);
   est_estimator_free(e);
-  if (st == EST_OK && f->do_export && est_dist_is_chief()) st = t->export(t->self, f, NULL, NULL, NULL, 0);
+  if (st == EST_OK && f->do_export && est_dist_is_chief()) st = t->export(t->self, f);
   return st;
 }

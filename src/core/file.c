@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -177,22 +178,19 @@ est_status est_path_join(char *buf, size_t size, const char *dir, const char *na
   return EST_OK;
 }
 
-void est_remove_tree(const char *path) {
-  struct stat sb;
-  if (lstat(path, &sb) != 0) return;
-  if (!S_ISDIR(sb.st_mode)) {
-    unlink(path);
-    return;
-  }
-  DIR *d = opendir(path);
+void est_remove_tree(const char *dir) {
+  DIR *d = opendir(dir);
   if (d) {
     struct dirent *e;
     while ((e = readdir(d))) {
       if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
       char p[4096];
-      if (est_path_join(p, sizeof p, path, e->d_name) == EST_OK) est_remove_tree(p);
+      if (est_path_join(p, sizeof p, dir, e->d_name) != EST_OK) continue;
+      struct stat sb;
+      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) est_remove_tree(p);
+      else unlink(p);
     }
     closedir(d);
   }
-  rmdir(path);
+  rmdir(dir);
 }

@@ -219,6 +219,13 @@ static est_status write_version(const est_exporter *x, const char *base, const e
   est_status st = est_path_join(stage, sizeof stage, base, stage_name);
   if (st == EST_OK) st = x->export_fn(x->export_ctx, r->checkpoint_path, stage, staged, sizeof staged);
   if (st != EST_OK) st = est_error_prefix("exporter '%s', checkpoint %s: ", x->name, r->checkpoint_path);
+  if (st == EST_OK && !staged[0]) {   /* the function did not say: the one version it wrote */
+    int64_t *found = NULL;
+    size_t nfound = 0;
+    st = list_versions(stage, &found, &nfound);
+    if (st == EST_OK && nfound == 1) st = version_path(staged, sizeof staged, stage, found[0]);
+    free(found);
+  }
   const char *leaf = strrchr(staged, '/');
   int64_t version = 0;
   if (st == EST_OK && (!leaf || !version_number(leaf + 1, &version)))
