@@ -56,6 +56,8 @@ static void test_usage_errors(void **state) {
                      "it needs both --do_train and --do_eval");
   expect_usage_error(" run_squad --do_train --eval_every_steps=2 --vocab_file=x --bert_config_file=x",
                      "unknown flag --eval_every_steps");
+  expect_usage_error(" run_squad --do_train --export_best --vocab_file=x --bert_config_file=x",
+                     "unknown flag --export_best");
   expect_usage_error(" run_pretraining --do_train --do_eval --eval_every_steps=2 --export_best --input_file=x "
                      "--bert_config_file=x", "unknown flag --export_best");
 }

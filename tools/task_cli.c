@@ -77,13 +77,15 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
     EST_FLAG_INT("early_stopping_patience_steps", &f->early_stopping_patience_steps,
                  "[est] With --early_stopping_metric: the steps without improvement that stop training.", 0),
   };
-  const est_flag export_flags[] = {
+  const est_flag best_export_flags[] = {
     EST_FLAG_BOOL("export_best", &f->export_best,
                   "[est] With --eval_every_steps: export each evaluated checkpoint better than the best so far "
                   "(smaller loss, or --early_stopping_metric in its direction) to output_dir/export/best/<version>/, "
                   "for est serve --model_base_path=output_dir/export/best; the best survives restarts.", 0),
     EST_FLAG_INT("exports_to_keep", &f->exports_to_keep,
                  "[est] How many versions --export_best keeps; 0 = all.", 0),
+  };
+  const est_flag export_flags[] = {
     EST_FLAG_BOOL("do_export", &f->do_export,
                   "[est] After the other steps, export the newest checkpoint of output_dir as a servable "
                   "(export_dir/<version>/: variables/, assets/vocab.txt, est_model.json) for est predict / "
@@ -107,6 +109,9 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
     out[n++] = eval_flags[i];
   for (size_t i = 0; (groups & EST_CLI_TASK_EXPORT) && i < sizeof export_flags / sizeof *export_flags; i++)
     out[n++] = export_flags[i];
+  const int best_export = (groups & EST_CLI_TASK_EXPORT) && !(groups & EST_CLI_TASK_NO_EVAL);
+  for (size_t i = 0; best_export && i < sizeof best_export_flags / sizeof *best_export_flags; i++)
+    out[n++] = best_export_flags[i];
   return n;
 }
 
