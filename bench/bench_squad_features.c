@@ -25,12 +25,9 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int usage(void) {
-  fprintf(stderr, "usage: bench_squad_features --vocab_file V --input F --output R [--mode train|predict]\n"
-                  "         [--version_2_with_negative 0|1] [--max_seq_length N] [--doc_stride N]\n"
-                  "         [--max_query_length N]\n");
-  return 2;
-}
+#define USAGE                                                                                               \
+  "usage: bench_squad_features --vocab_file V --input F --output R [--mode train|predict]\n"                   \
+  "         [--version_2_with_negative 0|1] [--max_seq_length N] [--doc_stride N] [--max_query_length N]\n"
 
 /* Reads, (shuffles,) converts and writes; returns the status, the counts through the pointers. */
 static est_status convert_file(const char *vocab_file, const char *input, const char *output,
@@ -76,7 +73,7 @@ int main(int argc, char **argv) {
   int v2 = 0;
   est_squad_feature_config fc = est_squad_feature_config_default();
   for (int i = 1; i < argc; i++) {
-    if (i + 1 >= argc) return usage();
+    if (i + 1 >= argc) return fprintf(stderr, USAGE), 2;
     if (!strcmp(argv[i], "--vocab_file")) vocab_file = argv[++i];
     else if (!strcmp(argv[i], "--input")) input = argv[++i];
     else if (!strcmp(argv[i], "--output")) output = argv[++i];
@@ -85,9 +82,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--max_seq_length")) fc.max_seq_length = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--doc_stride")) fc.doc_stride = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--max_query_length")) fc.max_query_length = atoi(argv[++i]);
-    else return usage();
+    else return fprintf(stderr, USAGE), 2;
   }
-  if (!vocab_file || !input || !output || (strcmp(mode, "train") && strcmp(mode, "predict"))) return usage();
+  if (!vocab_file || !input || !output || (strcmp(mode, "train") && strcmp(mode, "predict"))) return fprintf(stderr, USAGE), 2;
   fc.is_training = !strcmp(mode, "train");
   est_log_set_level(EST_LOG_ERROR); /* the skipped-answer warnings, as the peer's are silenced */
   size_t num_examples = 0;
