@@ -84,7 +84,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--max_query_length")) fc.max_query_length = atoi(argv[++i]);
     else return fprintf(stderr, USAGE), 2;
   }
-  if (!vocab_file || !input || !output || (strcmp(mode, "train") && strcmp(mode, "predict"))) return fprintf(stderr, USAGE), 2;
+  if (!vocab_file || !input || !output || (strcmp(mode, "train") && strcmp(mode, "predict")))
+    return fprintf(stderr, USAGE), 2;
   fc.is_training = !strcmp(mode, "train");
   est_log_set_level(EST_LOG_ERROR); /* the skipped-answer warnings, as the peer's are silenced */
   size_t num_examples = 0;
