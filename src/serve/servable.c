@@ -16,6 +16,7 @@
 
 #include "est/bert_encoder.h"
 #include "est/ckpt.h"
+#include "est/hf_model.h"
 #include "est/classifier_features.h"
 #include "est/file.h"
 #include "est/serving.h"
@@ -32,11 +33,17 @@ struct est_servable {
   est_servable_model model;   /* the encoder and the head est_model.json names */
   int max_batch;
   int32_t *scratch;           /* [3, max_batch, max_seq_length]: rows cut to a run length */
+  uint64_t forwards;          /* forward passes run */
 };
 
 /* Restores every variable of vs from the bundle at prefix (each must be there; a checkpoint's
  * extra variables, e.g. Adam slots or a pre-training head, are ignored). */
 static est_status restore_vars(est_var_store *vs, const char *prefix) {
+  if (est_hf_is_checkpoint(prefix)) { /* a HuggingFace model (docs/hf.md) */
+    est_status st = est_hf_load_vars(vs, prefix, NULL);
+    if (st == EST_OK && est_vars_count(vs)) st = est_hf_require_vars(vs, 0, est_vars_count(vs) - 1, prefix);
+    return st;
+  }
   est_ckpt_reader *r;
   est_status st = est_ckpt_reader_open(&r, prefix);
   if (st != EST_OK) return st;
@@ -141,6 +148,8 @@ int64_t est_servable_version(const est_servable *s) { return s->version; }
 const char *est_servable_dir(const est_servable *s) { return s->dir; }
 int est_servable_max_batch(const est_servable *s) { return s->max_batch; }
 int est_servable_vocab_size(const est_servable *s) { return s->meta.bert_config.vocab_size; }
+const est_vocab *est_servable_vocab(const est_servable *s) { return s->vocab; }
+uint64_t est_servable_forward_count(const est_servable *s) { return s->forwards; }
 est_precision est_servable_set_precision(est_servable *s, est_precision precision) {
   return est_bert_encoder_set_precision(s->model.enc, precision);
 }
@@ -164,6 +173,7 @@ est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const
                                            segment_ids ? segment_ids + off : NULL, n, seq_len,
                                            probabilities + (size_t)b0 * C);
     if (st != EST_OK) return st;
+    s->forwards++;
   }
   return EST_OK;
 }
