@@ -84,7 +84,7 @@ static est_status servable_build(est_servable *s, est_model_meta *meta, const ch
                    est_vocab_size(s->vocab), s->meta.bert_config.vocab_size);
   if (st == EST_OK) st = est_vars_create(&s->vs);
   if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs, source);
-  if (st == EST_OK) st = est_vars_finalize(s->vs, 1);
+  if (st == EST_OK) st = est_vars_finalize_zero(s->vs); /* every value is restored */
   if (st == EST_OK) st = restore_vars(s->vs, ckpt_prefix, &s->int8_weights);
   if (st == EST_OK) est_vars_set_read_only(s->vs, 1); /* served weights never change */
   if (st == EST_OK && s->int8_weights && !est_vars_read_only(s->vs))
