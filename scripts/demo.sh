@@ -9,6 +9,9 @@ set -eu
 
 EST=${1:-build/est}
 OUT=${2:-out/sst2}
+# scripts/demo_pretrained.sh runs the same recipe from a pretrained model's directory
+MODEL_FLAGS=${DEMO_MODEL_FLAGS:---vocab_file=data/vocab.txt --bert_config_file=data/bert_config.json}
+LEARNING_RATE=${DEMO_LEARNING_RATE:-3e-4}
 
 if [ ! -x "$EST" ]; then
   echo "demo: $EST not found; run 'make demo' (or 'make' first)" >&2
@@ -24,13 +27,12 @@ start=$(date +%s)
   --task_name=sst-2 \
   --do_train --do_eval --do_predict \
   --data_dir=data/SST-2 \
-  --vocab_file=data/vocab.txt \
-  --bert_config_file=data/bert_config.json \
+  $MODEL_FLAGS \
   --max_seq_length=64 \
   --train_batch_size=32 \
   --eval_batch_size=32 \
   --predict_batch_size=32 \
-  --learning_rate=3e-4 \
+  --learning_rate="$LEARNING_RATE" \
   --warmup_proportion=0.1 \
   --num_train_epochs=1 \
   --save_checkpoints_steps=1000 \

@@ -11,12 +11,15 @@
 #include "est/ckpt.h"
 #include "est/file.h"
 #include "est/flags.h"
+#include "est/hf_model.h"
 #include "est/safetensors.h"
 
 static const char *USAGE =
     "usage: est ckpt ls PREFIX|FILE.safetensors\n"
     "       est ckpt get PREFIX|FILE.safetensors NAME\n"
-    "       est ckpt convert IN OUT [--skip_strings]\n\n"
+    "       est ckpt convert IN OUT [--skip_strings]\n"
+    "       est ckpt export_hf PREFIX OUT_DIR --bert_config_file=F --vocab_file=V [--labels=A,B,...]\n"
+    "                          [--do_lower_case=true]\n\n"
     "PREFIX names a TF checkpoint (model.ckpt-343 for model.ckpt-343.index + .data-*); a\n"
     "directory means its latest checkpoint (from its `checkpoint` file, or its only\n"
     "*.index when it has no such file), and the .index file's own path is accepted too.\n\n"
@@ -31,7 +34,11 @@ static const char *USAGE =
     "convert: TF checkpoint -> safetensors when OUT ends in .safetensors, safetensors -> TF\n"
     "         checkpoint (OUT is the prefix) when IN does. Tensor names are kept as they\n"
     "         are. safetensors cannot hold strings: a string tensor is an error unless\n"
-    "         --skip_strings drops it. safetensors __metadata__ is not carried into TF.\n";
+    "         --skip_strings drops it. safetensors __metadata__ is not carried into TF.\n"
+    "export_hf: a HuggingFace model directory from a TF checkpoint (docs/hf.md section 6): config.json,\n"
+    "         model.safetensors, vocab.txt, tokenizer_config.json, special_tokens_map.json;\n"
+    "         BertForSequenceClassification (id2label from --labels, else LABEL_i),\n"
+    "         BertForQuestionAnswering, BertForPreTraining or BertModel by the variables.\n";
 
 static int is_safetensors(const char *path) {
   size_t n = strlen(path);
@@ -75,24 +82,30 @@ static est_status single_index_in(const char *dir, char *prefix, size_t size) {
 
 /* Like tf.train.load_checkpoint: a directory means its latest checkpoint, and a path to
  * the .index file means its prefix. */
+static est_status resolve_prefix(const char *path, char *prefix, size_t size) {
+  size_t n = strlen(path);
+  if (est_is_directory(path)) {
+    est_status st = est_ckpt_latest(path, prefix, size);
+    char state_file[4200];
+    if (est_path_join(state_file, sizeof state_file, path, "checkpoint") != EST_OK) return est_error_code();
+    if (st == EST_ERR_NOT_FOUND && !est_file_exists(state_file)) st = single_index_in(path, prefix, size);
+    return st;
+  }
+  if (n > 6 && n < size && !strcmp(path + n - 6, ".index") && est_file_exists(path)) {
+    memcpy(prefix, path, n - 6);
+    prefix[n - 6] = 0;
+  } else {
+    snprintf(prefix, size, "%s", path);
+  }
+  return EST_OK;
+}
+
 static est_status source_open(source *s, const char *path) {
   memset(s, 0, sizeof *s);
   if (is_safetensors(path)) return est_safetensors_open(&s->st, path);
   char prefix[4096];
-  size_t n = strlen(path);
-  if (est_is_directory(path)) {
-    est_status st = est_ckpt_latest(path, prefix, sizeof prefix);
-    char state_file[4200];
-    if (est_path_join(state_file, sizeof state_file, path, "checkpoint") != EST_OK) return est_error_code();
-    if (st == EST_ERR_NOT_FOUND && !est_file_exists(state_file)) st = single_index_in(path, prefix, sizeof prefix);
-    if (st != EST_OK) return st;
-  } else if (n > 6 && n < sizeof prefix && !strcmp(path + n - 6, ".index") && est_file_exists(path)) {
-    memcpy(prefix, path, n - 6);
-    prefix[n - 6] = 0;
-  } else {
-    snprintf(prefix, sizeof prefix, "%s", path);
-  }
-  return est_ckpt_reader_open(&s->ckpt, prefix);
+  est_status st = resolve_prefix(path, prefix, sizeof prefix);
+  return st == EST_OK ? est_ckpt_reader_open(&s->ckpt, prefix) : st;
 }
 
 static void source_close(source *s) {
@@ -302,10 +315,40 @@ static int cmd_convert(const char *in, const char *out, int skip_strings) {
   return 0;
 }
 
+/* export_hf: the checkpoint (a directory: its latest) as a HuggingFace model directory. */
+static int cmd_export_hf(const char *in, const char *out, const char *config_file, const char *vocab_file,
+                         const char *labels, bool do_lower_case) {
+  if (!config_file || !vocab_file) {
+    fprintf(stderr, "est ckpt: export_hf needs --bert_config_file and --vocab_file\n\n%s", USAGE);
+    return 2;
+  }
+  char prefix[4096];
+  est_bert_config cfg;
+  if (resolve_prefix(in, prefix, sizeof prefix) != EST_OK ||
+      est_bert_config_from_json_file(&cfg, config_file) != EST_OK)
+    return fail(NULL);
+  char *copy = labels ? strdup(labels) : NULL, *names[1024], *save = NULL;
+  int n = 0;
+  for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && n < 1024; t = strtok_r(NULL, ",", &save))
+    names[n++] = t;
+  est_hf_export_params p = {.cfg = &cfg, .vocab_file = vocab_file, .do_lower_case = do_lower_case,
+                            .labels = copy ? (const char *const *)names : NULL, .num_labels = n};
+  est_status st = est_hf_export(prefix, out, &p);
+  free(copy);
+  if (st != EST_OK) return fail(NULL);
+  fprintf(stderr, "est ckpt: wrote %s\n", out);
+  return 0;
+}
+
 int est_cmd_ckpt(int argc, char **argv) {
-  bool skip_strings = false;
+  bool skip_strings = false, do_lower_case = true;
+  const char *config_file = NULL, *vocab_file = NULL, *labels = NULL;
   est_flag flags[] = {
     EST_FLAG_BOOL("skip_strings", &skip_strings, "convert: drop string tensors instead of failing.", 0),
+    EST_FLAG_STRING("bert_config_file", &config_file, "export_hf: the checkpoint's bert_config.json.", 0),
+    EST_FLAG_STRING("vocab_file", &vocab_file, "export_hf: its vocab.txt, copied.", 0),
+    EST_FLAG_STRING("labels", &labels, "export_hf: comma-separated label names, in output order.", 0),
+    EST_FLAG_BOOL("do_lower_case", &do_lower_case, "export_hf: tokenizer_config.json's do_lower_case.", 0),
   };
   const int nflags = (int)(sizeof flags / sizeof *flags);
   char *pos[4];
@@ -313,10 +356,12 @@ int est_cmd_ckpt(int argc, char **argv) {
   int rc = est_cli_parse("ckpt", USAGE, flags, nflags, argc, argv, pos, &npos, 4, 1);
   if (rc >= 0) return rc;
   const char *sub = npos ? pos[0] : "";
-  int want = !strcmp(sub, "ls") ? 2 : !strcmp(sub, "get") || !strcmp(sub, "convert") ? 3 : -1;
+  int want = !strcmp(sub, "ls") ? 2
+             : !strcmp(sub, "get") || !strcmp(sub, "convert") || !strcmp(sub, "export_hf") ? 3
+                                                                                              : -1;
   if (want < 0 || npos != want) {
     fprintf(stderr, "est ckpt: %s\n\n%s",
-            npos == 0 ? "missing subcommand (ls, get or convert)"
+            npos == 0 ? "missing subcommand (ls, get, convert or export_hf)"
             : want < 0 ? "unknown subcommand"
             : npos < want ? "missing arguments"
                           : "too many arguments",
@@ -329,5 +374,6 @@ int est_cmd_ckpt(int argc, char **argv) {
   }
   if (!strcmp(sub, "ls")) return cmd_ls(pos[1]);
   if (!strcmp(sub, "get")) return cmd_get(pos[1], pos[2]);
+  if (!strcmp(sub, "export_hf")) return cmd_export_hf(pos[1], pos[2], config_file, vocab_file, labels, do_lower_case);
   return cmd_convert(pos[1], pos[2], skip_strings);
 }

@@ -146,7 +146,7 @@ int est_cmd_extract_features(int argc, char **argv) {
     st = est_error(EST_ERR_INVALID_ARGUMENT, "--max_seq_length=%lld: must be in [3, %d]", (long long)max_seq_length,
                    cfg.max_position_embeddings < 1024 ? cfg.max_position_embeddings : 1024);
   if (st == EST_OK) st = parse_layers(layers, cfg.num_hidden_layers, x.idx, resolved, &x.nlayers);
-  if (st == EST_OK) st = est_tokenizer_open(&tok, vocab_file, do_lower_case);
+  if (st == EST_OK) st = est_tokenizer_open_any(&tok, vocab_file, do_lower_case);
   if (st == EST_OK) st = est_feature_converter_init(&x.conv, tok, labels, 1, (int)max_seq_length);
   if (st == EST_OK) {
     x.vocab = est_tokenizer_vocab(tok);

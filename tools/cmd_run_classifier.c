@@ -4,6 +4,8 @@
 #include <stdio.h>
 
 #include "commands.h"
+#include "est/file.h"
+#include "est/hf_model.h"
 #include "est/run_classifier.h"
 #include "task_cli.h"
 
@@ -28,7 +30,9 @@ int est_cmd_run_classifier(int argc, char **argv) {
     EST_FLAG_STRING("data_dir", &c->data_dir,
                     "The input data dir. Should contain the .tsv files (or other data files) for the task.", 1),
     EST_FLAG_STRING("task_name", &c->task_name, "The name of the task to train.", 1),
-    EST_FLAG_STRING("vocab_file", &c->vocab_file, "The vocabulary file that the BERT model was trained on.", 1),
+    EST_FLAG_STRING("vocab_file", &c->vocab_file,
+                    "The vocabulary file that the BERT model was trained on (vocab.txt or tokenizer.json). "
+                    "[est] Unset with a HuggingFace --init_checkpoint=DIR: DIR's tokenizer.json, else vocab.txt.", 0),
     EST_FLAG_BOOL("do_lower_case", &c->do_lower_case,
                   "Whether to lower case the input text. Should be True for uncased models and False for cased "
                   "models.", 0),
@@ -62,6 +66,9 @@ int est_cmd_run_classifier(int argc, char **argv) {
   for (size_t i = 3; i < NTASK; i++) flags[n++] = task_flags[i];
   int rc = est_cli_task_parse("run_classifier", usage, &c->common, flags, n, argc, argv);
   if (rc >= 0) return rc;
+  if ((!c->vocab_file || !*c->vocab_file) && c->common.init_checkpoint && est_is_directory(c->common.init_checkpoint) &&
+      est_hf_is_checkpoint(c->common.init_checkpoint))
+    c->vocab_file = c->common.init_checkpoint; /* its tokenizer.json or vocab.txt (docs/hf.md §5) */
   if (est_run_classifier_validate(c) != EST_OK) {
     fprintf(stderr, "est run_classifier: %s\n", est_error_message());
     return 2;

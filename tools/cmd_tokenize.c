@@ -35,7 +35,7 @@ int est_cmd_tokenize(int argc, char **argv) {
     return 2;
   }
   est_tokenizer *tok;
-  if (est_tokenizer_open(&tok, vocab_file, lower) != EST_OK) {
+  if (est_tokenizer_open_any(&tok, vocab_file, lower) != EST_OK) {
     fprintf(stderr, "est tokenize: %s\n", est_error_message());
     return 1;
   }

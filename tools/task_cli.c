@@ -72,6 +72,9 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
                   "est serve. Alone, it only exports.", 0),
     EST_FLAG_STRING("export_dir", &f->export_dir, "[est] Where --do_export writes versions; default output_dir/export.",
                     0),
+    EST_FLAG_STRING("export_format", &f->export_format,
+                    "[est] est: a servable version; hf: a HuggingFace model directory (config.json, "
+                    "model.safetensors, vocab.txt, ...) at export_dir, default output_dir/hf.", 0),
   };
   size_t n = 0;
   for (size_t i = 0; i < sizeof google / sizeof *google; i++) {

@@ -95,13 +95,18 @@ typedef struct est_bert_config {
   int max_position_embeddings;       /* 512 */
   int type_vocab_size;               /* 16 (the constructor default; released models use 2) */
   double initializer_range;          /* 0.02 */
+  /* HuggingFace config.json's (est/hf_model.h); Google's bert_config.json has neither */
+  double layer_norm_eps;             /* 1e-12, the only value est's layer norm runs */
+  int pad_token_id;                  /* 0; written back to config.json, not used by the model */
 } est_bert_config;
 
 /* modeling.BertConfig's constructor defaults, with vocab_size unset (0). */
 est_bert_config est_bert_config_default(void);
 
 /* Reads bert_config.json: every known key overrides its default; unknown keys (e.g.
- * "directionality", "pooler_fc_size") are ignored. Errors name the file and the field:
+ * "directionality", "pooler_fc_size") are ignored. A HuggingFace config.json (it has
+ * "model_type") is read with HF's meanings (est_hf_config_from_json); `path` may be a
+ * directory: its config.json. Errors name the file and the field:
  * a missing vocab_size, a value of the wrong type or range, an "Unsupported activation",
  * "The hidden size (%d) is not a multiple of the number of attention heads (%d)". */
 est_status est_bert_config_from_json_file(est_bert_config *cfg, const char *path);

@@ -108,7 +108,9 @@ typedef struct est_bert_model_params {
    * checkpoint tensor named like a trainable variable); NULL or "": none. Every encoder
    * variable must be found there unless init_checkpoint_partial is set: a checkpoint of
    * other names (a HuggingFace file converted as it is) would otherwise leave the encoder
-   * random after one log line. The head's variables may be missing (fine-tuning). */
+   * random after one log line. The head's variables may be missing (fine-tuning). A
+   * HuggingFace model (a directory, .safetensors or sharded index) is read through
+   * est/hf_model.h's name table (docs/hf.md §1). */
   const char *init_checkpoint;
   int init_checkpoint_partial;
   double learning_rate;

@@ -73,6 +73,9 @@ typedef struct est_task_flags {
    * without an export callback refuses it. */
   bool do_export;
   const char *export_dir;
+  /* "est" (NULL too): a servable version; "hf": a HuggingFace model directory (docs/hf.md §6),
+   * export_dir itself (NULL: output_dir/hf), replaced on each export */
+  const char *export_format;
 } est_task_flags;
 
 est_task_flags est_task_flags_default(void);

@@ -42,5 +42,6 @@
 #include "est/sentence_embedding.h"
 #include "est/serving.h"
 #include "est/early_stopping.h"
+#include "est/hf_model.h"
 
 #endif

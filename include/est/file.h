@@ -51,6 +51,9 @@ int est_is_directory(const char *path);
 /* dir + "/" + name into buf (no double slash; an empty dir gives name). A result longer than
  * size - 1 bytes is EST_ERR_INVALID_ARGUMENT naming the whole path, and buf is left "" (never a
  * truncated path, which would name some other file). */
+/* Removes dir and everything under it (symlinks unlinked, not followed); best effort. */
+void est_remove_tree(const char *dir);
+
 est_status est_path_join(char *buf, size_t size, const char *dir, const char *name);
 
 #ifdef __cplusplus

@@ -74,6 +74,36 @@ typedef struct est_tokenizer est_tokenizer;
 
 /* FullTokenizer(vocab, do_lower_case). The vocab is borrowed: it must outlive tok. */
 est_status est_tokenizer_create(est_tokenizer **out, const est_vocab *vocab, bool do_lower_case);
+/* The FullTokenizer's behaviour as options (HF tokenizers' BertNormalizer + WordPiece
+ * fields): est_tokenizer_options_default(do_lower_case) is Google's FullTokenizer. */
+typedef struct est_tokenizer_options {
+  bool lowercase;
+  int strip_accents;              /* -1: as lowercase (Google's; HF's null), 0 no, 1 yes */
+  bool clean_text;                /* drop controls and U+FFFD, whitespace -> ' ' (true) */
+  bool handle_chinese_chars;      /* CJK ideographs become single tokens (true) */
+  const char *unk_token;          /* "[UNK]" */
+  int max_input_chars_per_word;   /* EST_WORDPIECE_MAX_CHARS; longer words are unk_token */
+  /* HF tokenizers' BertNormalizer where it differs from Python's: lower-casing one code
+   * point at a time (no final sigma), and clean_text also dropping unassigned (Cn) and
+   * private-use (Co) code points. false: Google's. */
+  bool hf_rules;
+} est_tokenizer_options;
+est_tokenizer_options est_tokenizer_options_default(bool do_lower_case);
+est_status est_tokenizer_create_with(est_tokenizer **out, const est_vocab *vocab, const est_tokenizer_options *opt);
+/* Hands v to tok, which frees it with itself. */
+void est_tokenizer_own_vocab(est_tokenizer *tok, est_vocab *v);
+
+/* A HuggingFace tokenizer.json whose model is WordPiece (continuing_subword_prefix "##")
+ * with a BertNormalizer and a BertPreTokenizer (src/bert/tokenizer_json.c, docs/hf.md §5):
+ * the tokenizer owns the file's vocab. Any other model / normalizer / pre-tokenizer type is
+ * INVALID_ARGUMENT naming the file and the field. */
+est_status est_tokenizer_from_json(est_tokenizer **out, const char *path);
+
+/* --vocab_file as est's commands take it: a vocab.txt (Google's, with do_lower_case), a
+ * tokenizer.json (its own settings win over do_lower_case, which is logged when it differs),
+ * or a HuggingFace model directory (its tokenizer.json, else its vocab.txt). */
+est_status est_tokenizer_open_any(est_tokenizer **out, const char *vocab_file, bool do_lower_case);
+
 /* Loads vocab_file and creates a tokenizer that owns it. */
 est_status est_tokenizer_open(est_tokenizer **out, const char *vocab_file, bool do_lower_case);
 void est_tokenizer_free(est_tokenizer *tok);

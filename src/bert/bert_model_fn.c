@@ -17,6 +17,7 @@
 #include "est/bert_head.h"
 #include "est/bert_classifier.h"
 #include "est/ckpt.h"
+#include "est/hf_model.h"
 #include "est/log.h"
 #include "est/optimizer.h"
 
@@ -95,16 +96,22 @@ static void list_unmatched_variables(const est_var_store *vars, size_t first, si
   if (missing > shown && len < size) snprintf(buf + len, size - len, ", ... (%zu more)", missing - shown);
 }
 
+/* The checkpoint's tensors no variable took. A HuggingFace model's are named by their TF
+ * names (their HF names when the table has none). */
 static void list_unused_tensors(const char *checkpoint, const est_var_store *vars, size_t *count, size_t *used,
                                 char *buf, size_t size, size_t max) {
   *count = *used = 0;
   buf[0] = 0;
-  est_ckpt_reader *r;
-  if (est_ckpt_reader_open(&r, checkpoint) != EST_OK) return; /* already read once: cannot fail here */
+  est_ckpt_reader *r = NULL;
+  est_hf_checkpoint *h = NULL;
+  /* already read once: cannot fail here */
+  if (est_hf_is_checkpoint(checkpoint) ? est_hf_checkpoint_open(&h, checkpoint) : est_ckpt_reader_open(&r, checkpoint))
+    return;
   size_t len = 0, shown = 0;
-  *count = est_ckpt_reader_count(r);
+  *count = h ? est_hf_checkpoint_count(h) : est_ckpt_reader_count(r);
   for (size_t i = 0; i < *count; i++) {
-    const char *name = est_ckpt_reader_name(r, i);
+    const char *name = h ? est_hf_checkpoint_tf_name(h, i) : est_ckpt_reader_name(r, i);
+    if (h && !*name) name = est_hf_checkpoint_hf_name(h, i);
     int v = est_vars_find(vars, name);
     if (v >= 0 && est_vars_at(vars, (size_t)v)->from_checkpoint) {
       (*used)++;
@@ -116,6 +123,7 @@ static void list_unused_tensors(const char *checkpoint, const est_var_store *var
   if (*count - *used > shown && len < size)
     snprintf(buf + len, size - len, ", ... (%zu more)", *count - *used - shown);
   est_ckpt_reader_close(r);
+  est_hf_checkpoint_close(h);
 }
 
 /* The reference's Scaffold: init_from_checkpoint with get_assignment_map_from_checkpoint.
@@ -126,9 +134,12 @@ static est_status bert_init(void *model, est_var_store *vars) {
   const char *ckpt = m->p->init_checkpoint;
   if (!ckpt || !*ckpt) return EST_OK;
   size_t loaded = 0;
-  est_status st = est_init_from_checkpoint(vars, ckpt, NULL, 0, &loaded);
+  const int hf = est_hf_is_checkpoint(ckpt); /* a HuggingFace model (docs/hf.md) */
+  est_status st = hf ? est_hf_load_vars(vars, ckpt, &loaded) : est_init_from_checkpoint(vars, ckpt, NULL, 0, &loaded);
   if (st != EST_OK) return est_error_prefix("--init_checkpoint=%s: ", ckpt);
   const size_t first = est_bert_encoder_first_variable(m->enc), last = est_bert_encoder_last_variable(m->enc);
+  if (hf && !m->p->init_checkpoint_partial && est_hf_require_vars(vars, first, last, ckpt) != EST_OK)
+    return est_error_prefix("--init_checkpoint=%s: ", ckpt);
   size_t encoder_loaded = 0;
   for (size_t i = first; i <= last; i++) encoder_loaded += est_vars_at(vars, i)->from_checkpoint != 0;
   const size_t encoder_vars = last - first + 1;

@@ -4,6 +4,9 @@
 #include <string.h>
 
 #include "est/bert_classifier.h"
+#include "est/file.h"
+#include "est/hf_model.h"
+#include "bert/config_internal.h"
 
 est_bert_config est_bert_config_default(void) {
   est_bert_config c;
@@ -19,10 +22,11 @@ est_bert_config est_bert_config_default(void) {
   c.max_position_embeddings = 512;
   c.type_vocab_size = 16;
   c.initializer_range = 0.02;
+  c.layer_norm_eps = EST_LAYERNORM_EPS;
   return c;
 }
 
-static est_status get_int(json_t *root, const char *key, int *out, const char *src) {
+est_status bert_json_get_int(json_t *root, const char *key, int *out, const char *src) {
   json_t *v = json_object_get(root, key);
   if (!v) return EST_OK;
   /* Python would carry 768.0 along as a float and fail later in a reshape; be strict. */
@@ -35,7 +39,7 @@ static est_status get_int(json_t *root, const char *key, int *out, const char *s
   return EST_OK;
 }
 
-static est_status get_real(json_t *root, const char *key, double *out, const char *src) {
+est_status bert_json_get_real(json_t *root, const char *key, double *out, const char *src) {
   json_t *v = json_object_get(root, key);
   if (!v) return EST_OK;
   if (!json_is_number(v))
@@ -50,19 +54,22 @@ static est_status from_json(est_bert_config *cfg, json_t *root, const char *src)
   est_status st;
   if (!json_object_get(root, "vocab_size") || json_is_null(json_object_get(root, "vocab_size")))
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"vocab_size\" is missing (it has no default)", src);
-  if ((st = get_int(root, "vocab_size", &c.vocab_size, src)) ||
-      (st = get_int(root, "hidden_size", &c.hidden_size, src)) ||
-      (st = get_int(root, "num_hidden_layers", &c.num_hidden_layers, src)) ||
-      (st = get_int(root, "num_attention_heads", &c.num_attention_heads, src)) ||
-      (st = get_int(root, "intermediate_size", &c.intermediate_size, src)) ||
-      (st = get_int(root, "max_position_embeddings", &c.max_position_embeddings, src)) ||
-      (st = get_int(root, "type_vocab_size", &c.type_vocab_size, src)) ||
-      (st = get_real(root, "hidden_dropout_prob", &c.hidden_dropout_prob, src)) ||
-      (st = get_real(root, "attention_probs_dropout_prob", &c.attention_probs_dropout_prob, src)) ||
-      (st = get_real(root, "initializer_range", &c.initializer_range, src)))
+  if ((st = bert_json_get_int(root, "vocab_size", &c.vocab_size, src)) ||
+      (st = bert_json_get_int(root, "hidden_size", &c.hidden_size, src)) ||
+      (st = bert_json_get_int(root, "num_hidden_layers", &c.num_hidden_layers, src)) ||
+      (st = bert_json_get_int(root, "num_attention_heads", &c.num_attention_heads, src)) ||
+      (st = bert_json_get_int(root, "intermediate_size", &c.intermediate_size, src)) ||
+      (st = bert_json_get_int(root, "max_position_embeddings", &c.max_position_embeddings, src)) ||
+      (st = bert_json_get_int(root, "type_vocab_size", &c.type_vocab_size, src)) ||
+      (st = bert_json_get_real(root, "hidden_dropout_prob", &c.hidden_dropout_prob, src)) ||
+      (st = bert_json_get_real(root, "attention_probs_dropout_prob", &c.attention_probs_dropout_prob, src)) ||
+      (st = bert_json_get_real(root, "initializer_range", &c.initializer_range, src)))
     return st;
   json_t *act = json_object_get(root, "hidden_act");
-  if (act && !json_is_null(act)) {
+  if (json_object_get(root, "model_type")) {
+    /* HuggingFace's config.json: hidden_act "gelu" is another function there */
+    if ((st = est_hf_config_from_json(&c, root, src))) return st;
+  } else if (act && !json_is_null(act)) {
     if (!json_is_string(act))
       return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"hidden_act\" must be a string", src);
     if (est_activation_from_name(json_string_value(act), &c.hidden_act) != EST_OK)
@@ -104,6 +111,11 @@ est_status est_bert_config_validate(const est_bert_config *c, const char *source
 }
 
 est_status est_bert_config_from_json_file(est_bert_config *cfg, const char *path) {
+  char in_dir[4096];
+  if (est_is_directory(path)) { /* a HuggingFace model directory */
+    if (est_path_join(in_dir, sizeof in_dir, path, "config.json") != EST_OK) return est_error_code();
+    path = in_dir;
+  }
   json_error_t err;
   json_t *root = json_load_file(path, 0, &err);
   if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", path, err.line, err.text);
@@ -122,8 +134,7 @@ est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *te
   return st;
 }
 
-char *est_bert_config_to_json_string(const est_bert_config *c) {
-  json_t *o = json_object();
+void bert_config_json_fields(json_t *o, const est_bert_config *c) {
   json_object_set_new(o, "attention_probs_dropout_prob", json_real(c->attention_probs_dropout_prob));
   json_object_set_new(o, "hidden_act", json_string(est_activation_name(c->hidden_act)));
   json_object_set_new(o, "hidden_dropout_prob", json_real(c->hidden_dropout_prob));
@@ -135,6 +146,11 @@ char *est_bert_config_to_json_string(const est_bert_config *c) {
   json_object_set_new(o, "num_hidden_layers", json_integer(c->num_hidden_layers));
   json_object_set_new(o, "type_vocab_size", json_integer(c->type_vocab_size));
   json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
+}
+
+char *est_bert_config_to_json_string(const est_bert_config *c) {
+  json_t *o = json_object();
+  bert_config_json_fields(o, c);
   char *text = json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(15));
   json_decref(o);
   if (!text) return NULL;

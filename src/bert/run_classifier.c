@@ -69,6 +69,7 @@ static est_status classifier_validate(const est_run_classifier_config *c) {
   }
   est_processor_free(proc);
   if (st != EST_OK) return st;
+  if (est_is_directory(c->vocab_file)) return EST_OK; /* a HuggingFace model's (est_tokenizer_open_any) */
   return est_task_need_file("vocab_file", c->vocab_file, c->vocab_file);
 }
 

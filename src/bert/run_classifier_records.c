@@ -41,7 +41,7 @@ est_status est_rc_task_open(est_rc_task **out, const est_run_classifier_config *
   if (st == EST_OK && t->nlabels < 2)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "task %s: %zu label(s); a classifier needs at least 2",
                    est_processor_name(t->proc), t->nlabels);
-  if (st == EST_OK) st = est_tokenizer_open(&t->tok, c->vocab_file, c->do_lower_case);
+  if (st == EST_OK) st = est_tokenizer_open_any(&t->tok, c->vocab_file, c->do_lower_case);
   if (st != EST_OK) {
     est_rc_task_free(t);
     return st;

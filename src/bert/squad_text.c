@@ -95,7 +95,7 @@ bool squad_normalize_answer(const char *s, size_t n, squad_buf *out) {
     i += adv;
   }
   /* lower(), then remove_punc(). */
-  size_t k = tok_lower(cps, m, low), w = 0;
+  size_t k = tok_lower(cps, m, low, true), w = 0;
   for (size_t i = 0; i < k; i++)
     if (!is_ascii_punct(low[i])) low[w++] = low[i];
   k = w;

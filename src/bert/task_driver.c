@@ -9,6 +9,7 @@
 #include "est/bert_task.h"
 #include "est/dist.h"
 #include "est/file.h"
+#include "est/hf_model.h"
 #include "est/log.h"
 #include "est/precision.h"
 
@@ -86,6 +87,8 @@ est_status est_task_flags_validate(const est_task_flags *f, const char *do_flags
     return est_error(EST_ERR_INVALID_ARGUMENT, "--keep_checkpoint_max=%lld: must be >= 0 (0 keeps all)",
                      (long long)f->keep_checkpoint_max);
   if (f->seed < 0) return est_error(EST_ERR_INVALID_ARGUMENT, "--seed=%lld: must be >= 0", (long long)f->seed);
+  if (f->export_format && strcmp(f->export_format, "est") && strcmp(f->export_format, "hf"))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--export_format=%s: must be est or hf", f->export_format);
 
   return EST_OK;
 }
@@ -93,9 +96,16 @@ est_status est_task_flags_validate(const est_task_flags *f, const char *do_flags
 /* The shared files, after the task's own checks (run_classifier.py's main() checks the
  * checkpoint's case first), so a typo fails now and not after an hour of training. */
 static est_status check_files(const est_task_flags *f) {
-  est_status st = est_task_need_file("bert_config_file", f->bert_config_file, f->bert_config_file);
+  char config_json[4096]; /* --bert_config_file=DIR: a HuggingFace model's config.json */
+  const char *config = f->bert_config_file;
+  if (est_is_directory(config) && est_path_join(config_json, sizeof config_json, config, "config.json") == EST_OK)
+    config = config_json;
+  est_status st = est_task_need_file("bert_config_file", f->bert_config_file, config);
   if (st != EST_OK) return st;
-  if (f->init_checkpoint && *f->init_checkpoint) {
+  if (f->init_checkpoint && *f->init_checkpoint && est_hf_is_checkpoint(f->init_checkpoint)) {
+    if (!est_file_exists(f->init_checkpoint))
+      return est_error(EST_ERR_NOT_FOUND, "--init_checkpoint=%s does not exist", f->init_checkpoint);
+  } else if (f->init_checkpoint && *f->init_checkpoint) {
     char index[4096];
     snprintf(index, sizeof index, "%s.index", f->init_checkpoint);
     if (!est_file_exists(index))

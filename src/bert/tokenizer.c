@@ -14,7 +14,9 @@
 struct est_tokenizer {
   const est_vocab *vocab;
   est_vocab *owned_vocab;
-  bool lower;
+  bool lower, strip_accents, clean_text, chinese_chars;
+  bool hf_rules;                        /* est_tokenizer_options.hf_rules */
+  size_t max_chars;                     /* max_input_chars_per_word */
   int32_t unk_id;                       /* "[UNK]"'s id or EST_TOKEN_UNK_MISSING */
   uint32_t *cps;                        /* cleaned text, capacity 3 * input bytes + 1 */
   size_t cps_cap;
@@ -64,17 +66,40 @@ static bool grow(void **buf, size_t *cap, size_t need, size_t elem) {
   return true;
 }
 
-est_status est_tokenizer_create(est_tokenizer **out, const est_vocab *vocab, bool do_lower_case) {
+est_tokenizer_options est_tokenizer_options_default(bool do_lower_case) {
+  est_tokenizer_options o = {.lowercase = do_lower_case, .strip_accents = -1, .clean_text = true,
+                             .handle_chinese_chars = true, .unk_token = "[UNK]",
+                             .max_input_chars_per_word = EST_WORDPIECE_MAX_CHARS};
+  return o;
+}
+
+est_status est_tokenizer_create_with(est_tokenizer **out, const est_vocab *vocab, const est_tokenizer_options *o) {
   *out = NULL;
+  if (o->max_input_chars_per_word < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "max_input_chars_per_word %d must be >= 0",
+                     o->max_input_chars_per_word);
   est_tokenizer *t = calloc(1, sizeof *t);
   if (!t) return est_error(EST_ERR_NO_MEMORY, "creating tokenizer");
   t->vocab = vocab;
-  t->lower = do_lower_case;
-  t->unk_id = est_vocab_find(vocab, "[UNK]", 5);
+  t->lower = o->lowercase;
+  t->strip_accents = o->strip_accents < 0 ? o->lowercase : o->strip_accents != 0;
+  t->clean_text = o->clean_text;
+  t->chinese_chars = o->handle_chinese_chars;
+  t->hf_rules = o->hf_rules;
+  t->max_chars = (size_t)o->max_input_chars_per_word;
+  const char *unk = o->unk_token ? o->unk_token : "[UNK]";
+  t->unk_id = est_vocab_find(vocab, unk, strlen(unk));
   if (t->unk_id < 0) t->unk_id = EST_TOKEN_UNK_MISSING;
   *out = t;
   return EST_OK;
 }
+
+est_status est_tokenizer_create(est_tokenizer **out, const est_vocab *vocab, bool do_lower_case) {
+  est_tokenizer_options o = est_tokenizer_options_default(do_lower_case);
+  return est_tokenizer_create_with(out, vocab, &o);
+}
+
+void est_tokenizer_own_vocab(est_tokenizer *t, est_vocab *v) { t->owned_vocab = v; }
 
 est_status est_tokenizer_open(est_tokenizer **out, const char *vocab_file, bool do_lower_case) {
   est_vocab *v;
@@ -115,7 +140,7 @@ static inline bool push_id(est_tokenizer *t, int32_t id) {
 
 /* WordpieceTokenizer on one whitespace-free token of n code points. */
 static bool wordpiece(est_tokenizer *t, const uint32_t *w, size_t n) {
-  if (n > EST_WORDPIECE_MAX_CHARS) return push_id(t, t->unk_id);
+  if (n > t->max_chars) return push_id(t, t->unk_id);
   if (!grow((void **)&t->bytes, &t->bytes_cap, 4 * n + 4, 1) ||
       !grow((void **)&t->bound, &t->bound_cap, n + 1, sizeof *t->bound))
     return false;
@@ -178,16 +203,21 @@ static bool split_punct(est_tokenizer *t, const uint32_t *w, size_t n) {
 
 /* One whitespace-separated word of the cleaned text. */
 static bool basic_word(est_tokenizer *t, const uint32_t *w, size_t n) {
-  if (!t->lower) return split_punct(t, w, n);
+  if (!t->lower && !t->strip_accents) return split_punct(t, w, n);
   bool ascii = true;
   for (size_t i = 0; i < n; i++) ascii &= w[i] < 0x80;
+  if (ascii && !t->lower) return split_punct(t, w, n); /* no accents to strip */
   if (!grow((void **)&t->low, &t->low_cap, 2 * n, sizeof *t->low)) return false;
   if (ascii) {
     for (size_t i = 0; i < n; i++) t->low[i] = (w[i] >= 'A' && w[i] <= 'Z') ? w[i] + 32 : w[i];
     return split_punct(t, t->low, n);
   }
-  /* lower() at most doubles the length, NFD at most quadruples it. */
-  size_t m = tok_lower(w, n, t->low);
+  /* lower() at most doubles the length, NFD at most quadruples it. Google's tokenizer
+   * strips accents exactly when it lower-cases; tokenizer.json may ask for either alone. */
+  size_t m = n;
+  if (t->lower) m = tok_lower(w, n, t->low, !t->hf_rules);
+  else memcpy(t->low, w, n * sizeof *w);
+  if (!t->strip_accents) return split_punct(t, t->low, m);
   if (!grow((void **)&t->nfd, &t->nfd_cap, 4 * m, sizeof *t->nfd)) return false;
   m = tok_nfd_strip_mn(t->low, m, t->nfd);
   return split_punct(t, t->nfd, m);
@@ -205,17 +235,19 @@ static bool run_basic(est_tokenizer *t, const char *text, size_t len) {
     if (cp < 0x80) {
       i++;
       uint8_t k = ascii_class[cp];
-      if (k & C_) continue;                          /* _clean_text: drop controls */
+      if ((k & C_) && t->clean_text) continue;       /* _clean_text: drop controls */
       c[n++] = (k & W_) ? ' ' : cp;
       continue;
     }
     size_t adv;
     cp = tok_utf8_next(p + i, len - i, &adv);
     i += adv;
-    if (cp == UINT32_MAX || cp == 0xFFFD || est_tok_is_control(cp)) continue;
+    if (cp == UINT32_MAX) continue;
+    if (t->clean_text && (cp == 0xFFFD || est_tok_is_control(cp) || (t->hf_rules && tok_is_unassigned_or_private(cp))))
+      continue;
     if (est_tok_is_whitespace(cp)) {
       c[n++] = ' ';
-    } else if (est_tok_is_cjk(cp)) {                 /* _tokenize_chinese_chars */
+    } else if (t->chinese_chars && est_tok_is_cjk(cp)) {                 /* _tokenize_chinese_chars */
       c[n++] = ' ';
       c[n++] = cp;
       c[n++] = ' ';

@@ -29,8 +29,14 @@ static inline const char *tok_utf16_bom(const uint8_t *s, size_t n) {
 /* Encodes cp (<= 0x10FFFF) into out[0..4); returns the byte count. */
 size_t tok_utf8_put(uint32_t cp, char *out);
 
-/* Python str.lower() of one token: writes at most 2*n code points; returns the count. */
-size_t tok_lower(const uint32_t *in, size_t n, uint32_t *out);
+/* Python str.lower() of one token: writes at most 2*n code points; returns the count.
+ * final_sigma false: each code point alone (Rust's char::to_lowercase, HF tokenizers'),
+ * capital sigma always to U+03C3. */
+size_t tok_lower(const uint32_t *in, size_t n, uint32_t *out, bool final_sigma);
+
+/* Unicode categories Cn (unassigned) and Co (private use): HF's BertNormalizer drops them
+ * with the controls, Google's tokenizer keeps them. */
+bool tok_is_unassigned_or_private(uint32_t c);
 
 /* unicodedata.normalize("NFD", s) then drop category Mn. `out` needs room for 4*n code
  * points (the longest canonical decomposition is 4). Returns the count. */

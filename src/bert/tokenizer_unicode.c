@@ -121,6 +121,12 @@ bool est_tok_is_control(uint32_t c) {
   return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF;
 }
 
+bool tok_is_unassigned_or_private(uint32_t c) {
+  if (c < 0x80) return false;
+  int cat = category(c);
+  return cat == UTF8PROC_CATEGORY_CN || cat == UTF8PROC_CATEGORY_CO;
+}
+
 /* _is_punctuation: every non-alphanumeric printable ASCII char, or any P* category. */
 bool est_tok_is_punctuation(uint32_t c) {
   if ((c >= 33 && c <= 47) || (c >= 58 && c <= 64) || (c >= 91 && c <= 96) || (c >= 123 && c <= 126))
@@ -191,7 +197,7 @@ found_before:
   return 0x3C2;
 }
 
-size_t tok_lower(const uint32_t *in, size_t n, uint32_t *out) {
+size_t tok_lower(const uint32_t *in, size_t n, uint32_t *out, bool final_sigma) {
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t c = in[i];
@@ -201,7 +207,7 @@ size_t tok_lower(const uint32_t *in, size_t n, uint32_t *out) {
       /* SpecialCasing.txt's only unconditional multi-character lower mapping. */
       out[m++] = 'i';
       out[m++] = 0x307;
-    } else if (c == 0x3A3) {
+    } else if (c == 0x3A3 && final_sigma) {
       out[m++] = lower_sigma(in, n, i);
     } else {
       out[m++] = (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);

@@ -1,10 +1,12 @@
 /* Atomic writes (temp + fsync + rename + fsync dir) and small file helpers. */
 #include "est/file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -174,4 +176,21 @@ est_status est_path_join(char *buf, size_t size, const char *dir, const char *na
                      name, n, size);
   }
   return EST_OK;
+}
+
+void est_remove_tree(const char *dir) {
+  DIR *d = opendir(dir);
+  if (d) {
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      char p[4096];
+      if (est_path_join(p, sizeof p, dir, e->d_name) != EST_OK) continue;
+      struct stat sb;
+      if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) est_remove_tree(p);
+      else unlink(p);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
 }

@@ -16,6 +16,7 @@
 
 #include "est/bert_encoder.h"
 #include "est/ckpt.h"
+#include "est/hf_model.h"
 #include "est/classifier_features.h"
 #include "est/file.h"
 #include "est/serving.h"
@@ -35,6 +36,7 @@ struct est_servable {
   int int8_weights;           /* variables stored int8 (an int8 export): their fp32 values are gone */
   int max_batch;
   int32_t *scratch;           /* [3, max_batch, max_seq_length]: rows cut to a run length */
+  uint64_t forwards;          /* forward passes run */
 };
 
 /* Restores every variable of vs from the bundle at prefix (each must be there; a checkpoint's
@@ -42,6 +44,11 @@ struct est_servable {
  * non-NULL, a variable the bundle holds as int8 codes + scales (an int8 export,
  * serve/int8_weights.h) is left for restore_int8 and counted there. */
 static est_status restore_vars(est_var_store *vs, const char *prefix, int *int8_stored) {
+  if (est_hf_is_checkpoint(prefix)) { /* a HuggingFace model (docs/hf.md) */
+    est_status st = est_hf_load_vars(vs, prefix, NULL);
+    if (st == EST_OK && est_vars_count(vs)) st = est_hf_require_vars(vs, 0, est_vars_count(vs) - 1, prefix);
+    return st;
+  }
   est_ckpt_reader *r;
   est_status st = est_ckpt_reader_open(&r, prefix);
   if (st != EST_OK) return st;
@@ -84,7 +91,9 @@ static est_status servable_build(est_servable *s, est_model_meta *meta, const ch
                    est_vocab_size(s->vocab), s->meta.bert_config.vocab_size);
   if (st == EST_OK) st = est_vars_create(&s->vs);
   if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs, source);
-  if (st == EST_OK) st = est_vars_finalize_zero(s->vs); /* every value is restored */
+  /* every value is restored, but a HuggingFace model may lack the pooler, which then keeps
+   * its initial values (est_hf_require_vars) */
+  if (st == EST_OK) st = est_hf_is_checkpoint(ckpt_prefix) ? est_vars_finalize(s->vs, 1) : est_vars_finalize_zero(s->vs);
   if (st == EST_OK) st = restore_vars(s->vs, ckpt_prefix, &s->int8_weights);
   if (st == EST_OK) est_vars_set_read_only(s->vs, 1); /* served weights never change */
   if (st == EST_OK && s->int8_weights && !est_vars_read_only(s->vs))
@@ -164,6 +173,8 @@ int64_t est_servable_version(const est_servable *s) { return s->version; }
 const char *est_servable_dir(const est_servable *s) { return s->dir; }
 int est_servable_max_batch(const est_servable *s) { return s->max_batch; }
 int est_servable_vocab_size(const est_servable *s) { return s->meta.bert_config.vocab_size; }
+const est_vocab *est_servable_vocab(const est_servable *s) { return s->vocab; }
+uint64_t est_servable_forward_count(const est_servable *s) { return s->forwards; }
 est_precision est_servable_set_precision(est_servable *s, est_precision precision) {
   return est_bert_encoder_set_precision(s->model.enc, precision);
 }
@@ -203,6 +214,7 @@ est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const
                                            segment_ids ? segment_ids + off : NULL, n, seq_len,
                                            probabilities + (size_t)b0 * C);
     if (st != EST_OK) return st;
+    s->forwards++;
   }
   return EST_OK;
 }

@@ -17,7 +17,7 @@
 int main(void){
   for (uint32_t c=0;c<=0x10FFFF;c++){
     if (c>=0xD800&&c<=0xDFFF) continue;
-    uint32_t low[4], nfd[32]; size_t m=tok_lower(&c,1,low); size_t k=tok_nfd_strip_mn(low,m,nfd);
+    uint32_t low[4], nfd[32]; size_t m=tok_lower(&c,1,low,true); size_t k=tok_nfd_strip_mn(low,m,nfd);
     printf("%X %d%d%d%d%d", c, tok_py_isspace(c), est_tok_is_whitespace(c), est_tok_is_control(c), est_tok_is_punctuation(c), tok_is_case_ignorable(c));
     printf(" %d", tok_is_cased(c) && !tok_is_case_ignorable(c));
     printf(" "); for(size_t i=0;i<m;i++) printf("%X.", low[i]);

@@ -1,0 +1,150 @@
+/* HuggingFace tokenizer.json -> est's FullTokenizer (docs/hf.md §5). The BERT tokenizers that
+ * `tokenizers` writes (BertWordPieceTokenizer, every BertTokenizerFast) are a WordPiece model
+ * behind a BertNormalizer and a BertPreTokenizer: the same pipeline as Google's FullTokenizer,
+ * with its switches in the file. Anything else is refused by name, never approximated. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/file.h"
+#include "est/log.h"
+#include "est/tokenizer.h"
+
+static est_status bad(const char *path, const char *what) {
+  return est_error(EST_ERR_INVALID_ARGUMENT, "%s: %s", path, what);
+}
+
+/* `"type": want` in object `o` (the field named `field`), or an error naming it. */
+static est_status need_type(const char *path, json_t *o, const char *field, const char *want) {
+  json_t *type = json_object_get(o, "type");
+  if (json_is_string(type) && !strcmp(json_string_value(type), want)) return EST_OK;
+  return est_error(EST_ERR_INVALID_ARGUMENT, "%s: %s.type is %s%s%s; est reads %s only", path, field,
+                   json_is_string(type) ? "\"" : "", json_is_string(type) ? json_string_value(type) : "missing",
+                   json_is_string(type) ? "\"" : "", want);
+}
+
+static est_status get_bool(const char *path, json_t *o, const char *key, bool *out) {
+  json_t *v = json_object_get(o, key);
+  if (!v) return EST_OK;
+  if (!json_is_boolean(v)) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: normalizer.%s must be a boolean", path, key);
+  *out = json_is_true(v);
+  return EST_OK;
+}
+
+/* model.vocab {"token": id} -> vocab.txt's text (one token a line, line = id). */
+static est_status vocab_text(const char *path, json_t *vocab, char **text, size_t *size) {
+  size_t n = json_object_size(vocab);
+  if (!json_is_object(vocab) || !n) return bad(path, "model.vocab must be a non-empty object");
+  const char **by_id = calloc(n, sizeof *by_id);
+  if (!by_id) return est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);
+  const char *token;
+  json_t *id;
+  size_t bytes = 0;
+  est_status st = EST_OK;
+  json_object_foreach(vocab, token, id) {
+    json_int_t i = json_is_integer(id) ? json_integer_value(id) : -1;
+    size_t len = strlen(token);
+    if (i < 0 || (size_t)i >= n || by_id[i]) {
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: model.vocab[\"%s\"]: ids must be 0..%zu, each once", path, token,
+                     n - 1);
+      break;
+    }
+    /* vocab.txt's lines are stripped of whitespace: such a token would not survive */
+    if (!len || strpbrk(token, "\n\r") || strchr(" \t\v\f", token[0]) || strchr(" \t\v\f", token[len - 1])) {
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: model.vocab token %lld is empty or has edge whitespace or a "
+                     "line break, which est's vocab cannot hold", path, (long long)i);
+      break;
+    }
+    by_id[i] = token;
+    bytes += len + 1;
+  }
+  char *buf = st == EST_OK ? malloc(bytes + 1) : NULL;
+  if (st == EST_OK && !buf) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);
+  if (st == EST_OK) {
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) at += (size_t)sprintf(buf + at, "%s\n", by_id[i]);
+    *text = buf;
+    *size = at;
+  }
+  free(by_id);
+  return st;
+}
+
+/* The options and vocab text of a parsed tokenizer.json. */
+static est_status read_json(const char *path, json_t *root, est_tokenizer_options *o, char **text, size_t *size) {
+  if (!json_is_object(root)) return bad(path, "expected a JSON object");
+  json_t *model = json_object_get(root, "model"), *norm = json_object_get(root, "normalizer"),
+         *pre = json_object_get(root, "pre_tokenizer");
+  est_status st;
+  if (!json_is_object(model)) return bad(path, "\"model\" must be an object");
+  if ((st = need_type(path, model, "model", "WordPiece"))) return st;
+  json_t *prefix = json_object_get(model, "continuing_subword_prefix");
+  if (prefix && !(json_is_string(prefix) && !strcmp(json_string_value(prefix), "##")))
+    return bad(path, "model.continuing_subword_prefix must be \"##\" (est's WordPiece)");
+  json_t *unk = json_object_get(model, "unk_token");
+  if (unk && !json_is_string(unk)) return bad(path, "model.unk_token must be a string");
+  if (unk) o->unk_token = json_string_value(unk);
+  json_t *max = json_object_get(model, "max_input_chars_per_word");
+  if (max && !(json_is_integer(max) && json_integer_value(max) >= 0 && json_integer_value(max) < 1 << 30))
+    return bad(path, "model.max_input_chars_per_word must be a non-negative integer");
+  if (max) o->max_input_chars_per_word = (int)json_integer_value(max);
+  if (!json_is_object(pre) || (st = need_type(path, pre, "pre_tokenizer", "BertPreTokenizer")))
+    return json_is_object(pre) ? st : bad(path, "\"pre_tokenizer\" must be a BertPreTokenizer");
+  if (!json_is_object(norm) || (st = need_type(path, norm, "normalizer", "BertNormalizer")))
+    return json_is_object(norm) ? st : bad(path, "\"normalizer\" must be a BertNormalizer");
+  /* BertNormalizer's defaults: all true, strip_accents null (= lowercase) */
+  o->lowercase = o->clean_text = o->handle_chinese_chars = true;
+  o->strip_accents = -1;
+  o->hf_rules = true;
+  bool strip = false;
+  json_t *sa = json_object_get(norm, "strip_accents");
+  if ((st = get_bool(path, norm, "lowercase", &o->lowercase)) || (st = get_bool(path, norm, "clean_text", &o->clean_text)) ||
+      (st = get_bool(path, norm, "handle_chinese_chars", &o->handle_chinese_chars)))
+    return st;
+  if (sa && !json_is_null(sa)) {
+    if ((st = get_bool(path, norm, "strip_accents", &strip))) return st;
+    o->strip_accents = strip;
+  }
+  return vocab_text(path, json_object_get(model, "vocab"), text, size);
+}
+
+est_status est_tokenizer_from_json(est_tokenizer **out, const char *path) {
+  *out = NULL;
+  json_error_t err;
+  json_t *root = json_load_file(path, 0, &err);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", path, err.line, err.text);
+  est_tokenizer_options o = est_tokenizer_options_default(true);
+  char *text = NULL;
+  size_t size = 0;
+  est_vocab *v = NULL;
+  est_status st = read_json(path, root, &o, &text, &size);
+  if (st == EST_OK) st = est_vocab_load_buffer(&v, text, size, path);
+  if (st == EST_OK) st = est_tokenizer_create_with(out, v, &o); /* o.unk_token points into root */
+  if (st == EST_OK) est_tokenizer_own_vocab(*out, v);
+  else est_vocab_free(v);
+  free(text);
+  json_decref(root);
+  return st;
+}
+
+static int ends_with(const char *s, const char *tail) {
+  size_t a = strlen(s), b = strlen(tail);
+  return a >= b && !strcmp(s + a - b, tail);
+}
+
+est_status est_tokenizer_open_any(est_tokenizer **out, const char *vocab_file, bool do_lower_case) {
+  char path[4096];
+  if (est_is_directory(vocab_file)) { /* a HuggingFace model directory */
+    est_status st = est_path_join(path, sizeof path, vocab_file, "tokenizer.json");
+    if (st == EST_OK && !est_file_exists(path)) st = est_path_join(path, sizeof path, vocab_file, "vocab.txt");
+    if (st != EST_OK) return st;
+    vocab_file = path;
+  }
+  if (!ends_with(vocab_file, ".json")) return est_tokenizer_open(out, vocab_file, do_lower_case);
+  est_status st = est_tokenizer_from_json(out, vocab_file);
+  if (st == EST_OK && est_tokenizer_do_lower_case(*out) != do_lower_case)
+    EST_LOG_INFO("%s lower-cases: %s; it is followed, not --do_lower_case=%s", vocab_file,
+                 est_tokenizer_do_lower_case(*out) ? "true" : "false", do_lower_case ? "true" : "false");
+  return st;
+}
