@@ -167,9 +167,10 @@ static const char *tampered(const char *tag, const char *name, const est_tensor 
   snprintf(prefix, sizeof prefix, "%s/variables/variables", dir);
   est_ckpt_reader *r;
   assert_int_equal(est_ckpt_reader_open(&r, p8), EST_OK);
-  size_t n = est_ckpt_reader_count(r), kept = 0;
-  est_tensor *tensors = calloc(n, sizeof *tensors);
-  const char **names = calloc(n, sizeof *names);
+  const size_t n = est_ckpt_reader_count(r); /* a one-layer model's few dozen tensors */
+  est_tensor tensors[n];
+  const char *names[n];
+  size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
     const char *ni = est_ckpt_reader_name(r, i);
     if (!strcmp(ni, name) && !t) continue;
@@ -181,7 +182,6 @@ static const char *tampered(const char *tag, const char *name, const est_tensor 
   for (size_t i = 0; i < kept; i++)
     if (strcmp(names[i], name)) est_tensor_free(&tensors[i]);
   est_ckpt_reader_close(r);
-  free(tensors), free(names);
   return dir;
 }
 
