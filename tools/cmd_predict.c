@@ -1,4 +1,5 @@
-/* `est predict`: class probabilities of new text with an exported classifier (est/serving.h).
+/* `est predict`: class probabilities of new text with an exported classifier (est/serving.h),
+ * or answers to questions with an exported question-answering model (predict_answers.c).
  * Streams: reads --batch_size lines, predicts them at the batch's own length (its longest
  * example rounded up to 8), writes them, and reads on, so memory does not grow with the
  * input. Output lines are in input order. */
@@ -24,7 +25,12 @@ static const char usage[] =
     "  tsv    text_a, or text_a<TAB>text_b\n"
     "  jsonl  {\"text_a\": \"...\", \"text_b\": \"...\"}\n"
     "One output line per example, in input order: the class probabilities TAB-separated in label\n"
-    "order, as run_classifier's test_results.tsv (label: the most probable label; jsonl: both).";
+    "order, as run_classifier's test_results.tsv (label: the most probable label; jsonl: both).\n\n"
+    "With a model exported by `est run_squad --do_export`, each input line is\n"
+    "  {\"question\": \"...\", \"context\": \"...\"}\n"
+    "and each output line {\"answer\": \"...\", \"start\": S, \"end\": E, \"score\": P}: the answer, its\n"
+    "character offsets in the context (end exclusive) and its n-best probability; --input_format\n"
+    "and --output_format do not apply, --batch_size counts windows per forward pass.";
 
 typedef struct predict_ctx {
   est_servable *s;
@@ -141,14 +147,18 @@ int est_cmd_predict(int argc, char **argv) {
   const char *src = input_file ? input_file : "<stdin>";
   est_status st = in ? EST_OK : est_error(EST_ERR_NOT_FOUND, "--input_file=%s: cannot open", input_file);
   if (st == EST_OK) st = est_servable_load(&p.s, export_dir, p.cap);
-  /* probabilities per label: an export of another head (sentence embeddings) has none */
-  if (st == EST_OK && strcmp(est_servable_meta(p.s)->head, est_bert_classifier_head_type.name))
+  /* probabilities per label, or answers to questions (squad): an export of another head
+   * (sentence embeddings) has neither */
+  if (st == EST_OK && strcmp(est_servable_meta(p.s)->head, est_bert_classifier_head_type.name) &&
+      strcmp(est_servable_meta(p.s)->head, est_bert_squad_head_type.name))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: the export's head is \"%s\"; est predict answers a classifier's "
-                   "probabilities (an embedding export: est embed --model_dir)", est_servable_dir(p.s),
-                   est_servable_meta(p.s)->head);
+                   "probabilities or a squad model's answers (an embedding export: est embed --model_dir)",
+                   est_servable_dir(p.s), est_servable_meta(p.s)->head);
   if (st == EST_OK) st = est_cli_apply_model_precision(precision, p.s);
-  if (st == EST_OK) st = est_featurizer_create(&p.f, p.s);
-  if (st == EST_OK) {
+  const bool answers = st == EST_OK && !strcmp(est_servable_meta(p.s)->head, "squad");
+  if (answers) st = est_cli_predict_answers(p.s, in, src, p.cap, stdout);
+  if (st == EST_OK && !answers) st = est_featurizer_create(&p.f, p.s);
+  if (st == EST_OK && !answers) {
     p.S = est_servable_meta(p.s)->max_seq_length;
     p.C = (int)est_servable_meta(p.s)->num_labels;
     size_t rows = (size_t)p.cap * p.S;
@@ -163,14 +173,14 @@ int est_cmd_predict(int argc, char **argv) {
   size_t linecap = 0;
   long lineno = 0;
   ssize_t got;
-  while (st == EST_OK && (got = getline(&line, &linecap, in)) >= 0) {
+  while (st == EST_OK && !answers && (got = getline(&line, &linecap, in)) >= 0) {
     lineno++;
     while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = 0;
     st = add_line(&p, line, input_format, src, lineno);
     if (st == EST_OK && p.n == p.cap) st = flush_batch(&p, stdout);
   }
   if (st == EST_OK && in && ferror(in)) st = est_error(EST_ERR_IO, "reading %s failed", src);
-  if (st == EST_OK) st = flush_batch(&p, stdout);
+  if (st == EST_OK && !answers) st = flush_batch(&p, stdout);
   if (st == EST_OK && fflush(stdout) != 0)
     st = est_error(EST_ERR_IO, "writing the predictions to stdout: %s", strerror(errno));
   for (int i = 0; p.held && i < p.cap; i++) json_decref(p.held[i]);

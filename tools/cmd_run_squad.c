@@ -58,7 +58,7 @@ int est_cmd_run_squad(int argc, char **argv) {
   /* run_squad.py's order: its input flags, the shared group, then training and prediction */
   size_t n = 0;
   for (size_t i = 0; i < 6; i++) flags[n++] = task_flags[i];
-  n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT | EST_CLI_TASK_NO_EVAL);
+  n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT | EST_CLI_TASK_EXPORT | EST_CLI_TASK_NO_EVAL);
   for (size_t i = 6; i < NTASK; i++) flags[n++] = task_flags[i];
   /* run_squad.py's words for its own shared flags */
   est_cli_flag_help(flags, n, "do_predict", "Whether to run eval on the dev set.");

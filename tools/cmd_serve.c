@@ -22,6 +22,8 @@ static const char usage[] =
     "  POST /v1/models/NAME[/versions/V]:predict   {\"instances\": [\"text\", {\"text_a\": .., \"text_b\": ..},\n"
     "                                               {\"input_ids\": [..], \"input_mask\": [..], \"segment_ids\": [..]}]}\n"
     "  POST /v1/models/NAME[/versions/V]:classify  {\"examples\": [{\"text_a\": ..}]}\n"
+    "  (an export of `est run_squad --do_export` answers questions instead:\n"
+    "   :predict {\"instances\": [{\"question\": .., \"context\": ..}]} -> {\"answer\", \"start\", \"end\", \"score\"})\n"
     "  GET  /monitoring/prometheus/metrics\n"
     "An embedding export (est embed --export_dir) also answers TEI's and OpenAI's embedding APIs:\n"
     "  POST /embed           {\"inputs\": \"text\" | [\"text\", ...], \"normalize\": true, \"truncate\": false}\n"

@@ -6,6 +6,7 @@
 #define EST_TOOLS_COMMANDS_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "est/flags.h"
 #include "est/status.h"
@@ -32,6 +33,11 @@ int est_cli_apply_runtime_flags(const char *cmd, int flags_ok, const char *preci
  * saying where it came from. Each servable keeps its own (est/serving.h). */
 struct est_servable;
 est_status est_cli_apply_model_precision(const char *flag, struct est_servable *s);
+
+/* predict_answers.c: est predict's question answering (a "squad" export): JSON lines of
+ * {"question", "context"} from `in` (`src` names it in errors) to answer lines on `out`, in
+ * groups of batch_lines questions whose windows run together. */
+est_status est_cli_predict_answers(struct est_servable *s, FILE *in, const char *src, int batch_lines, FILE *out);
 
 typedef struct est_command {
   const char *name;

@@ -106,6 +106,20 @@ static json_t *model_metadata(const serve_http *h, const served_model *m) {
   char v[32];
   snprintf(v, sizeof v, "%lld", (long long)m->version);
   json_t *inputs = json_object();
+  if (!strcmp(meta->head, "squad")) { /* question answering (serve_answer.c) */
+    json_t *outputs = json_object();
+    json_object_set_new(inputs, "question", tensor_info("question", "DT_STRING", -1, 0));
+    json_object_set_new(inputs, "context", tensor_info("context", "DT_STRING", -1, 0));
+    json_object_set_new(outputs, "answer", tensor_info("answer", "DT_STRING", -1, 0));
+    json_object_set_new(outputs, "start", tensor_info("start", "DT_INT64", -1, 0));
+    json_object_set_new(outputs, "end", tensor_info("end", "DT_INT64", -1, 0));
+    json_object_set_new(outputs, "score", tensor_info("score", "DT_FLOAT", -1, 0));
+    json_t *sig = json_pack("{s:o,s:o,s:s}", "inputs", inputs, "outputs", outputs, "method_name",
+                            "tensorflow/serving/predict");
+    return json_pack("{s:{s:s,s:s,s:s},s:{s:{s:{s:o}}}}", "model_spec", "name", h->opt->model_name,
+                     "signature_name", "", "version", v, "metadata", "signature_def", "signature_def",
+                     "serving_default", sig);
+  }
   json_object_set_new(inputs, "text_a", tensor_info("text_a", "DT_STRING", -1, 0));
   json_object_set_new(inputs, "text_b", tensor_info("text_b", "DT_STRING", -1, 0));
   json_object_set_new(inputs, "input_ids", tensor_info("input_ids", "DT_INT32", -1, meta->max_seq_length));
@@ -188,6 +202,18 @@ static char *answer_text(const serve_job *job, const est_request *req, est_reque
 static enum MHD_Result handle_predict(struct MHD_Connection *c, serve_http *h, http_req *r, served_model *m,
                                       est_request_kind kind) {
   const est_model_meta *meta = est_servable_meta(m->servable);
+  if (!strcmp(meta->head, "squad")) { /* question answering: serve_answer.c */
+    if (kind != EST_REQUEST_PREDICT)
+      return respond_error(c, h, r, MHD_HTTP_BAD_REQUEST, "the model answers questions: it has no classification "
+                           "signature; use :predict");
+    char *answer = NULL;
+    est_status st = serve_answer(h->server, m, r->body ? r->body : "", r->len, &r->preparing, &answer);
+    if (st == EST_OK) return respond(c, h, r, MHD_HTTP_OK, answer, "application/json");
+    return respond_error(c, h, r, st == EST_ERR_ABORTED ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                  : st == EST_ERR_INVALID_ARGUMENT ? MHD_HTTP_BAD_REQUEST
+                                                                   : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                         "%s", est_error_message());
+  }
   est_request_limits lim = {meta->max_seq_length, meta->bert_config.vocab_size, meta->bert_config.type_vocab_size,
                             (size_t)h->opt->max_enqueued_batches * (size_t)h->opt->max_batch_size};
   est_request req;

@@ -1,5 +1,6 @@
 /* est/serving.h — using a trained classifier: export it as TF's export_saved_model lays a
- * servable out, load that export, and predict probabilities for new text.
+ * servable out, load that export, and predict probabilities for new text. A question-
+ * answering export (run_squad --do_export) answers questions about a context (est_qa_*).
  *
  *     // after run_classifier trained into out/: write out/export/<version>/
  *     char dir[4096];
@@ -34,10 +35,12 @@
 #include <stdio.h>
 
 #include "est/bert_classifier.h"
+#include "est/bert_task.h"
 #include "est/precision.h"
 #include "est/run_classifier.h"
 #include "est/sentence_embedding.h"
 #include "est/status.h"
+#include "est/tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,17 +48,26 @@ extern "C" {
 
 /* ---- export ------------------------------------------------------------------------ */
 
+/* A "squad" servable's prediction settings: run_squad's flags of the same names, as the
+ * model was exported with (est_model.json's "squad" object). */
+typedef struct est_model_squad {
+  int doc_stride, max_query_length, n_best_size, max_answer_length;
+  bool version_2_with_negative;
+  double null_score_diff_threshold;
+} est_model_squad;
+
 /* What a servable is, as est_model.json says it. */
 typedef struct est_model_meta {
   est_bert_config bert_config;
   size_t num_labels;
-  char **labels;               /* label strings in output order */
+  char **labels;               /* label strings in output order (a classifier's; else none) */
   int max_seq_length;
   bool do_lower_case;
   char task[64];
-  /* The head on the encoder (est/bert_head.h): "classifier", the only servable one today;
-   * exports written before heads were named have none and are classifiers. */
+  /* The head on the encoder (est/bert_head.h): "classifier" or "squad" (question
+   * answering); exports written before heads were named have none and are classifiers. */
   char head[32];
+  est_model_squad squad;       /* head "squad" only */
   /* The --precision the model was trained and exported with ("fp32" or "bf16"; exports
    * without it: "fp32"). est predict / est serve run it unless --precision says otherwise. */
   char precision[8];
@@ -87,6 +99,18 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
 est_status est_export_classifier(const est_run_classifier_config *c, const char *export_dir, char *version_dir,
                                  size_t size);
 
+/* What every task's --do_export shares: checks the flags it needs (vocab_file,
+ * bert_config_file, output_dir, max_seq_length <= max_position_embeddings), fills meta's
+ * bert_config, max_seq_length and precision from them, and exports output_dir's newest
+ * checkpoint to f->export_dir (default <output_dir>/export). The caller has filled the
+ * head's own fields (head, task, labels or squad, do_lower_case). */
+est_status est_export_task(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *version_dir,
+                           size_t size);
+/* Its first half, for exports of other formats (--export_format=hf): the checks, meta's
+ * bert_config, max_seq_length and precision, and output_dir's newest checkpoint in ckpt. */
+est_status est_export_prepare(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *ckpt,
+                              size_t ckpt_size);
+
 /* The highest complete version under export_base (a directory named by digits holding
  * est_model.json and variables/variables.index): its path and number. NOT_FOUND when none.
  * A path that is itself a version directory (it holds est_model.json) is returned as is,
@@ -110,13 +134,18 @@ int64_t est_servable_version(const est_servable *s);
 const char *est_servable_dir(const est_servable *s);
 int est_servable_max_batch(const est_servable *s);
 int est_servable_vocab_size(const est_servable *s);
+/* Its assets/vocab.txt. */
+const est_vocab *est_servable_vocab(const est_servable *s);
+/* Forward passes run so far (each est_servable_predict runs one per max_batch rows). */
+uint64_t est_servable_forward_count(const est_servable *s);
 /* The precision its model runs (est/precision.h), FP32 until set; each servable has its own,
  * so one process serves versions of different precisions side by side. Returns the one
  * this CPU runs (bf16 without AVX512-BF16: fp32, with a warning). */
 est_precision est_servable_set_precision(est_servable *s, est_precision precision);
 est_precision est_servable_precision(const est_servable *s);
 /* Floats per example of what it serves: num_labels probabilities (classifier), the
- * embedding's width (pooling). */
+ * embedding's width (pooling), 2 x max_seq_length for squad (start logits, then end
+ * logits, zero past the run length). */
 int est_servable_output_width(const est_servable *s);
 
 /* A servable straight from a checkpoint, without an export: meta says what the model is
@@ -190,6 +219,47 @@ est_status est_featurizer_run(est_featurizer *f, const char *text_a, const char 
  * truncation to max_seq_length: above max_seq_length means est_featurizer_run cuts it. */
 est_status est_featurizer_count_tokens(est_featurizer *f, const char *text_a, const char *text_b, int *tokens);
 
+/* ---- question answering: a "squad" servable (docs/squad.md §11) ----------------------- */
+
+/* One answer: write_predictions' choice for the question (predictions.json's text). */
+typedef struct est_qa_answer {
+  char *text;                  /* UTF-8, malloc'ed; "" when a version 2 model finds no answer */
+  /* Code point (Python character) offsets of the answer in the context, end exclusive:
+   * context[start:end] is the answer, up to the whitespace between its words (the answer
+   * joins them with one space). -1, -1 when text is "" or "empty" (no span qualified). */
+  int64_t start, end;
+  double score;                /* its probability among the n-best (nbest_predictions.json's) */
+} est_qa_answer;
+
+void est_qa_answer_clear(est_qa_answer *a);
+/* {"answer": "...", "start": S, "end": E, "score": P} (no newline): est predict's line and
+ * est serve's prediction. The string is escaped as json.dumps does (ensure_ascii); the
+ * score is the shortest text that reads back as the same float32. */
+void est_qa_answer_write_json(FILE *out, const est_qa_answer *a);
+
+/* Questions about contexts as features: each context split into words and cut into
+ * doc_stride windows of max_seq_length tokens as run_squad.py does, with the settings of
+ * the servable's est_model.json ("squad"). Thread-safe against other batches of the same
+ * servable (it only reads it). */
+typedef struct est_qa_batch est_qa_batch;
+
+est_status est_qa_batch_create(est_qa_batch **out, const est_servable *s, const char *const *questions,
+                               const char *const *contexts, size_t count);
+void est_qa_batch_free(est_qa_batch *b);
+/* The windows of all questions, in order: rows of max_seq_length int32s, and the real
+ * tokens of the longest. */
+int est_qa_batch_rows(const est_qa_batch *b);
+void est_qa_batch_features(const est_qa_batch *b, const int32_t **input_ids, const int32_t **input_mask,
+                           const int32_t **segment_ids, int *longest);
+/* The answers [count] from the servable's outputs for those rows ([rows,
+ * est_servable_output_width]). Each question's span is chosen over its real tokens only. */
+est_status est_qa_batch_answers(est_qa_batch *b, const float *outputs, est_qa_answer *answers);
+
+/* All of it: the batch, its windows run together (one forward pass when they fit in the
+ * servable's max_batch), the answers. */
+est_status est_qa_answer_questions(est_servable *s, const char *const *questions, const char *const *contexts,
+                                   size_t count, est_qa_answer *answers);
+
 /* ---- encoder layers (extract_features) -------------------------------------------------- */
 
 /* All-layer encoder outputs of a BERT checkpoint, for extract_features: layer l (0-based,
@@ -230,11 +300,13 @@ void est_extract_features_write(FILE *out, int64_t linex_index, const char *cons
 /* One instance of a predict/classify request: either texts or already-tokenized rows. */
 typedef struct est_instance {
   const char *text_a, *text_b;      /* text form (text_b may be NULL) */
+  const char *question, *context;   /* EST_REQUEST_ANSWER's form */
   int32_t *input_ids, *input_mask, *segment_ids; /* tokenized form: `length` each, else NULL */
   int length;
 } est_instance;
 
-typedef enum est_request_kind { EST_REQUEST_PREDICT, EST_REQUEST_CLASSIFY } est_request_kind;
+/* ANSWER: a :predict body for a question-answering (squad) model. */
+typedef enum est_request_kind { EST_REQUEST_PREDICT, EST_REQUEST_CLASSIFY, EST_REQUEST_ANSWER } est_request_kind;
 
 typedef struct est_request {
   est_instance *instances;
@@ -265,6 +337,8 @@ typedef struct est_request_limits {
  * ("instances[3].input_ids[7]: ..."). Before parsing, a body nested deeper than
  * EST_REQUEST_MAX_DEPTH, or holding a list or object of more than max(max_instances,
  * max_seq_length, 16) entries (when max_instances is set), is refused with the byte offset.
+ * EST_REQUEST_ANSWER: {"instances": [{"question": "...", "context": "..."}, ...]} only
+ * (each field a string; a missing or mistyped one named: "instances[1].context: ...").
  * On failure *out is empty. */
 est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
                              const est_request_limits *limits);

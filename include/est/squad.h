@@ -97,6 +97,15 @@ est_status est_squad_read_examples_buffer(const char *data, size_t size, const c
                                           bool version_2_with_negative, est_squad_examples **out);
 void est_squad_examples_free(est_squad_examples *ex);
 
+/* Examples from texts in memory (a question about your own text): an empty set, then one
+ * prediction question per call, its context split as the reader splits a file's
+ * (whitespace " ", "\t", "\r", "\n", U+202F; context_size bytes of valid UTF-8).
+ * *word_starts (may be NULL; owned by ex) receives, for each of the example's words, the
+ * code point offset in the context where it begins. */
+est_status est_squad_examples_create(est_squad_examples **out);
+est_status est_squad_examples_add_text(est_squad_examples *ex, const char *qas_id, const char *question,
+                                       const char *context, size_t context_size, const int64_t **word_starts);
+
 /* ---- features: run_squad.py convert_examples_to_features + FeatureWriter ------------ */
 
 /* The window settings (run_squad.py's flags of the same names). */
@@ -105,6 +114,7 @@ typedef struct est_squad_feature_config {
   int doc_stride;                /* 128: tokens between the starts of two windows (at most) */
   int max_query_length;          /* 64: question tokens kept (the first ones) */
   bool is_training;              /* positions and is_impossible are filled and written */
+  bool quiet;                    /* no INFO log of the first 20 examples' features (serving) */
 } est_squad_feature_config;
 
 est_squad_feature_config est_squad_feature_config_default(void);
@@ -224,6 +234,21 @@ int64_t est_squad_predictor_num_features(const est_squad_predictor *p);
 est_status est_squad_predictor_write(est_squad_predictor *p, const char *prediction_file, const char *nbest_file,
                                      const char *null_odds_file);
 void est_squad_predictor_free(est_squad_predictor *p);
+
+/* What write_predictions would put in predictions.json for one example, with where it is. */
+typedef struct est_squad_answer {
+  char *text;                    /* malloc'ed; "" for version 2's null answer */
+  double probability;            /* its entry's probability in the n-best (the softmax) */
+  /* Its first and last code point as (word index, code point in that word), the last
+   * inclusive; all -1 when text is "" or the reference's "empty" (no valid span). */
+  int64_t start_word, start_in_word, end_word, end_in_word;
+} est_squad_answer;
+
+/* The answer of examples[example_index], exactly as est_squad_predictor_write picks it
+ * (same n-best, get_final_text, null threshold); needs a result for each of its features.
+ * Clear it with est_squad_answer_clear. */
+est_status est_squad_predictor_best(est_squad_predictor *p, size_t example_index, est_squad_answer *out);
+void est_squad_answer_clear(est_squad_answer *a);
 
 /* ---- scoring: evaluate-v1.1.py and evaluate-v2.0.py ------------------------------- */
 

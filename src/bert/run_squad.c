@@ -17,6 +17,7 @@
 #include "est/log.h"
 #include "est/pyrandom.h"
 #include "est/run_squad.h"
+#include "est/serving.h"
 #include "est/squad.h"
 #include "est/tokenizer.h"
 #include "squad_internal.h"
@@ -342,6 +343,22 @@ static est_status task_write_predictions(void *self, const char *output_dir) {
   return st;
 }
 
+/* --do_export: a "squad" servable with what prediction needs (est/serving.h). */
+static est_status task_export(void *self, const est_task_flags *f) {
+  const est_run_squad_config *c = ((squad_task *)self)->c;
+  if (f->export_format && !strcmp(f->export_format, "hf"))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--export_format=hf: run_squad exports est servables only (a "
+                     "HuggingFace directory is run_classifier's); leave --export_format at est");
+  est_model_meta meta = {.do_lower_case = c->do_lower_case,
+                         .squad = {.doc_stride = (int)c->doc_stride, .max_query_length = (int)c->max_query_length,
+                                   .n_best_size = (int)c->n_best_size, .max_answer_length = (int)c->max_answer_length,
+                                   .version_2_with_negative = c->version_2_with_negative,
+                                   .null_score_diff_threshold = c->null_score_diff_threshold}};
+  snprintf(meta.task, sizeof meta.task, "squad");
+  snprintf(meta.head, sizeof meta.head, "%s", est_bert_squad_head_type.name);
+  return est_export_task(f, c->vocab_file, &meta, NULL, 0);
+}
+
 static est_status run(const est_run_squad_config *c, int validate_only) {
   squad_task t = {.c = c};
   const est_task task = {.name = "run_squad",
@@ -351,7 +368,8 @@ static est_status run(const est_run_squad_config *c, int validate_only) {
                          .prepare = task_prepare,
                          .open_input = task_open_input,
                          .on_prediction = task_on_prediction,
-                         .write_predictions = task_write_predictions};
+                         .write_predictions = task_write_predictions,
+                         .export = task_export};
   est_status st = validate_only ? est_task_validate(&task, &c->common) : est_task_run(&task, &c->common);
   est_squad_predictor_free(t.predictor);
   est_squad_examples_free(t.train);

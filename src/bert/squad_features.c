@@ -376,7 +376,7 @@ est_status est_squad_converter_convert(est_squad_converter *c, const est_squad_e
         f.end_position = tok_end - dstart + doc_offset;
       }
     }
-    if (example_index < 20) log_feature(c, &f, cfg->is_training);
+    if (example_index < 20 && !cfg->quiet) log_feature(c, &f, cfg->is_training);
     if ((st = fn(ctx, &f)) != EST_OK) return st;
     c->next_unique_id++;
   }

@@ -155,10 +155,19 @@ static int by_score_desc(const void *a, const void *b) {
   return (x->order > y->order) - (x->order < y->order);
 }
 
+/* Where a candidate's text is in the example's words: words [word_a, word_b], and code
+ * points [char_a, char_b] of " ".join(those words); all -1 for the null answer. */
+typedef struct text_span {
+  int64_t word_a, word_b, char_a, char_b;
+} text_span;
+
+static const text_span NO_SPAN = {-1, -1, -1, -1};
+
 typedef struct nbest_entry {
   char *text;
   double start_logit, end_logit;
   bool int_logits;             /* the reference's int 0 (an example without windows) */
+  text_span span;
 } nbest_entry;
 
 /* One example's answer as the reference's loop body computes it. */
@@ -204,8 +213,10 @@ static char *encode(const uint32_t *cps, size_t n) {
 }
 
 /* The projection of pred_text (tokenized, normalized) back onto orig_text; orig_text itself
- * where the alignment heuristic fails, as the reference. Returns malloc'ed UTF-8 or NULL. */
-static char *get_final_text(est_tokenizer *tok, const char *pred_text, const char *orig_text, bool verbose) {
+ * where the alignment heuristic fails, as the reference. Returns malloc'ed UTF-8 or NULL;
+ * *a, *b: the code points of orig_text it spans (b < a: empty). */
+static char *get_final_text(est_tokenizer *tok, const char *pred_text, const char *orig_text, bool verbose,
+                            int64_t *span_a, int64_t *span_b) {
   const char *tok_joined = est_tokenizer_basic(tok, orig_text, strlen(orig_text), NULL);
   if (!tok_joined) return NULL;
   uint32_t *pred = NULL, *orig = NULL, *tokt = NULL, *orig_ns = NULL, *tok_ns = NULL;
@@ -213,6 +224,7 @@ static char *get_final_text(est_tokenizer *tok, const char *pred_text, const cha
   long *tok_s_to_ns = NULL;
   char *result = NULL;
   const size_t np = decode(pred_text, &pred), no = decode(orig_text, &orig), nt = decode(tok_joined, &tokt);
+  *span_a = 0, *span_b = (int64_t)no - 1; /* the fallbacks: orig_text whole */
   orig_ns = malloc((no + 1) * sizeof *orig_ns), tok_ns = malloc((nt + 1) * sizeof *tok_ns);
   orig_map = malloc((no + 1) * sizeof *orig_map), tok_map = malloc((nt + 1) * sizeof *tok_map);
   tok_s_to_ns = malloc((nt + 1) * sizeof *tok_s_to_ns);
@@ -256,15 +268,16 @@ static char *get_final_text(est_tokenizer *tok, const char *pred_text, const cha
   const size_t a = orig_map[ns_start], b = orig_map[ns_end];
   /* orig_text[a:b + 1]: empty when b < a, as Python's slice */
   result = b >= a ? encode(orig + a, b - a + 1) : strdup("");
+  *span_a = (int64_t)a, *span_b = (int64_t)b;
 done:
   free(pred), free(orig), free(tokt), free(orig_ns), free(tok_ns), free(orig_map), free(tok_map), free(tok_s_to_ns);
   return result;
 }
 
 /* The text of a non-null candidate: its WordPieces joined and de-tokenized, then
- * get_final_text against the words it came from. */
+ * get_final_text against the words it came from (where: *span). */
 static char *candidate_text(est_squad_predictor *p, const kept_feature *k, const est_squad_example *ex, int start,
-                            int end) {
+                            int end, text_span *span) {
   const est_vocab *vocab = est_tokenizer_vocab(p->tok);
   squad_buf tok_text = {0}, clean = {0}, orig_text = {0};
   char *out = NULL;
@@ -290,7 +303,10 @@ static char *candidate_text(est_squad_predictor *p, const kept_feature *k, const
   for (int32_t w = a; ok && w <= b; w++)
     ok = (w == a || squad_buf_append(&orig_text, " ", 1)) &&
          squad_buf_append(&orig_text, ex->doc_tokens[w], strlen(ex->doc_tokens[w]));
-  if (ok) out = get_final_text(p->tok, clean.p ? clean.p : "", orig_text.p ? orig_text.p : "", p->cfg.verbose_logging);
+  *span = (text_span){.word_a = a, .word_b = b};
+  if (ok)
+    out = get_final_text(p->tok, clean.p ? clean.p : "", orig_text.p ? orig_text.p : "", p->cfg.verbose_logging,
+                         &span->char_a, &span->char_b);
   squad_buf_free(&tok_text), squad_buf_free(&clean), squad_buf_free(&orig_text);
   return out;
 }
@@ -368,7 +384,7 @@ static est_status answer_example(est_squad_predictor *p, size_t ei, size_t f0, s
                             .end_logit = null_end, .order = ncand};
     ncand++;
   }
-  qsort(cands, ncand, sizeof *cands, by_score_desc);
+  if (ncand) qsort(cands, ncand, sizeof *cands, by_score_desc); /* qsort(NULL, 0) is undefined */
 
   out->nbest = calloc((size_t)nb + 2, sizeof *out->nbest);
   if (!out->nbest) {
@@ -379,8 +395,9 @@ static est_status answer_example(est_squad_predictor *p, size_t ei, size_t f0, s
   for (size_t i = 0; i < ncand && out->n < (size_t)nb; i++) {
     const prelim *c1 = &cands[i];
     char *text;
+    text_span span = NO_SPAN;
     if (c1->start > 0) { /* a non-null prediction */
-      text = candidate_text(p, &p->features[c1->feature], ex, c1->start, c1->end);
+      text = candidate_text(p, &p->features[c1->feature], ex, c1->start, c1->end, &span);
       if (!text) {
         st = est_error(EST_ERR_NO_MEMORY, "squad predictions: out of memory");
         goto done;
@@ -401,13 +418,14 @@ static est_status answer_example(est_squad_predictor *p, size_t ei, size_t f0, s
       st = est_error(EST_ERR_NO_MEMORY, "squad predictions: out of memory");
       goto done;
     }
-    out->nbest[out->n++] = (nbest_entry){.text = text, .start_logit = c1->start_logit, .end_logit = c1->end_logit};
+    out->nbest[out->n++] =
+        (nbest_entry){.text = text, .start_logit = c1->start_logit, .end_logit = c1->end_logit, .span = span};
   }
   if (c->version_2_with_negative && !seen_empty)
     out->nbest[out->n++] = (nbest_entry){.text = strdup(""), .start_logit = null_start, .end_logit = null_end,
-                                         .int_logits = no_windows};
+                                         .int_logits = no_windows, .span = NO_SPAN};
   if (!out->n) /* "In very rare edge cases we could have no valid predictions." */
-    out->nbest[out->n++] = (nbest_entry){.text = strdup("empty")};
+    out->nbest[out->n++] = (nbest_entry){.text = strdup("empty"), .span = NO_SPAN};
   for (size_t i = 0; i < out->n; i++)
     if (!out->nbest[i].text) {
       st = est_error(EST_ERR_NO_MEMORY, "squad predictions: out of memory");
@@ -581,5 +599,51 @@ est_status est_squad_predictor_write(est_squad_predictor *p, const char *predict
   free(o.answers);
   free(o.slot_example);
   json_decref(slots);
+  return st;
+}
+
+/* ---- one example's answer, for est predict / est serve ------------------------------------ */
+
+void est_squad_answer_clear(est_squad_answer *a) {
+  free(a->text);
+  memset(a, 0, sizeof *a);
+}
+
+/* Code point `pos` of " ".join(words[w..]) as (word, code point in it). */
+static void word_position(const est_squad_example *ex, int64_t w, int64_t pos, int64_t *word, int64_t *in_word) {
+  for (; w < (int64_t)ex->num_doc_tokens; w++) {
+    const int64_t len = (int64_t)squad_utf8_length(ex->doc_tokens[w], strlen(ex->doc_tokens[w]));
+    if (pos < len) break;
+    pos -= len + 1;
+  }
+  *word = w, *in_word = pos;
+}
+
+est_status est_squad_predictor_best(est_squad_predictor *p, size_t example_index, est_squad_answer *out) {
+  memset(out, 0, sizeof *out);
+  out->start_word = out->start_in_word = out->end_word = out->end_in_word = -1;
+  if (example_index >= p->examples->count)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "squad predictions: example %zu of %zu", example_index,
+                     p->examples->count);
+  size_t f0 = 0;
+  while (f0 < p->count && p->features[f0].example_index < example_index) f0++;
+  size_t f1 = f0;
+  while (f1 < p->count && p->features[f1].example_index == example_index) f1++;
+  answer a = {.qid = p->examples->examples[example_index].qas_id};
+  est_status st = answer_example(p, example_index, f0, f1, &a);
+  /* the entry whose text is the prediction (the null answer: the first "") */
+  size_t chosen = 0;
+  while (st == EST_OK && chosen + 1 < a.n && strcmp(a.nbest[chosen].text, a.prediction)) chosen++;
+  if (st == EST_OK && !(out->text = strdup(a.prediction))) st = est_error(EST_ERR_NO_MEMORY, "squad answer");
+  if (st == EST_OK) {
+    const text_span *sp = &a.nbest[chosen].span;
+    out->probability = a.probs[chosen];
+    if (*out->text && sp->word_a >= 0 && sp->char_b >= sp->char_a) {
+      const est_squad_example *ex = &p->examples->examples[example_index];
+      word_position(ex, sp->word_a, sp->char_a, &out->start_word, &out->start_in_word);
+      word_position(ex, sp->word_a, sp->char_b, &out->end_word, &out->end_in_word);
+    }
+  }
+  answer_free(&a);
   return st;
 }

@@ -406,3 +406,40 @@ est_status est_squad_read_examples(const char *path, bool is_training, bool vers
   }
   return read_json(root, &jerr, path, is_training, version_2_with_negative, out);
 }
+
+/* ---- one question about a text in memory (est predict / est serve) ----------------------- */
+
+est_status est_squad_examples_create(est_squad_examples **out) {
+  *out = calloc(1, sizeof **out);
+  if (*out) (*out)->storage_ = calloc(1, sizeof *(*out)->storage_);
+  if (!*out || !(*out)->storage_) {
+    est_squad_examples_free(*out);
+    *out = NULL;
+    return est_error(EST_ERR_NO_MEMORY, "squad examples: out of memory");
+  }
+  return EST_OK;
+}
+
+est_status est_squad_examples_add_text(est_squad_examples *ex, const char *qas_id, const char *question,
+                                       const char *context, size_t context_size, const int64_t **word_starts) {
+  /* the reader's paragraph step, then a prediction question on it */
+  reader r = {.name = qas_id, .ex = ex, .cap = ex->count};
+  est_status st = split_context(&r, context, context_size);
+  int64_t *starts = st == EST_OK ? arena_alloc(ex->storage_, (r.nwords ? r.nwords : 1) * sizeof *starts) : NULL;
+  if (st == EST_OK && !starts) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", qas_id);
+  if (st == EST_OK) {
+    /* a word's first code point is the first one char_to_word_offset gives its index */
+    for (size_t i = r.ncp; i-- > 0;)
+      if (r.c2w[i] >= 0) starts[r.c2w[i]] = (int64_t)i;
+    ex->num_paragraphs++;
+    ex->num_questions++;
+    const est_squad_example e = {.qas_id = arena_strdup(ex->storage_, qas_id, strlen(qas_id)),
+                                 .question_text = arena_strdup(ex->storage_, question, strlen(question)),
+                                 .doc_tokens = r.words, .num_doc_tokens = r.nwords,
+                                 .paragraph_index = ex->num_paragraphs - 1, .start_position = -1, .end_position = -1};
+    st = e.qas_id && e.question_text ? push_example(&r, &e) : est_error(EST_ERR_NO_MEMORY, "%s: out of memory", qas_id);
+  }
+  free(r.c2w);
+  if (st == EST_OK && word_starts) *word_starts = starts;
+  return st;
+}

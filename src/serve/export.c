@@ -48,6 +48,14 @@ char *est_model_meta_to_json(const est_model_meta *m) {
   json_object_set_new(root, "task", json_string(m->task));
   json_object_set_new(root, "head", json_string(m->head[0] ? m->head : "classifier"));
   json_object_set_new(root, "precision", json_string(m->precision[0] ? m->precision : "fp32"));
+  if (!strcmp(m->head, "squad")) {
+    const est_model_squad *q = &m->squad;
+    json_object_set_new(root, "squad",
+                        json_pack("{s:i, s:i, s:i, s:i, s:b, s:f}", "doc_stride", q->doc_stride, "max_query_length",
+                                  q->max_query_length, "n_best_size", q->n_best_size, "max_answer_length",
+                                  q->max_answer_length, "version_2_with_negative", q->version_2_with_negative,
+                                  "null_score_diff_threshold", q->null_score_diff_threshold));
+  }
   if (!strcmp(m->head, est_bert_pooling_head_type.name)) {
     char modes[64];
     json_object_set_new(root, "pooling", json_pack("{s:s,s:b}", "modes", est_pooling_modes_string(&m->pooling, modes,
@@ -65,6 +73,31 @@ char *est_model_meta_to_json(const est_model_meta *m) {
   out[n] = '\n';
   out[n + 1] = 0;
   return out;
+}
+
+/* est_model.json's "squad" object: run_squad's prediction flags (head "squad"). */
+static est_status squad_from_json(est_model_squad *q, const json_t *o, const char *path) {
+  if (!json_is_object(o)) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"squad\" must be an object", path);
+  const struct {
+    const char *name;
+    int *dst, lo;
+  } ints[] = {{"doc_stride", &q->doc_stride, 1}, {"max_query_length", &q->max_query_length, 0},
+              {"n_best_size", &q->n_best_size, 1}, {"max_answer_length", &q->max_answer_length, 1}};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+    const json_t *v = json_object_get(o, ints[i].name);
+    if (!json_is_integer(v) || json_integer_value(v) < ints[i].lo || json_integer_value(v) > 1 << 20)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"squad\".\"%s\" must be an integer >= %d", path, ints[i].name,
+                       ints[i].lo);
+    *ints[i].dst = (int)json_integer_value(v);
+  }
+  const json_t *v2 = json_object_get(o, "version_2_with_negative"), *thr = json_object_get(o, "null_score_diff_threshold");
+  if (!json_is_boolean(v2))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"squad\".\"version_2_with_negative\" must be true or false", path);
+  if (!json_is_number(thr))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"squad\".\"null_score_diff_threshold\" must be a number", path);
+  q->version_2_with_negative = json_is_true(v2);
+  q->null_score_diff_threshold = json_number_value(thr);
+  return EST_OK;
 }
 
 /* "pooling": {"modes": "cls,mean", "normalize": false} of a pooling export. */
@@ -87,13 +120,16 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
   json_t *task = json_object_get(root, "task");
   json_t *head = json_object_get(root, "head");
   json_t *precision = json_object_get(root, "precision");
+  /* labels: a classifier's (required there); other heads have none */
+  const bool is_classifier = !head || (json_is_string(head) && !strcmp(json_string_value(head), "classifier"));
+  const bool is_squad = json_is_string(head) && !strcmp(json_string_value(head), "squad");
   est_precision parsed_precision;
   /* a pooling (sentence-embedding) export has no labels and says how it pools */
   const int pooling = json_is_string(head) && !strcmp(json_string_value(head), est_bert_pooling_head_type.name);
   if (!json_is_object(cfg)) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"bert_config\" must be an object", path);
-  else if (pooling && labels && !json_is_array(labels))
+  else if (labels && !json_is_array(labels))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be an array of strings", path);
-  else if (!pooling && (!json_is_array(labels) || json_array_size(labels) < 1))
+  else if (is_classifier && json_array_size(labels) < 1)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be a non-empty array of strings", path);
   else if (!json_is_integer(seq) || json_integer_value(seq) < 3 || json_integer_value(seq) > 1 << 20)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"max_seq_length\" must be an integer >= 3", path);
@@ -111,6 +147,7 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
                   : est_error(EST_ERR_NO_MEMORY, "%s: bert_config", path);
     free(cfg_text);
   }
+  if (st == EST_OK && is_squad) st = squad_from_json(&m->squad, json_object_get(root, "squad"), path);
   if (st == EST_OK && pooling) st = pooling_from_json(&m->pooling, json_object_get(root, "pooling"), path);
   if (st == EST_OK) {
     m->num_labels = labels ? json_array_size(labels) : 0;
@@ -198,10 +235,10 @@ static est_status write_weights(const char *dst, const char *ckpt_prefix, const 
   if (st == EST_OK) st = est_servable_model_create(&m, meta, vs, "est_model.json");
   if (st == EST_OK) st = est_vars_finalize(vs, 1);
   if (st == EST_OK && (st = est_servable_model_restore(vs, ckpt_prefix)) == EST_ERR_NOT_FOUND) {
-    char missing[1024];
+    char missing[1024], shape[48] = "";
     snprintf(missing, sizeof missing, "%s", est_error_message());
-    st = est_error(st, "checkpoint %s (is it a %s with %zu labels of this bert_config?)", missing, meta->head,
-                   meta->num_labels);
+    if (meta->num_labels) snprintf(shape, sizeof shape, " with %zu labels", meta->num_labels);
+    st = est_error(st, "checkpoint %s (is it a %s%s of this bert_config?)", missing, meta->head, shape);
   }
   if (st == EST_OK) st = est_ckpt_writer_open(&w, dst);
   for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
@@ -280,30 +317,47 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
   return st;
 }
 
+/* ---- a task's --do_export ----------------------------------------------------------------- */
+
+est_status est_export_prepare(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *ckpt,
+                              size_t ckpt_size) {
+  const struct {
+    const char *name, *value;
+  } required[] = {{"vocab_file", vocab_file}, {"bert_config_file", f->bert_config_file},
+                  {"output_dir", f->output_dir}};
+  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+    if (!required[i].value || !*required[i].value)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "--do_export: flag --%s must be specified", required[i].name);
+  est_status st = est_ckpt_latest(f->output_dir, ckpt, ckpt_size);
+  if (st != EST_OK) return est_error_prefix("--do_export: no checkpoint in --output_dir=%s: ", f->output_dir);
+  st = est_bert_config_from_json_file(&meta->bert_config, f->bert_config_file);
+  if (st != EST_OK) return est_error_prefix("--bert_config_file: ");
+  if (f->max_seq_length < 3 || f->max_seq_length > meta->bert_config.max_position_embeddings)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--max_seq_length=%lld: must be in [3, max_position_embeddings %d]",
+                     (long long)f->max_seq_length, meta->bert_config.max_position_embeddings);
+  meta->max_seq_length = (int)f->max_seq_length;
+  snprintf(meta->precision, sizeof meta->precision, "%s", f->precision ? f->precision : "fp32");
+  return EST_OK;
+}
+
+est_status est_export_task(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *version_dir,
+                           size_t size) {
+  char ckpt[4096], base[4096];
+  est_status st = est_export_prepare(f, vocab_file, meta, ckpt, sizeof ckpt);
+  if (st != EST_OK) return st;
+  if (f->export_dir && *f->export_dir) snprintf(base, sizeof base, "%s", f->export_dir);
+  else if ((st = est_path_join(base, sizeof base, f->output_dir, "export")) != EST_OK) return st;
+  return est_export_write(base, ckpt, meta, vocab_file, version_dir, size);
+}
+
 /* ---- run_classifier --do_export --------------------------------------------------------- */
 
 est_status est_export_classifier(const est_run_classifier_config *c, const char *export_dir, char *version_dir,
                                  size_t size) {
-  const struct {
-    const char *name, *value;
-  } required[] = {{"task_name", c->task_name}, {"vocab_file", c->vocab_file},
-                  {"bert_config_file", c->common.bert_config_file}, {"output_dir", c->common.output_dir}};
-  for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-    if (!required[i].value || !*required[i].value)
-      return est_error(EST_ERR_INVALID_ARGUMENT, "--do_export: flag --%s must be specified", required[i].name);
-  char ckpt[4096];
-  est_status st = est_ckpt_latest(c->common.output_dir, ckpt, sizeof ckpt);
-  if (st != EST_OK) return est_error_prefix("--do_export: no checkpoint in --output_dir=%s: ", c->common.output_dir);
-
+  if (!c->task_name || !*c->task_name)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--do_export: flag --task_name must be specified");
   est_model_meta meta = {0};
-  st = est_bert_config_from_json_file(&meta.bert_config, c->common.bert_config_file);
-  if (st != EST_OK) return est_error_prefix("--bert_config_file: ");
-  if (c->common.max_seq_length < 3 || c->common.max_seq_length > meta.bert_config.max_position_embeddings)
-    return est_error(EST_ERR_INVALID_ARGUMENT, "--max_seq_length=%lld: must be in [3, max_position_embeddings %d]",
-                     (long long)c->common.max_seq_length, meta.bert_config.max_position_embeddings);
-  meta.max_seq_length = (int)c->common.max_seq_length;
   meta.do_lower_case = c->do_lower_case;
-
   /* The labels in output order, exactly as run_classifier's processor lists them. */
   est_tsv_task_config tc = est_tsv_task_config_default();
   tc.text_a_column = (int)c->tsv_text_a_column;
@@ -312,7 +366,7 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   tc.skip_header = c->tsv_skip_header;
   tc.labels = c->tsv_labels;
   est_processor *proc = NULL;
-  st = est_processor_create(&proc, c->task_name, &tc);
+  est_status st = est_processor_create(&proc, c->task_name, &tc);
   if (st != EST_OK) return est_error_prefix("--task_name: ");
   const char *const *labels;
   size_t nlabels;
@@ -320,7 +374,6 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   if (st == EST_OK) {
     snprintf(meta.task, sizeof meta.task, "%s", est_processor_name(proc));
     snprintf(meta.head, sizeof meta.head, "%s", est_bert_classifier_head_type.name);
-    snprintf(meta.precision, sizeof meta.precision, "%s", c->common.precision ? c->common.precision : "fp32");
     meta.labels = calloc(nlabels, sizeof *meta.labels);
     if (!meta.labels) st = est_error(EST_ERR_NO_MEMORY, "export labels");
     for (size_t i = 0; st == EST_OK && i < nlabels; i++, meta.num_labels++)
@@ -328,11 +381,14 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   }
   est_processor_free(proc);
 
-  char base[4096];
   if (st == EST_OK && c->common.export_format && !strcmp(c->common.export_format, "hf")) {
     /* a HuggingFace BertForSequenceClassification directory (docs/hf.md §6) */
-    if (export_dir && *export_dir) snprintf(base, sizeof base, "%s", export_dir);
-    else st = est_path_join(base, sizeof base, c->common.output_dir, "hf");
+    char ckpt[4096], base[4096];
+    st = est_export_prepare(&c->common, c->vocab_file, &meta, ckpt, sizeof ckpt);
+    if (st == EST_OK) {
+      if (export_dir && *export_dir) snprintf(base, sizeof base, "%s", export_dir);
+      else st = est_path_join(base, sizeof base, c->common.output_dir, "hf");
+    }
     est_hf_export_params hp = {.cfg = &meta.bert_config, .vocab_file = c->vocab_file,
                                .do_lower_case = c->do_lower_case, .labels = (const char *const *)meta.labels,
                                .num_labels = meta.num_labels};
@@ -341,11 +397,9 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
     est_model_meta_clear(&meta);
     return st;
   }
-  if (st == EST_OK) {
-    if (export_dir && *export_dir) snprintf(base, sizeof base, "%s", export_dir);
-    else st = est_path_join(base, sizeof base, c->common.output_dir, "export");
-    if (st == EST_OK) st = est_export_write(base, ckpt, &meta, c->vocab_file, version_dir, size);
-  }
+  est_task_flags f = c->common;
+  f.export_dir = export_dir;
+  if (st == EST_OK) st = est_export_task(&f, c->vocab_file, &meta, version_dir, size);
   est_model_meta_clear(&meta);
   return st;
 }

@@ -118,6 +118,25 @@ static est_status row_instance(est_instance *in, const json_t *v, const char *wh
   return st;
 }
 
+/* One question-answering instance: {"question": "...", "context": "..."}. */
+static est_status qa_instance(est_instance *in, const json_t *v, const char *where) {
+  if (!json_is_object(v))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: must be an object with \"question\" and \"context\"", where);
+  const char *key;
+  json_t *val;
+  json_object_foreach((json_t *)v, key, val) {
+    if (strcmp(key, "question") && strcmp(key, "context"))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: unknown input \"%s\" (the signature's inputs: question, "
+                       "context)", where, key);
+  }
+  char w[160];
+  snprintf(w, sizeof w, "%s.question", where);
+  est_status st = text_field(json_object_get(v, "question"), w, 1, &in->question);
+  snprintf(w, sizeof w, "%s.context", where);
+  if (st == EST_OK) st = text_field(json_object_get(v, "context"), w, 1, &in->context);
+  return st;
+}
+
 static est_status alloc_instances(est_request *r, size_t n, const char *what, const est_request_limits *lim) {
   if (n == 0) return est_error(EST_ERR_INVALID_ARGUMENT, "\"%s\": empty; give at least one", what);
   if (lim->max_instances && n > lim->max_instances)
@@ -129,13 +148,15 @@ static est_status alloc_instances(est_request *r, size_t n, const char *what, co
   return EST_OK;
 }
 
-static est_status rows(est_request *r, const json_t *list, const char *what, const est_request_limits *lim) {
+static est_status rows(est_request *r, const json_t *list, const char *what, const est_request_limits *lim,
+                       bool qa) {
   if (!json_is_array(list)) return est_error(EST_ERR_INVALID_ARGUMENT, "\"%s\": must be a list", what);
   est_status st = alloc_instances(r, json_array_size(list), what, lim);
   for (size_t i = 0; st == EST_OK && i < r->count; i++) {
     char w[64];
     snprintf(w, sizeof w, "%s[%zu]", what, i);
-    st = row_instance(&r->instances[i], json_array_get(list, i), w, lim);
+    const json_t *v = json_array_get(list, i);
+    st = qa ? qa_instance(&r->instances[i], v, w) : row_instance(&r->instances[i], v, w, lim);
   }
   return st;
 }
@@ -143,7 +164,7 @@ static est_status rows(est_request *r, const json_t *list, const char *what, con
 /* {"inputs": ["text", ...]} or {"inputs": {"text_a": [...], "text_b": [...]}} or
  * {"inputs": {"input_ids": [[...], ...], "input_mask": ..., "segment_ids": ...}}. */
 static est_status columns(est_request *r, const json_t *in, const est_request_limits *lim) {
-  if (json_is_array(in)) return rows(r, in, "inputs", lim);
+  if (json_is_array(in)) return rows(r, in, "inputs", lim, false);
   if (json_is_string(in)) {
     est_status st = alloc_instances(r, 1, "inputs", lim);
     if (st == EST_OK) r->instances[0].text_a = json_string_value(in);
@@ -263,16 +284,21 @@ est_status est_request_parse(est_request *out, est_request_kind kind, const char
   if (st == EST_OK && kind == EST_REQUEST_CLASSIFY) {
     const json_t *ex = json_object_get(root, "examples");
     if (!ex) st = est_error(EST_ERR_INVALID_ARGUMENT, "a classify request needs \"examples\": [...]");
-    else st = rows(out, ex, "examples", limits);
+    else st = rows(out, ex, "examples", limits, false);
   } else if (st == EST_OK) {
     const json_t *inst = json_object_get(root, "instances"), *in = json_object_get(root, "inputs");
     if (inst && in) st = est_error(EST_ERR_INVALID_ARGUMENT, "give either \"instances\" or \"inputs\", not both");
-    else if (inst) st = rows(out, inst, "instances", limits);
+    else if (inst) st = rows(out, inst, "instances", limits, kind == EST_REQUEST_ANSWER);
+    else if (in && kind == EST_REQUEST_ANSWER)
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "a question-answering model takes \"instances\": [{\"question\": "
+                     "..., \"context\": ...}, ...], not \"inputs\"");
     else if (in) {
       out->columnar = true;
       st = columns(out, in, limits);
     } else
-      st = est_error(EST_ERR_INVALID_ARGUMENT, "a predict request needs \"instances\": [...] or \"inputs\"");
+      st = est_error(EST_ERR_INVALID_ARGUMENT, kind == EST_REQUEST_ANSWER
+                         ? "a predict request needs \"instances\": [{\"question\": ..., \"context\": ...}, ...]"
+                         : "a predict request needs \"instances\": [...] or \"inputs\"");
   }
   if (st != EST_OK) {
     est_request_clear(out);

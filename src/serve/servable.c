@@ -33,6 +33,7 @@ struct est_servable {
   est_servable_model model;   /* the encoder and the head est_model.json names */
   int max_batch;
   int32_t *scratch;           /* [3, max_batch, max_seq_length]: rows cut to a run length */
+  uint64_t forwards;          /* forward passes run */
 };
 
 est_status est_servable_model_restore(est_var_store *vs, const char *prefix) {
@@ -150,6 +151,8 @@ int64_t est_servable_version(const est_servable *s) { return s->version; }
 const char *est_servable_dir(const est_servable *s) { return s->dir; }
 int est_servable_max_batch(const est_servable *s) { return s->max_batch; }
 int est_servable_vocab_size(const est_servable *s) { return s->meta.bert_config.vocab_size; }
+const est_vocab *est_servable_vocab(const est_servable *s) { return est_tokenizer_vocab(s->tokenizer); }
+uint64_t est_servable_forward_count(const est_servable *s) { return s->forwards; }
 est_precision est_servable_set_precision(est_servable *s, est_precision precision) {
   return est_bert_encoder_set_precision(s->model.enc, precision);
 }
@@ -173,6 +176,7 @@ est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const
                                            segment_ids ? segment_ids + off : NULL, n, seq_len,
                                            probabilities + (size_t)b0 * C);
     if (st != EST_OK) return st;
+    s->forwards++;
   }
   return EST_OK;
 }

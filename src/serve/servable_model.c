@@ -1,6 +1,7 @@
 /* A servable's model: the encoder plus the head est_model.json names ("head"; exports
  * written before heads were named are classifiers), run forward-only through the head
  * interface (est/bert_head.h), so a new servable head is one row of the table below. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "serve/servable_model.h"
@@ -12,11 +13,18 @@ typedef struct servable_head {
   const char *output;
   /* fills m->params from meta; returns the output's floats per example */
   int (*params)(est_servable_model *m, const est_model_meta *meta);
+  const char *output2;   /* NULL, or a second prediction served after the first in each row */
 } servable_head;
 
 static int classifier_params(est_servable_model *m, const est_model_meta *meta) {
   m->params.classifier = (est_bert_classifier_head_params){.num_labels = (int)meta->num_labels};
   return (int)meta->num_labels;
+}
+
+/* question answering: [start_logits | end_logits], max_seq_length each (docs/squad.md §11) */
+static int squad_params(est_servable_model *m, const est_model_meta *meta) {
+  (void)m;
+  return 2 * meta->max_seq_length;
 }
 
 /* est_model.json's "pooling" (sentence embeddings): the embedding's width. */
@@ -26,8 +34,9 @@ static int pooling_params(est_servable_model *m, const est_model_meta *meta) {
 }
 
 static const servable_head SERVABLE_HEADS[] = {
-  {"classifier", &est_bert_classifier_head_type, "probabilities", classifier_params},
-  {"pooling", &est_bert_pooling_head_type, "embeddings", pooling_params},
+  {"classifier", &est_bert_classifier_head_type, "probabilities", classifier_params, NULL},
+  {"pooling", &est_bert_pooling_head_type, "embeddings", pooling_params, NULL},
+  {"squad", &est_bert_squad_head_type, "start_logits", squad_params, "end_logits"},
 };
 enum { NUM_SERVABLE_HEADS = sizeof SERVABLE_HEADS / sizeof *SERVABLE_HEADS };
 
@@ -39,9 +48,10 @@ est_status est_servable_model_create(est_servable_model *m, const est_model_meta
     if (!strcmp(SERVABLE_HEADS[i].name, meta->head)) h = &SERVABLE_HEADS[i];
   if (!h)
     return est_error(EST_ERR_INVALID_ARGUMENT,
-                     "%s: \"head\": \"%s\" cannot be served (servable heads: classifier, pooling)", source, meta->head);
+                     "%s: \"head\": \"%s\" cannot be served (servable heads: classifier, pooling, squad)", source, meta->head);
   m->head_type = h->type;
   m->output = h->output;
+  m->output2 = h->output2;
   m->output_width = h->params(m, meta);
   est_status st = est_bert_encoder_create(&m->enc, &meta->bert_config, vs);
   const est_bert_head_context ctx = {.mode = EST_MODE_PREDICT, .max_batch = 1,
@@ -52,6 +62,10 @@ est_status est_servable_model_create(est_servable_model *m, const est_model_meta
 }
 
 est_status est_servable_model_reserve(est_servable_model *m, int max_batch, int max_seq_length) {
+  free(m->row_ids);
+  if (!(m->row_ids = malloc((size_t)max_batch * sizeof *m->row_ids)))
+    return est_error(EST_ERR_NO_MEMORY, "servable: %d row ids", max_batch);
+  for (int i = 0; i < max_batch; i++) m->row_ids[i] = i;
   /* serving never runs backward: forward-only activations (no per-layer scratch or masks) */
   est_status st = est_bert_encoder_reserve(m->enc, max_batch, max_seq_length, 0);
   const est_bert_head_context ctx = {.mode = EST_MODE_PREDICT, .max_batch = max_batch,
@@ -64,16 +78,18 @@ est_status est_servable_model_run(est_servable_model *m, const int32_t *input_id
                                   const int32_t *segment_ids, int batch, int seq_len, float *out) {
   est_status st = est_bert_encoder_forward(m->enc, input_ids, input_mask, segment_ids, batch, seq_len, 0, 0, 0);
   if (st != EST_OK) return st;
-  /* the head sees the batch as features, as in the Estimator's PREDICT */
-  const char *names[3] = {"input_ids", "input_mask", "segment_ids"};
-  const int32_t *data[3] = {input_ids, input_mask, segment_ids};
-  est_tensor tensors[3];
-  const char *present[3];
+  /* the head sees the batch as features, as in the Estimator's PREDICT (unique_ids: the
+   * rows' indexes, for heads that pass them through) */
+  const char *names[4] = {"input_ids", "input_mask", "segment_ids", "unique_ids"};
+  const int32_t *data[4] = {input_ids, input_mask, segment_ids, m->row_ids};
+  est_tensor tensors[4];
+  const char *present[4];
   size_t n = 0;
-  for (int k = 0; k < 3; k++)
+  for (int k = 0; k < 4; k++)
     if (data[k]) {
       present[n] = names[k];
-      tensors[n++] = (est_tensor){.dtype = EST_DT_INT32, .rank = 2, .dims = {batch, seq_len}, .data = (void *)data[k]};
+      tensors[n++] = (est_tensor){.dtype = EST_DT_INT32, .rank = k == 3 ? 1 : 2, .dims = {batch, seq_len},
+                                  .data = (void *)data[k]};
     }
   const est_features f = {.batch_size = batch, .count = n, .names = present, .tensors = tensors};
   const est_bert_head_batch b = {.mode = EST_MODE_PREDICT, .features = &f, .batch = batch, .seq_len = seq_len};
@@ -81,16 +97,29 @@ est_status est_servable_model_run(est_servable_model *m, const int32_t *input_id
   st = m->head_type->forward(m->head, &b, NULL);
   if (st == EST_OK) st = m->head_type->predictions(m->head, &b, &spec);
   if (st != EST_OK) return st;
-  for (size_t i = 0; i < spec.num_predictions; i++)
-    if (!strcmp(spec.prediction_names[i], m->output)) {
-      memcpy(out, spec.predictions[i].data, (size_t)batch * (size_t)m->output_width * sizeof(float));
-      return EST_OK;
+  const char *wanted[2] = {m->output, m->output2};
+  const int parts = m->output2 ? 2 : 1, part_width = m->output_width / parts;
+  for (int k = 0; k < parts; k++) {
+    const est_tensor *t = NULL;
+    for (size_t i = 0; i < spec.num_predictions; i++)
+      if (!strcmp(spec.prediction_names[i], wanted[k])) t = &spec.predictions[i];
+    if (!t) return est_error(EST_ERR_INTERNAL, "the %s head gave no '%s' prediction", m->head_type->name, wanted[k]);
+    const int width = t->rank == 2 ? (int)t->dims[1] : 1;
+    if (width > part_width)
+      return est_error(EST_ERR_INTERNAL, "the %s head's '%s' has %d values per example, above %d", m->head_type->name,
+                       wanted[k], width, part_width);
+    for (int r = 0; r < batch; r++) {
+      float *dst = out + (size_t)r * m->output_width + (size_t)k * part_width;
+      memcpy(dst, (const float *)t->data + (size_t)r * width, (size_t)width * sizeof(float));
+      memset(dst + width, 0, (size_t)(part_width - width) * sizeof(float));
     }
-  return est_error(EST_ERR_INTERNAL, "the %s head gave no '%s' prediction", m->head_type->name, m->output);
+  }
+  return EST_OK;
 }
 
 void est_servable_model_free(est_servable_model *m) {
   if (m->head) m->head_type->free(m->head);
   est_bert_encoder_free(m->enc);
+  free(m->row_ids);
   memset(m, 0, sizeof *m);
 }

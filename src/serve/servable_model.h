@@ -12,7 +12,9 @@ typedef struct est_servable_model {
   void *head;
   est_bert_encoder *enc;
   const char *output;                 /* the head's prediction that is served */
-  int output_width;                   /* floats per example of it */
+  const char *output2;                /* NULL, or a second one laid after it in each row */
+  int output_width;                   /* floats per example of them (each gets half with output2) */
+  int32_t *row_ids;                   /* [max_batch] 0, 1, ...: the "unique_ids" feature */
   union {
     est_bert_classifier_head_params classifier;
     est_pooling_params pooling;
@@ -26,7 +28,9 @@ est_status est_servable_model_create(est_servable_model *m, const est_model_meta
 /* Forward-only activations for batches of up to max_batch rows of max_seq_length tokens. */
 est_status est_servable_model_reserve(est_servable_model *m, int max_batch, int max_seq_length);
 /* out [batch, output_width] = the served prediction for rows of seq_len tokens
- * (input_mask / segment_ids may be NULL: all ones / all zeros). */
+ * (input_mask / segment_ids may be NULL: all ones / all zeros). A prediction per position
+ * ([batch, seq_len], e.g. squad's start_logits) fills the first seq_len floats of its part
+ * of a row and zeros the rest. */
 est_status est_servable_model_run(est_servable_model *m, const int32_t *input_ids, const int32_t *input_mask,
                                   const int32_t *segment_ids, int batch, int seq_len, float *out);
 void est_servable_model_free(est_servable_model *m);
