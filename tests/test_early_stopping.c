@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,54 +30,16 @@
 #include "estimator_test_model.h"
 #include "test_util.h"
 
-enum { MAX_STEPS = 20 };
-static const float SCRIPT[MAX_STEPS + 1] = {9, 5.0f, 4.0f, 4.5f, 3.0f, 3.5f, 3.2f, 3.1f, 2.0f, 1.0f, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
-
-/* The scripted model: one variable, a constant training loss with zero gradients, and
- * an evaluation loss of SCRIPT[global step of the checkpoint]. kill_at: SIGKILL in the
- * middle of that training step (-1: never). */
-typedef struct scripted {
-  int w;
-  int64_t kill_at;
-} scripted;
-
-static est_status sc_build(const est_model_context *ctx, est_var_store *vs, void **out) {
-  scripted *m = calloc(1, sizeof *m);
-  m->kill_at = *(const int64_t *)ctx->params;
-  *out = m;
-  return est_vars_declare(vs, "w", 1, (int64_t[]){1}, est_init_zeros(), &m->w);
-}
-
-static est_status sc_call(void *model, est_var_store *vs, const est_features *f, est_mode mode, int64_t gs,
-                          est_estimator_spec *spec) {
-  (void)vs, (void)f;
-  const scripted *m = model;
-  if (mode == EST_MODE_TRAIN && gs == m->kill_at) raise(SIGKILL);
-  spec->loss = mode == EST_MODE_EVAL ? SCRIPT[gs <= MAX_STEPS ? gs : MAX_STEPS] : 1.0f;
-  return EST_OK;
-}
-
-static est_status sc_optimizer(void *model, est_var_store *vs, est_optimizer **out) {
-  (void)model;
-  est_adam_weight_decay_config c = bert_awd_config();
-  c.init_lr = 0.01;
-  c.schedule = est_lr_schedule_bert(MAX_STEPS, 0);
-  return est_optimizer_create_adam_weight_decay(out, vs, &c);
-}
+#include "scripted_eval_model.h"
 
 /* train_and_evaluate to MAX_STEPS with the no-decrease hook; the global step it ended at. */
 static est_status run(const char *dir, int64_t kill_at, int64_t *final_step) {
   tm_data data;
   tm_data_make(&data, 40, 3, 1);
-  est_model_fn fn = {.name = "scripted", .params = &kill_at, .build = sc_build, .create_optimizer = sc_optimizer,
-                     .call = sc_call, .destroy = free};
-  est_run_config rc = est_run_config_default();
-  rc.model_dir = dir, rc.seed = 3, rc.train_batch_size = 4, rc.eval_batch_size = 40;
-  rc.save_checkpoints_steps = 1000, rc.log_step_count_steps = 1000, rc.save_summary_steps = 0;
-  est_estimator *e = NULL;
+  est_estimator *e;
   est_early_stopping es;
   est_session_run_hook hook;
-  est_status st = est_estimator_create(&e, &fn, &rc);
+  est_status st = scripted_estimator_create(&e, dir, &kill_at);
   if (st == EST_OK) st = est_stop_if_no_decrease_hook(&es, e, "loss", 3, 0, 1, &hook);
   est_train_spec ts = {.input_fn = {tm_open, &data}, .max_steps = MAX_STEPS, .hooks = &hook, .num_hooks = 1};
   est_eval_spec ev = {.input_fn = {tm_open, &data}, .every_n_steps = 1};
@@ -114,15 +77,7 @@ static void test_stops_at_tf_step(void **state) {
 static void test_same_step_after_kill_and_restart(void **state) {
   (void)state;
   const char *dir = test_tmp_path("killed");
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {   /* a fresh process (OpenMP's threads do not survive a fork) */
-    execl("/proc/self/exe", "test_early_stopping", "--killed-child", dir, (char *)NULL);
-    _exit(127);
-  }
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  run_killed_child("test_early_stopping", dir);
   int64_t final_step = -1;
   assert_int_equal(run(dir, -1, &final_step), EST_OK);
   assert_int_equal(final_step, 7);
@@ -183,6 +138,61 @@ static void test_threshold_hooks_and_min_steps(void **state) {
   est_estimator_free(e);
 }
 
+/* read_eval_metrics as TF's (early_stopping.py, checked against its source): the scalars
+ * of a step are merged over its events (dict.update), a step lacking the metric fails only
+ * where the hook looks (step >= min_steps; TF's KeyError), and a corrupted record skips the
+ * rest of its file (TF's _summaries on DataLossError) instead of failing. */
+static void test_reads_eval_events_as_tf(void **state) {
+  (void)state;
+  const char *dir = test_tmp_path("events");
+  est_events_writer *w;
+  assert_int_equal(est_events_writer_open(&w, dir), EST_OK);
+  assert_int_equal(est_events_writer_add_scalar(w, 0, "other", 1.0f), EST_OK);   /* step 0: no loss */
+  assert_int_equal(est_events_writer_add_scalar(w, 1, "loss", 5.0f), EST_OK);
+  assert_int_equal(est_events_writer_add_scalar(w, 2, "loss", 3.0f), EST_OK);
+  assert_int_equal(est_events_writer_add_scalar(w, 2, "other", 2.0f), EST_OK);   /* merged, loss kept */
+  assert_int_equal(est_events_writer_add_scalar(w, 3, "loss", 4.0f), EST_OK);
+  assert_int_equal(est_events_writer_add_scalar(w, 4, "loss", 4.5f), EST_OK);
+  assert_int_equal(est_events_writer_close(w), EST_OK);
+  est_early_stopping es = {.kind = EST_STOP_IF_NO_DECREASE, .max_steps_without_improvement = 2, .min_steps = 1,
+                           .run_every_steps = 1, .last_checked_step = -1};
+  snprintf(es.eval_dir, sizeof es.eval_dir, "%s", dir);
+  snprintf(es.metric_name, sizeof es.metric_name, "loss");
+  int stop = -1;
+  assert_int_equal(est_early_stopping_should_stop(&es, &stop), EST_OK);
+  assert_int_equal(stop, 1);   /* best 3.0 at step 2, step 4: 2 steps */
+  es.min_steps = 0;            /* now step 0 is looked at: it has no loss */
+  assert_int_equal(est_early_stopping_should_stop(&es, &stop), EST_ERR_NOT_FOUND);
+  assert_non_null(strstr(est_error_message(), "step 0 has no metric 'loss'"));
+  /* Corrupt the CRC of the record of step 3's event: steps 3 and 4 are skipped, no error. */
+  DIR *d = opendir(dir);
+  struct dirent *ent;
+  char path[2048] = "";
+  while ((ent = readdir(d)))
+    if (!strncmp(ent->d_name, "events.out.tfevents.", 20)) snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+  closedir(d);
+  size_t size;
+  uint8_t *bytes = (uint8_t *)test_read_file(path, &size);
+  size_t off = 0, record = 0;   /* records: file_version, then one per scalar event */
+  while (record < 5) {          /* skip to the 6th record: step 3's loss */
+    uint64_t len;
+    memcpy(&len, bytes + off, 8);
+    off += 8 + 4 + len + 4, record++;
+  }
+  bytes[off + 8] ^= 0xff;       /* its length's CRC */
+  FILE *f = fopen(path, "wb");
+  fwrite(bytes, 1, size, f);
+  fclose(f);
+  free(bytes);
+  int64_t *steps;
+  double *values;
+  size_t n;
+  assert_int_equal(est_read_eval_metric(dir, "loss", &steps, &values, &n), EST_ERR_NOT_FOUND);   /* step 0 */
+  es.min_steps = 1;
+  assert_int_equal(est_early_stopping_should_stop(&es, &stop), EST_OK);
+  assert_int_equal(stop, 0);   /* only steps 1, 2 left */
+}
+
 int main(int argc, char **argv) {
   est_log_set_level(EST_LOG_WARN);
   if (argc == 3 && !strcmp(argv[1], "--killed-child")) {
@@ -194,6 +204,7 @@ int main(int argc, char **argv) {
       cmocka_unit_test(test_stops_at_tf_step),
       cmocka_unit_test(test_same_step_after_kill_and_restart),
       cmocka_unit_test(test_threshold_hooks_and_min_steps),
+      cmocka_unit_test(test_reads_eval_events_as_tf),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -65,6 +65,26 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
                     "what one process trains (default); shard_first = TF's order, each rank shuffles its "
                     "own record shard (reads 1/N of the input; the model depends on the rank count).", 0),
   };
+  const est_flag eval_flags[] = {
+    EST_FLAG_INT("eval_every_steps", &f->eval_every_steps,
+                 "[est] With --do_train --do_eval: evaluate during training, a checkpoint and an evaluation "
+                 "every this many steps (tf.estimator.train_and_evaluate; results per step in "
+                 "output_dir/eval/results.txt); 0 = evaluate once after training.", 0),
+    EST_FLAG_STRING("early_stopping_metric", &f->early_stopping_metric,
+                    "[est] With --eval_every_steps: stop training when this evaluation metric (e.g. eval_loss, "
+                    "eval_accuracy) has not improved for --early_stopping_patience_steps steps; a name ending "
+                    "in loss must decrease, any other increase.", 0),
+    EST_FLAG_INT("early_stopping_patience_steps", &f->early_stopping_patience_steps,
+                 "[est] With --early_stopping_metric: the steps without improvement that stop training.", 0),
+  };
+  const est_flag best_export_flags[] = {
+    EST_FLAG_BOOL("export_best", &f->export_best,
+                  "[est] With --eval_every_steps: export each evaluated checkpoint better than the best so far "
+                  "(smaller loss, or --early_stopping_metric in its direction) to output_dir/export/best/<version>/, "
+                  "for est serve --model_base_path=output_dir/export/best; the best survives restarts.", 0),
+    EST_FLAG_INT("exports_to_keep", &f->exports_to_keep,
+                 "[est] How many versions --export_best keeps; 0 = all.", 0),
+  };
   const est_flag export_flags[] = {
     EST_FLAG_BOOL("do_export", &f->do_export,
                   "[est] After the other steps, export the newest checkpoint of output_dir as a servable "
@@ -85,8 +105,13 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
     out[n++] = google[i];
   }
   for (size_t i = 0; i < sizeof own / sizeof *own; i++) out[n++] = own[i];
+  for (size_t i = 0; !(groups & EST_CLI_TASK_NO_EVAL) && i < sizeof eval_flags / sizeof *eval_flags; i++)
+    out[n++] = eval_flags[i];
   for (size_t i = 0; (groups & EST_CLI_TASK_EXPORT) && i < sizeof export_flags / sizeof *export_flags; i++)
     out[n++] = export_flags[i];
+  const int best_export = (groups & EST_CLI_TASK_EXPORT) && !(groups & EST_CLI_TASK_NO_EVAL);
+  for (size_t i = 0; best_export && i < sizeof best_export_flags / sizeof *best_export_flags; i++)
+    out[n++] = best_export_flags[i];
   return n;
 }
 

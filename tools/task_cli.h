@@ -9,10 +9,11 @@
 
 /* Optional parts of the shared group: do_predict and predict_batch_size (a task with a
  * predict mode); do_export and export_dir (a task with a servable head). NO_EVAL leaves out
- * do_eval and eval_batch_size (a task without an eval mode: run_squad.py has neither). */
+ * do_eval and eval_batch_size, and the flags of evaluation during training (a task without an
+ * eval mode: run_squad.py has neither). */
 enum { EST_CLI_TASK_PREDICT = 1, EST_CLI_TASK_EXPORT = 2, EST_CLI_TASK_NO_EVAL = 4 };
 /* The most flags the shared group adds. */
-enum { EST_CLI_TASK_MAX_FLAGS = 32 };
+enum { EST_CLI_TASK_MAX_FLAGS = 48 };
 
 /* Writes the shared flags (the reference scripts' names, help and defaults, then est's own
  * marked [est]) bound to f's fields into out; returns how many (<= EST_CLI_TASK_MAX_FLAGS). */

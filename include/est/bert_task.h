@@ -20,7 +20,9 @@
  *   4. output_dir created; the RunConfig from the shared flags; under mpirun the batch flags
  *      are global (train_batch_size a multiple of the ranks);
  *   5. do_train, do_eval (eval_results.txt from the chief), do_predict (the task's writer), each
- *      through the task's input_fn for that mode, with the task's log lines before it.
+ *      through the task's input_fn for that mode, with the task's log lines before it; with
+ *      eval_every_steps, do_train + do_eval are one est_train_and_evaluate (early stopping,
+ *      export_best) and eval_results.txt holds its final evaluation.
  *   6. do_export: the task's export of output_dir's newest checkpoint as a servable (from the
  *      chief); --do_export alone only exports. */
 #ifndef EST_BERT_TASK_H
@@ -73,6 +75,22 @@ typedef struct est_task_flags {
    * without an export callback refuses it. */
   bool do_export;
   const char *export_dir;
+  /* Evaluation during training (docs/hooks.md §7): with do_train and do_eval, > 0 runs
+   * est_train_and_evaluate, evaluating (and checkpointing) every this many steps; 0: train
+   * then evaluate, as the reference scripts. The rest need it: */
+  int64_t eval_every_steps;
+  /* Early stopping on an evaluation metric (NULL: none): a name ending in "loss" stops when
+   * it has not decreased for early_stopping_patience_steps steps (stop_if_no_decrease_hook),
+   * any other when it has not increased (stop_if_no_increase_hook). */
+  const char *early_stopping_metric;
+  int64_t early_stopping_patience_steps;
+  /* BestExporter into output_dir/export/best: the smaller "loss", or the
+   * early_stopping_metric in its direction; keeps exports_to_keep versions (5; 0: all). */
+  bool export_best;
+  int64_t exports_to_keep;
+  /* The checkpoint the task's export writes (NULL: output_dir's newest); --export_best's
+   * exporter sets it to the evaluated checkpoint. */
+  const char *export_checkpoint;
   /* "est" (NULL too): a servable version; "hf": a HuggingFace model directory (docs/hf.md §6),
    * export_dir itself (NULL: output_dir/hf), replaced on each export */
   const char *export_format;
@@ -114,9 +132,10 @@ typedef struct est_task {
    * the files written. */
   est_status (*on_prediction)(void *self, const est_prediction *p);
   est_status (*write_predictions)(void *self, const char *output_dir);
-  /* --do_export (optional): writes a new servable version of output_dir's newest checkpoint
-   * under export_dir (NULL: output_dir/export); on the chief only. It checks the flags it
-   * needs itself: export alone runs nothing else. */
+  /* --do_export and --export_best (optional): writes a new servable version of checkpoint
+   * f->export_checkpoint (NULL: output_dir's newest) under export_dir (NULL:
+   * output_dir/export); on the chief only. It checks the flags it needs itself: export alone
+   * runs nothing else. */
   est_status (*export)(void *self, const est_task_flags *f);
 } est_task;
 

@@ -74,10 +74,11 @@ est_status est_early_stopping_should_stop(const est_early_stopping *state, int *
 
 /* read_eval_metrics for one metric: every events file (events.out.tfevents.*) of
  * eval_dir, in name order, each scalar `metric_name` of an event by its step, a later one
- * overriding; returned in step order (malloc'ed; *n = 0 and NULLs when none; a directory
- * that does not exist has none). A step whose scalars lack the metric is NOT_FOUND naming
- * the step and the file (TF's KeyError). A truncated last record (a writer killed
- * mid-write) ends that file, as TensorBoard reads it; a corrupted one is DATA_LOSS. */
+ * overriding, an event without it leaving the step's value: TF's dict.update); returned in
+ * step order (malloc'ed; *n = 0 and NULLs when none; a directory that does not exist has
+ * none). A step whose scalars lack the metric is NOT_FOUND naming the step (TF's KeyError;
+ * the hooks fail so only at steps >= min_steps, as TF's). A truncated or corrupted record
+ * ends that file with a warning (TF's _summaries on DataLossError). */
 est_status est_read_eval_metric(const char *eval_dir, const char *metric_name, int64_t **steps, double **values,
                                 size_t *n);
 

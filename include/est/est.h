@@ -42,6 +42,7 @@
 #include "est/sentence_embedding.h"
 #include "est/serving.h"
 #include "est/early_stopping.h"
+#include "est/exporter.h"
 #include "est/hf_model.h"
 
 #endif

@@ -493,6 +493,11 @@ typedef struct est_eval_spec {
   int64_t every_n_steps;
   double start_delay_secs;     /* skip checkpoints saved sooner than this after training
                                 * started (TF's evaluator waits this long); 0: none */
+  /* EvalSpec.exporters (est/exporter.h): after each evaluation the chief runs each, in
+   * order, into model_dir/export/<its name>; is_the_final_export when the evaluated
+   * step is >= max_steps. May be NULL. */
+  const struct est_exporter *exporters;
+  size_t num_exporters;
 } est_eval_spec;
 
 est_status est_train_and_evaluate(est_estimator *e, const est_train_spec *train, const est_eval_spec *eval,

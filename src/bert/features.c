@@ -109,7 +109,7 @@ est_status est_convert_single_example(const est_feature_converter *c, int64_t ex
   est_status st = est_tokenizer_encode(c->tok, ex->text_a ? ex->text_a : "", SIZE_MAX, &ids, &na);
   if (st != EST_OK) return est_error_prefix("%s: ", where(ex, at, sizeof at));
   size_t keep_a = na < (size_t)S - 2 ? na : (size_t)S - 2;
-  memcpy(input_ids + 1, ids, keep_a * sizeof *ids);
+  if (keep_a) memcpy(input_ids + 1, ids, keep_a * sizeof *ids); /* ids may be NULL for "" */
   if (ex->text_b && ex->text_b[0]) {
     st = est_tokenizer_encode(c->tok, ex->text_b, SIZE_MAX, &ids, &nb);
     if (st != EST_OK) return est_error_prefix("%s: ", where(ex, at, sizeof at));

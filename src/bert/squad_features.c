@@ -341,7 +341,7 @@ est_status est_squad_converter_convert(est_squad_converter *c, const est_squad_e
     for (size_t i = 0; i < S; i++) c->token_to_orig[i] = -1;
     size_t p = 0;
     c->input_ids[p++] = c->cls_id;
-    memcpy(c->input_ids + p, c->query.v, nq * sizeof(int32_t));
+    if (nq) memcpy(c->input_ids + p, c->query.v, nq * sizeof(int32_t)); /* v may be NULL when empty */
     p += nq;
     c->input_ids[p++] = c->sep_id;
     for (int64_t i = 0; i < dlen; i++, p++) {

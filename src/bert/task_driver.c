@@ -8,6 +8,8 @@
 
 #include "est/bert_task.h"
 #include "est/dist.h"
+#include "est/early_stopping.h"
+#include "est/exporter.h"
 #include "est/file.h"
 #include "est/hf_model.h"
 #include "est/log.h"
@@ -26,6 +28,7 @@ est_task_flags est_task_flags_default(void) {
   f.precision = "fp32";
   f.keep_checkpoint_max = 5;   /* tf.estimator.RunConfig's */
   f.log_step_count_steps = 100;
+  f.exports_to_keep = 5;       /* tf.estimator.BestExporter's */
   return f;
 }
 
@@ -39,6 +42,35 @@ est_status est_task_need_file(const char *flag, const char *value, const char *p
     return est_error(EST_ERR_NOT_FOUND, "--%s=%s%s%s: %s", flag, value, sep, shown, strerror(errno));
   if (S_ISDIR(sb.st_mode))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--%s=%s%s%s is a directory, not a file", flag, value, sep, shown);
+  return EST_OK;
+}
+
+/* --eval_every_steps and the flags that need it (docs/hooks.md §7). */
+static est_status validate_eval_during_training(const est_task_flags *f) {
+  if (f->eval_every_steps < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--eval_every_steps=%lld: must be >= 0 (0: evaluate after training)",
+                     (long long)f->eval_every_steps);
+  if (f->eval_every_steps > 0 && !(f->do_train && f->do_eval))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--eval_every_steps=%lld evaluates during training: it needs both "
+                     "--do_train and --do_eval", (long long)f->eval_every_steps);
+  const char *needs = f->early_stopping_metric ? "--early_stopping_metric"
+                      : f->early_stopping_patience_steps ? "--early_stopping_patience_steps"
+                      : f->export_best ? "--export_best" : NULL;
+  if (needs && f->eval_every_steps < 1)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s acts on evaluations during training: it needs --do_train, "
+                     "--do_eval and --eval_every_steps=N", needs);
+  if (f->early_stopping_metric && !*f->early_stopping_metric)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--early_stopping_metric=: give a metric of eval_results.txt, "
+                     "e.g. eval_loss");
+  if ((f->early_stopping_metric != NULL) != (f->early_stopping_patience_steps != 0))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--early_stopping_metric and --early_stopping_patience_steps go "
+                     "together (the metric to watch, and for how many steps it may fail to improve)");
+  if (f->early_stopping_patience_steps < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--early_stopping_patience_steps=%lld: must be at least 1",
+                     (long long)f->early_stopping_patience_steps);
+  if (f->exports_to_keep < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--exports_to_keep=%lld: must be >= 0 (0 keeps all)",
+                     (long long)f->exports_to_keep);
   return EST_OK;
 }
 
@@ -89,8 +121,7 @@ est_status est_task_flags_validate(const est_task_flags *f, const char *do_flags
   if (f->seed < 0) return est_error(EST_ERR_INVALID_ARGUMENT, "--seed=%lld: must be >= 0", (long long)f->seed);
   if (f->export_format && strcmp(f->export_format, "est") && strcmp(f->export_format, "hf"))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--export_format=%s: must be est or hf", f->export_format);
-
-  return EST_OK;
+  return validate_eval_during_training(f);
 }
 
 /* The shared files, after the task's own checks (run_classifier.py's main() checks the
@@ -170,26 +201,90 @@ static void log_gradient_reduction(void) {
                gs.reduce_seconds, gs.wait_seconds);
 }
 
+/* est_export_fn of a task's export (the task and the flags in ctx). */
+typedef struct task_export_ctx {
+  const est_task *t;
+  const est_task_flags *f;
+} task_export_ctx;
+
+/* The version lands under `base` (the exporter's staging base, where the exporter finds it). */
+static est_status export_checkpoint(void *ctx, const char *ckpt, const char *base, char *version_dir, size_t size) {
+  const task_export_ctx *x = ctx;
+  est_task_flags f = *x->f;
+  f.export_checkpoint = ckpt;
+  f.export_dir = base;
+  f.export_format = NULL;   /* a servable version, whatever --do_export writes */
+  (void)version_dir, (void)size;
+  return x->t->export(x->t->self, &f);
+}
+
+/* A *_loss metric is better smaller; any other (accuracy, ...) larger. */
+static int higher_is_better(const char *metric) {
+  size_t n = strlen(metric);
+  return !(n >= 4 && !strcmp(metric + n - 4, "loss"));
+}
+
+/* eval_results.txt and its log lines, from the chief (every rank holds the same metrics). */
+static est_status write_eval_results(const est_task_flags *f, const est_eval_result *result) {
+  char path[4096];
+  est_status st = est_path_join(path, sizeof path, f->output_dir, "eval_results.txt");
+  if (st == EST_OK && est_dist_is_chief()) {
+    est_eval_result_log(result);
+    st = est_eval_result_write(result, path);
+  }
+  return st;
+}
+
+/* --do_train --do_eval --eval_every_steps=N: one train_and_evaluate, with the early-stopping
+ * hook and the best exporter when asked for; eval_results.txt from its final evaluation. */
+static est_status train_and_evaluate(const est_task *t, const est_task_flags *f, est_estimator *e,
+                                     int64_t num_train_steps) {
+  est_input_fn train_input, eval_input;
+  int64_t eval_steps = 0, unused = 0;
+  est_status st = t->open_input(t->self, EST_MODE_TRAIN, &train_input, &unused);
+  if (st == EST_OK) st = t->open_input(t->self, EST_MODE_EVAL, &eval_input, &eval_steps);
+  est_early_stopping es;
+  est_session_run_hook hook;
+  const char *metric = f->early_stopping_metric;
+  if (st == EST_OK && metric)
+    st = higher_is_better(metric)
+             ? est_stop_if_no_increase_hook(&es, e, metric, f->early_stopping_patience_steps, 0, 1, &hook)
+             : est_stop_if_no_decrease_hook(&es, e, metric, f->early_stopping_patience_steps, 0, 1, &hook);
+  task_export_ctx xctx = {t, f};
+  est_exporter best;
+  if (st == EST_OK && f->export_best)
+    st = est_best_exporter(&best, "best", export_checkpoint, &xctx, metric ? metric : "loss",
+                           metric && higher_is_better(metric), f->exports_to_keep);
+  if (st != EST_OK) return st;
+  est_train_spec ts = {.input_fn = train_input, .max_steps = num_train_steps, .hooks = metric ? &hook : NULL,
+                       .num_hooks = metric ? 1 : 0};
+  est_eval_spec ev = {.input_fn = eval_input, .steps = eval_steps, .every_n_steps = f->eval_every_steps,
+                      .exporters = f->export_best ? &best : NULL, .num_exporters = f->export_best ? 1 : 0};
+  est_eval_result result = {0};
+  st = est_train_and_evaluate(e, &ts, &ev, &result);
+  if (st == EST_OK) log_gradient_reduction();
+  if (st == EST_OK) st = write_eval_results(f, &result);
+  est_eval_result_clear(&result);
+  return st;
+}
+
 static est_status run_modes(const est_task *t, const est_task_flags *f, est_estimator *e, int64_t num_train_steps) {
   est_input_fn input_fn;
   int64_t eval_steps = 0;
   est_status st = EST_OK;
-  if (f->do_train) {
+  const int during_training = f->do_train && f->do_eval && f->eval_every_steps > 0;
+  if (during_training) st = train_and_evaluate(t, f, e, num_train_steps);
+  if (f->do_train && !during_training) {
     if ((st = t->open_input(t->self, EST_MODE_TRAIN, &input_fn, &eval_steps)) != EST_OK) return st;
     if ((st = est_estimator_train(e, &input_fn, 0, num_train_steps)) != EST_OK) return st;
     log_gradient_reduction();
   }
-  if (f->do_eval) {
+  if (st != EST_OK) return st;
+  if (f->do_eval && !during_training) {
     if ((st = t->open_input(t->self, EST_MODE_EVAL, &input_fn, &eval_steps)) != EST_OK) return st;
     est_eval_result result = {0};
     st = est_estimator_evaluate(e, &input_fn, eval_steps, NULL, NULL, &result);
-    char path[4096];
-    if (st == EST_OK) st = est_path_join(path, sizeof path, f->output_dir, "eval_results.txt");
-    /* every rank holds the same reduced metrics; one file, from the chief */
-    if (st == EST_OK && est_dist_is_chief()) {
-      est_eval_result_log(&result);
-      st = est_eval_result_write(&result, path);
-    }
+    if (st == EST_OK) st = write_eval_results(f, &result);
     est_eval_result_clear(&result);
     if (st != EST_OK) return st;
   }
@@ -211,8 +306,9 @@ static int export_only(const est_task_flags *f) {
 }
 
 static est_status check_export(const est_task *t, const est_task_flags *f) {
-  if (f->do_export && !t->export)
-    return est_error(EST_ERR_INVALID_ARGUMENT, "--do_export: %s has no servable head to export", t->name);
+  if ((f->do_export || f->export_best) && !t->export)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--%s: %s has no servable head to export",
+                     f->do_export ? "do_export" : "export_best", t->name);
   return EST_OK;
 }
 

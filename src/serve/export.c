@@ -328,7 +328,9 @@ est_status est_export_prepare(const est_task_flags *f, const char *vocab_file, e
   for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
     if (!required[i].value || !*required[i].value)
       return est_error(EST_ERR_INVALID_ARGUMENT, "--do_export: flag --%s must be specified", required[i].name);
-  est_status st = est_ckpt_latest(f->output_dir, ckpt, ckpt_size);
+  est_status st = EST_OK;
+  if (f->export_checkpoint) snprintf(ckpt, ckpt_size, "%s", f->export_checkpoint);
+  else st = est_ckpt_latest(f->output_dir, ckpt, ckpt_size);
   if (st != EST_OK) return est_error_prefix("--do_export: no checkpoint in --output_dir=%s: ", f->output_dir);
   st = est_bert_config_from_json_file(&meta->bert_config, f->bert_config_file);
   if (st != EST_OK) return est_error_prefix("--bert_config_file: ");

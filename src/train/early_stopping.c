@@ -10,14 +10,16 @@
 #include "est/log.h"
 #include "train/estimator_internal.h"
 
-static const char *const kind_names[] = {"decrease", "increase", "higher", "lower"};
+/* TF's words in its log lines. */
+static const char *const kind_names[] = {"decrease", "increase", "greater", "less"};
 
 est_status est_early_stopping_should_stop(const est_early_stopping *s, int *stop) {
   *stop = 0;
   int64_t *steps;
   double *values;
+  unsigned char *present;
   size_t n;
-  est_status st = est_read_eval_metric(s->eval_dir, s->metric_name, &steps, &values, &n);
+  est_status st = est_read_eval_metric_steps(s->eval_dir, s->metric_name, &steps, &values, &present, &n);
   if (st != EST_OK) return est_error_prefix("early stopping on '%s': ", s->metric_name);
   const int higher_is_better = s->kind == EST_STOP_IF_NO_INCREASE || s->kind == EST_STOP_IF_HIGHER;
   int have_best = 0;
@@ -25,6 +27,11 @@ est_status est_early_stopping_should_stop(const est_early_stopping *s, int *stop
   int64_t best_step = 0;
   for (size_t i = 0; i < n && !*stop; i++) {
     if (steps[i] < s->min_steps) continue;
+    if (!present[i]) {
+      st = est_error(EST_ERR_NOT_FOUND, "early stopping on '%s': %s: the evaluation at step %lld has no metric '%s'",
+                     s->metric_name, s->eval_dir, (long long)steps[i], s->metric_name);
+      break;
+    }
     const double v = values[i];
     if (s->kind == EST_STOP_IF_HIGHER || s->kind == EST_STOP_IF_LOWER) {
       *stop = higher_is_better ? v > s->threshold : v < s->threshold;
@@ -47,7 +54,9 @@ est_status est_early_stopping_should_stop(const est_early_stopping *s, int *stop
   }
   free(steps);
   free(values);
-  return EST_OK;
+  free(present);
+  if (st != EST_OK) *stop = 0;
+  return st;
 }
 
 /* SecondOrStepTimer.should_trigger_for_step: the first step, then every n steps (or secs). */

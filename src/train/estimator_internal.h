@@ -129,4 +129,10 @@ est_status est_train_impl(est_estimator *e, const est_input_fn *input_fn, int64_
                           const est_session_run_hook *hooks, size_t num_hooks, est_after_save_fn after_save, void *ctx,
                           int64_t *final_step, char *last_saved, size_t size);
 
+/* est_read_eval_metric with, per step that has scalars, whether the metric is among them
+ * (present[i]; the value is 0 when not): early stopping fails on a missing metric only at
+ * a step it looks at (from min_steps on), as TF's KeyError. */
+est_status est_read_eval_metric_steps(const char *eval_dir, const char *metric_name, int64_t **steps,
+                                      double **values, unsigned char **present, size_t *n);
+
 #endif

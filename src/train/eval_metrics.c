@@ -9,18 +9,22 @@
 #include "est/log.h"
 #include "est/tfevents.h"
 #include "est/tfrecord.h"
+#include "train/estimator_internal.h"
 
 typedef struct metric_series {
   int64_t *steps;
   double *values;
+  unsigned char *present;      /* 0: the step's scalars (so far) lack the metric */
   size_t n, cap;
 } metric_series;
 
-/* Sets the value of `step`, a later one overriding (TF's dict update). */
-static est_status series_set(metric_series *s, int64_t step, double value) {
+/* Records that `step` has scalars, with the metric's value when `present`: TF's
+ * eval_metrics_dict[step].update(metrics), so a later value overrides and an event
+ * without the metric leaves the step's earlier value alone. */
+static est_status series_set(metric_series *s, int64_t step, double value, int present) {
   for (size_t i = 0; i < s->n; i++)
     if (s->steps[i] == step) {
-      s->values[i] = value;
+      if (present) s->values[i] = value, s->present[i] = 1;
       return EST_OK;
     }
   if (s->n == s->cap) {
@@ -29,11 +33,14 @@ static est_status series_set(metric_series *s, int64_t step, double value) {
     if (steps) s->steps = steps;
     double *values = realloc(s->values, cap * sizeof *values);
     if (values) s->values = values;
-    if (!steps || !values) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+    unsigned char *flags = realloc(s->present, cap);
+    if (flags) s->present = flags;
+    if (!steps || !values || !flags) return est_error(EST_ERR_NO_MEMORY, "out of memory");
     s->cap = cap;
   }
   s->steps[s->n] = step;
-  s->values[s->n++] = value;
+  s->present[s->n] = (unsigned char)(present != 0);
+  s->values[s->n++] = present ? value : 0.0;
   return EST_OK;
 }
 
@@ -55,19 +62,20 @@ static est_status read_events_file(const char *path, const char *metric, metric_
     for (size_t k = 0; st == EST_OK && k < ev.count; k++)
       if (!strcmp(ev.tags[k], metric)) {
         found = 1;
-        st = series_set(s, ev.step, ev.values[k]);
+        st = series_set(s, ev.step, ev.values[k], 1);
       }
-    if (st == EST_OK && ev.count && !found)
-      st = est_error(EST_ERR_NOT_FOUND, "%s: the evaluation at step %lld has no metric '%s'", path, (long long)ev.step,
-                     metric);
+    if (st == EST_OK && ev.count && !found) st = series_set(s, ev.step, 0.0, 0);
     est_event_clear(&ev);
     if (st != EST_OK) break;
   }
   if (st == EST_ERR_OUT_OF_RANGE) {
     est_error_clear();
     st = EST_OK;
-  } else if (st == EST_ERR_DATA_LOSS && strstr(est_error_message(), "truncated record")) {
-    EST_LOG_WARN("%s; reading the events before it", est_error_message());
+  } else if (st == EST_ERR_DATA_LOSS) {
+    /* TF's _summaries: a DataLossError (a truncated or corrupted record) skips the rest of
+     * the file with a warning; an event that does not parse fails (DecodeError). */
+    EST_LOG_WARN("Skipping rest of the file due to encountering data corruption error; file path: %s: %s", path,
+                 est_error_message());
     est_error_clear();
     st = EST_OK;
   }
@@ -110,8 +118,25 @@ static int cmp_by_step(const void *a, const void *b, void *steps) {
 
 est_status est_read_eval_metric(const char *eval_dir, const char *metric_name, int64_t **steps, double **values,
                                 size_t *n) {
+  unsigned char *present;
+  est_status st = est_read_eval_metric_steps(eval_dir, metric_name, steps, values, &present, n);
+  for (size_t i = 0; st == EST_OK && i < *n; i++)
+    if (!present[i])
+      st = est_error(EST_ERR_NOT_FOUND, "%s: the evaluation at step %lld has no metric '%s'", eval_dir,
+                     (long long)(*steps)[i], metric_name);
+  free(present);
+  if (st != EST_OK) {
+    free(*steps), free(*values);
+    *steps = NULL, *values = NULL, *n = 0;
+  }
+  return st;
+}
+
+est_status est_read_eval_metric_steps(const char *eval_dir, const char *metric_name, int64_t **steps,
+                                      double **values, unsigned char **present, size_t *n) {
   *steps = NULL;
   *values = NULL;
+  *present = NULL;
   *n = 0;
   char **files;
   size_t nfiles;
@@ -131,21 +156,26 @@ est_status est_read_eval_metric(const char *eval_dir, const char *metric_name, i
     qsort_r(order, s.n, sizeof *order, cmp_by_step, s.steps);
     *steps = malloc(s.n * sizeof **steps);
     *values = malloc(s.n * sizeof **values);
-    if (!*steps || !*values) st = est_error(EST_ERR_NO_MEMORY, "out of memory");
+    *present = malloc(s.n);
+    if (!*steps || !*values || !*present) st = est_error(EST_ERR_NO_MEMORY, "out of memory");
     for (size_t i = 0; st == EST_OK && i < s.n; i++) {
       (*steps)[i] = s.steps[order[i]];
       (*values)[i] = s.values[order[i]];
+      (*present)[i] = s.present[order[i]];
     }
     if (st == EST_OK) *n = s.n;
   }
   if (st != EST_OK) {
     free(*steps);
     free(*values);
+    free(*present);
     *steps = NULL;
     *values = NULL;
+    *present = NULL;
   }
   free(order);
   free(s.steps);
   free(s.values);
+  free(s.present);
   return st;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/exporter.h"
 #include "est/file.h"
 #include "est/log.h"
 #include "train/estimator_internal.h"
@@ -15,6 +16,7 @@
 typedef struct tae_ctx {
   est_estimator *e;
   const est_eval_spec *eval;
+  int64_t max_steps;
   est_eval_result result;
   int64_t evaluated_step;
   double started;              /* est_now_seconds() when training began */
@@ -42,12 +44,37 @@ static est_status append_results_line(tae_ctx *c) {
   return st;
 }
 
+/* TF's _export_eval_result: each exporter into model_dir/export/<name>, from the chief;
+ * with N ranks the chief's outcome is broadcast so a failed export stops every rank. */
+static est_status run_exporters(tae_ctx *c) {
+  est_status st = EST_OK;
+  const int final = c->result.global_step >= c->max_steps;
+  for (size_t i = 0; est_is_chief(c->e) && st == EST_OK && i < c->eval->num_exporters; i++) {
+    const est_exporter *x = &c->eval->exporters[i];
+    char export_dir[4096], base[4096];
+    st = est_path_join(export_dir, sizeof export_dir, c->e->config.model_dir, "export");
+    if (st == EST_OK) st = est_path_join(base, sizeof base, export_dir, x->name);
+    if (st == EST_OK) st = est_exporter_export(x, base, &c->result, final, NULL, 0);
+  }
+  if (est_world_size(c->e) > 1 && c->eval->num_exporters) {
+    const est_distribution *d = c->e->config.distribution;
+    float failed = st != EST_OK;
+    if (d->broadcast(d->ctx, &failed, 1) != EST_OK)
+      return est_error_prefix("train_and_evaluate, exporters at global step %lld: ", (long long)c->result.global_step);
+    if (failed != 0.0f && st == EST_OK)
+      st = est_error(EST_ERR_ABORTED, "an exporter failed on the chief at global step %lld",
+                     (long long)c->result.global_step);
+  }
+  return st;
+}
+
 static est_status evaluate(tae_ctx *c, const char *prefix, int64_t global_step) {
   c->last_eval_time = est_now_seconds();
   est_eval_result_clear(&c->result);
   est_status st = est_estimator_evaluate(c->e, &c->eval->input_fn, c->eval->steps, prefix, c->eval->name, &c->result);
   if (st == EST_OK) c->evaluated_step = global_step;
-  return st == EST_OK ? append_results_line(c) : st;
+  if (st == EST_OK) st = append_results_line(c);
+  return st == EST_OK ? run_exporters(c) : st;
 }
 
 static est_status evaluate_after_save(void *p, const char *prefix, int64_t global_step) {
@@ -84,7 +111,7 @@ est_status est_train_and_evaluate(est_estimator *e, const est_train_spec *train,
     return est_error(EST_ERR_INVALID_ARGUMENT, "eval_spec: every_n_steps (%lld), throttle_secs (%g) and "
                      "start_delay_secs (%g) must be >= 0", (long long)eval->every_n_steps, eval->throttle_secs,
                      eval->start_delay_secs);
-  tae_ctx c = {.e = e, .eval = eval, .evaluated_step = -1, .last_eval_time = -1.0, .started = est_now_seconds()};
+  tae_ctx c = {.e = e, .eval = eval, .max_steps = train->max_steps, .evaluated_step = -1, .last_eval_time = -1.0, .started = est_now_seconds()};
   int64_t final_step = 0;
   char saved[4096] = "";
   /* every_n_steps: the saver's cadence for this call only. */
