@@ -4,7 +4,13 @@
  *   bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch 32] [--seq 128]
  *              [--iters N] [--warmup W] [--threads 2] [--precision fp32|bf16|int8]
  *              [--gemm auto|blas|own|bf16dp|amx|noavx512] [--recompute 0|1]
+ *              [--head classifier|squad]
  *
+ * --head squad: run_squad.py's model instead (est_bert_squad_head_type through the one BERT
+ * model_fn, the code `est run_squad` trains and predicts with: cls/squad weights [2, H] on
+ * every position, loss = mean of the start and end cross-entropies); "infer" is its PREDICT
+ * call (start and end logits). bench/run_squad_model.sh runs it next to bert_torch.py
+ * --head squad.
  * Prints one line: "est <model> <mode> <ex/s> ex/s (<ms> ms/step, <MiB> MiB activations)".
  * bench/run_bert.sh runs it next to bench/bert_torch.py and prints the ratios; see
  * bench/README.md for how to read them. */
@@ -14,6 +20,8 @@
 #include <time.h>
 
 #include "est/bert_classifier.h"
+#include "est/bert_head.h"
+#include "est/log.h"
 #include "est/optimizer.h"
 #include "est/precision.h"
 #include "est/rng.h"
@@ -38,7 +46,8 @@ static double now(void) {
 static int usage(void) {
   fprintf(stderr, "usage: bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch N] [--seq N]\n"
                   "                  [--iters N] [--warmup N] [--threads N] [--precision fp32|bf16|int8]\n"
-                  "                  [--gemm auto|blas|own|bf16dp|amx|noavx512] [--recompute 0|1]\n");
+                  "                  [--gemm auto|blas|own|bf16dp|amx|noavx512] [--recompute 0|1]\n"
+                  "                  [--head classifier|squad]\n");
   return 2;
 }
 
@@ -50,8 +59,77 @@ static int usage(void) {
     }                                                               \
   } while (0)
 
+/* Full-length examples, two segments, as a GLUE pair batch: input_ids, input_mask,
+ * segment_ids [batch, seq], malloc'ed. */
+static void random_batch(int batch, int seq, int vocab_size, int32_t **ids, int32_t **mask, int32_t **segs) {
+  size_t T = (size_t)batch * seq;
+  *ids = malloc(T * sizeof(int32_t)), *mask = malloc(T * sizeof(int32_t)), *segs = malloc(T * sizeof(int32_t));
+  est_rng r;
+  est_rng_init(&r, 3);
+  for (size_t i = 0; i < T; i++) {
+    (*ids)[i] = (int32_t)est_rng_below(&r, (uint64_t)vocab_size);
+    (*mask)[i] = 1;
+    (*segs)[i] = (int)(i % (size_t)seq) >= seq / 2;
+  }
+}
+
+/* One head through est_bert_model_fn, driven as the Estimator drives it (build, finalize,
+ * create_optimizer; per step: zero grads, call, apply), on the random batch of
+ * random_batch(), plus start_positions / end_positions / unique_ids [B] for the SQuAD head.
+ * Prints the line main() prints. */
+static int bench_model_fn(const est_bert_model_params *p, const char *model, int train, int batch, int iters,
+                          int warmup) {
+  const int seq = p->max_seq_length;
+  est_log_set_level(EST_LOG_ERROR); /* the model_fn's "*** Features ***" and variable logs */
+  est_model_fn fn = est_bert_model_fn(p);
+  const est_mode mode = train ? EST_MODE_TRAIN : EST_MODE_PREDICT;
+  const est_model_context ctx = {.mode = mode, .batch_size = batch, .seed = 1, .params = fn.params};
+  est_var_store *vs;
+  void *m = NULL;
+  est_optimizer *opt = NULL;
+  CHECK(est_vars_create(&vs));
+  CHECK(fn.build(&ctx, vs, &m));
+  CHECK(est_vars_finalize(vs, 1));
+  if (train) CHECK(fn.create_optimizer(m, vs, &opt));
+  else est_vars_set_read_only(vs, 1);
+  int32_t *ids, *mask, *segs;
+  random_batch(batch, seq, p->bert_config.vocab_size, &ids, &mask, &segs);
+  int32_t *rows = malloc(3 * (size_t)batch * sizeof(int32_t)); /* start, end positions; unique ids */
+  est_rng r;
+  est_rng_init(&r, 5);
+  for (int b = 0; b < batch; b++) {
+    rows[b] = (int32_t)est_rng_below(&r, (uint64_t)seq);
+    rows[batch + b] = (int32_t)est_rng_below(&r, (uint64_t)seq);
+    rows[2 * batch + b] = 1000000000 + b;
+  }
+  const char *names[6] = {"input_ids", "input_mask", "segment_ids", "start_positions", "end_positions", "unique_ids"};
+  int32_t *data[6] = {ids, mask, segs, rows, rows + batch, rows + 2 * batch};
+  est_tensor tensors[6];
+  for (int k = 0; k < 6; k++)
+    tensors[k] = k < 3 ? (est_tensor){.dtype = EST_DT_INT32, .rank = 2, .dims = {batch, seq}, .data = data[k]}
+                       : (est_tensor){.dtype = EST_DT_INT32, .rank = 1, .dims = {batch}, .data = data[k]};
+  const est_features features = {.batch_size = batch, .count = 6, .names = names, .tensors = tensors};
+  est_estimator_spec spec;
+  double t0 = 0;
+  for (int it = 0; it < warmup + iters; it++) {
+    if (it == warmup) t0 = now();
+    memset(&spec, 0, sizeof spec);
+    if (train) est_vars_zero_grads(vs);
+    CHECK(fn.call(m, vs, &features, mode, it, &spec));
+    if (train) CHECK(est_optimizer_apply(opt, it));
+  }
+  double dt = now() - t0;
+  printf("est %s %s %.2f ex/s (%.1f ms/step, %d iters, %s head, loss %.4f)\n", model, train ? "train" : "infer",
+         (double)batch * iters / dt, 1e3 * dt / iters, iters, p->head->name, spec.loss);
+  est_optimizer_free(opt);
+  fn.destroy(m);
+  est_vars_free(vs);
+  free(ids), free(mask), free(segs), free(rows);
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  const char *model = "tiny", *mode = "train";
+  const char *model = "tiny", *mode = "train", *head = "classifier";
   int batch = 32, seq = 128, iters = 0, warmup = 1, threads = 2, recompute = 0;
   est_precision precision = EST_PRECISION_FP32;
   for (int i = 1; i < argc; i++) {
@@ -65,6 +143,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--warmup")) warmup = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--recompute")) recompute = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--head")) head = argv[++i];
     else if (!strcmp(argv[i], "--precision")) {
       if (est_precision_parse(argv[++i], &precision) || est_precision_resolve(precision) != precision) return usage();
     } else if (!strcmp(argv[i], "--gemm")) { /* the kernel choice (nn/kernel_choice.h), as EST_KERNEL */
@@ -91,6 +170,13 @@ int main(int argc, char **argv) {
   if (!train && strcmp(mode, "infer")) return usage();
   if (iters <= 0) iters = !strcmp(model, "base") ? (train ? 3 : 6) : (train ? 20 : 50);
   est_set_num_threads(threads);
+  if (!strcmp(head, "squad")) {
+    est_bert_model_params p = {.bert_config = cfg, .head = &est_bert_squad_head_type, .max_seq_length = seq,
+                               .learning_rate = 2e-5, .num_train_steps = 1000, .num_warmup_steps = 100,
+                               .recompute = recompute, .precision = precision};
+    return bench_model_fn(&p, model, train, batch, iters, warmup);
+  }
+  if (strcmp(head, "classifier")) return usage();
 
   est_var_store *vs;
   est_bert_classifier *m;
@@ -111,17 +197,8 @@ int main(int argc, char **argv) {
     CHECK(est_optimizer_create_adam_weight_decay(&opt, vs, &oc));
   }
 
-  /* full-length examples, two segments, as a GLUE pair batch at seq 128 */
-  size_t T = (size_t)batch * seq;
-  int32_t *ids = malloc(T * sizeof(int32_t)), *mask = malloc(T * sizeof(int32_t));
-  int32_t *segs = malloc(T * sizeof(int32_t)), *labels = malloc((size_t)batch * sizeof(int32_t));
-  est_rng r;
-  est_rng_init(&r, 3);
-  for (size_t i = 0; i < T; i++) {
-    ids[i] = (int32_t)est_rng_below(&r, (uint64_t)cfg.vocab_size);
-    mask[i] = 1;
-    segs[i] = (int)(i % (size_t)seq) >= seq / 2;
-  }
+  int32_t *ids, *mask, *segs, *labels = malloc((size_t)batch * sizeof(int32_t));
+  random_batch(batch, seq, cfg.vocab_size, &ids, &mask, &segs);
   for (int b = 0; b < batch; b++) labels[b] = b % 2;
   float *logits = malloc((size_t)batch * 2 * sizeof(float)), loss = 0;
 

@@ -2,7 +2,10 @@
 """The PyTorch peer of bench/bench_bert.c: the same BERT classifier, the same step.
 
   bert_torch.py --model tiny|mini|small|base [--mode train|infer] [--batch 32] [--seq 128]
-                [--iters N] [--warmup W] [--threads 2]
+                [--iters N] [--warmup W] [--threads 2] [--head classifier|squad]
+
+--head squad: the SQuAD model of run_squad.py instead (BertSquad: output weights [2, H] on
+every position, loss = mean of the start and end cross-entropies; bench/run_squad_model.sh).
 
 Training step = zero grads, forward with dropout (hidden 0.1, attention 0.1, classifier
 0.1), backward, global-norm clip 1.0, BERT's AdamWeightDecay (no bias correction, eps
@@ -65,15 +68,41 @@ class BertClassifier(nn.Module):
             if isinstance(m, nn.Linear):
                 nn.init.zeros_(m.bias)
 
-    def forward(self, ids, mask, segs):
+    def encode(self, ids, mask, segs):
         S = ids.shape[1]
         x = self.word(ids) + self.segment(segs) + self.pos.weight[:S].unsqueeze(0)
         x = F.dropout(self.ln(x), self.p, self.training)
         additive = (1.0 - mask.float())[:, None, None, :] * -10000.0
         for layer in self.layers:
             x = layer(x, additive)
+        return x
+
+    def forward(self, ids, mask, segs):
+        x = self.encode(ids, mask, segs)
         pooled = torch.tanh(self.pool(x[:, 0]))
         return self.out(F.dropout(pooled, 0.1, self.training))
+
+
+class BertSquad(BertClassifier):
+    """run_squad.py create_model: cls/squad output weights [2, H] and bias [2] on every position
+    of the sequence output (no dropout there); no pooler (the head does not read it)."""
+
+    def __init__(self, L, H):
+        super().__init__(L, H)
+        del self.pool
+        self.out = nn.Linear(H, 2)
+        nn.init.trunc_normal_(self.out.weight, std=0.02, a=-0.04, b=0.04)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, ids, mask, segs):
+        start, end = self.out(self.encode(ids, mask, segs)).unbind(-1)  # [B, S] each
+        return start, end
+
+
+def squad_loss(logits, positions):
+    """compute_loss: mean of the start and end positions' softmax cross-entropy over S."""
+    (start, end), (start_positions, end_positions) = logits, positions
+    return (F.cross_entropy(start, start_positions) + F.cross_entropy(end, end_positions)) / 2
 
 
 class AdamWeightDecay:
@@ -120,18 +149,22 @@ def main():
     ap.add_argument("--iters", type=int, default=0)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--head", default="classifier", choices=["classifier", "squad"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
     L, H = MODELS[a.model]
     train = a.mode == "train"
     iters = a.iters or ((3 if train else 6) if a.model == "base" else (20 if train else 50))
-    model = BertClassifier(L, H)
+    squad = a.head == "squad"
+    model = BertSquad(L, H) if squad else BertClassifier(L, H)
     B, S = a.batch, a.seq
     ids = torch.randint(0, 30522, (B, S))
     mask = torch.ones(B, S, dtype=torch.long)
     segs = (torch.arange(S) >= S // 2).long().expand(B, S).contiguous()
     labels = torch.arange(B) % 2
+    if squad:  # start_positions, end_positions
+        labels = (torch.randint(0, S, (B,)), torch.randint(0, S, (B,)))
     loss = torch.tensor(0.0)
     if train:
         model.train()
@@ -146,7 +179,7 @@ def main():
             for p in model.parameters():
                 p.grad = None
             logits = model(ids, mask, segs)
-            loss = F.cross_entropy(logits, labels)
+            loss = squad_loss(logits, labels) if squad else F.cross_entropy(logits, labels)
             loss.backward()
             opt.step(it)
         else:

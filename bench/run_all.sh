@@ -7,11 +7,12 @@
 #   sh bench/run_all.sh [BUILD_DIR]
 #
 # BENCH_SKIP="base dist" skips the slow BERT-Base rows and the MPI bench, for a quick look.
+# BENCH_SQUAD_FILE=dev.json (a SQuAD JSON file) adds the SQuAD feature-conversion comparison.
 set -eu
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 SKIP=${BENCH_SKIP:-}
-cmake --build "$BUILD" --target bench_tfrecord bench_tokenizer bench_bert bench_ckpt >/dev/null
+cmake --build "$BUILD" --target bench_tfrecord bench_tokenizer bench_bert bench_ckpt bench_squad_features >/dev/null
 skipped() { case " $SKIP " in *" $1 "*) return 0 ;; esac; return 1; }
 
 echo "=== TFRecord read + verify, Example parsing"
@@ -39,6 +40,15 @@ else echo "skipped: python3-torch not installed"; fi
 echo "=== Checkpoints: save/restore vs torch.save/torch.load"
 if /usr/bin/python3 -c 'import torch' 2>/dev/null; then sh bench/bench_ckpt.sh "$BUILD"
 else echo "skipped: python3-torch not installed"; fi
+
+echo "=== SQuAD model at seq 384 (est run_squad's model_fn vs PyTorch, interop venv)"
+if [ -x .venv-interop/bin/python ]; then sh bench/run_squad_model.sh "$BUILD" 2 3 "tiny mini small" 8
+else echo "skipped: no .venv-interop (make interop makes it)"; fi
+
+echo "=== SQuAD feature conversion: est vs run_squad.py (bert-tensorflow 1.0.4, interop venv)"
+if [ -n "${BENCH_SQUAD_FILE:-}" ] && [ -x .venv-interop/bin/python ]; then
+  sh bench/run_squad_features.sh "$BENCH_SQUAD_FILE" 10 3 "$BUILD"
+else echo "skipped: set BENCH_SQUAD_FILE=<a SQuAD json> (and make interop for .venv-interop)"; fi
 
 if ! skipped dist && [ -x "$BUILD/bench_dist" ]; then
   echo "=== Data parallel: 1 vs 2 ranks"

@@ -9,9 +9,11 @@
 #   BENCH_MODE=overload sh bench/serve_bench.sh              # est alone, 4x its sustained load
 #   BENCH_MODE=sustained BENCH_SECONDS=600 sh bench/serve_bench.sh   # est alone, 10 minutes
 #   BENCH_MODE=precision BENCH_MODEL=base BENCH_CONNS=1 sh bench/serve_bench.sh   # est fp32 vs bf16
+#   BENCH_MODE=precision BENCH_OTHER=int8 BENCH_MODEL=base BENCH_CONNS=64 sh bench/serve_bench.sh  # fp32 vs int8
 #
-# precision: est alone, --precision=fp32 then --precision=bf16 on the same export, wrk at each
-# of CONNS; requests/s, p50, p99 and peak RSS per precision, and bf16's ratios.
+# precision: est alone, --precision=fp32 then --precision=BENCH_OTHER (bf16, or int8) on the
+# same export, wrk at each of CONNS; requests/s, p50, p99 and peak RSS per precision, and the
+# second's ratios.
 # overload: est with a queue of one batch (--max_enqueued_batches=1), first 64 connections
 # for its sustained rate R, then 512 connections each pausing so that together they offer
 # about 4R (bench/serve_codes.lua counts the answers by status). It must answer only 200s
@@ -31,6 +33,7 @@ DUR=${BENCH_SECONDS:-10}
 CONNS=${BENCH_CONNS:-1 8 64}
 MODEL=${BENCH_MODEL:-tiny}
 MODE=${BENCH_MODE:-compare}
+OTHER=${BENCH_OTHER:-bf16}   # precision mode: fp32 against this (bf16 or int8)
 EST=$BUILD/est
 PY=/usr/bin/python3   # Debian's, where python3-torch/fastapi/uvicorn live
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
@@ -144,18 +147,18 @@ if [ "$MODE" = overload ]; then
 fi
 
 if [ "$MODE" = precision ]; then
-  for prec in fp32 bf16; do
+  for prec in fp32 "$OTHER"; do
     start_est --precision="$prec"
     for c in $CONNS; do echo "$prec $c $(run_wrk "est_$prec" "$EST_PORT" $c)"; done > "$W/$prec.res"
     echo "$(awk '/VmHWM/ {print $2}' /proc/$EST_PID/status)" > "$W/$prec.rss"
     kill "$EST_PID"; wait "$EST_PID" 2>/dev/null || true
   done
-  echo "serve bench (precision): BERT-$MODEL shape, est --precision fp32 and bf16, 1 sentence of 16 tokens per request, ${DUR}s per row, $THREADS threads"
-  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); $BLAS_NOTE; bf16 on: $(grep -o 'on AMX tiles\|on AVX512-BF16' "$W/est.err" | head -1)"
-  printf "%-6s %11s %11s %9s %9s %9s %9s %9s\n" conns fp32_req/s bf16_req/s ratio fp32_p50 bf16_p50 fp32_p99 bf16_p99
-  paste "$W/fp32.res" "$W/bf16.res" | awk '{
+  echo "serve bench (precision): BERT-$MODEL shape, est --precision fp32 and $OTHER, 1 sentence of 16 tokens per request, ${DUR}s per row, $THREADS threads"
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); $BLAS_NOTE; $OTHER on: $(grep -o 'on AMX tiles\|on AVX512-BF16\|on AVX512-VNNI\|on AVX-VNNI' "$W/est.err" | head -1)"
+  printf "%-6s %11s %11s %9s %9s %9s %9s %9s\n" conns fp32_req/s "${OTHER}_req/s" ratio fp32_p50 "${OTHER}_p50" fp32_p99 "${OTHER}_p99"
+  paste "$W/fp32.res" "$W/$OTHER.res" | awk '{
     printf "%-6s %11.1f %11.1f %8.2fx %7.2fms %7.2fms %7.2fms %7.2fms\n", $2, $3, $9, $9 / ($3 > 0 ? $3 : 1), $4, $10, $5, $11 }'
-  echo "peak RSS: fp32 $(( $(cat "$W/fp32.rss") / 1024 )) MiB, bf16 $(( $(cat "$W/bf16.rss") / 1024 )) MiB"
+  echo "peak RSS: fp32 $(( $(cat "$W/fp32.rss") / 1024 )) MiB, $OTHER $(( $(cat "$W/$OTHER.rss") / 1024 )) MiB"
   exit 0
 fi
 

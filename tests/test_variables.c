@@ -61,7 +61,20 @@ static void test_layout_and_init(void **state) {
   est_vars_free(other);
 }
 
+/* est_vars_finalize_zero: the same layout, no initializer run (a servable restores every value). */
+static void test_finalize_zero(void **state) {
+  (void)state;
+  est_var_store *vs;
+  assert_int_equal(est_vars_create(&vs), EST_OK);
+  assert_int_equal(est_vars_declare(vs, "gamma", 1, (int64_t[]){3}, est_init_ones(), NULL), EST_OK);
+  assert_int_equal(est_vars_finalize_zero(vs), EST_OK);
+  assert_true(est_vars_finalized(vs));
+  for (int i = 0; i < 3; i++) assert_true(est_vars_value(vs, 0)[i] == 0.0f); /* not the ones */
+  assert_int_equal(est_vars_finalize(vs, 1), EST_ERR_FAILED_PRECONDITION);
+  est_vars_free(vs);
+}
+
 int main(void) {
-  const struct CMUnitTest tests[] = {cmocka_unit_test(test_layout_and_init)};
+  const struct CMUnitTest tests[] = {cmocka_unit_test(test_layout_and_init), cmocka_unit_test(test_finalize_zero)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -46,5 +46,5 @@ est_status est_cli_apply_model_precision(const char *flag, est_servable *s) {
     st = est_precision_apply_flag(meta->precision, &p);
   }
   if (st == EST_OK) est_servable_set_precision(s, p);
-  return st;
+  return st == EST_OK ? est_servable_check_precision(s) : st; /* an int8 export runs only int8 */
 }

@@ -143,6 +143,12 @@ uint64_t est_servable_forward_count(const est_servable *s);
  * this CPU runs (bf16 without AVX512-BF16: fp32, with a warning). */
 est_precision est_servable_set_precision(est_servable *s, est_precision precision);
 est_precision est_servable_precision(const est_servable *s);
+/* Whether s is an int8 export: its dense layers stored as int8 codes + scales, without their
+ * fp32 weights (docs/int8.md §4). Such a servable runs only int8 on a VNNI kernel:
+ * est_servable_check_precision says FAILED_PRECONDITION, and why, when its precision is
+ * another (est_servable_predict refuses then too); EST_OK otherwise and for every other export. */
+int est_servable_int8_weights(const est_servable *s);
+est_status est_servable_check_precision(const est_servable *s);
 /* Floats per example of what it serves: num_labels probabilities (classifier), the
  * embedding's width (pooling), 2 x max_seq_length for squad (start logits, then end
  * logits, zero past the run length). */

@@ -83,6 +83,11 @@ est_status est_vars_declare_frozen(est_var_store *vs, const char *name, int rank
 /* Allocates the parameter and gradient buffers and runs every initializer. */
 est_status est_vars_finalize(est_var_store *vs, uint64_t seed);
 
+/* Allocates the buffers like est_vars_finalize but runs no initializer: every value is 0
+ * and no page is touched, for a store whose values are all restored next (a servable: an
+ * int8 export's dense kernels are then never written, so they take no memory at all). */
+est_status est_vars_finalize_zero(est_var_store *vs);
+
 /* Re-runs every initializer with `seed` (after finalize). */
 void est_vars_initialize(est_var_store *vs, uint64_t seed);
 

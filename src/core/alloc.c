@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 enum { ALIGN = 64, HEADER = 64, HUGE_THRESHOLD = 2u << 20 };
 
@@ -44,4 +45,10 @@ void est_free(void *ptr) {
   block_header *h = (block_header *)((char *)ptr - HEADER);
   if (h->mapped_size) munmap(h->base, h->mapped_size);
   else free(h->base);
+}
+
+void est_release_pages(void *p, size_t bytes) {
+  const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + bytes) & ~(page - 1);
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }

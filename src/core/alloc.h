@@ -11,5 +11,9 @@
 
 void *est_alloc(size_t size);   /* NULL on failure (no error message set) */
 void est_free(void *ptr);       /* NULL is fine */
+/* Gives the whole pages inside [p, p + bytes) back to the OS (MADV_DONTNEED): they read as
+ * zeros afterwards and hold no memory until written. For values never read again, e.g. the
+ * fp32 weights of an int8 export, whose packed int8 form is all that runs. */
+void est_release_pages(void *p, size_t bytes);
 
 #endif

@@ -116,6 +116,22 @@ const void *est_frozen_derived(const void *src, size_t extent, const uint64_t ke
   return found;
 }
 
+int est_frozen_adopt(const void *src, size_t extent, const uint64_t key[4], void *copy, size_t bytes) {
+  const char *s = src;
+  derived_copy *d = malloc(sizeof *d);
+  pthread_rwlock_wrlock(&lock);
+  int r = range_of(s, extent);
+  int taken = d && r >= 0 && !find_copy(s, key);
+  if (taken) {
+    *d = (derived_copy){s, {key[0], key[1], key[2], key[3]}, copy, bytes, r, copies};
+    copies = d;
+    copy_bytes += bytes;
+  }
+  pthread_rwlock_unlock(&lock);
+  if (!taken) free(d);
+  return taken ? 0 : -1;
+}
+
 size_t est_frozen_derived_bytes(void) {
   pthread_rwlock_rdlock(&lock);
   size_t n = copy_bytes;

@@ -30,6 +30,12 @@ void est_frozen_remove(const void *base);
 const void *est_frozen_derived(const void *src, size_t extent, const uint64_t key[4], size_t bytes,
                                void (*make)(void *copy, void *ctx), void *ctx);
 
+/* Registers `copy` (est_alloc'd, `bytes` long, taken over: freed with the range) as the copy
+ * named by (src, key), made by the caller from elsewhere than src: an int8 export's stored
+ * codes (serve/servable.c), so that src's fp32 values need never be read. Returns 0, or -1
+ * (copy not taken) when the extent is not inside one read-only range or the copy exists. */
+int est_frozen_adopt(const void *src, size_t extent, const uint64_t key[4], void *copy, size_t bytes);
+
 /* Bytes held by derived copies now (for tests and logs). */
 size_t est_frozen_derived_bytes(void);
 

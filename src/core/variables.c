@@ -165,6 +165,12 @@ void est_vars_initialize(est_var_store *vs, uint64_t seed) {
 }
 
 est_status est_vars_finalize(est_var_store *vs, uint64_t seed) {
+  est_status st = est_vars_finalize_zero(vs);
+  if (st == EST_OK) est_vars_initialize(vs, seed);
+  return st;
+}
+
+est_status est_vars_finalize_zero(est_var_store *vs) {
   if (vs->finalized) return est_error(EST_ERR_FAILED_PRECONDITION, "variable store finalized twice");
   size_t bytes = (vs->total ? vs->total : FLOATS_PER_LINE) * sizeof(float);
   vs->params = est_alloc(bytes);
@@ -172,7 +178,6 @@ est_status est_vars_finalize(est_var_store *vs, uint64_t seed) {
   if (!vs->params || !vs->grads)
     return est_error(EST_ERR_NO_MEMORY, "cannot allocate %zu bytes for %zu variables", 2 * bytes, vs->count);
   vs->finalized = 1;
-  est_vars_initialize(vs, seed);
   return EST_OK;
 }
 

@@ -6,6 +6,7 @@
  * count. */
 #include <omp.h>
 
+#include "core/alloc.h"
 #include "core/frozen.h"
 #include "nn/gelu_avx512.h" /* est_gelu_row */
 #include "nn/gemm_int8.h"
@@ -27,19 +28,40 @@ static void make_packed(void *copy, void *ctx) {
   est_int8_weights_pack(copy, s->B, s->ldb, s->tb, s->K, s->N);
 }
 
+/* The extent of B that op(B) [K,N] reads, and the frozen copy's name of its packed form. */
+static size_t weight_extent(const weight_src *s) {
+  return s->tb == CblasTrans ? ((size_t)(s->N - 1) * s->ldb + s->K) * sizeof(float)
+                             : ((size_t)(s->K - 1) * s->ldb + s->N) * sizeof(float);
+}
+static void weight_key(const weight_src *s, uint64_t key[4]) {
+  key[0] = 0x494E5438; /* "INT8" */
+  key[1] = (uint64_t)s->ldb, key[2] = (uint64_t)s->tb, key[3] = (uint64_t)s->K << 32 | (uint32_t)s->N;
+}
+
 /* B's packed form: the frozen copy, or packed into the calling thread's scratch; NULL when
  * out of memory. */
 static const void *packed_weights(const weight_src *s) {
   size_t bytes = est_int8_weights_bytes(s->K, s->N);
-  size_t extent = s->tb == CblasTrans ? ((size_t)(s->N - 1) * s->ldb + s->K) * sizeof(float)
-                                      : ((size_t)(s->K - 1) * s->ldb + s->N) * sizeof(float);
-  const uint64_t key[4] = {0x494E5438 /* "INT8" */, (uint64_t)s->ldb, (uint64_t)s->tb,
-                           (uint64_t)s->K << 32 | (uint32_t)s->N};
-  const void *kept = est_frozen_derived(s->B, extent, key, bytes, make_packed, (void *)s);
+  uint64_t key[4];
+  weight_key(s, key);
+  const void *kept = est_frozen_derived(s->B, weight_extent(s), key, bytes, make_packed, (void *)s);
   if (kept) return kept;
   void *mem = est_thread_buf(EST_TBUF_INT8_B, (bytes + 3) / 4);
   if (mem) make_packed(mem, (void *)s);
   return mem;
+}
+
+int est_int8_weights_adopt(const float *B, int K, int N, const int8_t *codes, const float *scale) {
+  const weight_src src = {B, N, K, N, CblasNoTrans};
+  size_t bytes = est_int8_weights_bytes(K, N);
+  uint64_t key[4];
+  weight_key(&src, key);
+  void *mem = est_alloc(bytes);
+  if (!mem) return -1;
+  est_int8_weights_pack_codes(mem, codes, scale, K, N);
+  if (est_frozen_adopt(B, weight_extent(&src), key, mem, bytes) == 0) return 0;
+  est_free(mem);
+  return -1;
 }
 
 int est_sgemm_int8(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,

@@ -43,6 +43,15 @@ size_t est_int8_weights_bytes(int K, int N);
 /* Quantizes op(B) (row-major, ldb apart; tb as cblas) into mem (64-byte aligned,
  * est_int8_weights_bytes long) and returns its view. Plain C, run once per frozen weight. */
 est_int8_weights est_int8_weights_pack(void *mem, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N);
+/* The same block from codes [K][N] (row-major; what est_int8_quantize gives each column of a
+ * NoTrans [K,N] weight) and scales [N]: from the same codes and scales, the same bytes as
+ * est_int8_weights_pack. How an int8 export's stored weights become the kernels' operand. */
+est_int8_weights est_int8_weights_pack_codes(void *mem, const int8_t *codes, const float *scale, int K, int N);
+/* Makes the packed form of codes/scale THE int8 form of the frozen NoTrans weight B [K,N]
+ * (ldb = N) that est_sgemm_int8 will look up (core/frozen.h), so that B's fp32 values are never
+ * read. Returns 0, or -1 when B is not inside a read-only range, already has its copy, or
+ * memory is short. */
+int est_int8_weights_adopt(const float *B, int K, int N, const int8_t *codes, const float *scale);
 /* The view of a block est_int8_weights_pack wrote. */
 est_int8_weights est_int8_weights_view(const void *mem);
 

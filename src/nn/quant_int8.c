@@ -38,28 +38,42 @@ float est_int8_quantize(const float *x, long stride, int n, int8_t *q, long qstr
   return nan ? NAN : amax / 127.0f;
 }
 
-est_int8_weights est_int8_weights_pack(void *mem, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N) {
-  int groups = (K + 3) / 4, Np = (N + EST_INT8_NR - 1) / EST_INT8_NR * EST_INT8_NR;
+/* An empty block for [K,N] with its header written. */
+static est_int8_weights start_block(void *mem, int K, int N) {
   memset(mem, 0, est_int8_weights_bytes(K, N));
   int *h = mem;
-  h[0] = K, h[1] = N, h[2] = groups, h[3] = Np;
-  est_int8_weights w = est_int8_weights_view(mem);
-  int8_t *bytes = (int8_t *)w.words; /* byte k % 4 of word (k / 4, n): little-endian words */
+  h[0] = K, h[1] = N, h[2] = (K + 3) / 4, h[3] = (N + EST_INT8_NR - 1) / EST_INT8_NR * EST_INT8_NR;
+  return est_int8_weights_view(mem);
+}
+
+/* Column n's codes (K of them, `stride` apart) and scale into the block. */
+static void place_column(const est_int8_weights *w, int n, const int8_t *codes, long stride, float scale) {
+  int8_t *q = (int8_t *)w->words + (size_t)n * 4; /* byte k % 4 of word (k / 4, n): little-endian words */
+  int32_t sum = 0;
+  for (int k = 0; k < w->K; k++) { /* code k to byte k % 4 of word row k / 4 */
+    q[(size_t)(k / 4) * w->Np * 4 + k % 4] = codes[k * stride];
+    sum += codes[k * stride];
+  }
+  ((int32_t *)w->colsum)[n] = sum;
+  ((float *)w->scale)[n] = scale;
+}
+
+est_int8_weights est_int8_weights_pack(void *mem, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N) {
+  est_int8_weights w = start_block(mem, K, N);
   for (int n = 0; n < N; n++) {
     /* column n of op(B): B[k][n] (NoTrans) or B[n][k] (Trans) */
     const float *col = tb == CblasNoTrans ? B + n : B + (size_t)n * ldb;
     long stride = tb == CblasNoTrans ? ldb : 1;
-    int8_t *q = bytes + (size_t)n * 4;
     int8_t codes[K > 0 ? K : 1];
     float s = est_int8_quantize(col, stride, K, codes, 1);
-    int32_t sum = 0;
-    for (int k = 0; k < K; k++) { /* code k to byte k % 4 of word row k / 4 */
-      q[(size_t)(k / 4) * Np * 4 + k % 4] = codes[k];
-      sum += codes[k];
-    }
-    ((int32_t *)w.colsum)[n] = sum;
-    ((float *)w.scale)[n] = s;
+    place_column(&w, n, codes, 1, s);
   }
+  return w;
+}
+
+est_int8_weights est_int8_weights_pack_codes(void *mem, const int8_t *codes, const float *scale, int K, int N) {
+  est_int8_weights w = start_block(mem, K, N);
+  for (int n = 0; n < N; n++) place_column(&w, n, codes + n, N, scale[n]);
   return w;
 }
 

@@ -22,6 +22,8 @@
 #include "est/serving.h"
 #include "est/tokenizer.h"
 #include "est/variables.h"
+#include "nn/kernel_choice.h" /* est_kernel_get: the int8 reference reads fp32 weights */
+#include "serve/int8_weights.h"
 #include "serve/servable_model.h"
 
 struct est_servable {
@@ -31,12 +33,17 @@ struct est_servable {
   est_tokenizer *tokenizer;   /* owns the vocab; featurizers copy its options (a tokenizer.json's) */
   est_var_store *vs;
   est_servable_model model;   /* the encoder and the head est_model.json names */
+  int int8_weights;           /* variables stored int8 (an int8 export): their fp32 values are gone */
   int max_batch;
   int32_t *scratch;           /* [3, max_batch, max_seq_length]: rows cut to a run length */
   uint64_t forwards;          /* forward passes run */
 };
 
-est_status est_servable_model_restore(est_var_store *vs, const char *prefix) {
+/* Restores every variable of vs from the bundle at prefix (each must be there; a checkpoint's
+ * extra variables, e.g. Adam slots or a pre-training head, are ignored). With int8_stored
+ * non-NULL, a variable the bundle holds as int8 codes + scales (an int8 export,
+ * serve/int8_weights.h) is left for restore_int8 and counted there. */
+static est_status restore_vars(est_var_store *vs, const char *prefix, int *int8_stored) {
   if (est_hf_is_checkpoint(prefix)) { /* a HuggingFace model (docs/hf.md) */
     est_status st = est_hf_load_vars(vs, prefix, NULL);
     if (st == EST_OK && est_vars_count(vs)) st = est_hf_require_vars(vs, 0, est_vars_count(vs) - 1, prefix);
@@ -47,6 +54,10 @@ est_status est_servable_model_restore(est_var_store *vs, const char *prefix) {
   if (st != EST_OK) return st;
   for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
     const est_variable *v = est_vars_at(vs, i);
+    if (!est_ckpt_reader_has(r, v->name) && int8_stored && est_int8_stored(v) && est_int8_weights_present(r, v)) {
+      ++*int8_stored;
+      continue;
+    }
     if (!est_ckpt_reader_has(r, v->name)) {
       st = est_error(EST_ERR_NOT_FOUND, "%s: no variable %s", prefix, v->name);
       break;
@@ -54,6 +65,18 @@ est_status est_servable_model_restore(est_var_store *vs, const char *prefix) {
     st = est_ckpt_reader_read_into(r, v->name, EST_DT_FLOAT, est_vars_value(vs, i), v->count * sizeof(float));
     if (st != EST_OK) st = est_error_prefix("%s, variable %s: ", prefix, v->name);
   }
+  est_ckpt_reader_close(r);
+  return st;
+}
+
+est_status est_servable_model_restore(est_var_store *vs, const char *prefix) { return restore_vars(vs, prefix, NULL); }
+
+/* The int8-stored variables restore_vars left: their packed form from the bundle (vs read-only). */
+static est_status restore_int8(est_var_store *vs, const char *prefix) {
+  est_ckpt_reader *r = NULL;
+  est_status st = est_ckpt_reader_open(&r, prefix);
+  for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++)
+    if (!est_ckpt_reader_has(r, est_vars_at(vs, i)->name)) st = est_int8_weights_restore(r, prefix, vs, i);
   est_ckpt_reader_close(r);
   return st;
 }
@@ -73,9 +96,15 @@ static est_status servable_build(est_servable *s, est_model_meta *meta, const ch
                    est_vocab_size(vocab), s->meta.bert_config.vocab_size);
   if (st == EST_OK) st = est_vars_create(&s->vs);
   if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs, source);
-  if (st == EST_OK) st = est_vars_finalize(s->vs, 1);
-  if (st == EST_OK) st = est_servable_model_restore(s->vs, ckpt_prefix);
+  /* every value is restored, but a HuggingFace model may lack the pooler, which then keeps
+   * its initial values (est_hf_require_vars) */
+  if (st == EST_OK) st = est_hf_is_checkpoint(ckpt_prefix) ? est_vars_finalize(s->vs, 1) : est_vars_finalize_zero(s->vs);
+  if (st == EST_OK) st = restore_vars(s->vs, ckpt_prefix, &s->int8_weights);
   if (st == EST_OK) est_vars_set_read_only(s->vs, 1); /* served weights never change */
+  if (st == EST_OK && s->int8_weights && !est_vars_read_only(s->vs))
+    st = est_error(EST_ERR_NO_MEMORY, "%s: too many models loaded to keep an int8 export's weights", ckpt_prefix);
+  if (st == EST_OK && s->int8_weights) st = restore_int8(s->vs, ckpt_prefix);
+  if (st == EST_OK && s->int8_weights) est_bert_encoder_set_precision(s->model.enc, EST_PRECISION_INT8); /* its only one */
   if (st == EST_OK) st = est_servable_model_reserve(&s->model, s->max_batch, s->meta.max_seq_length);
   if (st == EST_OK && !(s->scratch = malloc(3 * (size_t)s->max_batch * s->meta.max_seq_length * sizeof(int32_t))))
     st = est_error(EST_ERR_NO_MEMORY, "servable scratch");
@@ -157,12 +186,28 @@ est_precision est_servable_set_precision(est_servable *s, est_precision precisio
   return est_bert_encoder_set_precision(s->model.enc, precision);
 }
 est_precision est_servable_precision(const est_servable *s) { return est_bert_encoder_precision(s->model.enc); }
+int est_servable_int8_weights(const est_servable *s) { return s->int8_weights > 0; }
+
+est_status est_servable_check_precision(const est_servable *s) {
+  if (!s->int8_weights) return EST_OK;
+  est_precision p = est_servable_precision(s);
+  if (p == EST_PRECISION_INT8 && est_kernel_get() != EST_KERNEL_INT8REF) return EST_OK;
+  return est_error(EST_ERR_FAILED_PRECONDITION,
+                   "%s is an int8 export (its dense layers are stored as int8, without their fp32 weights): it runs "
+                   "only with --precision=int8 on a CPU with AVX512-VNNI or AVX-VNNI, not %s; export the checkpoint "
+                   "again without --precision=int8 to run it %s",
+                   s->dir[0] ? s->dir : "the model",
+                   p != EST_PRECISION_INT8 ? est_precision_name(p) : "the plain-C reference (EST_KERNEL=int8ref)",
+                   p != EST_PRECISION_INT8 ? est_precision_name(p) : "so");
+}
 int est_servable_output_width(const est_servable *s) { return s->model.output_width; }
 
 est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
                                 const int32_t *segment_ids, int batch, int seq_len, float *probabilities) {
   if (seq_len < 1 || seq_len > s->meta.max_seq_length)
     return est_error(EST_ERR_INVALID_ARGUMENT, "sequence length %d outside [1, %d]", seq_len, s->meta.max_seq_length);
+  est_status checked = est_servable_check_precision(s);
+  if (checked != EST_OK) return checked;
   const int C = s->model.output_width; /* floats per example of the served prediction */
   const int types = s->meta.bert_config.type_vocab_size;
   for (size_t i = 0; i < (size_t)batch * seq_len; i++)
@@ -317,7 +362,7 @@ est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_conf
   if (st == EST_OK) st = est_bert_encoder_create(&e->enc, &cut, e->vs);
   if (st == EST_OK) est_bert_encoder_set_precision(e->enc, precision);
   if (st == EST_OK) st = est_vars_finalize(e->vs, 1);
-  if (st == EST_OK) st = est_servable_model_restore(e->vs, ckpt_prefix);
+  if (st == EST_OK) st = restore_vars(e->vs, ckpt_prefix, NULL);
   if (st == EST_OK) est_vars_set_read_only(e->vs, 1);
   if (st == EST_OK) st = est_bert_encoder_reserve(e->enc, max_batch, seq_len, 0);
   if (st != EST_OK) {
