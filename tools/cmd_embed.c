@@ -21,14 +21,17 @@
 #include "est/tokenizer.h"
 
 static const char usage[] =
-    "usage: est embed (--model_dir=EXPORT | --init_checkpoint=CKPT --bert_config_file=FILE --vocab_file=FILE)\n"
+    "usage: est embed (--model_dir=EXPORT | --model_dir=HF_DIR | --init_checkpoint=CKPT --bert_config_file=FILE\n"
+    "                 --vocab_file=FILE)\n"
     "                 [--input_file=FILE] [--output_format=json|tsv] [--pooling=mean] [--normalize] [flags...]\n"
     "       est embed --init_checkpoint=CKPT --bert_config_file=FILE --vocab_file=FILE --export_dir=DIR\n\n"
     "Sentence embeddings: one line of text in (stdin or --input_file), one line out (stdout): a JSON\n"
     "array of floats, or TAB-separated floats with --output_format=tsv, in input order. The model is\n"
     "a BERT checkpoint pooled as --pooling says (cls, max, mean, mean_sqrt_len; several: concatenated;\n"
     "default: sentence-transformers' modules.json / 1_Pooling/config.json beside the config, else mean),\n"
-    "or an embedding export (--model_dir). --export_dir writes that export (for est serve) and exits.";
+    "or an embedding export (--model_dir). A HuggingFace model directory (--model_dir or --init_checkpoint)\n"
+    "brings its config.json, tokenizer.json or vocab.txt and sentence-transformers' files. --export_dir\n"
+    "writes that export (for est serve) and exits.";
 
 typedef struct embed_run {
   est_servable *s;
@@ -180,6 +183,7 @@ int est_cmd_embed(int argc, char **argv) {
   const int nflags = (int)(sizeof flags / sizeof *flags);
   int rc = est_cli_parse("embed", usage, flags, nflags, argc, argv, NULL, NULL, 0, 0);
   if (rc >= 0) return rc;
+  o = est_embed_model_resolve(&o); /* a HuggingFace model directory is a checkpoint, not an export */
   int ok = 1;
   if (strcmp(format, "json") && strcmp(format, "tsv"))
     ok = 0, est_error(EST_ERR_INVALID_ARGUMENT, "--output_format=%s: must be json or tsv", format);

@@ -194,6 +194,12 @@ typedef struct est_embed_model_options {
   int max_batch;                /* rows per forward pass */
 } est_embed_model_options;
 
+/* o with a HuggingFace model directory (docs/hf.md) as --model_dir or --init_checkpoint
+ * taken as the whole model: init_checkpoint = DIR, and bert_config_file / vocab_file = DIR
+ * (its config.json, tokenizer.json or vocab.txt) when unset. Other options as they are. The
+ * two calls below apply it themselves. */
+est_embed_model_options est_embed_model_resolve(const est_embed_model_options *o);
+
 /* The est_model.json of the checkpoint route (head "pooling", no labels, precision fp32).
  * Errors name the flag (--bert_config_file, --pooling, --max_seq_length). */
 est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_options *o);

@@ -104,12 +104,23 @@ est_status est_tokenizer_from_json(est_tokenizer **out, const char *path);
  * or a HuggingFace model directory (its tokenizer.json, else its vocab.txt). */
 est_status est_tokenizer_open_any(est_tokenizer **out, const char *vocab_file, bool do_lower_case);
 
+/* Writes a vocab.txt at path (atomically) from --vocab_file as est_tokenizer_open_any takes
+ * it: a vocab.txt's bytes as they are; a tokenizer.json's (or a model directory's) vocab, one
+ * token a line in id order. */
+est_status est_vocab_file_write(const char *path, const char *vocab_file, bool do_lower_case);
+/* The tokenizer.json that est_tokenizer_open_any would read for vocab_file into path[size],
+ * or "" when it reads a vocab.txt. */
+est_status est_tokenizer_json_of(const char *vocab_file, char *path, size_t size);
+
 /* Loads vocab_file and creates a tokenizer that owns it. */
 est_status est_tokenizer_open(est_tokenizer **out, const char *vocab_file, bool do_lower_case);
 void est_tokenizer_free(est_tokenizer *tok);
 
 const est_vocab *est_tokenizer_vocab(const est_tokenizer *tok);
 bool est_tokenizer_do_lower_case(const est_tokenizer *tok);
+/* The options tok was made with (unk_token points into its vocab): another tokenizer on the
+ * same vocab with these tokenizes alike, e.g. one per thread from a tokenizer.json. */
+est_tokenizer_options est_tokenizer_get_options(const est_tokenizer *tok);
 
 /* FullTokenizer.tokenize + convert_tokens_to_ids: the WordPiece ids of `text` (len bytes, or
  * SIZE_MAX for a NUL-terminated string). *ids is owned by tok and valid until its next call.

@@ -87,32 +87,6 @@ static est_status write_tokenizer_files(const char *dir, const est_hf_export_par
                     "  \"sep_token\": \"[SEP]\",\n  \"unk_token\": \"[UNK]\"\n}\n");
 }
 
-/* vocab.txt: a vocab.txt's bytes as they are; a tokenizer.json's (or a model directory's)
- * vocab one token a line, in id order. */
-static est_status write_vocab(const char *path, const est_hf_export_params *p) {
-  size_t n = strlen(p->vocab_file);
-  uint8_t *bytes = NULL;
-  size_t size = 0;
-  est_status st;
-  if (!est_is_directory(p->vocab_file) && !(n >= 5 && !strcmp(p->vocab_file + n - 5, ".json"))) {
-    st = est_read_file(p->vocab_file, &bytes, &size);
-    if (st == EST_OK) st = est_write_file_atomic(path, bytes, size);
-    free(bytes);
-    return st;
-  }
-  est_tokenizer *tok;
-  if ((st = est_tokenizer_open_any(&tok, p->vocab_file, p->do_lower_case)) != EST_OK) return st;
-  const est_vocab *v = est_tokenizer_vocab(tok);
-  for (int32_t i = 0; i < est_vocab_size(v); i++) size += strlen(est_vocab_token(v, i)) + 1;
-  char *text = malloc(size + 1), *at = text;
-  if (!text) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);
-  for (int32_t i = 0; text && i < est_vocab_size(v); i++) at += sprintf(at, "%s\n", est_vocab_token(v, i));
-  if (st == EST_OK) st = est_write_file_atomic(path, text, size);
-  free(text);
-  est_tokenizer_free(tok);
-  return st;
-}
-
 static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_hf_export_params *p) {
   est_ckpt_reader *r;
   if (est_ckpt_reader_open(&r, ckpt_prefix) != EST_OK) return est_error_code();
@@ -138,7 +112,7 @@ static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_h
   for (int i = 0; names && i < num_labels; i++) free(names[i]);
   free(names);
   if (st == EST_OK) st = est_path_join(path, sizeof path, dir, "vocab.txt");
-  if (st == EST_OK) st = write_vocab(path, p);
+  if (st == EST_OK) st = est_vocab_file_write(path, p->vocab_file, p->do_lower_case);
   if (st == EST_OK) st = write_tokenizer_files(dir, p);
   return st;
 }

@@ -131,6 +131,13 @@ void est_tokenizer_free(est_tokenizer *t) {
 const est_vocab *est_tokenizer_vocab(const est_tokenizer *t) { return t->vocab; }
 bool est_tokenizer_do_lower_case(const est_tokenizer *t) { return t->lower; }
 
+est_tokenizer_options est_tokenizer_get_options(const est_tokenizer *t) {
+  est_tokenizer_options o = {.lowercase = t->lower, .strip_accents = t->strip_accents, .clean_text = t->clean_text,
+                             .handle_chinese_chars = t->chinese_chars, .unk_token = est_vocab_token(t->vocab, t->unk_id),
+                             .max_input_chars_per_word = (int)t->max_chars, .hf_rules = t->hf_rules};
+  return o;
+}
+
 static inline bool push_id(est_tokenizer *t, int32_t id) {
   if (t->nids == t->ids_cap && !grow((void **)&t->ids, &t->ids_cap, t->nids + 1, sizeof *t->ids))
     return false;

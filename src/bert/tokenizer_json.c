@@ -148,3 +148,37 @@ est_status est_tokenizer_open_any(est_tokenizer **out, const char *vocab_file, b
                  est_tokenizer_do_lower_case(*out) ? "true" : "false", do_lower_case ? "true" : "false");
   return st;
 }
+
+est_status est_vocab_file_write(const char *path, const char *vocab_file, bool do_lower_case) {
+  uint8_t *bytes = NULL;
+  size_t size = 0;
+  est_status st;
+  if (!est_is_directory(vocab_file) && !ends_with(vocab_file, ".json")) { /* a vocab.txt: its bytes */
+    st = est_read_file(vocab_file, &bytes, &size);
+    if (st == EST_OK) st = est_write_file_atomic(path, bytes, size);
+    free(bytes);
+    return st;
+  }
+  est_tokenizer *tok;
+  if ((st = est_tokenizer_open_any(&tok, vocab_file, do_lower_case)) != EST_OK) return st;
+  const est_vocab *v = est_tokenizer_vocab(tok);
+  for (int32_t i = 0; i < est_vocab_size(v); i++) size += strlen(est_vocab_token(v, i)) + 1;
+  char *text = malloc(size + 1), *at = text;
+  if (!text) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);
+  for (int32_t i = 0; text && i < est_vocab_size(v); i++) at += sprintf(at, "%s\n", est_vocab_token(v, i));
+  if (st == EST_OK) st = est_write_file_atomic(path, text, size);
+  free(text);
+  est_tokenizer_free(tok);
+  return st;
+}
+
+est_status est_tokenizer_json_of(const char *vocab_file, char *path, size_t size) {
+  path[0] = 0;
+  if (est_is_directory(vocab_file)) {
+    est_status st = est_path_join(path, size, vocab_file, "tokenizer.json");
+    if (st != EST_OK || !est_file_exists(path)) path[0] = 0;
+    return st;
+  }
+  if (ends_with(vocab_file, ".json")) snprintf(path, size, "%s", vocab_file);
+  return EST_OK;
+}

@@ -2,6 +2,8 @@
  * takes one ends in an est_servable whose head is the pooling head, so `est embed` and
  * `est serve` run the same code on the same weights.
  *   - an export (est_model.json "head": "pooling"): loaded as it is;
+ *   - a HuggingFace model directory (--init_checkpoint or --model_dir; docs/hf.md): its
+ *     config.json, tokenizer.json / vocab.txt and sentence-transformers' files;
  *   - a TF checkpoint + bert_config + vocab (as extract_features takes a model): the
  *     pooling from --pooling, or from sentence-transformers' files beside the config, and
  *     max_seq_length from --max_seq_length, or sentence_bert_config.json there, or 128. */
@@ -11,7 +13,9 @@
 #include <string.h>
 
 #include "est/file.h"
+#include "est/hf_model.h"
 #include "est/serving.h"
+#include "est/tokenizer.h"
 
 /* sentence-transformers' sentence_bert_config.json in dir: its "max_seq_length" (the length
  * SentenceTransformer truncates to: 256 for all-MiniLM-L6-v2), or 0 when the file is absent. */
@@ -32,8 +36,20 @@ static est_status sentence_bert_max_seq_length(const char *dir, int *out) {
   return st;
 }
 
-est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_options *o) {
+est_embed_model_options est_embed_model_resolve(const est_embed_model_options *given) {
+  est_embed_model_options o = *given;
+  if (o.model_dir && !o.init_checkpoint && est_hf_is_checkpoint(o.model_dir) && est_is_directory(o.model_dir))
+    o.init_checkpoint = o.model_dir, o.model_dir = NULL;
+  if (o.init_checkpoint && est_is_directory(o.init_checkpoint) && est_hf_is_checkpoint(o.init_checkpoint)) {
+    if (!o.bert_config_file) o.bert_config_file = o.init_checkpoint;
+    if (!o.vocab_file) o.vocab_file = o.init_checkpoint;
+  }
+  return o;
+}
+
+est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_options *given) {
   memset(meta, 0, sizeof *meta);
+  const est_embed_model_options resolved = est_embed_model_resolve(given), *o = &resolved;
   const struct {
     const char *name, *value;
   } required[] = {{"init_checkpoint", o->init_checkpoint}, {"bert_config_file", o->bert_config_file},
@@ -46,7 +62,8 @@ est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_opti
   if (st != EST_OK) return est_error_prefix("--bert_config_file: ");
   char config_path[4096];
   snprintf(config_path, sizeof config_path, "%s", o->bert_config_file);
-  const char *dir = dirname(config_path); /* "." for a bare file name */
+  /* the model's directory: --bert_config_file=DIR itself, else its config's ("." for a bare name) */
+  const char *dir = est_is_directory(config_path) ? config_path : dirname(config_path);
   meta->max_seq_length = o->max_seq_length;
   if (!meta->max_seq_length && (st = sentence_bert_max_seq_length(dir, &meta->max_seq_length)) != EST_OK) return st;
   if (!meta->max_seq_length) meta->max_seq_length = 128;
@@ -54,6 +71,14 @@ est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_opti
     return est_error(EST_ERR_INVALID_ARGUMENT, "--max_seq_length=%d: must be in [3, max_position_embeddings %d]",
                      meta->max_seq_length, meta->bert_config.max_position_embeddings);
   meta->do_lower_case = o->do_lower_case;
+  char tokenizer_json[4096]; /* a tokenizer.json's lower-casing is the model's (est_tokenizer_open_any) */
+  if ((st = est_tokenizer_json_of(o->vocab_file, tokenizer_json, sizeof tokenizer_json)) != EST_OK) return st;
+  if (tokenizer_json[0]) {
+    est_tokenizer *tok;
+    if ((st = est_tokenizer_from_json(&tok, tokenizer_json)) != EST_OK) return est_error_prefix("--vocab_file: ");
+    meta->do_lower_case = est_tokenizer_do_lower_case(tok);
+    est_tokenizer_free(tok);
+  }
   snprintf(meta->task, sizeof meta->task, "embed");
   snprintf(meta->head, sizeof meta->head, "%s", est_bert_pooling_head_type.name);
   snprintf(meta->precision, sizeof meta->precision, "fp32");
@@ -72,8 +97,9 @@ est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_opti
   return EST_OK;
 }
 
-est_status est_embed_model_open(est_servable **out, const est_embed_model_options *o) {
+est_status est_embed_model_open(est_servable **out, const est_embed_model_options *given) {
   *out = NULL;
+  const est_embed_model_options resolved = est_embed_model_resolve(given), *o = &resolved;
   if (o->model_dir) {
     const char *set = o->init_checkpoint ? "init_checkpoint" : o->bert_config_file ? "bert_config_file"
                     : o->vocab_file ? "vocab_file" : o->pooling ? "pooling" : o->normalize >= 0 ? "normalize"

@@ -21,6 +21,7 @@
 #include "est/precision.h"
 #include "est/processors.h"
 #include "est/serving.h"
+#include "est/tokenizer.h"
 #include "est/variables.h"
 #include "serve/int8_weights.h"
 #include "serve/servable_model.h"
@@ -231,31 +232,23 @@ static int64_t newest_version(const char *base) {
 static est_status write_weights(const char *dst, const char *ckpt_prefix, const est_model_meta *meta) {
   est_var_store *vs = NULL;
   est_servable_model m = {0};
-  est_ckpt_reader *r = NULL;
   est_ckpt_writer *w = NULL;
   const int int8 = !strcmp(meta->precision, "int8");
   void **keep = NULL; /* the int8 tensors' memory, until finish */
   est_status st = est_vars_create(&vs);
   if (st == EST_OK) st = est_servable_model_create(&m, meta, vs, "est_model.json");
   if (st == EST_OK) st = est_vars_finalize(vs, 1);
-  if (st == EST_OK) st = est_ckpt_reader_open(&r, ckpt_prefix);
+  if (st == EST_OK && (st = est_servable_model_restore(vs, ckpt_prefix)) == EST_ERR_NOT_FOUND) {
+    char missing[1024], shape[48] = "";
+    snprintf(missing, sizeof missing, "%s", est_error_message());
+    if (meta->num_labels) snprintf(shape, sizeof shape, " with %zu labels", meta->num_labels);
+    st = est_error(st, "checkpoint %s (is it a %s%s of this bert_config?)", missing, meta->head, shape);
+  }
   if (st == EST_OK) st = est_ckpt_writer_open(&w, dst);
   if (st == EST_OK && !(keep = calloc(est_vars_count(vs) + 1, sizeof *keep))) st = est_error(EST_ERR_NO_MEMORY, "export");
   for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
-    const est_variable *v = est_vars_at(vs, i);
-    if (!est_ckpt_reader_has(r, v->name)) {
-      char shape[48] = "";
-      if (meta->num_labels) snprintf(shape, sizeof shape, " with %zu labels", meta->num_labels);
-      st = est_error(EST_ERR_NOT_FOUND, "checkpoint %s has no variable %s (is it a %s%s of this bert_config?)",
-                     ckpt_prefix, v->name, meta->head, shape);
-      break;
-    }
-    st = est_ckpt_reader_read_into(r, v->name, EST_DT_FLOAT, est_vars_value(vs, i), v->count * sizeof(float));
-    if (st != EST_OK) {
-      st = est_error_prefix("checkpoint %s, variable %s: ", ckpt_prefix, v->name);
-      break;
-    }
     est_tensor t = est_vars_tensor(vs, i);
+    const est_variable *v = est_vars_at(vs, i);
     st = int8 && est_int8_stored(v) ? est_int8_weights_add(w, v, est_vars_value(vs, i), &keep[i])
                                     : est_ckpt_writer_add(w, v->name, &t);
   }
@@ -266,7 +259,6 @@ static est_status write_weights(const char *dst, const char *ckpt_prefix, const 
   est_ckpt_writer_abort(w);
   for (size_t i = 0; keep && i < est_vars_count(vs); i++) free(keep[i]);
   free(keep);
-  est_ckpt_reader_close(r);
   est_servable_model_free(&m);
   est_vars_free(vs);
   return st;
@@ -288,14 +280,21 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
   if (st != EST_OK) return st;
   est_remove_tree(tmp);
 
-  uint8_t *vocab = NULL;
-  size_t vocab_size = 0;
-  char *json = NULL;
-  st = est_read_file(vocab_file, &vocab, &vocab_size);
-  if (st == EST_OK) st = est_path_join(path, sizeof path, tmp, "assets");
+  uint8_t *tokenizer_json = NULL;
+  size_t tokenizer_json_size = 0;
+  char *json = NULL, source_json[4096];
+  /* assets/vocab.txt always; a HuggingFace tokenizer.json (--vocab_file=it or a model
+   * directory) also as it is, since its settings (e.g. max_input_chars_per_word) are the model's */
+  st = est_path_join(path, sizeof path, tmp, "assets");
   if (st == EST_OK) st = est_mkdirs(path);
   if (st == EST_OK) st = est_path_join(path, sizeof path, tmp, "assets/vocab.txt");
-  if (st == EST_OK) st = est_write_file_atomic(path, vocab, vocab_size);
+  if (st == EST_OK) st = est_vocab_file_write(path, vocab_file, meta->do_lower_case);
+  if (st == EST_OK) st = est_tokenizer_json_of(vocab_file, source_json, sizeof source_json);
+  if (st == EST_OK && source_json[0]) {
+    st = est_read_file(source_json, &tokenizer_json, &tokenizer_json_size);
+    if (st == EST_OK) st = est_path_join(path, sizeof path, tmp, "assets/tokenizer.json");
+    if (st == EST_OK) st = est_write_file_atomic(path, tokenizer_json, tokenizer_json_size);
+  }
   if (st == EST_OK) st = est_path_join(path, sizeof path, tmp, "variables/variables");
   if (st == EST_OK) st = write_weights(path, ckpt_prefix, meta);
   if (st == EST_OK) {
@@ -318,7 +317,7 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
   }
   if (st == EST_OK) st = sync_dir(export_base);
   if (st != EST_OK) est_remove_tree(tmp);
-  free(vocab);
+  free(tokenizer_json);
   free(json);
   if (st == EST_OK) {
     EST_LOG_INFO("exported %s to %s", ckpt_prefix, final);

@@ -30,7 +30,7 @@ struct est_servable {
   char dir[4096];
   int64_t version;
   est_model_meta meta;
-  est_vocab *vocab;
+  est_tokenizer *tokenizer;   /* owns the vocab; featurizers copy its options (a tokenizer.json's) */
   est_var_store *vs;
   est_servable_model model;   /* the encoder and the head est_model.json names */
   int int8_weights;           /* variables stored int8 (an int8 export): their fp32 values are gone */
@@ -69,6 +69,8 @@ static est_status restore_vars(est_var_store *vs, const char *prefix, int *int8_
   return st;
 }
 
+est_status est_servable_model_restore(est_var_store *vs, const char *prefix) { return restore_vars(vs, prefix, NULL); }
+
 /* The int8-stored variables restore_vars left: their packed form from the bundle (vs read-only). */
 static est_status restore_int8(est_var_store *vs, const char *prefix) {
   est_ckpt_reader *r = NULL;
@@ -85,10 +87,13 @@ static est_status servable_build(est_servable *s, est_model_meta *meta, const ch
                                  const char *vocab_file, const char *source) {
   s->meta = *meta;
   memset(meta, 0, sizeof *meta);
-  est_status st = est_vocab_load(&s->vocab, vocab_file);
-  if (st == EST_OK && est_vocab_size(s->vocab) > s->meta.bert_config.vocab_size)
+  /* a vocab.txt, a tokenizer.json or a HuggingFace model directory (its tokenizer.json wins) */
+  est_status st = est_tokenizer_open_any(&s->tokenizer, vocab_file, s->meta.do_lower_case);
+  if (st == EST_OK) s->meta.do_lower_case = est_tokenizer_do_lower_case(s->tokenizer);
+  const est_vocab *vocab = st == EST_OK ? est_tokenizer_vocab(s->tokenizer) : NULL;
+  if (st == EST_OK && est_vocab_size(vocab) > s->meta.bert_config.vocab_size)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s has %d tokens, above vocab_size %d", vocab_file,
-                   est_vocab_size(s->vocab), s->meta.bert_config.vocab_size);
+                   est_vocab_size(vocab), s->meta.bert_config.vocab_size);
   if (st == EST_OK) st = est_vars_create(&s->vs);
   if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs, source);
   /* every value is restored, but a HuggingFace model may lack the pooler, which then keeps
@@ -122,7 +127,9 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
   est_model_meta meta = {0};
   st = est_export_resolve(path, s->dir, sizeof s->dir, &s->version);
   if (st == EST_OK) st = est_path_join(json, sizeof json, s->dir, "est_model.json");
-  if (st == EST_OK) st = est_path_join(vocab, sizeof vocab, s->dir, "assets/vocab.txt");
+  /* a HuggingFace model's export keeps its tokenizer.json beside vocab.txt: it wins */
+  if (st == EST_OK) st = est_path_join(vocab, sizeof vocab, s->dir, "assets/tokenizer.json");
+  if (st == EST_OK && !est_file_exists(vocab)) st = est_path_join(vocab, sizeof vocab, s->dir, "assets/vocab.txt");
   if (st == EST_OK) st = est_path_join(vars, sizeof vars, s->dir, "variables/variables");
   if (st == EST_OK) st = est_model_meta_read(&meta, json);
   if (st == EST_OK) st = servable_build(s, &meta, vars, vocab, json);
@@ -162,7 +169,7 @@ void est_servable_free(est_servable *s) {
   if (!s) return;
   est_servable_model_free(&s->model);
   est_vars_free(s->vs);
-  est_vocab_free(s->vocab);
+  est_tokenizer_free(s->tokenizer);
   est_model_meta_clear(&s->meta);
   free(s->scratch);
   free(s);
@@ -173,7 +180,7 @@ int64_t est_servable_version(const est_servable *s) { return s->version; }
 const char *est_servable_dir(const est_servable *s) { return s->dir; }
 int est_servable_max_batch(const est_servable *s) { return s->max_batch; }
 int est_servable_vocab_size(const est_servable *s) { return s->meta.bert_config.vocab_size; }
-const est_vocab *est_servable_vocab(const est_servable *s) { return s->vocab; }
+const est_vocab *est_servable_vocab(const est_servable *s) { return est_tokenizer_vocab(s->tokenizer); }
 uint64_t est_servable_forward_count(const est_servable *s) { return s->forwards; }
 est_precision est_servable_set_precision(est_servable *s, est_precision precision) {
   return est_bert_encoder_set_precision(s->model.enc, precision);
@@ -265,7 +272,8 @@ est_status est_featurizer_create(est_featurizer **out, const est_servable *s) {
   static const char *const NO_LABELS[1] = {"none"};
   const char *const *labels = s->meta.num_labels ? (const char *const *)s->meta.labels : NO_LABELS;
   const size_t nlabels = s->meta.num_labels ? s->meta.num_labels : 1;
-  est_status st = est_tokenizer_create(&f->tok, s->vocab, s->meta.do_lower_case);
+  const est_tokenizer_options options = est_tokenizer_get_options(s->tokenizer);
+  est_status st = est_tokenizer_create_with(&f->tok, est_tokenizer_vocab(s->tokenizer), &options);
   if (st == EST_OK) st = est_feature_converter_init(&f->conv, f->tok, labels, nlabels, s->meta.max_seq_length);
   if (st != EST_OK) {
     est_featurizer_free(f);

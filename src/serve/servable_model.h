@@ -35,4 +35,9 @@ est_status est_servable_model_run(est_servable_model *m, const int32_t *input_id
                                   const int32_t *segment_ids, int batch, int seq_len, float *out);
 void est_servable_model_free(est_servable_model *m);
 
+/* Restores every variable of vs (finalized) from the bundle at prefix: a TF checkpoint (each
+ * variable must be there; extra ones, e.g. Adam slots or a pre-training head, are ignored) or
+ * a HuggingFace model (est_hf_is_checkpoint; docs/hf.md). src/serve/servable.c. */
+est_status est_servable_model_restore(est_var_store *vs, const char *prefix);
+
 #endif
