@@ -20,6 +20,8 @@
 #                    (ort_bert.py export) and quantization; default ORT_PY
 # TORCH_PY=python    with torch, for the torch int8 row; default EXPORT_PY
 # ONNX_DIR=DIR       where the exported graphs are kept (default bench/peers/.venv/onnx)
+# FIRST_ROUND=N      number the rounds from N (the order rotated N-1 places): a second
+#                    invocation with FIRST_ROUND=2 runs the contestants in another order
 # PEERS_LOCK=FILE    run each contestant under `flock FILE` (uptime printed per shape)
 # Untimed: the export and quantization (once, before the rounds). OMP_NUM_THREADS=THREADS for all.
 set -eu
@@ -67,8 +69,8 @@ if [ -n "${ONE:-}" ]; then contestant $ONE; exit; fi
 
 names="est-fp32 est-int8 ort-fp32 ort-int8"
 [ -n "$TORCH_PY" ] && names="$names torch-int8"
-round=0
-while [ $round -lt "$ROUNDS" ]; do
+round=$((${FIRST_ROUND:-1} - 1)) last=$((${FIRST_ROUND:-1} - 1 + ROUNDS))
+while [ $round -lt $last ]; do
   # rotate the order by the round number
   order=$names i=0
   while [ $i -lt $round ]; do order="${order#* } ${order%% *}"; i=$((i + 1)); done
