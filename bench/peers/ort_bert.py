@@ -156,6 +156,15 @@ def run(a):
           (a.model, a.batch * iters / dt, 1e3 * dt / iters, iters, ort.__version__))
 
 
+def add_timing_args(ap):
+    """The shape and timing flags every bench_bert peer takes (bench/peers/torch_int8.py too)."""
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--iters", type=int, default=0)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=2)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("cmd", choices=["export", "run"])
@@ -163,11 +172,7 @@ def main():
     ap.add_argument("--out", default="")
     ap.add_argument("--graph", default="hf", choices=["hf", "bert_torch"])
     ap.add_argument("--dir", default="")
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--iters", type=int, default=0)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
+    add_timing_args(ap)
     a = ap.parse_args()
     export(a) if a.cmd == "export" else run(a)
 

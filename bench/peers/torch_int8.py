@@ -27,11 +27,7 @@ import ort_bert  # noqa: E402  (inputs() and MODELS; imports numpy only)
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="base", choices=sorted(ort_bert.MODELS))
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--iters", type=int, default=0)
-    ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--threads", type=int, default=2)
+    ort_bert.add_timing_args(ap)
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     L, H = ort_bert.MODELS[a.model]
