@@ -100,7 +100,7 @@ static est_status list_versions(const char *base, int64_t **out, size_t *n) {
       (*out)[(*n)++] = v;
     }
   closedir(d);
-  qsort(*out, *n, sizeof **out, cmp_desc);
+  if (*n) qsort(*out, *n, sizeof **out, cmp_desc); /* *out is NULL when there are none */
   return EST_OK;
 }
 
