@@ -154,11 +154,11 @@ def doc_offset(f):
     return first
 
 
-def main():
-    bert_dir, data_dir = sys.argv[1], sys.argv[2]
-    warnings = []
-    tf = _make_tensorflow(warnings)
-    infos = []
+def import_reference(bert_dir, infos):
+    """run_squad.py and tokenization.py of the checkout, unchanged, imported over the stand-in
+    `tensorflow` (tf.logging.info lines appended to infos, TF's Example classes and record
+    writer as above)."""
+    tf = _make_tensorflow([])
     tf.logging.info = lambda msg, *args: infos.append(msg % args if args else msg)
     tf.train.Example, tf.train.Features, tf.train.Feature, tf.train.Int64List = Example, Features, Feature, Int64List
     tf.python_io = types.SimpleNamespace(TFRecordWriter=TFRecordWriter)
@@ -166,6 +166,13 @@ def main():
     sys.path.insert(0, bert_dir)
     import run_squad  # noqa: E402  (the reference, unchanged)
     import tokenization  # noqa: E402
+    return run_squad, tokenization
+
+
+def main():
+    bert_dir, data_dir = sys.argv[1], sys.argv[2]
+    infos = []
+    run_squad, tokenization = import_reference(bert_dir, infos)
 
     tokenizer = tokenization.FullTokenizer(vocab_file=os.path.join(data_dir, "vocab_uncased.txt"),
                                            do_lower_case=True)

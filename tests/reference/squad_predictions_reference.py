@@ -29,8 +29,7 @@ import sys
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from squad_read_reference import _make_tensorflow  # noqa: E402
-from squad_features_reference import Example, Feature, Features, Int64List, TFRecordWriter  # noqa: E402
+from squad_features_reference import TFRecordWriter, import_reference  # noqa: E402
 
 # (fixture, version_2, vocab, do_lower_case, (max_seq, stride, query), n_best, max_answer_length,
 #  null_score_diff_threshold, logits kind, seed)
@@ -113,16 +112,8 @@ def est_answered(run_squad):
 
 def main():
     bert_dir, data_dir = sys.argv[1], sys.argv[2]
-    warnings = []
-    tf = _make_tensorflow(warnings)
     infos = []
-    tf.logging.info = lambda msg, *args: infos.append(msg % args if args else msg)
-    tf.train.Example, tf.train.Features, tf.train.Feature, tf.train.Int64List = Example, Features, Feature, Int64List
-    tf.python_io = types.SimpleNamespace(TFRecordWriter=TFRecordWriter)
-    sys.modules["tensorflow"] = tf
-    sys.path.insert(0, bert_dir)
-    import run_squad  # noqa: E402  (the reference, unchanged)
-    import tokenization  # noqa: E402
+    run_squad, tokenization = import_reference(bert_dir, infos)
 
     est_version = est_answered(run_squad)
     tmp = "/tmp/squad_predictions_reference"
