@@ -136,6 +136,9 @@ int est_servable_max_batch(const est_servable *s);
 int est_servable_vocab_size(const est_servable *s);
 /* Its assets/vocab.txt. */
 const est_vocab *est_servable_vocab(const est_servable *s);
+/* A new tokenizer with the servable's vocabulary and settings (those of its tokenizer.json
+ * when the export has one, else do_lower_case): one per thread, freed by the caller. */
+est_status est_servable_tokenizer_create(const est_servable *s, est_tokenizer **out);
 /* Forward passes run so far (each est_servable_predict runs one per max_batch rows). */
 uint64_t est_servable_forward_count(const est_servable *s);
 /* The precision its model runs (est/precision.h), FP32 until set; each servable has its own,

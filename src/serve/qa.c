@@ -100,7 +100,7 @@ est_status est_qa_batch_create(est_qa_batch **out, const est_servable *s, const 
                                           .version_2_with_negative = q->version_2_with_negative,
                                           .null_score_diff_threshold = q->null_score_diff_threshold};
   est_squad_converter *conv = NULL;
-  est_status st = est_tokenizer_create(&b->tok, est_servable_vocab(s), meta->do_lower_case);
+  est_status st = est_servable_tokenizer_create(s, &b->tok); /* the export's tokenizer.json rules too */
   if (st == EST_OK) st = est_squad_examples_create(&b->examples);
   if (st == EST_OK && !(b->word_starts = calloc(count ? count : 1, sizeof *b->word_starts)))
     st = est_error(EST_ERR_NO_MEMORY, "question answering");

@@ -181,6 +181,10 @@ const char *est_servable_dir(const est_servable *s) { return s->dir; }
 int est_servable_max_batch(const est_servable *s) { return s->max_batch; }
 int est_servable_vocab_size(const est_servable *s) { return s->meta.bert_config.vocab_size; }
 const est_vocab *est_servable_vocab(const est_servable *s) { return est_tokenizer_vocab(s->tokenizer); }
+est_status est_servable_tokenizer_create(const est_servable *s, est_tokenizer **out) {
+  const est_tokenizer_options options = est_tokenizer_get_options(s->tokenizer);
+  return est_tokenizer_create_with(out, est_tokenizer_vocab(s->tokenizer), &options);
+}
 uint64_t est_servable_forward_count(const est_servable *s) { return s->forwards; }
 est_precision est_servable_set_precision(est_servable *s, est_precision precision) {
   return est_bert_encoder_set_precision(s->model.enc, precision);
@@ -272,8 +276,7 @@ est_status est_featurizer_create(est_featurizer **out, const est_servable *s) {
   static const char *const NO_LABELS[1] = {"none"};
   const char *const *labels = s->meta.num_labels ? (const char *const *)s->meta.labels : NO_LABELS;
   const size_t nlabels = s->meta.num_labels ? s->meta.num_labels : 1;
-  const est_tokenizer_options options = est_tokenizer_get_options(s->tokenizer);
-  est_status st = est_tokenizer_create_with(&f->tok, est_tokenizer_vocab(s->tokenizer), &options);
+  est_status st = est_servable_tokenizer_create(s, &f->tok);
   if (st == EST_OK) st = est_feature_converter_init(&f->conv, f->tok, labels, nlabels, s->meta.max_seq_length);
   if (st != EST_OK) {
     est_featurizer_free(f);
