@@ -6,6 +6,8 @@
  *     predictions.json / nbest_predictions.json and eval_results.txt with the official
  *     script's metrics (the same numbers `est squad_eval` prints for those files); with
  *     --version_2_with_negative also null_odds.json;
+ *   - --raw_results_file holds one RawResult per eval.tf_record feature, in its order
+ *     (make interop feeds them to run_squad.py's write_predictions: test_squad_oracle.py);
  *   - every bad flag or input is a clear error (usage errors exit 2). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,10 +17,12 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/example.h"
 #include "est/tfrecord.h"
 #include "test_util.h"
 
@@ -169,15 +173,60 @@ static void test_train_then_predict(void **state) {
   free(dir);
 }
 
+/* The unique_ids of a file's records, in file order; their count in *n. With logits, each
+ * record must also hold a RawResult's two logit rows (max_seq_length 64 floats, finite). */
+static int64_t *record_ids(const char *path, bool logits, size_t *n) {
+  est_tfrecord_reader *r;
+  if (est_tfrecord_reader_open(&r, path, EST_COMPRESSION_NONE) != EST_OK) fail_msg("%s: cannot open", path);
+  int64_t *ids = NULL;
+  const uint8_t *rec;
+  size_t size;
+  est_status st;
+  for (*n = 0; (st = est_tfrecord_reader_next(r, &rec, &size)) == EST_OK; ++*n) {
+    est_example ex;
+    est_example_init(&ex);
+    assert_int_equal(est_example_parse(&ex, rec, size), EST_OK);
+    const est_feature *id = est_example_find(&ex, "unique_ids");
+    if (!id || id->kind != EST_FEATURE_INT64 || id->count != 1) fail_msg("%s: record %zu has no unique_ids", path, *n);
+    ids = realloc(ids, (*n + 1) * sizeof *ids);
+    ids[*n] = id->int64s[0];
+    if (logits) {
+      for (int k = 0; k < 2; k++) {
+        const est_feature *l = est_example_find(&ex, k ? "end_logits" : "start_logits");
+        if (!l || l->kind != EST_FEATURE_FLOAT || l->count != 64) fail_msg("%s: record %zu: bad logits", path, *n);
+        for (size_t i = 0; i < l->count; i++) assert_true(isfinite(l->floats[i]));
+      }
+    }
+    est_example_clear(&ex);
+  }
+  assert_int_equal(st, EST_ERR_OUT_OF_RANGE);
+  est_tfrecord_reader_close(r);
+  return ids;
+}
+
 static void test_version_2_predicts_null_odds(void **state) {
   (void)state;
   char *dir = strdup(test_tmp_path("v2"));
+  char raw[700];
+  snprintf(raw, sizeof raw, "%s/raw_results.tf_record", test_tmp_path(""));
   char *out = run_ok(EST_BIN " run_squad --vocab_file=" VOCAB " --bert_config_file=" CONFIG
                              " --version_2_with_negative --do_train --do_predict --train_file=" SQUAD
-                             "%s --predict_file=" SQUAD "windows_v2.json --output_dir=%s" SMALL
-                             " --train_batch_size=4 --num_train_epochs=2 --null_score_diff_threshold=-0.5",
-                     "windows_v2.json", dir);
+                             "windows_v2.json --predict_file=" SQUAD "windows_v2.json --output_dir=%s" SMALL
+                             " --train_batch_size=4 --num_train_epochs=2 --null_score_diff_threshold=-0.5"
+                             " --raw_results_file=%s",
+                     dir, raw);
   free(out);
+  /* one raw result per feature of eval.tf_record, in its order */
+  char records[700];
+  snprintf(records, sizeof records, "%s/eval.tf_record", dir);
+  size_t num_features, num_raw;
+  int64_t *feature_ids = record_ids(records, false, &num_features);
+  int64_t *raw_ids = record_ids(raw, true, &num_raw);
+  assert_true(num_features > 12); /* windows: more features than questions */
+  assert_int_equal(num_raw, num_features);
+  for (size_t i = 0; i < num_raw; i++) assert_int_equal(raw_ids[i], feature_ids[i]);
+  assert_int_equal(feature_ids[0], 1000000000);
+  free(feature_ids), free(raw_ids);
   json_error_t err;
   char path[700];
   const char *files[] = {"predictions.json", "nbest_predictions.json", "null_odds.json", "eval_results.txt"};
@@ -212,6 +261,8 @@ static void test_bad_flags(void **state) {
     {" --do_predict --predict_file=" SQUAD "windows_v1.json --doc_stride=0", "--doc_stride=0"},
     {" --do_predict --predict_file=" SQUAD "windows_v1.json --n_best_size=0", "--n_best_size=0"},
     {" --do_eval", "unknown flag"},
+    {" --do_train --train_file=" SQUAD "windows_v1.json --raw_results_file=raw.tf_record",
+     "--raw_results_file=raw.tf_record: the raw results are do_predict's; add --do_predict"},
     {" --do_train --train_file=" SQUAD "windows_v1.json --num_train_epochs=0", "--num_train_epochs=0"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

@@ -48,6 +48,12 @@ typedef struct est_run_squad_config {
   bool verbose_logging;          /* false */
   bool version_2_with_negative;  /* false */
   double null_score_diff_threshold; /* 0.0 */
+  /* ---- est's own ---- */
+  /* With do_predict: every predict feature's RawResult (the model's logits, before
+   * write_predictions) as a TFRecord of tf.train.Example {unique_ids: int64, start_logits,
+   * end_logits: float[max_seq_length]}, in eval.tf_record's order; for ensembling, other
+   * post-processing, or feeding run_squad.py's write_predictions (docs/squad.md §8). NULL: none. */
+  const char *raw_results_file;
 } est_run_squad_config;
 
 est_run_squad_config est_run_squad_config_default(void);

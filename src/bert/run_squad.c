@@ -19,6 +19,7 @@
 #include "est/run_squad.h"
 #include "est/serving.h"
 #include "est/squad.h"
+#include "est/tfrecord.h"
 #include "est/tokenizer.h"
 #include "squad_internal.h"
 
@@ -45,6 +46,9 @@ static est_status squad_validate(const est_run_squad_config *c) {
     return est_error(EST_ERR_INVALID_ARGUMENT, "If `do_train` is True, then `train_file` must be specified.");
   if (f->do_predict && (!c->predict_file || !*c->predict_file))
     return est_error(EST_ERR_INVALID_ARGUMENT, "If `do_predict` is True, then `predict_file` must be specified.");
+  if (c->raw_results_file && *c->raw_results_file && !f->do_predict)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--raw_results_file=%s: the raw results are do_predict's; add --do_predict",
+                     c->raw_results_file);
   if (f->max_seq_length <= c->max_query_length + 3)
     return est_error(EST_ERR_INVALID_ARGUMENT, "The max_seq_length (%lld) must be greater than max_query_length (%lld) + 3",
                      (long long)f->max_seq_length, (long long)c->max_query_length);
@@ -108,6 +112,7 @@ typedef struct squad_task {
   est_squad_examples *train, *eval;
   int64_t num_train_steps;
   est_squad_predictor *predictor;  /* the predict file's features, then their results */
+  est_tfrecord_writer *raw_results; /* --raw_results_file, open while predicting */
   char path[4096];
   squad_input input;
 } squad_task;
@@ -210,6 +215,9 @@ static est_status write_eval_records(squad_task *t) {
                                           .verbose_logging = c->verbose_logging};
   est_status st = est_squad_predictor_create(&t->predictor, t->eval, t->tok, &pc);
   if (st != EST_OK) return st;
+  if (c->raw_results_file && *c->raw_results_file &&
+      (st = est_tfrecord_writer_open(&t->raw_results, c->raw_results_file, EST_COMPRESSION_NONE)) != EST_OK)
+    return est_error_prefix("--raw_results_file=%s: ", c->raw_results_file);
   est_squad_feature_config fc = feature_config(c, false);
   predict_sink sink = {.p = t->predictor};
   if ((st = est_squad_feature_writer_open(&sink.w, t->path, fc.max_seq_length, false)) != EST_OK) return st;
@@ -256,6 +264,23 @@ static const est_tensor *prediction_named(const est_prediction *p, const char *n
   return NULL;
 }
 
+/* One --raw_results_file record: the feature's RawResult as a tf.train.Example. */
+static est_status write_raw_result(est_tfrecord_writer *w, int64_t unique_id, const float *start_logits,
+                                   const float *end_logits, int n) {
+  est_example ex;
+  est_example_init(&ex);
+  uint8_t *bytes = NULL;
+  size_t size = 0;
+  est_status st = est_example_set_int64(&ex, "unique_ids", &unique_id, 1);
+  if (st == EST_OK) st = est_example_set_float(&ex, "start_logits", start_logits, (size_t)n);
+  if (st == EST_OK) st = est_example_set_float(&ex, "end_logits", end_logits, (size_t)n);
+  if (st == EST_OK) st = est_example_serialize(&ex, &bytes, &size);
+  if (st == EST_OK) st = est_tfrecord_writer_write(w, bytes, size);
+  free(bytes);
+  est_example_clear(&ex);
+  return st;
+}
+
 /* RawResult(unique_id, start_logits, end_logits) of one feature. */
 static est_status task_on_prediction(void *self, const est_prediction *p) {
   squad_task *t = self;
@@ -266,7 +291,9 @@ static est_status task_on_prediction(void *self, const est_prediction *p) {
     return est_error(EST_ERR_INTERNAL, "prediction %lld: no unique_ids, start_logits and end_logits",
                      (long long)p->index);
   const int n = (int)est_tensor_num_elements(s);
-  return est_squad_predictor_add_result(t->predictor, *(const int32_t *)id->data, s->data, e->data, n);
+  est_status st = est_squad_predictor_add_result(t->predictor, *(const int32_t *)id->data, s->data, e->data, n);
+  if (st == EST_OK && t->raw_results) st = write_raw_result(t->raw_results, *(const int32_t *)id->data, s->data, e->data, n);
+  return st;
 }
 
 /* eval_results.txt: the official script's metrics, "name = value" in the order it prints
@@ -315,6 +342,11 @@ static est_status task_write_predictions(void *self, const char *output_dir) {
   if (st == EST_OK) st = est_path_join(odds, sizeof odds, output_dir, "null_odds.json");
   if (st == EST_OK) st = est_path_join(results, sizeof results, output_dir, "eval_results.txt");
   if (st == EST_OK) st = est_squad_predictor_write(t->predictor, pred, nbest, odds);
+  if (st == EST_OK && t->raw_results) {
+    st = est_tfrecord_writer_close(t->raw_results); /* the file appears only now, whole */
+    t->raw_results = NULL;
+    if (st == EST_OK) EST_LOG_INFO("Writing raw results to: %s", c->raw_results_file);
+  }
   if (st != EST_OK) return st;
   /* Scored when the predict file can be: version 1 needs answers to every question (the
    * v1.1 script's max() fails on one without), version 2 any answers at all. */
@@ -371,6 +403,7 @@ static est_status run(const est_run_squad_config *c, int validate_only) {
                          .write_predictions = task_write_predictions,
                          .export = task_export};
   est_status st = validate_only ? est_task_validate(&task, &c->common) : est_task_run(&task, &c->common);
+  if (t.raw_results) est_tfrecord_writer_abort(t.raw_results); /* a failed run leaves no partial file */
   est_squad_predictor_free(t.predictor);
   est_squad_examples_free(t.train);
   est_squad_examples_free(t.eval);
