@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/frozen.h"
 #include "est/est.h"
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
@@ -223,6 +224,39 @@ static void test_reference_on_exact_values(void **state) {
   assert_true(g[0] == est_fast_gelu(c[0]) && g[3] == est_fast_gelu(c[3]));
 }
 
+/* An inference weight (B in a read-only range, core/frozen.h): the kernel keeps B's packed
+ * form instead of packing it per call, with the same bits as the unfrozen call (the same
+ * packing, made once); the dispatch then runs the own kernel for every NoTrans-A shape,
+ * short ones included (a 16-token request), whatever its heuristics pick for unfrozen B. */
+static void test_frozen_weights_packed_once(void **state) {
+  (void)state;
+  if (!est_kernel_avx512f()) skip();
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    const shape *s = &shapes[i];
+    if (s->gelu == 2) continue; /* a backward product: never of a frozen weight */
+    operands o = make_operands(s);
+    size_t csize = (size_t)s->M * o.ldc;
+    int ldg = s->N + 1, brows = s->tb == CblasNoTrans ? s->K : s->N;
+    float *want = malloc(csize * sizeof(float)), *got = malloc(csize * sizeof(float));
+    float *gwant = calloc((size_t)s->M * ldg, sizeof(float)), *ggot = calloc((size_t)s->M * ldg, sizeof(float));
+    memcpy(want, o.C0, csize * sizeof(float));
+    run_fast(s, &o, want, gwant, ldg);
+    assert_int_equal(est_frozen_add(o.B, (size_t)brows * o.ldb * sizeof(float)), 0);
+    for (int pass = 0; pass < 2; pass++) { /* the first makes the copy, the second reuses it */
+      memcpy(got, o.C0, csize * sizeof(float));
+      if (s->ta == CblasNoTrans && est_kernel_get() == EST_KERNEL_AUTO) run_dispatch(s, &o, got, ggot, ldg);
+      else run_fast(s, &o, got, ggot, ldg);
+      assert_memory_equal(got, want, csize * sizeof(float));
+      assert_memory_equal(ggot, gwant, (size_t)s->M * ldg * sizeof(float));
+      assert_int_equal(est_frozen_derived_bytes(), est_f32_packed_floats(s->K, s->N) * sizeof(float));
+    }
+    est_frozen_remove(o.B);
+    assert_int_equal(est_frozen_derived_bytes(), 0);
+    free(want), free(got), free(gwant), free(ggot);
+    free_operands(&o);
+  }
+}
+
 /* K = 0 or alpha = 0: the kernel declines and the dispatch's BLAS path scales C by beta. */
 static void test_degenerate_shapes_fall_back(void **state) {
   (void)state;
@@ -240,6 +274,7 @@ int main(void) {
     cmocka_unit_test(test_blas_path_applies_the_epilogue),
     cmocka_unit_test(test_dispatch_matches_reference),
     cmocka_unit_test(test_degenerate_shapes_fall_back),
+    cmocka_unit_test(test_frozen_weights_packed_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

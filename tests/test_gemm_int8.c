@@ -84,14 +84,16 @@ static void test_packed_weights_hold_the_codes(void **state) {
     est_int8_weights w = est_int8_weights_pack(mem, src, trans ? K : N, trans ? CblasTrans : CblasNoTrans, K, N);
     assert_int_equal(w.groups, 4);
     assert_int_equal(w.Np, 64);
-    const int8_t *bytes = (const int8_t *)w.words;
     for (int n = 0; n < w.Np; n++) {
+      /* panel-major: column n's words in panel n / 32, groups 32 words apart */
+      const int8_t *bytes = (const int8_t *)(w.words + (size_t)(n / 32) * w.groups * 32 + n % 32);
+      assert_ptr_equal(bytes, est_int8_column(&w, n));
       int8_t q[13];
       float s = n < N ? est_int8_quantize(B + n, N, K, q, 1) : 0.0f;
       int sum = 0;
       for (int k = 0; k < 4 * w.groups; k++) {
         int8_t want = n < N && k < K ? q[k] : 0;
-        assert_int_equal(bytes[((size_t)(k / 4) * w.Np + n) * 4 + k % 4], want);
+        assert_int_equal(bytes[(size_t)(k / 4) * 32 * 4 + k % 4], want);
         sum += want;
       }
       assert_int_equal(w.colsum[n], sum);

@@ -61,10 +61,17 @@ enum { BLOCKS_PER_THREAD = 4, MIN_BLOCK = 128 };
 
 /* Whether est's own fp32 kernel runs this shape (see bench/README.md, "fp32 GEMM"), unless
  * EST_KERNEL (nn/kernel_choice.h) forces OpenBLAS, the own kernel, or no AVX-512. */
-static int own_kernel_for(CBLAS_TRANSPOSE ta, int M, int N, int K, const est_gemm_epilogue *ep) {
+static int own_kernel_for(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, const float *B, int ldb,
+                          const est_gemm_epilogue *ep) {
   est_kernel k = est_kernel_get();
   if (k == EST_KERNEL_BLAS || !est_kernel_avx512f()) return 0;
   if (k == EST_KERNEL_OWN) return 1;
+  /* An inference weight (read-only, core/frozen.h) is packed once and kept: every shape is
+   * then the own kernel's, where OpenBLAS would copy the whole weight on every call (half
+   * of a 16-token Base request's time; bench/README.md, "fp32 weights packed once"). */
+  if (ta == CblasNoTrans && (M < 64 || (N <= 1024 && K <= 1024) || (ep && ep->gelu_out)) &&
+      est_f32_frozen_packed(B, ldb, tb, K, N))
+    return 1;
   /* Measured on BERT's shapes, 2 threads (bench/README.md, "fp32 GEMM"): own kernel ahead
    * for NoTrans A with N and K up to 1024 (Tiny/Mini/Small, Base's 768x768), on par at
    * N = 3072 where the fused GELU then saves a pass over the [T, 3072] activation;
@@ -126,7 +133,7 @@ void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N,
     /* any other product of an int8 model (none in inference) runs fp32 */
     __attribute__((fallthrough));
   case EST_PRECISION_FP32:
-    if (own_kernel_for(ta, M, N, K, ep) && est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
+    if (own_kernel_for(ta, tb, M, N, K, B, ldb, ep) && est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
       return; /* the kernel applied the epilogue */
     break;
   case EST_PRECISION_BF16:

@@ -59,6 +59,10 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
 void est_sgemm_f32_ref(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                        int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep);
 int est_cpu_has_avx512f(void);
+/* The kernel's packed form of op(B) when B lies in a read-only range (core/frozen.h: an
+ * inference model's weights), made on first use and kept; NULL otherwise. est_sgemm_f32
+ * then packs nothing per call; gemm.c runs every NoTrans-A product of such a B here. */
+const float *est_f32_frozen_packed(const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N);
 /* The same kernel in pieces, single-threaded, for a caller that runs many small products
  * in its own parallel loop and multiplies several row strips by one B (attention's
  * per-(example, head) products, attention.c). Need est_cpu_has_avx512f().

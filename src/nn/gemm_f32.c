@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/frozen.h"
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
 #include "nn/gemm.h"
@@ -96,7 +97,7 @@ typedef struct {
  * for Trans A and the tail copy. */
 F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc, const float *a, long a_m, long a_k,
                                                                          const float *b, float *c, long ldc,
-                                                                         float alpha, int rows, int cols,
+                                                                         float alpha, int R, int rows, int cols,
                                                                          const store_op *op, int n0,
                                                                          const float *pf) {
   /* C's tile (and GELU's) is touched only after the k loop: ask for its lines now, so
@@ -121,16 +122,18 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
   for (int p = 0; p < kc; p++) {
     if (pf && (p & 15) == 0) { /* the next row tile's A: one line of each of its rows per 16 k */
 #pragma GCC unroll 12
-      for (int i = 0; i < MR; i++) _mm_prefetch((const char *)(pf + i * a_m + p), _MM_HINT_T0);
+      for (int i = 0; i < MR; i++)
+        if (i < R) _mm_prefetch((const char *)(pf + i * a_m + p), _MM_HINT_T0);
     }
     __m512 b0 = _mm512_load_ps(b + (size_t)p * NR), b1 = _mm512_load_ps(b + (size_t)p * NR + 16);
     const float *ap = a + (size_t)p * a_k;
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) {
-      __m512 ai = _mm512_set1_ps(ap[i * a_m]);
-      acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-    }
+    for (int i = 0; i < MR; i++)
+      if (i < R) {
+        __m512 ai = _mm512_set1_ps(ap[i * a_m]);
+        acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+      }
   }
   __mmask16 m0 = est_lanes16(cols), m1 = est_lanes16(cols - 16);
   __m512 va = _mm512_set1_ps(alpha);
@@ -165,15 +168,35 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
     }
 }
 
-/* Two copies with a_m or a_k known to be 1, so the 12 broadcasts are plain displacements
- * (Trans A) or the compiler's choice of row pointers (NoTrans A). */
+/* The kernels: A(i, p) at a[i lda + p] (NoTrans A: kernel_rows, specialized for each row
+ * count, so a short last tile computes only its rows, reading A where it is: at one
+ * 16-token request, 12 + 4 rows rather than 12 + 12) or at a[i + p lda] (Trans A packed,
+ * or a copied tail: kernel_cols, always MR rows). */
+#define ROW_CASES(call) \
+  switch (rows) {       \
+  case 1: call(1); return; \
+  case 2: call(2); return; \
+  case 3: call(3); return; \
+  case 4: call(4); return; \
+  case 5: call(5); return; \
+  case 6: call(6); return; \
+  case 7: call(7); return; \
+  case 8: call(8); return; \
+  case 9: call(9); return; \
+  case 10: call(10); return; \
+  case 11: call(11); return; \
+  default: call(12); return; \
+  }
 F32_TARGET static void kernel_rows(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
                                    int rows, int cols, const store_op *op, int n0, const float *pf) {
-  kernel_body(kc, a, lda, 1, b, c, ldc, alpha, rows, cols, op, n0, pf);
+#define PACKED(r) kernel_body(kc, a, lda, 1, b, c, ldc, alpha, r, rows, cols, op, n0, pf)
+  ROW_CASES(PACKED)
+#undef PACKED
 }
+#undef ROW_CASES
 F32_TARGET static void kernel_cols(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
                                    int rows, int cols, const store_op *op, int n0) {
-  kernel_body(kc, a, 1, lda, b, c, ldc, alpha, rows, cols, op, n0, NULL);
+  kernel_body(kc, a, 1, lda, b, c, ldc, alpha, MR, rows, cols, op, n0, NULL);
 }
 
 /* Trans A (stored [K][M]): the block's rows [m0, m1) x k block [k0, k0 + kc) copied to
@@ -192,13 +215,20 @@ F32_TARGET static void pack_a_trans(float *ap, const float *A, int lda, int k0, 
 
 /* Rows [m0, m1) x tiles [t0, t1) of C, every k block. */
 F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *A, int lda, const float *bp,
-                                float beta, float *C, int ldc, const est_gemm_epilogue *ep, int m0, int m1, int t0,
-                                int t1) {
+                                float beta, float *C, int ldc, const est_gemm_epilogue *ep, int m0,
+                                int m1, int t0, int t1) {
   float tail[KC * MR] __attribute__((aligned(64))); /* 36 KiB of stack */
   float *ap = ta ? est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * KC) : NULL;
+  const int tail_m = m0 + (m1 - m0) / MR * MR, tail_rows = m1 - tail_m; /* a last row tile short of MR */
   for (int k0 = 0; k0 < K; k0 += KC) {
     int kc = K - k0 < KC ? K - k0 : KC;
     if (ap) pack_a_trans(ap, A, lda, k0, kc, m0, m1);
+    else if (ta && tail_rows) /* A(i, p) copied to tail[p][i] once for every tile, zeros below M */
+      for (int p = 0; p < kc; p++)
+        for (int i = 0; i < MR; i++)
+          tail[p * MR + i] = i >= tail_rows ? 0.0f
+                             : !ta          ? A[(size_t)(tail_m + i) * lda + k0 + p]
+                                            : A[(size_t)(k0 + p) * lda + tail_m + i];
     const int last = k0 + kc == K;
     store_op op = {k0 > 0 || beta != 0.0f, k0 == 0 && ep ? ep->bias : NULL,
                    last && ep ? ep->gelu_out : NULL, ep ? ep->ld_gelu : 0,
@@ -213,23 +243,33 @@ F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *
         if (o.act) o.act += (size_t)m * o.ld_act + n0;
         if (o.pre) o.pre += (size_t)m * o.ld_pre + n0;
         if (o.pre_act) o.pre_act += (size_t)m * o.ld_pre + n0;
-        if (ap) {
-          kernel_cols(kc, ap + (size_t)(m - m0) * kc, MR, b, c, ldc, alpha, rows, cols, &o, n0);
-        } else if (rows == MR) {
-          if (!ta) kernel_rows(kc, A + (size_t)m * lda + k0, lda, b, c, ldc, alpha, rows, cols, &o, n0,
-                               t == t0 && m + 2 * MR <= m1 ? A + (size_t)(m + MR) * lda + k0 : NULL);
-          else kernel_cols(kc, A + (size_t)k0 * lda + m, lda, b, c, ldc, alpha, rows, cols, &o, n0);
-        } else { /* short tile: A(i, p) copied to tail[p][i], zeros below M */
-          for (int p = 0; p < kc; p++)
-            for (int i = 0; i < MR; i++)
-              tail[p * MR + i] = i >= rows ? 0.0f
-                                 : !ta    ? A[(size_t)(m + i) * lda + k0 + p]
-                                          : A[(size_t)(k0 + p) * lda + m + i];
-          kernel_cols(kc, tail, MR, b, c, ldc, alpha, rows, cols, &o, n0);
-        }
+        const float *pf = t == t0 && m + 2 * MR <= m1 ? A + (size_t)(m + MR) * lda + k0 : NULL;
+        if (!ta) kernel_rows(kc, A + (size_t)m * lda + k0, lda, b, c, ldc, alpha, rows, cols, &o, n0, pf);
+        else if (ap) kernel_cols(kc, ap + (size_t)(m - m0) * kc, MR, b, c, ldc, alpha, rows, cols, &o, n0);
+        else if (rows < MR) kernel_cols(kc, tail, MR, b, c, ldc, alpha, rows, cols, &o, n0);
+        else kernel_cols(kc, A + (size_t)k0 * lda + m, lda, b, c, ldc, alpha, rows, cols, &o, n0);
       }
     }
   }
+}
+
+typedef struct {
+  const float *B;
+  int ldb, K, N;
+  CBLAS_TRANSPOSE tb;
+} weight_src;
+static void make_packed(void *copy, void *ctx) {
+  const weight_src *s = ctx;
+  pack_b(copy, s->B, s->ldb, s->tb != CblasNoTrans, s->K, s->N, 0, (s->N + NR - 1) / NR);
+}
+
+const float *est_f32_frozen_packed(const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N) {
+  if (K <= 0 || N <= 0) return NULL;
+  weight_src src = {B, ldb, K, N, tb};
+  const uint64_t key[4] = {0x46333250 /* "F32P" */, (uint64_t)ldb, (uint64_t)tb, (uint64_t)K << 32 | (uint32_t)N};
+  const size_t extent = tb == CblasTrans ? ((size_t)(N - 1) * ldb + K) * sizeof(float)
+                                         : ((size_t)(K - 1) * ldb + N) * sizeof(float);
+  return est_frozen_derived(B, extent, key, est_f32_packed_floats(K, N) * sizeof(float), make_packed, &src);
 }
 
 size_t est_f32_packed_floats(int K, int N) { return (size_t)((N + NR - 1) / NR) * (size_t)K * NR; }
@@ -251,8 +291,10 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
   if (M <= 0 || N <= 0) return 0;
   if (K <= 0 || alpha == 0.0f) return -1; /* nothing to multiply: the caller's BLAS path scales C */
   int tiles = (N + NR - 1) / NR;
-  float *bp = est_thread_buf(EST_TBUF_GEMM_B, (size_t)tiles * K * NR);
-  if (!bp) return -1; /* out of memory for the packed copy: the caller's BLAS path needs none */
+  /* a frozen weight's packed form is kept (core/frozen.h): inference packs each weight once */
+  const float *kept = est_f32_frozen_packed(B, ldb, tb, K, N);
+  float *bp = kept ? NULL : est_thread_buf(EST_TBUF_GEMM_B, (size_t)tiles * K * NR);
+  if (!kept && !bp) return -1; /* out of memory for the packed copy: the caller's BLAS path needs none */
   if (beta != 0.0f && beta != 1.0f)
     for (int m = 0; m < M; m++)
       for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] *= beta;
@@ -271,14 +313,16 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
   {
     int from, to;
     est_team_share(tiles, &from, &to);
-    pack_b(bp, B, ldb, tb != CblasNoTrans, K, N, from, to);
+    if (!kept) {
+      pack_b(bp, B, ldb, tb != CblasNoTrans, K, N, from, to);
 #pragma omp barrier
+    }
 #pragma omp for schedule(dynamic, 1)
       for (int it = 0; it < items; it++) {
         int rb = it / groups, g = it % groups;
         int m0 = rb * MC, m1 = m0 + MC < M ? m0 + MC : M;
         int t0 = (int)((long)tiles * g / groups), t1 = (int)((long)tiles * (g + 1) / groups);
-        run_item(ta != CblasNoTrans, N, K, alpha, A, lda, bp, beta, C, ldc, ep, m0, m1, t0, t1);
+        run_item(ta != CblasNoTrans, N, K, alpha, A, lda, kept ? kept : bp, beta, C, ldc, ep, m0, m1, t0, t1);
       }
   }
   return 0;

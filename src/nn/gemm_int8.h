@@ -29,11 +29,15 @@
 enum { EST_INT8_NR = 32 }; /* packed weights' columns are padded to a multiple of this */
 
 /* Quantized, packed op(B) [K,N] in one block of memory (so that core/frozen.h can keep it):
- * words[g][n] holds qb[4g..4g+3][n] as four signed bytes, k ascending from the low byte
- * (what VPDPBUSD multiplies with a word of four u8 activations), zero beyond K and N. */
+ * the word of (group g, column n) holds qb[4g..4g+3][n] as four signed bytes, k ascending
+ * from the low byte (what VPDPBUSD multiplies with a word of four u8 activations), zero
+ * beyond K and N. Words are panel-major: panel p = n / EST_INT8_NR holds its columns'
+ * words [groups][EST_INT8_NR], contiguous, so a tile's kernel reads one stream (est_int8_column);
+ * [groups][Np] rows, one per g and Np apart, made a 16-token request's weight reads one
+ * 128-byte piece per page (bench/README.md, "int8 weights panel-major"). */
 typedef struct {
   int K, N, groups, Np; /* groups = ceil(K / 4); Np = N rounded up to EST_INT8_NR */
-  const int32_t *words; /* [groups][Np] */
+  const int32_t *words; /* [Np / EST_INT8_NR][groups][EST_INT8_NR] */
   const int32_t *colsum; /* [Np] sum_k qb[k][n] */
   const float *scale;    /* [Np] sw[n] */
 } est_int8_weights;
@@ -91,13 +95,17 @@ typedef void est_int8_tile_fn(const int32_t *a, int groups, const int32_t *b, in
                               const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
                               int cols);
 /* A block as tiles of mr x nr, each column tile's weights reused down the block's rows. */
+/* The word of (group 0, column n); group g's is EST_INT8_NR g words further. */
+static inline const int32_t *est_int8_column(const est_int8_weights *w, int n) {
+  return w->words + (size_t)(n / EST_INT8_NR) * w->groups * EST_INT8_NR + n % EST_INT8_NR;
+}
 static inline void est_int8_tiles(est_int8_tile_fn *tile, int mr, int nr, const est_int8_weights *w, const uint8_t *qa,
                                   const float *sa, const float *bias, float *C, int ldc, int m0, int m1, int n0,
                                   int n1) {
   const int32_t *a = (const int32_t *)qa;
   for (int n = n0; n < n1; n += nr)
     for (int m = m0; m < m1; m += mr)
-      tile(a + (size_t)m * w->groups, w->groups, w->words + n, w->Np, w->colsum + n, w->scale + n, sa + m,
+      tile(a + (size_t)m * w->groups, w->groups, est_int8_column(w, n), EST_INT8_NR, w->colsum + n, w->scale + n, sa + m,
            bias ? bias + n : NULL, C + (size_t)m * ldc + n, ldc, m1 - m < mr ? m1 - m : mr, n1 - n < nr ? n1 - n : nr);
 }
 /* Row tiles the kernels need readable (the largest MR of them). */

@@ -48,10 +48,10 @@ static est_int8_weights start_block(void *mem, int K, int N) {
 
 /* Column n's codes (K of them, `stride` apart) and scale into the block. */
 static void place_column(const est_int8_weights *w, int n, const int8_t *codes, long stride, float scale) {
-  int8_t *q = (int8_t *)w->words + (size_t)n * 4; /* byte k % 4 of word (k / 4, n): little-endian words */
+  int8_t *q = (int8_t *)est_int8_column(w, n); /* byte k % 4 of word (k / 4, n): little-endian words */
   int32_t sum = 0;
-  for (int k = 0; k < w->K; k++) { /* code k to byte k % 4 of word row k / 4 */
-    q[(size_t)(k / 4) * w->Np * 4 + k % 4] = codes[k * stride];
+  for (int k = 0; k < w->K; k++) { /* code k to byte k % 4 of group k / 4's word */
+    q[(size_t)(k / 4) * EST_INT8_NR * 4 + k % 4] = codes[k * stride];
     sum += codes[k * stride];
   }
   ((int32_t *)w->colsum)[n] = sum;
