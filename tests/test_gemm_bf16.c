@@ -217,47 +217,58 @@ static void test_amx_kernel_matches_reference(void **state) {
  * of B, none for a B outside the range, all dropped with the range; and new values after
  * it are seen (no stale copy). One example of 128 tokens against a 768-wide weight: the
  * work items shrink so that two threads share it (1 vs 2 threads bit for bit). */
-static void test_amx_keeps_read_only_weights_packed(void **state) {
-  (void)state;
-  if (!est_kernel_amx()) skip(); /* no AMX, or EST_KERNEL=bf16dp or noavx512 */
+static void check_keeps_read_only_weights_packed(bf16_kernel kernel) {
   const int M = 128, N = 768, K = 96;
   float *A = random_matrix((size_t)M * K), *W = random_matrix((size_t)K * N);
   size_t csize = (size_t)M * N;
   float *per_call = calloc(csize, sizeof(float)), *kept = calloc(csize, sizeof(float));
   float *again = calloc(csize, sizeof(float));
   size_t before = est_frozen_derived_bytes();
-  amx_or_fail(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, W, N, 0.0f, per_call, N);
+  kernel(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, W, N, 0.0f, per_call, N);
   assert_int_equal(est_frozen_derived_bytes(), before); /* not read-only: nothing kept */
   assert_int_equal(est_frozen_add(W, (size_t)K * N * sizeof(float)), 0);
   est_set_num_threads(1);
-  amx_or_fail(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, W, N, 0.0f, kept, N);
+  kernel(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, W, N, 0.0f, kept, N);
   size_t one_copy = est_frozen_derived_bytes() - before;
   assert_true(one_copy >= (size_t)K * N * 2); /* N x K bf16 at least */
   est_set_num_threads(2);
-  amx_or_fail(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, W, N, 0.0f, again, N);
+  kernel(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, W, N, 0.0f, again, N);
   assert_int_equal(est_frozen_derived_bytes() - before, one_copy); /* the same copy reused */
   assert_memory_equal(per_call, kept, csize * sizeof(float));
   assert_memory_equal(per_call, again, csize * sizeof(float));
   /* W read as a [64, 96] B^T: another layout, another copy */
   float *t_per_call = calloc((size_t)M * 64, sizeof(float)), *t_kept = calloc((size_t)M * 64, sizeof(float));
-  amx_or_fail(CblasNoTrans, CblasTrans, M, 64, K, 1.0f, A, K, W, K, 0.0f, t_kept, 64);
+  kernel(CblasNoTrans, CblasTrans, M, 64, K, 1.0f, A, K, W, K, 0.0f, t_kept, 64);
   assert_true(est_frozen_derived_bytes() - before > one_copy);
   est_frozen_remove(W);
   assert_int_equal(est_frozen_derived_bytes(), before);
-  amx_or_fail(CblasNoTrans, CblasTrans, M, 64, K, 1.0f, A, K, W, K, 0.0f, t_per_call, 64);
+  kernel(CblasNoTrans, CblasTrans, M, 64, K, 1.0f, A, K, W, K, 0.0f, t_per_call, 64);
   assert_memory_equal(t_per_call, t_kept, (size_t)M * 64 * sizeof(float));
   /* a B that runs past the read-only range's end (its last row is writable) gets no copy */
   assert_int_equal(est_frozen_add(W, (size_t)(K - 1) * N * sizeof(float)), 0);
-  amx_or_fail(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, W, N, 0.0f, again, N);
+  kernel(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, W, N, 0.0f, again, N);
   assert_int_equal(est_frozen_derived_bytes(), before);
   est_frozen_remove(W);
   /* writable again, changed, read-only again: the new values are used */
   for (size_t i = 0; i < (size_t)K * N; i++) W[i] = -W[i];
   assert_int_equal(est_frozen_add(W, (size_t)K * N * sizeof(float)), 0);
-  amx_or_fail(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, W, N, 0.0f, kept, N);
+  kernel(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, W, N, 0.0f, kept, N);
   est_frozen_remove(W);
   for (size_t i = 0; i < csize; i++) assert_true(kept[i] == -per_call[i]); /* bf16(-x) = -bf16(x) */
   free(A), free(W), free(per_call), free(kept), free(again), free(t_per_call), free(t_kept);
+}
+
+static void test_amx_keeps_read_only_weights_packed(void **state) {
+  (void)state;
+  if (!est_kernel_amx()) skip(); /* no AMX, or EST_KERNEL=bf16dp or noavx512 */
+  check_keeps_read_only_weights_packed(amx_or_fail);
+}
+
+/* The VDPBF16PS kernel keeps a read-only B's panels the same way (panel-major words). */
+static void test_dpbf16_keeps_read_only_weights_packed(void **state) {
+  (void)state;
+  if (!est_kernel_avx512_bf16()) skip();
+  check_keeps_read_only_weights_packed(est_sgemm_bf16_dp);
 }
 
 /* The tile kernel's epilogue (bias, then tanh-GELU into a second output, on each block of C
@@ -367,6 +378,7 @@ int main(void) {
     cmocka_unit_test(test_dpbf16_kernel_matches_reference),
     cmocka_unit_test(test_amx_kernel_matches_reference),
     cmocka_unit_test(test_amx_keeps_read_only_weights_packed),
+    cmocka_unit_test(test_dpbf16_keeps_read_only_weights_packed),
     cmocka_unit_test(test_amx_epilogue_equals_separate_passes),
     cmocka_unit_test(test_precision_argument_switches_the_gemm),
     cmocka_unit_test(test_precision_flag),

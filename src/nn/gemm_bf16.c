@@ -8,15 +8,21 @@
  *   A  -> one word per (m, kp), broadcast to every lane; NoTrans A keeps its row order
  *         (Aw[m][kp], just converted), Trans A is packed like B (Aw[kp][m])
  * and a 12x32 tile of C lives in 24 zmm accumulators while the kernel runs over k.
+ * B's words are panel-major, Bw[n / NR][kp][NR], so a tile's kernel reads one stream; an
+ * inference weight (read-only, core/frozen.h) is packed so once and kept.
  *
  * Blocking: rows of C go in blocks of MC (A's block stays in L2), k in blocks of KC pairs,
  * columns in tiles of NR (the B slice, KC x NR words = 32 KiB, stays in L1 across the
- * block's row tiles). Row blocks are handed out dynamically to the OpenMP threads.
- * Conversion is round-to-nearest-even (VCVTNEPS2BF16), as est_bf16_from_float. */
+ * block's row tiles). Work items (row block, group of column tiles; several groups when
+ * the rows alone give the threads too few items, as at one short request) are handed out
+ * dynamically to the OpenMP threads. Every C element is summed over k in the same order
+ * whichever item computes it, so C does not depend on the thread count. Conversion is
+ * round-to-nearest-even (VCVTNEPS2BF16), as est_bf16_from_float. */
 #include <immintrin.h>
 #include <omp.h>
 #include <string.h>
 
+#include "core/frozen.h"
 #include "nn/gemm.h"
 #include "nn/gemm_util.h"
 #include "nn/kernel_choice.h"
@@ -24,7 +30,7 @@
 
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
-enum { MR = 12, NR = 32, MC = 16 * MR, KC = 256 };
+enum { MR = 12, NR = 32, MC = 16 * MR, KC = 256, ITEMS_PER_THREAD = 4 };
 
 int est_cpu_has_avx512_bf16(void) {
   static int cached = -1; /* a benign race: every thread computes the same value */
@@ -63,46 +69,87 @@ BF16_TARGET static void pack_rows(int32_t *dst, const float *src, int ld, int M,
   (void)Mp;
 }
 
-/* dst[kp][c] = pair(src[2kp][c], src[2kp+1][c]) for c < C, zero up to Cp: the k-pairs of a
+/* The word of (pair kp, column c) in a packed operand of kp2 pairs and Cp columns: row-major
+ * [kp][Cp] (Trans A), or panel-major [c / NR][kp][NR] (B). */
+static inline size_t word_at(int panels, int kp2, int Cp, int kp, int c) {
+  return panels ? ((size_t)(c / NR) * kp2 + kp) * NR + c % NR : (size_t)kp * Cp + c;
+}
+
+/* dst(kp, c) = pair(src[2kp][c], src[2kp+1][c]) for c < C, zero up to Cp: the k-pairs of a
  * matrix stored with k as its row index (NoTrans B, Trans A). Rows kp in [from, to). */
-BF16_TARGET static void pack_pairs_of_rows(int32_t *dst, const float *src, int ld, int K, int C, int Cp, int from,
-                                           int to) {
+BF16_TARGET static void pack_pairs_of_rows(int32_t *dst, int panels, const float *src, int ld, int K, int kp2, int C,
+                                           int Cp, int from, int to) {
   for (int kp = from; kp < to; kp++) {
     const float *r0 = src + (size_t)(2 * kp) * ld, *r1 = 2 * kp + 1 < K ? r0 + ld : NULL;
-    int32_t *d = dst + (size_t)kp * Cp;
-    for (int c = 0; c < Cp; c += 16) {
+    for (int c = 0; c < Cp; c += 16) { /* 16 columns never cross a panel (NR = 32) */
       __mmask16 in = est_lanes16(C - c);
       __m512 x0 = _mm512_maskz_loadu_ps(in, r0 + c);
       __m512 x1 = r1 ? _mm512_maskz_loadu_ps(in, r1 + c) : _mm512_setzero_ps();
       __m512i w0 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x0));
       __m512i w1 = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(x1));
-      _mm512_mask_storeu_epi32(d + c, est_lanes16(Cp - c), _mm512_or_si512(w0, _mm512_slli_epi32(w1, 16)));
+      _mm512_mask_storeu_epi32(dst + word_at(panels, kp2, Cp, kp, c), est_lanes16(Cp - c),
+                               _mm512_or_si512(w0, _mm512_slli_epi32(w1, 16)));
     }
   }
 }
 
-/* dst[kp][n] = pair(src[n][2kp], src[n][2kp+1]): Trans B (stored [N][K]), whose pairs are
- * adjacent in memory but belong in a column of dst. Rows n in [from, to); columns N..Np of
- * dst are zeroed by the caller. */
-BF16_TARGET static void pack_pairs_of_cols(int32_t *dst, const float *src, int ld, int K, int kp2, int Np, int from,
-                                           int to) {
+/* Bw(kp, n) = pair(src[n][2kp], src[n][2kp+1]), panel-major: Trans B (stored [N][K]), whose
+ * pairs are adjacent in memory but belong in a column of Bw. Rows n in [from, to); columns
+ * N..Np of Bw are zeroed by the caller. */
+BF16_TARGET static void pack_pairs_of_cols(int32_t *dst, const float *src, int ld, int K, int kp2, int from, int to) {
   const __m512i stride = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                            _mm512_set1_epi32(Np));
+                                            _mm512_set1_epi32(NR));
   for (int n = from; n < to; n++) {
     const float *s = src + (size_t)n * ld;
     for (int k = 0; k < 2 * kp2; k += 32) {
       __m512 lo = _mm512_maskz_loadu_ps(est_lanes16(K - k), s + k);
       __m512 hi = _mm512_maskz_loadu_ps(est_lanes16(K - k - 16), s + k + 16);
       __m512i words = (__m512i)_mm512_cvtne2ps_pbh(hi, lo); /* 16 pairs, kp = k/2 .. k/2+15 */
-      _mm512_mask_i32scatter_epi32(dst + (size_t)(k / 2) * Np + n, est_lanes16(kp2 - k / 2), stride, words, 4);
+      _mm512_mask_i32scatter_epi32(dst + word_at(1, kp2, 0, k / 2, n), est_lanes16(kp2 - k / 2), stride, words, 4);
     }
   }
 }
 
+/* B's panels [t0, t1) (all of B's columns but those beyond N zero), tb as cblas. */
+BF16_TARGET static void pack_b_panels(int32_t *bw, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N, int kp2,
+                                      int t0, int t1) {
+  if (t0 >= t1) return;
+  int32_t *first = bw + (size_t)t0 * kp2 * NR;
+  const int c0 = t0 * NR, c1 = t1 * NR < N ? t1 * NR : N;
+  if (tb == CblasNoTrans) {
+    pack_pairs_of_rows(first, 1, B + c0, ldb, K, kp2, c1 - c0, (t1 - t0) * NR, 0, kp2);
+  } else {
+    if (t1 * NR > N) memset(bw + (size_t)(t1 - 1) * kp2 * NR, 0, (size_t)kp2 * NR * sizeof(int32_t));
+    pack_pairs_of_cols(first, B + (size_t)c0 * ldb, ldb, K, kp2, 0, c1 - c0);
+  }
+}
+
+typedef struct {
+  const float *B;
+  int ldb, K, N;
+  CBLAS_TRANSPOSE tb;
+} weight_src;
+static void make_packed(void *copy, void *ctx) {
+  const weight_src *s = ctx;
+  pack_b_panels(copy, s->B, s->ldb, s->tb, s->K, s->N, (s->K + 1) / 2, 0, (s->N + NR - 1) / NR);
+}
+
+/* The kept panel-major words of a read-only B (core/frozen.h), or NULL. */
+static const int32_t *frozen_words(const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N) {
+  weight_src src = {B, ldb, K, N, tb};
+  const uint64_t key[4] = {0x42463136 /* "BF16" */, (uint64_t)ldb, (uint64_t)tb, (uint64_t)K << 32 | (uint32_t)N};
+  const size_t extent = tb == CblasTrans ? ((size_t)(N - 1) * ldb + K) * sizeof(float)
+                                         : ((size_t)(K - 1) * ldb + N) * sizeof(float);
+  const size_t words = (size_t)(K + 1) / 2 * ((size_t)(N + NR - 1) / NR * NR);
+  return est_frozen_derived(B, extent, key, words * sizeof(int32_t), make_packed, &src);
+}
+
 /* C[rows][cols] (rows <= MR, cols <= NR) += alpha * sum over kpairs of A-pairs . B-pairs.
  * a: word of (row i, pair p) at a[i * a_m + p * a_k]; b: pair p's NR columns at b + p * b_k. */
-BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k, const int32_t *b, long b_k, float *c,
-                               long ldc, float alpha, int rows, int cols) {
+BF16_TARGET static inline __attribute__((always_inline)) void kernel_body(int kpairs, const int32_t *a, long a_m,
+                                                                          long a_k, const int32_t *b, long b_k,
+                                                                          float *c, long ldc, float alpha, int R,
+                                                                          int rows, int cols) {
   __m512 acc[MR][2];
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -111,11 +158,12 @@ BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k,
     __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + (size_t)p * b_k + 16);
     const int32_t *ap = a + (size_t)p * a_k;
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) {
-      __m512bh ai = (__m512bh)_mm512_set1_epi32(ap[i * a_m]);
-      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
-      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
-    }
+    for (int i = 0; i < MR; i++)
+      if (i < R) {
+        __m512bh ai = (__m512bh)_mm512_set1_epi32(ap[i * a_m]);
+        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], ai, b0);
+        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], ai, b1);
+      }
   }
   __mmask16 m0 = est_lanes16(cols), m1 = est_lanes16(cols - 16);
   __m512 va = _mm512_set1_ps(alpha);
@@ -126,6 +174,28 @@ BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k,
       _mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(acc[i][0], va, _mm512_maskz_loadu_ps(m0, ci)));
       _mm512_mask_storeu_ps(ci + 16, m1, _mm512_fmadd_ps(acc[i][1], va, _mm512_maskz_loadu_ps(m1, ci + 16)));
     }
+}
+
+/* The kernel specialized for each row count: a short last tile (a 16-token request's 4
+ * rows after 12) computes its rows only. */
+BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k, const int32_t *b, long b_k, float *c,
+                               long ldc, float alpha, int rows, int cols) {
+#define ROWS(r) kernel_body(kpairs, a, a_m, a_k, b, b_k, c, ldc, alpha, r, rows, cols)
+  switch (rows) {
+  case 1: ROWS(1); return;
+  case 2: ROWS(2); return;
+  case 3: ROWS(3); return;
+  case 4: ROWS(4); return;
+  case 5: ROWS(5); return;
+  case 6: ROWS(6); return;
+  case 7: ROWS(7); return;
+  case 8: ROWS(8); return;
+  case 9: ROWS(9); return;
+  case 10: ROWS(10); return;
+  case 11: ROWS(11); return;
+  default: ROWS(12); return;
+  }
+#undef ROWS
 }
 
 void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -143,39 +213,44 @@ void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int
     for (int m = 0; m < M; m++)
       for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] = beta == 0.0f ? 0.0f : beta * C[(size_t)m * ldc + n];
   if (K <= 0 || alpha == 0.0f) return;
-  int kp2 = (K + 1) / 2, Mp = (M + MR - 1) / MR * MR, Np = (N + NR - 1) / NR * NR;
-  int32_t *aw = scratch_get(EST_TBUF_BF16_A, (size_t)Mp * kp2), *bw = scratch_get(EST_TBUF_BF16_B, (size_t)kp2 * Np);
-  if (!aw || !bw) { /* out of memory for the packed copies: the fp32 GEMM needs none */
+  int kp2 = (K + 1) / 2, Mp = (M + MR - 1) / MR * MR, Np = (N + NR - 1) / NR * NR, tiles = Np / NR;
+  const int32_t *kept = frozen_words(B, ldb, tb, K, N);
+  int32_t *aw = scratch_get(EST_TBUF_BF16_A, (size_t)Mp * kp2);
+  int32_t *bw = kept ? NULL : scratch_get(EST_TBUF_BF16_B, (size_t)kp2 * Np);
+  if (!aw || (!kept && !bw)) { /* out of memory for the packed copies: the fp32 GEMM needs none */
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc); /* C holds beta C */
     return;
   }
+  const int32_t *b_words = kept ? kept : bw;
   long a_m = ta == CblasNoTrans ? kp2 : 1, a_k = ta == CblasNoTrans ? 1 : Mp;
-  int nblocks = (M + MC - 1) / MC;
+  int rblocks = (M + MC - 1) / MC;
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  int groups = 1; /* column groups per row block: enough items for every thread */
+  if (threads > 1 && rblocks < ITEMS_PER_THREAD * threads) {
+    groups = (ITEMS_PER_THREAD * threads + rblocks - 1) / rblocks;
+    if (groups > tiles) groups = tiles;
+  }
+  const int items = rblocks * groups;
 #pragma omp parallel num_threads(threads)
   {
     int from, to;
     if (ta == CblasNoTrans) est_team_share(Mp, &from, &to), pack_rows(aw, A, lda, M, Mp, K, kp2, from, to);
-    else est_team_share(kp2, &from, &to), pack_pairs_of_rows(aw, A, lda, K, M, Mp, from, to);
-    if (tb == CblasNoTrans) {
-      est_team_share(kp2, &from, &to);
-      pack_pairs_of_rows(bw, B, ldb, K, N, Np, from, to);
-    } else {
-      est_team_share(N, &from, &to);
-      pack_pairs_of_cols(bw, B, ldb, K, kp2, Np, from, to);
-      est_team_share(kp2, &from, &to);
-      for (int kp = from; kp < to; kp++) memset(bw + (size_t)kp * Np + N, 0, (size_t)(Np - N) * sizeof(int32_t));
-    }
+    else est_team_share(kp2, &from, &to), pack_pairs_of_rows(aw, 0, A, lda, K, kp2, M, Mp, from, to);
+    if (!kept) est_team_share(tiles, &from, &to), pack_b_panels(bw, B, ldb, tb, K, N, kp2, from, to);
 #pragma omp barrier
 #pragma omp for schedule(dynamic, 1)
-    for (int blk = 0; blk < nblocks; blk++) {
-      int m0 = blk * MC, m1 = m0 + MC < M ? m0 + MC : M;
+    for (int it = 0; it < items; it++) {
+      int rb = it / groups, g = it % groups;
+      int m0 = rb * MC, m1 = m0 + MC < M ? m0 + MC : M;
+      int t0 = (int)((long)tiles * g / groups), t1 = (int)((long)tiles * (g + 1) / groups);
       for (int k0 = 0; k0 < kp2; k0 += KC) {
         int kc = kp2 - k0 < KC ? kp2 - k0 : KC;
-        for (int n0 = 0; n0 < N; n0 += NR)
+        for (int t = t0; t < t1; t++) {
+          int n0 = t * NR;
           for (int m = m0; m < m1; m += MR)
-            kernel(kc, aw + (size_t)m * a_m + (size_t)k0 * a_k, a_m, a_k, bw + (size_t)k0 * Np + n0, Np,
+            kernel(kc, aw + (size_t)m * a_m + (size_t)k0 * a_k, a_m, a_k, b_words + ((size_t)t * kp2 + k0) * NR, NR,
                    C + (size_t)m * ldc + n0, ldc, alpha, m1 - m < MR ? m1 - m : MR, N - n0 < NR ? N - n0 : NR);
+        }
       }
     }
   }
