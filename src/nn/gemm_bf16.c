@@ -124,24 +124,18 @@ BF16_TARGET static void pack_b_panels(int32_t *bw, const float *B, int ldb, CBLA
   }
 }
 
-typedef struct {
-  const float *B;
-  int ldb, K, N;
-  CBLAS_TRANSPOSE tb;
-} weight_src;
 static void make_packed(void *copy, void *ctx) {
-  const weight_src *s = ctx;
+  const est_weight_src *s = ctx;
   pack_b_panels(copy, s->B, s->ldb, s->tb, s->K, s->N, (s->K + 1) / 2, 0, (s->N + NR - 1) / NR);
 }
 
 /* The kept panel-major words of a read-only B (core/frozen.h), or NULL. */
 static const int32_t *frozen_words(const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N) {
-  weight_src src = {B, ldb, K, N, tb};
-  const uint64_t key[4] = {0x42463136 /* "BF16" */, (uint64_t)ldb, (uint64_t)tb, (uint64_t)K << 32 | (uint32_t)N};
-  const size_t extent = tb == CblasTrans ? ((size_t)(N - 1) * ldb + K) * sizeof(float)
-                                         : ((size_t)(K - 1) * ldb + N) * sizeof(float);
+  est_weight_src src = {B, ldb, K, N, tb};
+  uint64_t key[4];
+  est_weight_key(&src, 0x42463136 /* "BF16" */, key);
   const size_t words = (size_t)(K + 1) / 2 * ((size_t)(N + NR - 1) / NR * NR);
-  return est_frozen_derived(B, extent, key, words * sizeof(int32_t), make_packed, &src);
+  return est_frozen_derived(B, est_weight_extent(&src), key, words * sizeof(int32_t), make_packed, &src);
 }
 
 /* C[rows][cols] (rows <= MR, cols <= NR) += alpha * sum over kpairs of A-pairs . B-pairs.
@@ -181,20 +175,7 @@ BF16_TARGET static inline __attribute__((always_inline)) void kernel_body(int kp
 BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k, const int32_t *b, long b_k, float *c,
                                long ldc, float alpha, int rows, int cols) {
 #define ROWS(r) kernel_body(kpairs, a, a_m, a_k, b, b_k, c, ldc, alpha, r, rows, cols)
-  switch (rows) {
-  case 1: ROWS(1); return;
-  case 2: ROWS(2); return;
-  case 3: ROWS(3); return;
-  case 4: ROWS(4); return;
-  case 5: ROWS(5); return;
-  case 6: ROWS(6); return;
-  case 7: ROWS(7); return;
-  case 8: ROWS(8); return;
-  case 9: ROWS(9); return;
-  case 10: ROWS(10); return;
-  case 11: ROWS(11); return;
-  default: ROWS(12); return;
-  }
+  EST_SWITCH_ROWS_12(rows, ROWS)
 #undef ROWS
 }
 

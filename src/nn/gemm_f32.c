@@ -172,28 +172,12 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
  * count, so a short last tile computes only its rows, reading A where it is: at one
  * 16-token request, 12 + 4 rows rather than 12 + 12) or at a[i + p lda] (Trans A packed,
  * or a copied tail: kernel_cols, always MR rows). */
-#define ROW_CASES(call) \
-  switch (rows) {       \
-  case 1: call(1); return; \
-  case 2: call(2); return; \
-  case 3: call(3); return; \
-  case 4: call(4); return; \
-  case 5: call(5); return; \
-  case 6: call(6); return; \
-  case 7: call(7); return; \
-  case 8: call(8); return; \
-  case 9: call(9); return; \
-  case 10: call(10); return; \
-  case 11: call(11); return; \
-  default: call(12); return; \
-  }
 F32_TARGET static void kernel_rows(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
                                    int rows, int cols, const store_op *op, int n0, const float *pf) {
 #define PACKED(r) kernel_body(kc, a, lda, 1, b, c, ldc, alpha, r, rows, cols, op, n0, pf)
-  ROW_CASES(PACKED)
+  EST_SWITCH_ROWS_12(rows, PACKED)
 #undef PACKED
 }
-#undef ROW_CASES
 F32_TARGET static void kernel_cols(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
                                    int rows, int cols, const store_op *op, int n0) {
   kernel_body(kc, a, 1, lda, b, c, ldc, alpha, MR, rows, cols, op, n0, NULL);
@@ -253,23 +237,18 @@ F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *
   }
 }
 
-typedef struct {
-  const float *B;
-  int ldb, K, N;
-  CBLAS_TRANSPOSE tb;
-} weight_src;
 static void make_packed(void *copy, void *ctx) {
-  const weight_src *s = ctx;
+  const est_weight_src *s = ctx;
   pack_b(copy, s->B, s->ldb, s->tb != CblasNoTrans, s->K, s->N, 0, (s->N + NR - 1) / NR);
 }
 
 const float *est_f32_frozen_packed(const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N) {
   if (K <= 0 || N <= 0) return NULL;
-  weight_src src = {B, ldb, K, N, tb};
-  const uint64_t key[4] = {0x46333250 /* "F32P" */, (uint64_t)ldb, (uint64_t)tb, (uint64_t)K << 32 | (uint32_t)N};
-  const size_t extent = tb == CblasTrans ? ((size_t)(N - 1) * ldb + K) * sizeof(float)
-                                         : ((size_t)(K - 1) * ldb + N) * sizeof(float);
-  return est_frozen_derived(B, extent, key, est_f32_packed_floats(K, N) * sizeof(float), make_packed, &src);
+  est_weight_src src = {B, ldb, K, N, tb};
+  uint64_t key[4];
+  est_weight_key(&src, 0x46333250 /* "F32P" */, key);
+  return est_frozen_derived(B, est_weight_extent(&src), key, est_f32_packed_floats(K, N) * sizeof(float), make_packed,
+                            &src);
 }
 
 size_t est_f32_packed_floats(int K, int N) { return (size_t)((N + NR - 1) / NR) * (size_t)K * NR; }

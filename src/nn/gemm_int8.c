@@ -10,41 +10,28 @@
 #include "core/frozen.h"
 #include "nn/gelu_avx512.h" /* est_gelu_row */
 #include "nn/gemm_int8.h"
+#include "nn/gemm_util.h"
 #include "nn/kernel_choice.h"
 #include "nn/thread_buf.h"
 
 /* Rows of C per block (its u8 rows stay in L2 while the block's column tiles pass); blocks
  * per thread, handed out dynamically, as in gemm.c. */
 enum { MC = 16 * EST_INT8_MR, BLOCKS_PER_THREAD = 4 };
-
-typedef struct {
-  const float *B;
-  int ldb, K, N;
-  CBLAS_TRANSPOSE tb;
-} weight_src;
+/* the frozen copy's layout tag (core/frozen.h): "INT8", panel-major words */
+#define INT8_LAYOUT 0x494E5438u
 
 static void make_packed(void *copy, void *ctx) {
-  const weight_src *s = ctx;
+  const est_weight_src *s = ctx;
   est_int8_weights_pack(copy, s->B, s->ldb, s->tb, s->K, s->N);
-}
-
-/* The extent of B that op(B) [K,N] reads, and the frozen copy's name of its packed form. */
-static size_t weight_extent(const weight_src *s) {
-  return s->tb == CblasTrans ? ((size_t)(s->N - 1) * s->ldb + s->K) * sizeof(float)
-                             : ((size_t)(s->K - 1) * s->ldb + s->N) * sizeof(float);
-}
-static void weight_key(const weight_src *s, uint64_t key[4]) {
-  key[0] = 0x494E5438; /* "INT8" */
-  key[1] = (uint64_t)s->ldb, key[2] = (uint64_t)s->tb, key[3] = (uint64_t)s->K << 32 | (uint32_t)s->N;
 }
 
 /* B's packed form: the frozen copy, or packed into the calling thread's scratch; NULL when
  * out of memory. */
-static const void *packed_weights(const weight_src *s) {
+static const void *packed_weights(const est_weight_src *s) {
   size_t bytes = est_int8_weights_bytes(s->K, s->N);
   uint64_t key[4];
-  weight_key(s, key);
-  const void *kept = est_frozen_derived(s->B, weight_extent(s), key, bytes, make_packed, (void *)s);
+  est_weight_key(s, INT8_LAYOUT, key);
+  const void *kept = est_frozen_derived(s->B, est_weight_extent(s), key, bytes, make_packed, (void *)s);
   if (kept) return kept;
   void *mem = est_thread_buf(EST_TBUF_INT8_B, (bytes + 3) / 4);
   if (mem) make_packed(mem, (void *)s);
@@ -52,14 +39,14 @@ static const void *packed_weights(const weight_src *s) {
 }
 
 int est_int8_weights_adopt(const float *B, int K, int N, const int8_t *codes, const float *scale) {
-  const weight_src src = {B, N, K, N, CblasNoTrans};
+  const est_weight_src src = {B, N, K, N, CblasNoTrans};
   size_t bytes = est_int8_weights_bytes(K, N);
   uint64_t key[4];
-  weight_key(&src, key);
+  est_weight_key(&src, INT8_LAYOUT, key);
   void *mem = est_alloc(bytes);
   if (!mem) return -1;
   est_int8_weights_pack_codes(mem, codes, scale, K, N);
-  if (est_frozen_adopt(B, weight_extent(&src), key, mem, bytes) == 0) return 0;
+  if (est_frozen_adopt(B, est_weight_extent(&src), key, mem, bytes) == 0) return 0;
   est_free(mem);
   return -1;
 }
@@ -76,7 +63,7 @@ int est_sgemm_int8(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int 
     return 0;
   }
   if (!block || M <= 0 || N <= 0 || K <= 0 || (ep && ep->gelu_pre)) return -1;
-  const weight_src src = {B, ldb, K, N, tb};
+  const est_weight_src src = {B, ldb, K, N, tb};
   const void *packed = packed_weights(&src);
   int groups = (K + 3) / 4, Mp = (M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
   /* the u8 rows (Mp rows of 4 groups bytes = groups floats' worth) and their scales */

@@ -1,10 +1,13 @@
-/* Internal: two small pieces every hand-written GEMM kernel (gemm_f32.c, gemm_bf16.c,
+/* Internal: small pieces every hand-written GEMM kernel (gemm_f32.c, gemm_bf16.c,
  * gemm_amx.c) needs, kept once. */
 #ifndef EST_NN_GEMM_UTIL_H
 #define EST_NN_GEMM_UTIL_H
 
+#include <cblas.h>
 #include <immintrin.h>
 #include <omp.h>
+#include <stddef.h>
+#include <stdint.h>
 
 /* The mask of the first n of 16 lanes (n <= 0: none; n >= 16: all): a row's tail. */
 static inline __mmask16 est_lanes16(int n) {
@@ -17,5 +20,40 @@ static inline void est_team_share(int n, int *from, int *to) {
   *from = (int)((long)n * t / nt);
   *to = (int)((long)n * (t + 1) / nt);
 }
+
+/* A weight operand op(B) [K, N] (B row-major, ldb apart), as a kernel names its kept packed
+ * form (core/frozen.h): the bytes of B it reads, and the key of one layout of it. */
+typedef struct {
+  const float *B;
+  int ldb, K, N;
+  CBLAS_TRANSPOSE tb;
+} est_weight_src;
+static inline size_t est_weight_extent(const est_weight_src *s) {
+  return s->tb == CblasTrans ? ((size_t)(s->N - 1) * s->ldb + s->K) * sizeof(float)
+                             : ((size_t)(s->K - 1) * s->ldb + s->N) * sizeof(float);
+}
+static inline void est_weight_key(const est_weight_src *s, uint64_t layout, uint64_t key[4]) {
+  key[0] = layout; /* the kernel's tag, e.g. "F32P" */
+  key[1] = (uint64_t)s->ldb, key[2] = (uint64_t)s->tb, key[3] = (uint64_t)s->K << 32 | (uint32_t)s->N;
+}
+
+/* `call(r); return;` with r the constant 1..12 equal to rows (12 for any larger): a 12-row
+ * tile kernel body, always_inline, specialized for each row count, so that a short last
+ * tile computes only its rows (the compiler drops the other accumulators). */
+#define EST_SWITCH_ROWS_12(rows, call) \
+  switch (rows) {                      \
+  case 1: call(1); return;             \
+  case 2: call(2); return;             \
+  case 3: call(3); return;             \
+  case 4: call(4); return;             \
+  case 5: call(5); return;             \
+  case 6: call(6); return;             \
+  case 7: call(7); return;             \
+  case 8: call(8); return;             \
+  case 9: call(9); return;             \
+  case 10: call(10); return;           \
+  case 11: call(11); return;           \
+  default: call(12); return;           \
+  }
 
 #endif
