@@ -12,8 +12,9 @@
 #   torch-int8    bench/peers/torch_int8.py: torch.ao.quantization.quantize_dynamic on nn.Linear
 #                 (qint8) of bench/bert_torch.py's model
 # (the torch rows are skipped when TORCH_PY is empty). Shapes (SHAPES): batch 32 x seq 128
-# (ex/s), batch 1 x seq 128 and batch 1 x seq 16 (one short request; ms/step = mean of ITERS1
-# forwards). Each round runs every contestant of a shape once, the order rotated every round,
+# (ex/s, mean of ITERS32 steps), batch 1 x seq 128 and batch 1 x seq 16 (one short request;
+# ms/step = mean of ITERS1 forwards); both counts for Base, times 3 for Small, 6 for Mini and
+# 20 for Tiny. Each round runs every contestant of a shape once, the order rotated every round,
 # so est and the peers alternate on the same machine minutes apart.
 #
 #   sh bench/run_infer_peers.sh [BUILD_DIR] [THREADS] [ROUNDS] [MODELS]
@@ -90,7 +91,9 @@ while [ $round -lt $last ]; do
   for model in $MODELS; do
     set -- $SHAPES
     while [ $# -ge 2 ]; do
-      if [ "$1" -gt 1 ]; then shape="$1 $2 $ITERS32 1"; else shape="$1 $2 $ITERS1 5"; fi
+      # iterations scaled to the model, so that a small model's step is timed over ~0.1 s or more
+      case $model in tiny) scale=20 ;; mini) scale=6 ;; small) scale=3 ;; *) scale=1 ;; esac
+      if [ "$1" -gt 1 ]; then shape="$1 $2 $((ITERS32 * scale)) 1"; else shape="$1 $2 $((ITERS1 * scale)) 5"; fi
       shift 2
       echo "round $((round + 1)) $model: $(uptime)"
       for name in $order; do

@@ -9,7 +9,7 @@
       graph on the benchmark's inputs and the quantized operator counts.
 
 Time it with `ort_bert.py run --model M --dir DIR/int8` (the same runner and inputs as the
-fp32 peer). bench/run_int8_peers.sh does both.
+fp32 peer). bench/run_infer_peers.sh does both.
 """
 import argparse
 import collections
