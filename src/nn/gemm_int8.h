@@ -99,17 +99,33 @@ typedef void est_int8_tile_fn(const int32_t *a, int groups, const int32_t *b, in
 static inline const int32_t *est_int8_column(const est_int8_weights *w, int n) {
   return w->words + (size_t)(n / EST_INT8_NR) * w->groups * EST_INT8_NR + n % EST_INT8_NR;
 }
+/* Quantized activations (est_int8_quantize_rows*): u8 codes, four k to a word, in tiles of
+ * EST_INT8_MR rows, [Mp / MR][groups][MR] words, so that a tile kernel broadcasts row i's
+ * word of group g from a[g MR + i], one pointer for all its rows. */
+static inline size_t est_int8_a_word(int m, int g, int groups);
 static inline void est_int8_tiles(est_int8_tile_fn *tile, int mr, int nr, const est_int8_weights *w, const uint8_t *qa,
                                   const float *sa, const float *bias, float *C, int ldc, int m0, int m1, int n0,
                                   int n1) {
   const int32_t *a = (const int32_t *)qa;
   for (int n = n0; n < n1; n += nr)
     for (int m = m0; m < m1; m += mr)
-      tile(a + (size_t)m * w->groups, w->groups, est_int8_column(w, n), EST_INT8_NR, w->colsum + n, w->scale + n, sa + m,
+      tile(a + est_int8_a_word(m, 0, w->groups), w->groups, est_int8_column(w, n), EST_INT8_NR, w->colsum + n, w->scale + n, sa + m,
            bias ? bias + n : NULL, C + (size_t)m * ldc + n, ldc, m1 - m < mr ? m1 - m : mr, n1 - n < nr ? n1 - n : nr);
 }
 /* Row tiles the kernels need readable (the largest MR of them). */
 enum { EST_INT8_MR = 12 };
+static inline size_t est_int8_a_word(int m, int g, int groups) {
+  return ((size_t)(m / EST_INT8_MR) * groups + g) * EST_INT8_MR + m % EST_INT8_MR;
+}
+/* Row m's u8 codes (4 groups bytes, row[k] = code k + 128) into qa's tiled words. */
+static inline void est_int8_store_row(uint8_t *qa, int m, const uint8_t *row, int groups) {
+  int32_t *words = (int32_t *)qa;
+  for (int g = 0; g < groups; g++) {
+    int32_t w;
+    __builtin_memcpy(&w, row + 4 * (size_t)g, 4);
+    words[est_int8_a_word(m, g, groups)] = w;
+  }
+}
 /* The activation quantization of rows [from, to) into qa/sa (AVX-512 and scalar forms,
  * same bits as est_int8_quantize; rows from M on get 128s and scale 0). */
 void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const float *A, int lda, int M, int K, int groups, int from,

@@ -32,10 +32,11 @@ int est_cpu_has_avx512_vnni(void) {
 VNNI512_TARGET void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const float *A, int lda, int M, int K,
                                                   int groups, int from, int to) {
   const __m512 lim = _mm512_set1_ps(127.0f), abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+  uint8_t row[4 * (size_t)groups]; /* the row's codes, then placed in qa's tiled words */
   for (int m = from; m < to; m++) {
-    uint8_t *row = qa + (size_t)m * 4 * groups;
     if (m >= M) {
       memset(row, 128, (size_t)4 * groups), sa[m] = 0.0f;
+      est_int8_store_row(qa, m, row, groups);
       continue;
     }
     const float *a = A + (size_t)m * lda;
@@ -57,11 +58,12 @@ VNNI512_TARGET void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const 
       __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), _mm512_set1_epi32(128)); /* lanes beyond K: 128 */
       _mm_mask_storeu_epi8(row + k, est_lanes16(4 * groups - k), _mm512_cvtepi32_epi8(q));
     }
+    est_int8_store_row(qa, m, row, groups);
   }
 }
 
-/* The tile at C (rows <= MR, cols <= NR): a = u8 row i's words at a + i * groups; b = the
- * packed words of the tile's first column. */
+/* The tile at C (rows <= MR, cols <= NR): a = the tile's u8 words, row i's of group g at
+ * a[g MR + i] (est_int8_a_word); b = the packed words of the tile's first column. */
 VNNI512_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int Np, const int32_t *colsum,
                                 const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
                                 int cols) {
@@ -72,7 +74,7 @@ VNNI512_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, 
     __m512i b0 = _mm512_loadu_si512(b + (size_t)g * Np), b1 = _mm512_loadu_si512(b + (size_t)g * Np + 16);
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) {
-      __m512i ai = _mm512_set1_epi32(a[(size_t)i * groups + g]);
+      __m512i ai = _mm512_set1_epi32(a[(size_t)g * MR + i]);
       acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
       acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], ai, b1);
     }

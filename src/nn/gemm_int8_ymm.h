@@ -28,7 +28,7 @@ YMM_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int 
     __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * Np + 8));
 #pragma GCC unroll 4
     for (int i = 0; i < MR; i++) {
-      __m256i ai = _mm256_set1_epi32(a[(size_t)i * groups + g]);
+      __m256i ai = _mm256_set1_epi32(a[(size_t)g * EST_INT8_MR + i]);
       acc[i][0] = YMM_DPBUSD(acc[i][0], ai, b0);
       acc[i][1] = YMM_DPBUSD(acc[i][1], ai, b1);
     }

@@ -79,13 +79,15 @@ est_int8_weights est_int8_weights_pack_codes(void *mem, const int8_t *codes, con
 
 void est_int8_quantize_rows(uint8_t *qa, float *sa, const float *A, int lda, int M, int K, int groups, int from,
                             int to) {
+  uint8_t row[4 * (size_t)groups]; /* the row's codes, then placed in qa's tiled words */
   for (int m = from; m < to; m++) {
-    uint8_t *row = qa + (size_t)m * 4 * groups;
     memset(row, 128, (size_t)4 * groups);
     sa[m] = 0.0f;
-    if (m >= M) continue;
-    int8_t codes[K > 0 ? K : 1];
-    sa[m] = est_int8_quantize(A + (size_t)m * lda, 1, K, codes, 1);
-    for (int k = 0; k < K; k++) row[k] = (uint8_t)(codes[k] + 128);
+    if (m < M) {
+      int8_t codes[K > 0 ? K : 1];
+      sa[m] = est_int8_quantize(A + (size_t)m * lda, 1, K, codes, 1);
+      for (int k = 0; k < K; k++) row[k] = (uint8_t)(codes[k] + 128);
+    }
+    est_int8_store_row(qa, m, row, groups);
   }
 }
