@@ -275,14 +275,19 @@ static void test_dpbf16_keeps_read_only_weights_packed(void **state) {
  * while it is hot) gives, bit for bit, what the layer computed before it was fused: C = bias
  * then a beta = 1 GEMM (beta = 0 with a bias), or the GEMM then C += bias (beta != 0), and
  * GELU as a pass over C. Shapes with edge blocks (the buffered store) and alpha != 1. */
-static void test_amx_epilogue_equals_separate_passes(void **state) {
-  (void)state;
-  if (!est_kernel_amx()) skip(); /* no AMX, or EST_KERNEL=bf16dp or noavx512 */
+typedef int (*bf16_ep_kernel)(CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, int, int, int, float, const float *, int,
+                              const float *, int, float, float *, int, const est_gemm_epilogue *);
+
+static void check_epilogue_equals_separate_passes(bf16_ep_kernel kernel, int beta0_only) {
   const shape cases[] = {{CblasNoTrans, CblasNoTrans, 300, 270, 96, 1.0f, 0.0f},
                          {CblasNoTrans, CblasTrans, 77, 70, 130, 1.0f, 1.0f},
-                         {CblasTrans, CblasNoTrans, 64, 96, 200, 0.5f, 2.0f}};
+                         {CblasTrans, CblasNoTrans, 64, 96, 200, 0.5f, 2.0f},
+                         /* two k blocks of 256 pairs (the VDPBF16PS kernel's), a short last tile */
+                         {CblasNoTrans, CblasNoTrans, 16, 100, 1100, 1.0f, 0.0f},
+                         {CblasNoTrans, CblasTrans, 29, 45, 600, 0.5f, 0.0f}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     const shape *s = &cases[i];
+    if (beta0_only && s->beta != 0.0f) continue;
     operands o = make_operands(s);
     size_t csize = (size_t)s->M * o.ldc, gsize = (size_t)s->M * (s->N + 1);
     float *fused = malloc(csize * sizeof(float)), *apart = malloc(csize * sizeof(float));
@@ -291,15 +296,15 @@ static void test_amx_epilogue_equals_separate_passes(void **state) {
     memcpy(fused, o.C0, csize * sizeof(float));
     memcpy(apart, o.C0, csize * sizeof(float));
     est_gemm_epilogue ep = {.bias = bias, .gelu_out = g_fused, .ld_gelu = s->N + 1};
-    assert_int_equal(est_sgemm_amx(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, fused,
-                                   o.ldc, &ep), 0);
+    assert_int_equal(kernel(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, s->beta, fused, o.ldc, &ep),
+                     0);
     float beta = s->beta;
     if (beta == 0.0f) { /* gemm.c's route: C = bias, then accumulate */
       for (int m = 0; m < s->M; m++) memcpy(apart + (size_t)m * o.ldc, bias, (size_t)s->N * sizeof(float));
       beta = 1.0f;
     }
-    assert_int_equal(est_sgemm_amx(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, beta, apart,
-                                   o.ldc, NULL), 0);
+    assert_int_equal(kernel(s->ta, s->tb, s->M, s->N, s->K, s->alpha, o.A, o.lda, o.B, o.ldb, beta, apart, o.ldc, NULL),
+                     0);
     for (int m = 0; m < s->M; m++)
       for (int n = 0; n < s->N; n++) {
         float *c = apart + (size_t)m * o.ldc + n;
@@ -311,6 +316,24 @@ static void test_amx_epilogue_equals_separate_passes(void **state) {
     free(fused), free(apart), free(g_fused), free(g_apart), free(bias);
     free_operands(&o);
   }
+}
+
+static void test_amx_epilogue_equals_separate_passes(void **state) {
+  (void)state;
+  if (!est_kernel_amx()) skip(); /* no AMX, or EST_KERNEL=bf16dp or noavx512 */
+  check_epilogue_equals_separate_passes(est_sgemm_amx, 0);
+}
+
+/* The VDPBF16PS kernel fuses the same epilogue where inference needs it (beta 0), and
+ * declines the rest, leaving C untouched, so that gemm.c takes the separate route. */
+static void test_dpbf16_epilogue_equals_separate_passes(void **state) {
+  (void)state;
+  if (!est_kernel_avx512_bf16()) skip();
+  check_epilogue_equals_separate_passes(est_sgemm_bf16_dp_ep, 1);
+  float a[4] = {1, 2, 3, 4}, c[4] = {5, 6, 7, 8}, bias[2] = {1, 1};
+  est_gemm_epilogue ep = {.bias = bias};
+  assert_int_equal(est_sgemm_bf16_dp_ep(CblasNoTrans, CblasNoTrans, 2, 2, 2, 1.0f, a, 2, a, 2, 1.0f, c, 2, &ep), -1);
+  assert_true(c[0] == 5 && c[3] == 8);
 }
 
 /* The GEMM layer runs the precision it is given: bf16 results (where the CPU has it and
@@ -380,6 +403,7 @@ int main(void) {
     cmocka_unit_test(test_amx_keeps_read_only_weights_packed),
     cmocka_unit_test(test_dpbf16_keeps_read_only_weights_packed),
     cmocka_unit_test(test_amx_epilogue_equals_separate_passes),
+    cmocka_unit_test(test_dpbf16_epilogue_equals_separate_passes),
     cmocka_unit_test(test_precision_argument_switches_the_gemm),
     cmocka_unit_test(test_precision_flag),
   };

@@ -139,6 +139,9 @@ void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N,
   case EST_PRECISION_BF16:
     if (est_kernel_amx() && est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
       return; /* so did the tile kernel */
+    if (ep && !est_kernel_amx() &&
+        est_sgemm_bf16_dp_ep(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
+      return; /* and the VDPBF16PS kernel, for a forward product */
     plain = est_sgemm_bf16;
     break;
   }

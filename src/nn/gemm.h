@@ -92,6 +92,12 @@ int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
                   const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep);
 void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                        int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* The VDPBF16PS kernel with a dense layer's epilogue (bias, tanh-GELU into gelu_out) applied
+ * to each tile as it leaves the registers, with the separate passes' bits; beta = 0 only
+ * (inference's products). Returns 0 when done, -1 when it did nothing (beta != 0, a GELU
+ * backward, K = 0, alpha = 0, no memory): the caller then takes the separate route. */
+int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
+                         int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep);
 /* AMX-BF16 on the CPU and its tile state granted to this process by the kernel (asked for
  * once, on the first call). These est_cpu_has_* are the CPU's facts; whether a dispatch may
  * use them is nn/kernel_choice.h's question (est_kernel_avx512f, ...). */

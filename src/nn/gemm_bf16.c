@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/frozen.h"
+#include "nn/gelu_avx512.h"
 #include "nn/gemm.h"
 #include "nn/gemm_util.h"
 #include "nn/kernel_choice.h"
@@ -138,12 +139,20 @@ static const int32_t *frozen_words(const float *B, int ldb, CBLAS_TRANSPOSE tb, 
   return est_frozen_derived(B, est_weight_extent(&src), key, words * sizeof(int32_t), make_packed, &src);
 }
 
+/* What a tile's store does besides C = alpha acc + (C or the start value). */
+typedef struct {
+  int load_c;        /* add C's value (a later k block, or beta != 0) */
+  const float *bias; /* the tile's bias columns, the start value when !load_c; or NULL (zero) */
+  float *act;        /* the last k block: act[i][j] = gelu(C[i][j]), or NULL */
+  long ld_act;
+} store_op;
+
 /* C[rows][cols] (rows <= MR, cols <= NR) += alpha * sum over kpairs of A-pairs . B-pairs.
  * a: word of (row i, pair p) at a[i * a_m + p * a_k]; b: pair p's NR columns at b + p * b_k. */
 BF16_TARGET static inline __attribute__((always_inline)) void kernel_body(int kpairs, const int32_t *a, long a_m,
                                                                           long a_k, const int32_t *b, long b_k,
                                                                           float *c, long ldc, float alpha, int R,
-                                                                          int rows, int cols) {
+                                                                          int rows, int cols, const store_op *op) {
   __m512 acc[MR][2];
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -161,20 +170,33 @@ BF16_TARGET static inline __attribute__((always_inline)) void kernel_body(int kp
   }
   __mmask16 m0 = est_lanes16(cols), m1 = est_lanes16(cols - 16);
   __m512 va = _mm512_set1_ps(alpha);
+  __m512 bias0 = _mm512_setzero_ps(), bias1 = _mm512_setzero_ps();
+  if (op->bias) bias0 = _mm512_maskz_loadu_ps(m0, op->bias), bias1 = _mm512_maskz_loadu_ps(m1, op->bias + 16);
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++)
     if (i < rows) {
       float *ci = c + (size_t)i * ldc;
-      _mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(acc[i][0], va, _mm512_maskz_loadu_ps(m0, ci)));
-      _mm512_mask_storeu_ps(ci + 16, m1, _mm512_fmadd_ps(acc[i][1], va, _mm512_maskz_loadu_ps(m1, ci + 16)));
+      /* C (or, in the first k block of a beta = 0 product, the bias or zero) + alpha acc:
+       * the bits of the separate route (C = bias, then C += alpha acc) */
+      __m512 c0 = op->load_c ? _mm512_maskz_loadu_ps(m0, ci) : bias0;
+      __m512 c1 = op->load_c ? _mm512_maskz_loadu_ps(m1, ci + 16) : bias1;
+      c0 = _mm512_fmadd_ps(acc[i][0], va, c0);
+      c1 = _mm512_fmadd_ps(acc[i][1], va, c1);
+      _mm512_mask_storeu_ps(ci, m0, c0);
+      _mm512_mask_storeu_ps(ci + 16, m1, c1);
+      if (op->act) { /* last k block: the FFN's tanh-GELU, est_gelu_row's values */
+        float *out = op->act + (size_t)i * op->ld_act;
+        _mm512_mask_storeu_ps(out, m0, est_gelu16(c0));
+        _mm512_mask_storeu_ps(out + 16, m1, est_gelu16(c1));
+      }
     }
 }
 
 /* The kernel specialized for each row count: a short last tile (a 16-token request's 4
  * rows after 12) computes its rows only. */
 BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k, const int32_t *b, long b_k, float *c,
-                               long ldc, float alpha, int rows, int cols) {
-#define ROWS(r) kernel_body(kpairs, a, a_m, a_k, b, b_k, c, ldc, alpha, r, rows, cols)
+                               long ldc, float alpha, int rows, int cols, const store_op *op) {
+#define ROWS(r) kernel_body(kpairs, a, a_m, a_k, b, b_k, c, ldc, alpha, r, rows, cols, op)
   EST_SWITCH_ROWS_12(rows, ROWS)
 #undef ROWS
 }
@@ -189,18 +211,30 @@ void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K,
 
 void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                        int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-  if (M <= 0 || N <= 0) return;
-  if (beta != 1.0f)
+  est_sgemm_bf16_dp_ep(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
+}
+
+int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
+                         int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep) {
+  if (ep && (ep->gelu_pre || beta != 0.0f || K <= 0 || alpha == 0.0f)) return -1; /* the separate route's */
+  if (M <= 0 || N <= 0) return 0;
+  /* beta = 0 needs no pass: the first k block starts from the bias or zero */
+  if (beta != 1.0f && beta != 0.0f)
     for (int m = 0; m < M; m++)
-      for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] = beta == 0.0f ? 0.0f : beta * C[(size_t)m * ldc + n];
-  if (K <= 0 || alpha == 0.0f) return;
+      for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] *= beta;
+  if (K <= 0 || alpha == 0.0f) {
+    if (beta == 0.0f)
+      for (int m = 0; m < M; m++) memset(C + (size_t)m * ldc, 0, (size_t)N * sizeof(float));
+    return 0;
+  }
   int kp2 = (K + 1) / 2, Mp = (M + MR - 1) / MR * MR, Np = (N + NR - 1) / NR * NR, tiles = Np / NR;
   const int32_t *kept = frozen_words(B, ldb, tb, K, N);
   int32_t *aw = scratch_get(EST_TBUF_BF16_A, (size_t)Mp * kp2);
   int32_t *bw = kept ? NULL : scratch_get(EST_TBUF_BF16_B, (size_t)kp2 * Np);
   if (!aw || (!kept && !bw)) { /* out of memory for the packed copies: the fp32 GEMM needs none */
-    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc); /* C holds beta C */
-    return;
+    if (ep) return -1;                                                                   /* C untouched */
+    cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); /* C holds beta C */
+    return 0;
   }
   const int32_t *b_words = kept ? kept : bw;
   long a_m = ta == CblasNoTrans ? kp2 : 1, a_k = ta == CblasNoTrans ? 1 : Mp;
@@ -226,13 +260,19 @@ void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int
       int t0 = (int)((long)tiles * g / groups), t1 = (int)((long)tiles * (g + 1) / groups);
       for (int k0 = 0; k0 < kp2; k0 += KC) {
         int kc = kp2 - k0 < KC ? kp2 - k0 : KC;
+        const int last = k0 + kc == kp2;
         for (int t = t0; t < t1; t++) {
           int n0 = t * NR;
-          for (int m = m0; m < m1; m += MR)
+          for (int m = m0; m < m1; m += MR) {
+            store_op op = {k0 > 0 || beta != 0.0f, ep && ep->bias ? ep->bias + n0 : NULL,
+                           last && ep && ep->gelu_out ? ep->gelu_out + (size_t)m * ep->ld_gelu + n0 : NULL,
+                           ep ? ep->ld_gelu : 0};
             kernel(kc, aw + (size_t)m * a_m + (size_t)k0 * a_k, a_m, a_k, b_words + ((size_t)t * kp2 + k0) * NR, NR,
-                   C + (size_t)m * ldc + n0, ldc, alpha, m1 - m < MR ? m1 - m : MR, N - n0 < NR ? N - n0 : NR);
+                   C + (size_t)m * ldc + n0, ldc, alpha, m1 - m < MR ? m1 - m : MR, N - n0 < NR ? N - n0 : NR, &op);
+          }
         }
       }
     }
   }
+  return 0;
 }
