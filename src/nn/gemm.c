@@ -68,7 +68,8 @@ static int own_kernel_for(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, 
   if (k == EST_KERNEL_OWN) return 1;
   /* An inference weight (read-only, core/frozen.h) is packed once and kept: every shape is
    * then the own kernel's, where OpenBLAS would copy the whole weight on every call (half
-   * of a 16-token Base request's time; bench/README.md, "fp32 weights packed once"). */
+   * of a 16-token Base request's time; bench/README.md, "Inference weights packed once,
+   * panel-major"); but the 3072-deep products of many rows, where OpenBLAS measured faster. */
   if (ta == CblasNoTrans && (M < 64 || (N <= 1024 && K <= 1024) || (ep && ep->gelu_out)) &&
       est_f32_frozen_packed(B, ldb, tb, K, N))
     return 1;
@@ -133,7 +134,8 @@ void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N,
     /* any other product of an int8 model (none in inference) runs fp32 */
     __attribute__((fallthrough));
   case EST_PRECISION_FP32:
-    if (own_kernel_for(ta, tb, M, N, K, B, ldb, ep) && est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
+    if (own_kernel_for(ta, tb, M, N, K, B, ldb, ep) &&
+        est_sgemm_f32(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
       return; /* the kernel applied the epilogue */
     break;
   case EST_PRECISION_BF16:

@@ -147,7 +147,8 @@ typedef struct {
   long ld_act;
 } store_op;
 
-/* C[rows][cols] (rows <= MR, cols <= NR) += alpha * sum over kpairs of A-pairs . B-pairs.
+/* C[rows][cols] (rows <= MR, cols <= NR) = alpha * sum over kpairs of A-pairs . B-pairs + (C,
+ * or op's start value), then op's GELU; R rows computed (a constant where inlined).
  * a: word of (row i, pair p) at a[i * a_m + p * a_k]; b: pair p's NR columns at b + p * b_k. */
 BF16_TARGET static inline __attribute__((always_inline)) void kernel_body(int kpairs, const int32_t *a, long a_m,
                                                                           long a_k, const int32_t *b, long b_k,

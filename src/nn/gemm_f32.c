@@ -199,20 +199,17 @@ F32_TARGET static void pack_a_trans(float *ap, const float *A, int lda, int k0, 
 
 /* Rows [m0, m1) x tiles [t0, t1) of C, every k block. */
 F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *A, int lda, const float *bp,
-                                float beta, float *C, int ldc, const est_gemm_epilogue *ep, int m0,
-                                int m1, int t0, int t1) {
+                                float beta, float *C, int ldc, const est_gemm_epilogue *ep, int m0, int m1, int t0,
+                                int t1) {
   float tail[KC * MR] __attribute__((aligned(64))); /* 36 KiB of stack */
   float *ap = ta ? est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * KC) : NULL;
   const int tail_m = m0 + (m1 - m0) / MR * MR, tail_rows = m1 - tail_m; /* a last row tile short of MR */
   for (int k0 = 0; k0 < K; k0 += KC) {
     int kc = K - k0 < KC ? K - k0 : KC;
     if (ap) pack_a_trans(ap, A, lda, k0, kc, m0, m1);
-    else if (ta && tail_rows) /* A(i, p) copied to tail[p][i] once for every tile, zeros below M */
+    else if (ta && tail_rows) /* no block buffer: a short last tile's Trans A copied to tail[p][i] */
       for (int p = 0; p < kc; p++)
-        for (int i = 0; i < MR; i++)
-          tail[p * MR + i] = i >= tail_rows ? 0.0f
-                             : !ta          ? A[(size_t)(tail_m + i) * lda + k0 + p]
-                                            : A[(size_t)(k0 + p) * lda + tail_m + i];
+        for (int i = 0; i < MR; i++) tail[p * MR + i] = i < tail_rows ? A[(size_t)(k0 + p) * lda + tail_m + i] : 0.0f;
     const int last = k0 + kc == K;
     store_op op = {k0 > 0 || beta != 0.0f, k0 == 0 && ep ? ep->bias : NULL,
                    last && ep ? ep->gelu_out : NULL, ep ? ep->ld_gelu : 0,

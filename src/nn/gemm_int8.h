@@ -34,7 +34,7 @@ enum { EST_INT8_NR = 32 }; /* packed weights' columns are padded to a multiple o
  * beyond K and N. Words are panel-major: panel p = n / EST_INT8_NR holds its columns'
  * words [groups][EST_INT8_NR], contiguous, so a tile's kernel reads one stream (est_int8_column);
  * [groups][Np] rows, one per g and Np apart, made a 16-token request's weight reads one
- * 128-byte piece per page (bench/README.md, "int8 weights panel-major"). */
+ * 128-byte piece per page (bench/README.md, "Inference weights packed once, panel-major"). */
 typedef struct {
   int K, N, groups, Np; /* groups = ceil(K / 4); Np = N rounded up to EST_INT8_NR */
   const int32_t *words; /* [Np / EST_INT8_NR][groups][EST_INT8_NR] */
@@ -89,12 +89,12 @@ typedef void est_int8_block_fn(const est_int8_weights *w, const uint8_t *qa, con
 est_int8_block_fn est_int8_block_vnni512, est_int8_block_avxvnni;
 /* the AVX-VNNI kernel assembled with EVEX encodings, for tests on AVX-512 CPUs (gemm_int8_ymm_evex.c) */
 est_int8_block_fn est_int8_block_ymm_evex;
-/* A kernel's tile: C[rows][cols] (rows <= its MR, cols <= its NR) from the u8 rows at a (row i
- * at a + i * groups words; MR rows readable) and the packed weight words at b (Np apart). */
-typedef void est_int8_tile_fn(const int32_t *a, int groups, const int32_t *b, int Np, const int32_t *colsum,
+/* A kernel's tile: C[rows][cols] (rows <= its MR, cols <= its NR) from the u8 words at a (row
+ * i's of group g at a[g EST_INT8_MR + i]; MR rows readable) and the packed weight words at b
+ * (group g's at b + g b_g). */
+typedef void est_int8_tile_fn(const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum,
                               const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
                               int cols);
-/* A block as tiles of mr x nr, each column tile's weights reused down the block's rows. */
 /* The word of (group 0, column n); group g's is EST_INT8_NR g words further. */
 static inline const int32_t *est_int8_column(const est_int8_weights *w, int n) {
   return w->words + (size_t)(n / EST_INT8_NR) * w->groups * EST_INT8_NR + n % EST_INT8_NR;
@@ -103,14 +103,18 @@ static inline const int32_t *est_int8_column(const est_int8_weights *w, int n) {
  * EST_INT8_MR rows, [Mp / MR][groups][MR] words, so that a tile kernel broadcasts row i's
  * word of group g from a[g MR + i], one pointer for all its rows. */
 static inline size_t est_int8_a_word(int m, int g, int groups);
+/* A block as tiles of mr x nr, each column tile's weights reused down the block's rows; a
+ * tile gets its first activation word (rows MR apart within a group) and its first weight
+ * word (groups EST_INT8_NR words apart). */
 static inline void est_int8_tiles(est_int8_tile_fn *tile, int mr, int nr, const est_int8_weights *w, const uint8_t *qa,
                                   const float *sa, const float *bias, float *C, int ldc, int m0, int m1, int n0,
                                   int n1) {
   const int32_t *a = (const int32_t *)qa;
   for (int n = n0; n < n1; n += nr)
     for (int m = m0; m < m1; m += mr)
-      tile(a + est_int8_a_word(m, 0, w->groups), w->groups, est_int8_column(w, n), EST_INT8_NR, w->colsum + n, w->scale + n, sa + m,
-           bias ? bias + n : NULL, C + (size_t)m * ldc + n, ldc, m1 - m < mr ? m1 - m : mr, n1 - n < nr ? n1 - n : nr);
+      tile(a + est_int8_a_word(m, 0, w->groups), w->groups, est_int8_column(w, n), EST_INT8_NR, w->colsum + n,
+           w->scale + n, sa + m, bias ? bias + n : NULL, C + (size_t)m * ldc + n, ldc, m1 - m < mr ? m1 - m : mr,
+           n1 - n < nr ? n1 - n : nr);
 }
 /* Row tiles the kernels need readable (the largest MR of them). */
 enum { EST_INT8_MR = 12 };

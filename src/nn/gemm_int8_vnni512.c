@@ -64,14 +64,14 @@ VNNI512_TARGET void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const 
 
 /* The tile at C (rows <= MR, cols <= NR): a = the tile's u8 words, row i's of group g at
  * a[g MR + i] (est_int8_a_word); b = the packed words of the tile's first column. */
-VNNI512_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int Np, const int32_t *colsum,
+VNNI512_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum,
                                 const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
                                 int cols) {
   __m512i acc[MR][2];
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
   for (int g = 0; g < groups; g++) {
-    __m512i b0 = _mm512_loadu_si512(b + (size_t)g * Np), b1 = _mm512_loadu_si512(b + (size_t)g * Np + 16);
+    __m512i b0 = _mm512_loadu_si512(b + (size_t)g * b_g), b1 = _mm512_loadu_si512(b + (size_t)g * b_g + 16);
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++) {
       __m512i ai = _mm512_set1_epi32(a[(size_t)g * MR + i]);

@@ -18,14 +18,14 @@ YMM_TARGET static __m256i lanes8(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-YMM_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int Np, const int32_t *colsum,
+YMM_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum,
                             const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows, int cols) {
   __m256i acc[MR][2];
 #pragma GCC unroll 4
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
   for (int g = 0; g < groups; g++) {
-    __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * Np));
-    __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * Np + 8));
+    __m256i b0 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * b_g));
+    __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * b_g + 8));
 #pragma GCC unroll 4
     for (int i = 0; i < MR; i++) {
       __m256i ai = _mm256_set1_epi32(a[(size_t)g * EST_INT8_MR + i]);
