@@ -226,8 +226,10 @@ static void test_reference_on_exact_values(void **state) {
 
 /* An inference weight (B in a read-only range, core/frozen.h): the kernel keeps B's packed
  * form instead of packing it per call, with the same bits as the unfrozen call (the same
- * packing, made once); the dispatch then runs the own kernel for every NoTrans-A shape,
- * short ones included (a 16-token request), whatever its heuristics pick for unfrozen B. */
+ * packing, made once); the dispatch then runs the own kernel for the NoTrans-A shapes here,
+ * short ones included (a 16-token request) where unfrozen B goes to OpenBLAS. (gemm.c
+ * leaves one kind to OpenBLAS even so, a product over 1024 wide or deep of 64 rows or more
+ * without a GELU; no shape here is one.) */
 static void test_frozen_weights_packed_once(void **state) {
   (void)state;
   if (!est_kernel_avx512f()) skip();
