@@ -111,6 +111,14 @@ static inline void golden_set_params(const golden *g, est_var_store *vs) {
   }
 }
 
+/* The golden holds exactly vs's variables (as many "param:" entries as variables; each
+ * name and size is then checked by golden_set_params). */
+static inline void golden_expect_exactly_params(const golden *g, const est_var_store *vs) {
+  int nparams = 0;
+  for (int i = 0; i < g->n; i++) nparams += !strncmp(g->entries[i].name, "param:", 6);
+  assert_int_equal(nparams, (int)est_vars_count(vs));
+}
+
 /* The golden `name` loaded into *g, and its classifier built in precision p (which this CPU
  * must run: the caller skips otherwise) with the golden's parameters. */
 static inline void golden_classifier_open(golden *g, const char *name, est_precision p, est_bert_config *cfg,

@@ -44,18 +44,6 @@ typedef struct fixture {
   int32_t *ids, *mask, *segs, *labels;
 } fixture;
 
-static void load_params(fixture *f) {
-  char key[400];
-  for (size_t i = 0; i < est_vars_count(f->vs); i++) {
-    const est_variable *v = est_vars_at(f->vs, i);
-    size_t n = 0;
-    snprintf(key, sizeof key, "param:%s", v->name);
-    const float *src = golden_get(&f->g, key, &n);
-    assert_int_equal(n, v->count);
-    memcpy(est_vars_value(f->vs, i), src, n * sizeof(float));
-  }
-}
-
 static void fixture_open(fixture *f, const char *name) {
   memset(f, 0, sizeof *f);
   golden_load(&f->g, name);
@@ -69,7 +57,7 @@ static void fixture_open(fixture *f, const char *name) {
   int nparams = 0;
   for (int i = 0; i < f->g.n; i++) nparams += !strncmp(f->g.entries[i].name, "param:", 6);
   assert_int_equal(nparams, (int)est_vars_count(f->vs));
-  load_params(f);
+  golden_set_params(&f->g, f->vs);
   assert_int_equal(est_bert_classifier_reserve(f->m, f->g.batch, f->g.seq_len), EST_OK);
   f->ids = golden_ints(&f->g, "input_ids");
   f->mask = golden_ints(&f->g, "input_mask");

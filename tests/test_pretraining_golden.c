@@ -53,7 +53,7 @@ typedef struct fixture {
 static void fixture_open(fixture *f, const char *name) {
   memset(f, 0, sizeof *f);
   golden_load(&f->g, name);
-  char path[1200], key[400];
+  char path[1200];
   snprintf(path, sizeof path, "%s/bert_config.json", f->g.dir);
   assert_int_equal(est_bert_config_from_json_file(&f->cfg, path), EST_OK);
   assert_int_equal(est_vars_create(&f->vs), EST_OK);
@@ -61,17 +61,8 @@ static void fixture_open(fixture *f, const char *name) {
   assert_int_equal(est_bert_pretraining_heads_create(&f->heads, f->enc, f->vs), EST_OK);
   assert_int_equal(est_vars_finalize(f->vs, 1), EST_OK);
   /* exactly the reference's variables: same names (Google's), same sizes */
-  int nparams = 0;
-  for (int i = 0; i < f->g.n; i++) nparams += !strncmp(f->g.entries[i].name, "param:", 6);
-  assert_int_equal(nparams, (int)est_vars_count(f->vs));
-  for (size_t i = 0; i < est_vars_count(f->vs); i++) {
-    const est_variable *v = est_vars_at(f->vs, i);
-    size_t n = 0;
-    snprintf(key, sizeof key, "param:%s", v->name);
-    const float *src = golden_get(&f->g, key, &n);
-    assert_int_equal(n, v->count);
-    memcpy(est_vars_value(f->vs, i), src, n * sizeof(float));
-  }
+  golden_expect_exactly_params(&f->g, f->vs);
+  golden_set_params(&f->g, f->vs);
   assert_int_equal(est_bert_encoder_reserve(f->enc, f->g.batch, f->g.seq_len, 1), EST_OK);
   assert_int_equal(est_bert_pretraining_heads_reserve(f->heads, f->g.batch, f->g.max_predictions), EST_OK);
   f->ids = golden_ints(&f->g, "input_ids");

@@ -41,18 +41,8 @@ static void fixture_open(fixture *f) {
                                      .encoder = f->enc, .vars = f->vs};
   assert_int_equal(est_bert_squad_head_type.create(&f->head, &ctx), EST_OK);
   assert_int_equal(est_vars_finalize(f->vs, 1), EST_OK);
-  int nparams = 0;
-  for (int i = 0; i < f->g.n; i++) nparams += !strncmp(f->g.entries[i].name, "param:", 6);
-  assert_int_equal(nparams, (int)est_vars_count(f->vs)); /* the reference's variables, no more */
-  char key[400];
-  for (size_t i = 0; i < est_vars_count(f->vs); i++) {
-    const est_variable *v = est_vars_at(f->vs, i);
-    size_t n = 0;
-    snprintf(key, sizeof key, "param:%s", v->name);
-    const float *src = golden_get(&f->g, key, &n);
-    assert_int_equal(n, v->count);
-    memcpy(est_vars_value(f->vs, i), src, n * sizeof(float));
-  }
+  golden_expect_exactly_params(&f->g, f->vs); /* the reference's variables, no more */
+  golden_set_params(&f->g, f->vs);
   assert_int_equal(est_bert_encoder_reserve(f->enc, B, S, 1), EST_OK);
   assert_int_equal(est_bert_squad_head_type.reserve(f->head, &ctx), EST_OK);
   f->ids = golden_ints(&f->g, "input_ids");
