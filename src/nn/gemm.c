@@ -139,11 +139,8 @@ void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N,
       return; /* the kernel applied the epilogue */
     break;
   case EST_PRECISION_BF16:
-    if (est_kernel_amx() && est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
-      return; /* so did the tile kernel */
-    if (ep && !est_kernel_amx() &&
-        est_sgemm_bf16_dp_ep(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
-      return; /* and the VDPBF16PS kernel, for a forward product */
+    if (est_sgemm_bf16_ep(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep) == 0)
+      return; /* so did the bf16 kernel (AMX: any product; VDPBF16PS: a forward one) */
     plain = est_sgemm_bf16;
     break;
   }

@@ -80,6 +80,11 @@ void est_f32_gemm_packed(int M, int N, int K, float alpha, const float *A, int l
  * error it has is the inputs' rounding: |ref - exact| <= 2 * 2^-8 * sum_k |a_mk| |b_kn|. */
 void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const float *B, int ldb, float beta, float *C, int ldc);
+/* The same with an epilogue (ep non-NULL) fused into the kernel the CPU allows (AMX, else
+ * VDPBF16PS, which fuses it for beta = 0 only); 0 when done, non-zero when that kernel did
+ * nothing: the caller then runs est_sgemm_bf16 and the epilogue as passes. */
+int est_sgemm_bf16_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
+                      int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep);
 /* est_sgemm_bf16 runs one of two kernels with the same arithmetic (bf16 inputs, fp32 sums;
  * the order of the fp32 sums differs), the tiles where est_kernel_amx() (nn/kernel_choice.h):
  *   est_sgemm_amx      AMX tiles (TDPBF16PS), gemm_amx.c; returns 0 when done, non-zero

@@ -202,6 +202,12 @@ BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k,
 #undef ROWS
 }
 
+int est_sgemm_bf16_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
+                      int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep) {
+  if (est_kernel_amx()) return est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
+  return est_sgemm_bf16_dp_ep(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
+}
+
 void est_sgemm_bf16(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                     const float *B, int ldb, float beta, float *C, int ldc) {
   /* the tile unit where the CPU, Linux and the kernel choice allow it (gemm_amx.c), else
