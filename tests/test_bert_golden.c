@@ -94,19 +94,7 @@ static void check_config(const char *name) {
   /* backward: every parameter gradient */
   assert_int_equal(est_bert_classifier_backward(f.m), EST_OK);
   char key[400];
-  /* Some gradients are exactly zero in exact arithmetic (e.g. the key bias: adding a
-   * constant to every score of a row leaves the softmax unchanged), so both sides hold
-   * pure float32 rounding noise there. An absolute floor of 1e-7 times the largest
-   * gradient of the whole model covers that noise; everywhere else the relative term rules. */
-  double gmax = 0;
-  for (size_t i = 0; i < est_vars_count(f.vs); i++) {
-    const est_variable *v = est_vars_at(f.vs, i);
-    snprintf(key, sizeof key, "grad:%s", v->name);
-    size_t n = 0;
-    const float *ref = golden_get(&f.g, key, &n);
-    for (size_t j = 0; j < n; j++) gmax = fmax(gmax, fabs(ref[j]));
-  }
-  g_abs_floor = 1e-7 * gmax;
+  golden_grad_floor(&f.g, f.vs, 1e-7); /* 1e-7 of the model's largest gradient (golden_util.h) */
   double worst_all = 0;
   const char *worst_name = "";
   for (size_t i = 0; i < est_vars_count(f.vs); i++) {

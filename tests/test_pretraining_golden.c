@@ -130,14 +130,7 @@ static void test_losses_metrics_and_gradients(void **state) {
   /* The key bias' gradient is zero in exact arithmetic (a constant added to a row of
    * scores leaves the softmax alone): rounding noise on both sides, covered by an absolute
    * floor of 1e-7 of the model's largest gradient, as test_bert_golden.c. */
-  double gmax = 0;
-  for (size_t i = 0; i < est_vars_count(f.vs); i++) {
-    snprintf(key, sizeof key, "grad:%s", est_vars_at(f.vs, i)->name);
-    size_t n = 0;
-    const float *ref = golden_get(&f.g, key, &n);
-    for (size_t j = 0; j < n; j++) gmax = fmax(gmax, fabs(ref[j]));
-  }
-  g_abs_floor = 1e-7 * gmax;
+  golden_grad_floor(&f.g, f.vs, 1e-7);
   double worst_all = 0;
   const char *worst_name = "";
   for (size_t i = 0; i < est_vars_count(f.vs); i++) {

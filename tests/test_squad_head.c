@@ -91,15 +91,8 @@ static void test_squad_head_matches_the_reference(void **state) {
   expect_close("loss", &loss, golden_get(&f.g, "loss", NULL), 1, 1e-5, 0);
   assert_int_equal(est_bert_squad_head_type.backward(f.head), EST_OK);
   assert_int_equal(est_bert_encoder_backward(f.enc), EST_OK);
-  double gmax = 0;
   char key[400];
-  for (size_t i = 0; i < est_vars_count(f.vs); i++) {
-    snprintf(key, sizeof key, "grad:%s", est_vars_at(f.vs, i)->name);
-    size_t n = 0;
-    const float *ref = golden_get(&f.g, key, &n);
-    for (size_t j = 0; j < n; j++) gmax = fmax(gmax, fabs(ref[j]));
-  }
-  g_abs_floor = 1e-7 * gmax;
+  golden_grad_floor(&f.g, f.vs, 1e-7);
   for (size_t i = 0; i < est_vars_count(f.vs); i++) {
     const est_variable *v = est_vars_at(f.vs, i);
     snprintf(key, sizeof key, "grad:%s", v->name);

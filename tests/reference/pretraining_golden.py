@@ -21,7 +21,6 @@ Dropout off.
 Run from the repository root:  /usr/bin/python3 tests/reference/pretraining_golden.py
 (Debian python3-torch 1.13; deterministic on CPU.)
 """
-import json
 import math
 import os
 import sys
@@ -181,22 +180,10 @@ def main():
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     d = os.path.join(root, "data", "golden", NAME)
-    os.makedirs(d, exist_ok=True)
-    with open(os.path.join(d, "bert_config.json"), "w") as f:
-        json.dump(CFG, f, indent=2, sort_keys=True)
-        f.write("\n")
     lines = ["meta batch %d" % B, "meta seq_len %d" % S, "meta max_predictions %d" % P,
              "meta init_lr %.9g" % bg.INIT_LR, "meta num_train_steps %d" % bg.NUM_TRAIN_STEPS,
              "meta num_warmup_steps %d" % bg.NUM_WARMUP_STEPS, "meta steps %d" % bg.STEPS]
-    offset = 0
-    with open(os.path.join(d, "tensors.bin"), "wb") as f:
-        for n, t in entries:
-            arr = t.numpy().astype("<f4")
-            f.write(arr.tobytes())
-            lines.append("%s %d %d %s" % (n, offset, arr.size, " ".join(str(s) for s in arr.shape) or "-"))
-            offset += arr.size
-    with open(os.path.join(d, "manifest.txt"), "w") as f:
-        f.write("\n".join(lines) + "\n")
+    offset = bg.write_manifest(d, CFG, lines, entries)  # bert_config.json, tensors.bin, manifest.txt
     print("%s: %d floats, loss %.6f (mlm %.6f, nsp %.6f), step losses %s" % (
         NAME, offset, out["loss"].item(), out["masked_lm_loss"].item(), out["next_sentence_loss"].item(), losses))
 
