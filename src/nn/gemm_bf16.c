@@ -94,21 +94,48 @@ BF16_TARGET static void pack_pairs_of_rows(int32_t *dst, int panels, const float
   }
 }
 
-/* Bw(kp, n) = pair(src[n][2kp], src[n][2kp+1]), panel-major: Trans B (stored [N][K]), whose
- * pairs are adjacent in memory but belong in a column of Bw. Rows n in [from, to); columns
- * N..Np of Bw are zeroed by the caller. */
-BF16_TARGET static void pack_pairs_of_cols(int32_t *dst, const float *src, int ld, int K, int kp2, int from, int to) {
-  const __m512i stride = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                            _mm512_set1_epi32(NR));
-  for (int n = from; n < to; n++) {
-    const float *s = src + (size_t)n * ld;
-    for (int k = 0; k < 2 * kp2; k += 32) {
-      __m512 lo = _mm512_maskz_loadu_ps(est_lanes16(K - k), s + k);
-      __m512 hi = _mm512_maskz_loadu_ps(est_lanes16(K - k - 16), s + k + 16);
-      __m512i words = (__m512i)_mm512_cvtne2ps_pbh(hi, lo); /* 16 pairs, kp = k/2 .. k/2+15 */
-      _mm512_mask_i32scatter_epi32(dst + word_at(1, kp2, 0, k / 2, n), est_lanes16(kp2 - k / 2), stride, words, 4);
+/* w[i][j] <- w[j][i] for a 16 x 16 block of 32-bit words, in four rounds: round b swaps, in
+ * every 2b x 2b block, the b x b block above the diagonal with the one below it (rows i and
+ * i + b, columns with and without bit b), which after b = 8, 4, 2, 1 is the transpose. */
+BF16_TARGET static void transpose16_words(__m512i w[16]) {
+  for (int b = 8; b >= 1; b /= 2) {
+    int keep[16], take[16];
+    for (int j = 0; j < 16; j++) {
+      keep[j] = j & b ? 16 + j - b : j; /* row i: its own left columns, row i + b's left ones moved right */
+      take[j] = j & b ? 16 + j : j + b; /* row i + b: row i's right columns moved left, its own right ones */
     }
+    const __m512i ik = _mm512_loadu_si512(keep), it = _mm512_loadu_si512(take);
+    for (int i = 0; i < 16; i++)
+      if (!(i & b)) {
+        __m512i lo = w[i], hi = w[i + b];
+        w[i] = _mm512_permutex2var_epi32(lo, ik, hi);
+        w[i + b] = _mm512_permutex2var_epi32(lo, it, hi);
+      }
   }
+}
+
+/* Bw(kp, n) = pair(src[n][2kp], src[n][2kp+1]), panel-major: Trans B (stored [N][K]), whose
+ * pairs are adjacent in memory but belong in a column of Bw. 16 rows at a time: each row's
+ * next 16 pairs are one vector, and their transpose gives each pair's 16 columns, stored
+ * whole (a scatter per row, the first form, was ~3/4 of packing K^T for the attention's
+ * scores). Rows n in [0, C); rows C up to a multiple of 16 are written zero, the rest of the
+ * last panel is zeroed by the caller. */
+BF16_TARGET static void pack_pairs_of_cols(int32_t *dst, const float *src, int ld, int K, int kp2, int C) {
+  for (int n0 = 0; n0 < C; n0 += 16)
+    for (int k = 0; k < 2 * kp2; k += 32) {
+      __m512i w[16];
+      for (int r = 0; r < 16; r++) {
+        __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+        if (n0 + r < C) {
+          const float *s = src + (size_t)(n0 + r) * ld + k;
+          lo = _mm512_maskz_loadu_ps(est_lanes16(K - k), s);
+          hi = _mm512_maskz_loadu_ps(est_lanes16(K - k - 16), s + 16);
+        }
+        w[r] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo); /* pairs kp = k/2 .. k/2+15 of row n0 + r */
+      }
+      transpose16_words(w); /* w[j]: pair k/2 + j of the 16 rows */
+      for (int j = 0; j < 16 && k / 2 + j < kp2; j++) _mm512_storeu_si512(dst + word_at(1, kp2, 0, k / 2 + j, n0), w[j]);
+    }
 }
 
 /* B's panels [t0, t1) (all of B's columns but those beyond N zero), tb as cblas. */
@@ -121,7 +148,7 @@ BF16_TARGET static void pack_b_panels(int32_t *bw, const float *B, int ldb, CBLA
     pack_pairs_of_rows(first, 1, B + c0, ldb, K, kp2, c1 - c0, (t1 - t0) * NR, 0, kp2);
   } else {
     if (t1 * NR > N) memset(bw + (size_t)(t1 - 1) * kp2 * NR, 0, (size_t)kp2 * NR * sizeof(int32_t));
-    pack_pairs_of_cols(first, B + (size_t)c0 * ldb, ldb, K, kp2, 0, c1 - c0);
+    pack_pairs_of_cols(first, B + (size_t)c0 * ldb, ldb, K, kp2, c1 - c0);
   }
 }
 
@@ -202,6 +229,43 @@ BF16_TARGET static void kernel(int kpairs, const int32_t *a, long a_m, long a_k,
 #undef ROWS
 }
 
+/* One product's packed operands and shape, as its work items read them. */
+typedef struct {
+  int M, N, kp2;
+  float alpha, beta;
+  const int32_t *aw; /* A's words: row i, pair p at aw[i a_m + p a_k] */
+  long a_m, a_k;
+  const int32_t *b_words; /* B's panels */
+  float *C;
+  int ldc;
+  const est_gemm_epilogue *ep;
+  int groups, tiles; /* column groups per row block; column tiles of NR */
+} dp_product;
+
+/* Work item it: row block it / groups, column group it % groups, every k block in order. */
+static void run_item(const dp_product *P, int it) {
+  const int groups = P->groups, tiles = P->tiles, kp2 = P->kp2, M = P->M, N = P->N;
+  const est_gemm_epilogue *ep = P->ep;
+  int rb = it / groups, g = it % groups;
+  int m0 = rb * MC, m1 = m0 + MC < M ? m0 + MC : M;
+  int t0 = (int)((long)tiles * g / groups), t1 = (int)((long)tiles * (g + 1) / groups);
+  for (int k0 = 0; k0 < kp2; k0 += KC) {
+    int kc = kp2 - k0 < KC ? kp2 - k0 : KC;
+    const int last = k0 + kc == kp2;
+    for (int t = t0; t < t1; t++) {
+      int n0 = t * NR;
+      for (int m = m0; m < m1; m += MR) {
+        store_op op = {k0 > 0 || P->beta != 0.0f, ep && ep->bias ? ep->bias + n0 : NULL,
+                       last && ep && ep->gelu_out ? ep->gelu_out + (size_t)m * ep->ld_gelu + n0 : NULL,
+                       ep ? ep->ld_gelu : 0};
+        kernel(kc, P->aw + (size_t)m * P->a_m + (size_t)k0 * P->a_k, P->a_m, P->a_k,
+               P->b_words + ((size_t)t * kp2 + k0) * NR, NR, P->C + (size_t)m * P->ldc + n0, P->ldc, P->alpha,
+               m1 - m < MR ? m1 - m : MR, N - n0 < NR ? N - n0 : NR, &op);
+      }
+    }
+  }
+}
+
 int est_sgemm_bf16_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                       int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep) {
   if (est_kernel_amx()) return est_sgemm_amx(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, ep);
@@ -253,6 +317,15 @@ int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, i
     if (groups > tiles) groups = tiles;
   }
   const int items = rblocks * groups;
+  const dp_product P = {M, N, kp2, alpha, beta, aw, a_m, a_k, b_words, C, ldc, ep, groups, tiles};
+  if (threads == 1) { /* inside a caller's parallel loop (attention's pairs) or one thread: no
+                       * team of one, whose start cost ~20% of such a small product (AMX's) */
+    if (ta == CblasNoTrans) pack_rows(aw, A, lda, M, Mp, K, kp2, 0, Mp);
+    else pack_pairs_of_rows(aw, 0, A, lda, K, kp2, M, Mp, 0, kp2);
+    if (!kept) pack_b_panels(bw, B, ldb, tb, K, N, kp2, 0, tiles);
+    for (int it = 0; it < items; it++) run_item(&P, it);
+    return 0;
+  }
 #pragma omp parallel num_threads(threads)
   {
     int from, to;
@@ -261,25 +334,7 @@ int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, i
     if (!kept) est_team_share(tiles, &from, &to), pack_b_panels(bw, B, ldb, tb, K, N, kp2, from, to);
 #pragma omp barrier
 #pragma omp for schedule(dynamic, 1)
-    for (int it = 0; it < items; it++) {
-      int rb = it / groups, g = it % groups;
-      int m0 = rb * MC, m1 = m0 + MC < M ? m0 + MC : M;
-      int t0 = (int)((long)tiles * g / groups), t1 = (int)((long)tiles * (g + 1) / groups);
-      for (int k0 = 0; k0 < kp2; k0 += KC) {
-        int kc = kp2 - k0 < KC ? kp2 - k0 : KC;
-        const int last = k0 + kc == kp2;
-        for (int t = t0; t < t1; t++) {
-          int n0 = t * NR;
-          for (int m = m0; m < m1; m += MR) {
-            store_op op = {k0 > 0 || beta != 0.0f, ep && ep->bias ? ep->bias + n0 : NULL,
-                           last && ep && ep->gelu_out ? ep->gelu_out + (size_t)m * ep->ld_gelu + n0 : NULL,
-                           ep ? ep->ld_gelu : 0};
-            kernel(kc, aw + (size_t)m * a_m + (size_t)k0 * a_k, a_m, a_k, b_words + ((size_t)t * kp2 + k0) * NR, NR,
-                   C + (size_t)m * ldc + n0, ldc, alpha, m1 - m < MR ? m1 - m : MR, N - n0 < NR ? N - n0 : NR, &op);
-          }
-        }
-      }
-    }
+    for (int it = 0; it < items; it++) run_item(&P, it);
   }
   return 0;
 }
