@@ -13,7 +13,9 @@
  * golden's weights are normal (c ~ 3.5-4 at these sizes) and its LayerNorm'd activations too,
  * GELU's outputs a little heavier: c <= 5 gives E1 = sqrt(50 / 12) / 127 = 1.6%. A logit is
  * D = 4L + 1 int8 matmuls deep (per layer Q/K/V, attention output, FFN in, FFN out; then the
- * pooler; the attention's per-head products and the classifier output stay fp32); LayerNorm
+ * pooler; the classifier output stays fp32, and the attention's per-head products run bf16
+ * where the CPU has AVX512-BF16, fp32 elsewhere: bf16's rounding, at most 2^-9 relative per
+ * operand, is ~1/10 of E1 and adds to it in quadrature, so it is not counted); LayerNorm
  * keeps each layer's scale, so the errors add in quadrature: E = E1 sqrt(D), checked at 6 E
  * relative to the logits' largest |value|, as test_bert_golden_bf16 does for bf16. A wrong
  * scale, a lost compensation term or a transposed operand is off by O(1), far outside. */

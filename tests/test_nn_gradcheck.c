@@ -511,16 +511,20 @@ static void test_attention_fast_matches_reference(void **state) {
   attention_fast_vs_reference(2, 130, 2, 64, EST_KERNEL_BLAS, 5e-5, 1e-7);
 }
 
-/* bf16 mode on AMX: the scores and context products take bf16 inputs with fp32 sums
- * (attention.c, pair_forward_amx), and so do the backward's (below). Against the reference run on the inputs rounded to bf16
+/* bf16 mode: the scores and context products take bf16 inputs with fp32 sums (attention.c,
+ * pair_forward_bf16: on the AMX tiles, or VDPBF16PS under EST_KERNEL=bf16dp or without AMX),
+ * and so do the backward's on AMX (on VDPBF16PS they stay fp32: below, the same bound holds
+ * with room). int8 mode runs the same bf16 products: the same bits as bf16 mode's. Against
+ * the reference run on the inputs rounded to bf16
  * (q, k, v; the reference sums in double): the probabilities differ only by the fp32 sums
  * of Dh exact products, as in the fp32 test (5e-5); the context also rounds each
  * probability to bf16 before P V, |p - bf16(p)| <= 2^-8 p, so with sum p = 1 and |v| <= 1
  * it is off by at most 2^-8 plus the fp32 terms. And it did round: the context differs from
- * the fp32 path's by more than fp32 error somewhere. Skipped without AMX. */
-static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state) {
+ * the fp32 path's by more than fp32 error somewhere. Skipped without AVX512-BF16 (or under
+ * EST_KERNEL=noavx512), where both modes run these products in fp32. */
+static void test_attention_bf16_matches_rounded_reference(void **state) {
   (void)state;
-  if (!est_kernel_amx()) skip(); /* no AMX, or EST_KERNEL=bf16dp or noavx512 */
+  if (!est_kernel_avx512_bf16()) skip();
   enum { B = 2, S = 130, N = 2, Dh = 64 };
   size_t n = (size_t)B * S * N * Dh, pp = (size_t)B * N * S * S;
   int32_t *input_mask = malloc((size_t)B * S * sizeof(int32_t));
@@ -536,8 +540,14 @@ static void test_attention_bf16_on_tiles_matches_rounded_reference(void **state)
     est_attention_forward(ctx32, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13,
                           EST_PRECISION_FP32);
     assert_int_equal(est_precision_resolve(EST_PRECISION_BF16), EST_PRECISION_BF16);
+    float *ctx8 = zeros(n), *probs8 = zeros(pp);
+    est_attention_forward(ctx8, probs8, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13,
+                          EST_PRECISION_INT8);
     est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13,
                           EST_PRECISION_BF16);
+    assert_memory_equal(ctx8, ctx, n * sizeof(float));
+    assert_memory_equal(probs8, probs, pp * sizeof(float));
+    free(ctx8), free(probs8);
     est_attention_forward_ref(ctxr, probsr, mask, qr, kr, vr, input_mask, B, S, N, Dh, prob);
     assert_close("bf16 attention probs", probs, probsr, pp, 5e-5, 1e-7);
     assert_close("bf16 attention ctx", ctx, ctxr, n, 5e-5, 0x1p-8 * (pass ? 1.25 : 1.0) + 1e-6);
@@ -792,7 +802,7 @@ int main(void) {
       cmocka_unit_test_setup(test_activation_names, setup),
       cmocka_unit_test_setup(test_attention_gradcheck_masked_keys, setup),
       cmocka_unit_test_setup(test_attention_fast_matches_reference, setup),
-      cmocka_unit_test_setup(test_attention_bf16_on_tiles_matches_rounded_reference, setup),
+      cmocka_unit_test_setup(test_attention_bf16_matches_rounded_reference, setup),
       cmocka_unit_test_setup(test_attention_fully_masked_row, setup),
       cmocka_unit_test_setup(test_attention_gradcheck_with_dropout, setup),
       cmocka_unit_test_setup(test_embeddings_scatter_add_and_errors, setup),

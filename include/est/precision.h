@@ -9,16 +9,18 @@
  *   Linux grants the process their state (TDPBF16PS, 14-18x the fp32 FMA rate on the Xeon
  *   this was measured on), else on AVX512-BF16 (VDPBF16PS does 64 FLOP to an FMA's 32: up to
  *   twice fp32's rate where it issues as often as an FMA; some CPUs issue it a quarter as
- *   often, and est_precision_apply_flag warns there, see bench/bench_peak.c). With AMX the
- *   attention's per-head products (forward: scores Q K^T, context P V; and the four of the
- *   backward) run on the tiles too; without it they stay fp32. Everything else stays fp32:
+ *   often, and est_precision_apply_flag warns there, see bench/bench_peak.c). The attention's
+ *   per-head products take bf16 inputs too: with AMX all six (forward: scores Q K^T, context
+ *   P V; and the four of the backward) on the tiles, without it the forward's two on
+ *   VDPBF16PS (the backward's stay fp32 there). Everything else stays fp32:
  *   master weights, optimizer state, LayerNorm, softmax, the loss and the gradients.
  *   Checkpoints are fp32 as always.
  * EST_PRECISION_INT8 (inference only): the dense layers' forward GEMMs (Q, K, V, attention
  *   output, intermediate, output, pooler) quantize their weights once per output channel and
  *   their input rows at run time to int8, sum in int32 on VNNI (VPDPBUSD) and dequantize into
- *   the fp32 epilogue (bias, GELU); every other product (the attention's per-head ones, the
- *   classifier output) and everything else stays fp32 (docs/int8.md §1). Training
+ *   the fp32 epilogue (bias, GELU); the attention's per-head products run bf16 as in bf16
+ *   mode where the CPU has AVX512-BF16 (fp32 elsewhere); the classifier output and everything
+ *   else stays fp32 (docs/int8.md §1). Training
  *   refuses it (est_precision_check_training).
  *
  * The precision belongs to a model, not to the process: the encoder holds it

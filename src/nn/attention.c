@@ -8,8 +8,9 @@
  * go scores -> mask + softmax -> context while the strip is in L1 (OpenBLAS's small
  * products re-packed both operands on every call, and the scores made a round trip to L2
  * between three passes). Of the backward's four products per pair, the two with NoTrans A
- * run the own kernel too, the two with Trans A OpenBLAS (pair_gemm). In bf16 mode on a CPU
- * with AMX all six run on the tiles instead (pair_forward_amx, pair_gemm).
+ * run the own kernel too, the two with Trans A OpenBLAS (pair_gemm). In bf16 and int8 modes
+ * the forward's two take bf16 inputs (pair_forward_bf16: AMX tiles, else VDPBF16PS), and on
+ * AMX the backward's four too (pair_gemm).
  *
  * Per pair (b, h), with Q, K, V the [S, Dh] slices (row stride N*Dh):
  *   forward   P  = softmax(Q K^T / sqrt(Dh) + madd),  madd[j] = (1 - input_mask[b,j]) * -10000
@@ -101,25 +102,35 @@ static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const fl
   return 0;
 }
 
-/* One pair in bf16 mode on AMX (--precision=bf16 where the CPU has the tiles): the two
- * products on bf16 inputs with fp32 sums, as every dense layer's, on the tile kernel run
- * single-threaded on this thread (est_sgemm_amx inside a parallel region); the masked
- * softmax and the dropout stay fp32, in between. The whole [S, S] of scores at once: the
- * tile kernel packs its operands per call, so strips would pack K^T and V again per strip.
- * In fp32 this pair took ~12% of a bf16 Small inference step, against ~60% for every dense
- * layer together (perf). Returns non-zero when the tile kernel refuses (no memory for its
- * packed operands); the fp32 paths then run and write P and ctx whole. */
-static int pair_forward_amx(float *ctx, float *p, const uint8_t *m, const float *qb, const float *kb, const float *vb,
-                            const float *madd, int S, int Dh, int HD, float scale, int dropout, float keep_scale) {
+/* One pair with bf16 products (attention_plan's bf16): the two products on bf16 inputs with
+ * fp32 sums, as every dense layer's, run single-threaded on this thread (inside the parallel
+ * region each GEMM is a team of one): on the AMX tiles (est_sgemm_amx) where the CPU has them,
+ * else VDPBF16PS (est_sgemm_bf16_dp). The masked softmax and the dropout stay fp32, in
+ * between. The whole [S, S] of scores at once: the bf16 kernels pack their operands per call,
+ * so strips would pack K^T and V again per strip. In fp32 this pair took ~12% of a bf16
+ * Small inference step on AMX, against ~60% for every dense layer together, and ~12% of an
+ * int8 Base step at batch 32 on a Zen 4 (perf). Returns non-zero when the tile kernel refuses
+ * (no memory for its packed operands); the fp32 paths then run and write P and ctx whole. */
+static int pair_forward_bf16(float *ctx, float *p, const uint8_t *m, const float *qb, const float *kb,
+                             const float *vb, const float *madd, int S, int Dh, int HD, float scale, int dropout,
+                             float keep_scale, int amx) {
   float *pd = p;
   if (dropout && !(pd = est_thread_buf(EST_TBUF_ATT_STRIP, (size_t)S * S))) return -1;
   /* P[S,S] = Q K^T, scaled in the softmax: with alpha = 1 the tiles are stored straight
    * into P rather than through a buffer */
-  if (est_sgemm_amx(CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, qb, HD, kb, HD, 0.0f, p, S, NULL) != 0) return -1;
+  if (amx) {
+    if (est_sgemm_amx(CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, qb, HD, kb, HD, 0.0f, p, S, NULL) != 0) return -1;
+  } else {
+    est_sgemm_bf16_dp(CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, qb, HD, kb, HD, 0.0f, p, S);
+  }
   masked_softmax_rows(p, madd, scale, S, S);
   if (dropout)
     for (size_t e = 0; e < (size_t)S * S; e++) pd[e] = m[e] ? p[e] * keep_scale : 0.0f;
   /* ctx[S,Dh] = Pd V */
+  if (!amx) {
+    est_sgemm_bf16_dp(CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, pd, S, vb, HD, 0.0f, ctx, HD);
+    return 0;
+  }
   return est_sgemm_amx(CblasNoTrans, CblasNoTrans, S, Dh, S, 1.0f, pd, S, vb, HD, 0.0f, ctx, HD, NULL);
 }
 
@@ -149,13 +160,25 @@ typedef struct attention_plan {
   size_t SS;         /* S * S: one (example, head)'s probabilities */
   int dropout;       /* dropout_prob > 0 */
   float keep_scale;  /* 1 / (1 - dropout_prob) */
-  int own, amx;      /* est's fp32 kernel allowed; bf16 products on the AMX tiles */
+  int own;           /* est's fp32 kernel allowed */
+  int bf16, amx;     /* products on bf16 inputs (on the AMX tiles where amx, else VDPBF16PS) */
 } attention_plan;
+
+/* The per-head products run on bf16 inputs in bf16 mode, and in int8 mode too where the CPU
+ * has a bf16 instruction: their operands (Q, K, the probabilities, V) are activations, which
+ * int8's per-row quantization handles poorly (softmax's outputs span orders of magnitude), while
+ * bf16 keeps 8 bits of every value's own scale, at twice fp32's rate (four times on AMX).
+ * Without AVX512-BF16 they stay fp32 (docs/int8.md §1). The choice follows the CPU and the
+ * kernel choice only, never a timing, so a CPU's results do not change from run to run. */
+static int products_in_bf16(est_precision precision) {
+  return (precision == EST_PRECISION_BF16 || precision == EST_PRECISION_INT8) && est_kernel_avx512_bf16();
+}
 
 static attention_plan attention_plan_of(int S, int N, int Dh, float dropout_prob, est_precision precision) {
   attention_plan p = {.HD = N * Dh, .scale = 1.0f / sqrtf((float)Dh), .SS = (size_t)S * S,
                       .dropout = dropout_prob > 0.0f, .own = own_kernel_allowed(),
-                      .amx = precision == EST_PRECISION_BF16 && est_kernel_amx()};
+                      .bf16 = products_in_bf16(precision)};
+  p.amx = p.bf16 && est_kernel_amx();
   p.keep_scale = p.dropout ? 1.0f / (1.0f - dropout_prob) : 1.0f;
   est_blas_use_one_thread();
   return p;
@@ -166,7 +189,7 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
                               int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
                               int64_t first_example, est_precision precision) {
   const attention_plan P = attention_plan_of(S, N, Dh, dropout_prob, precision);
-  const int HD = P.HD, dropout = P.dropout, own = P.own, amx = P.amx;
+  const int HD = P.HD, dropout = P.dropout, own = P.own, bf16 = P.bf16, amx = P.amx;
   const float scale = P.scale, keep_scale = P.keep_scale;
   const size_t SS = P.SS;
 #pragma omp parallel
@@ -182,8 +205,8 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
       uint8_t *m = dropout ? dropout_mask + (size_t)bh * SS : NULL;
       if (dropout)
         est_dropout_mask(m, ((size_t)first_example * N + (size_t)bh) * SS, SS, dropout_prob, seed, step, tensor_id);
-      if (amx && pair_forward_amx(ctx + off, p, m, q + off, k + off, v + off, madd, S, Dh, HD, scale, dropout,
-                                  keep_scale) == 0)
+      if (bf16 && pair_forward_bf16(ctx + off, p, m, q + off, k + off, v + off, madd, S, Dh, HD, scale, dropout,
+                                    keep_scale, amx) == 0)
         continue;
       if (own && pair_forward_own(ctx + off, p, m, q + off, k + off, v + off, madd, S, Dh, HD, scale, dropout,
                                   keep_scale) == 0)
