@@ -220,6 +220,45 @@ static void test_frozen_weights_packed_once(void **state) {
   free(A), free(W), free(C), free(R);
 }
 
+/* Products of one A (est_sgemm_int8_shared: the Q, K and V projections): each the same bits
+ * as its own est_sgemm_int8, with the weights kept (A quantized once, one parallel region,
+ * column counts that cut tiles short) and without (one by one), on 1 and 2 threads, and
+ * through est_matmul_forward_shared. */
+static void test_shared_input_equals_separate_products(void **state) {
+  (void)state;
+  if (!have_int8_kernel()) skip();
+  enum { M = 61, K = 70, P = 3 };
+  const int Ns[P] = {64, 33, 100};
+  float *A = random_matrix((size_t)M * K, 2.0f), *W[P], *bias[P], *C[P], *R[P];
+  est_gemm_epilogue ep[P];
+  est_int8_product prods[P];
+  est_dense_output outs[P];
+  for (int j = 0; j < P; j++) {
+    W[j] = random_matrix((size_t)K * Ns[j], 0.3f), bias[j] = random_matrix(Ns[j], 1.0f);
+    C[j] = malloc((size_t)M * Ns[j] * sizeof(float)), R[j] = malloc((size_t)M * Ns[j] * sizeof(float));
+    ep[j] = (est_gemm_epilogue){.bias = bias[j]};
+    prods[j] = (est_int8_product){W[j], Ns[j], Ns[j], C[j], Ns[j], &ep[j]};
+    outs[j] = (est_dense_output){C[j], W[j], bias[j], Ns[j]};
+    assert_int_equal(est_sgemm_int8(CblasNoTrans, M, Ns[j], K, A, K, W[j], Ns[j], R[j], Ns[j], &ep[j]), 0);
+  }
+  const int max_threads = omp_get_max_threads();
+  for (int kept = 0; kept < 2; kept++)
+    for (int threads = 1; threads <= 2; threads++) {
+      omp_set_num_threads(threads);
+      for (int j = 0; j < P; j++) memset(C[j], 0xff, (size_t)M * Ns[j] * sizeof(float));
+      assert_int_equal(est_sgemm_int8_shared(CblasNoTrans, M, K, A, K, prods, P), 0);
+      for (int j = 0; j < P; j++) assert_memory_equal(C[j], R[j], (size_t)M * Ns[j] * sizeof(float));
+      for (int j = 0; j < P; j++) memset(C[j], 0xff, (size_t)M * Ns[j] * sizeof(float));
+      est_matmul_forward_shared(A, M, K, outs, P, EST_PRECISION_INT8);
+      for (int j = 0; j < P; j++) assert_memory_equal(C[j], R[j], (size_t)M * Ns[j] * sizeof(float));
+      if (!kept && threads == 2)
+        for (int j = 0; j < P; j++) assert_int_equal(est_frozen_add(W[j], (size_t)K * Ns[j] * sizeof(float)), 0);
+    }
+  omp_set_num_threads(max_threads);
+  for (int j = 0; j < P; j++) est_frozen_remove(W[j]), free(W[j]), free(bias[j]), free(C[j]), free(R[j]);
+  free(A);
+}
+
 /* EST_PRECISION_INT8 runs the int8 GEMM for a layer's forward product, fp32 for the others,
  * and resolves to fp32 without a kernel (EST_KERNEL=noavx512 here simulates a CPU without VNNI). */
 static void test_precision_int8_dispatch(void **state) {
@@ -263,6 +302,7 @@ int main(void) {
     cmocka_unit_test(test_kernel_equals_reference_bit_for_bit),
     cmocka_unit_test(test_ymm_kernel_equals_reference),
     cmocka_unit_test(test_frozen_weights_packed_once),
+    cmocka_unit_test(test_shared_input_equals_separate_products),
     cmocka_unit_test(test_precision_int8_dispatch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,6 +66,16 @@ typedef enum est_grad_mode {
 /* out[N,OC] = inp[N,IC] . W + bias[OC]   (bias may be NULL) */
 void est_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                         int N, int IC, int OC, int weight_transposed, est_precision precision);
+/* One input through several dense layers (BERT's Q, K and V projections of x): for each j,
+ * outs[j].out[N, outs[j].OC] = inp[N,IC] . outs[j].weight + outs[j].bias, the numbers
+ * est_matmul_forward gives each; in int8 inp is quantized once for all of them. */
+typedef struct {
+  float *out;
+  const float *weight, *bias;
+  int OC;
+} est_dense_output;
+void est_matmul_forward_shared(const float *inp, int N, int IC, const est_dense_output *outs, int count,
+                               est_precision precision);
 /* pre[N,OC] = inp . W + bias and act[N,OC] = tanh-GELU(pre) (est_activation_forward's
  * EST_ACT_GELU values), in one pass: the GELU is the GEMM's epilogue. */
 void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const float *weight, const float *bias,

@@ -350,9 +350,9 @@ void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x
     enc_layer_acts *a = &e->la[l];
     uint32_t drop_id = EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l;
     /* self-attention: Q, K, V projections [T,H] -> per-head attention -> ctx [T,H] */
-    est_matmul_forward(a->q, x, V(w->q_w), V(w->q_b), T, H, H, 0, e->precision);
-    est_matmul_forward(a->k, x, V(w->k_w), V(w->k_b), T, H, H, 0, e->precision);
-    est_matmul_forward(a->v, x, V(w->v_w), V(w->v_b), T, H, H, 0, e->precision);
+    const est_dense_output qkv[3] = {{a->q, V(w->q_w), V(w->q_b), H}, {a->k, V(w->k_w), V(w->k_b), H},
+                                     {a->v, V(w->v_w), V(w->v_b), H}};
+    est_matmul_forward_shared(x, T, H, qkv, 3, e->precision);
     est_attention_forward_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v, input_mask, B, S, N, Dh,
                              p_a, dropout_seed, step, drop_id, (int64_t)row0, e->precision);
     /* A = LayerNorm(dropout(ctx Wao + bao) + x) */

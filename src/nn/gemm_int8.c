@@ -14,8 +14,8 @@
 #include "nn/kernel_choice.h"
 #include "nn/thread_buf.h"
 
-/* Rows of C per block (its u8 rows stay in L2 while the block's column tiles pass); blocks
- * per thread, handed out dynamically, as in gemm.c. */
+/* Rows of C per block at most (its u8 rows stay in L2 while the block's column tiles pass);
+ * blocks per thread, handed out dynamically, as in gemm.c. */
 enum { MC = 16 * EST_INT8_MR, BLOCKS_PER_THREAD = 4 };
 /* the frozen copy's layout tag (core/frozen.h): "INT8", panel-major words */
 #define INT8_LAYOUT 0x494E5438u
@@ -25,13 +25,19 @@ static void make_packed(void *copy, void *ctx) {
   est_int8_weights_pack(copy, s->B, s->ldb, s->tb, s->K, s->N);
 }
 
+/* B's kept packed form when B is read-only (core/frozen.h: made on first use), else NULL. */
+static const void *kept_weights(const est_weight_src *s) {
+  size_t bytes = est_int8_weights_bytes(s->K, s->N);
+  uint64_t key[4];
+  est_weight_key(s, INT8_LAYOUT, key);
+  return est_frozen_derived(s->B, est_weight_extent(s), key, bytes, make_packed, (void *)s);
+}
+
 /* B's packed form: the frozen copy, or packed into the calling thread's scratch; NULL when
  * out of memory. */
 static const void *packed_weights(const est_weight_src *s) {
   size_t bytes = est_int8_weights_bytes(s->K, s->N);
-  uint64_t key[4];
-  est_weight_key(s, INT8_LAYOUT, key);
-  const void *kept = est_frozen_derived(s->B, est_weight_extent(s), key, bytes, make_packed, (void *)s);
+  const void *kept = kept_weights(s);
   if (kept) return kept;
   void *mem = est_thread_buf(EST_TBUF_INT8_B, (bytes + 3) / 4);
   if (mem) make_packed(mem, (void *)s);
@@ -53,49 +59,97 @@ int est_int8_weights_adopt(const float *B, int K, int N, const int8_t *codes, co
 
 int est_sgemm_int8(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
                    int ldc, const est_gemm_epilogue *ep) {
+  const est_int8_product p = {B, ldb, N, C, ldc, ep};
+  return est_sgemm_int8_shared(tb, M, K, A, lda, &p, 1);
+}
+
+/* How one product's columns are cut into blocks (the same for every row block). */
+typedef struct {
+  est_int8_weights w;
+  int col_blocks, tiles_per_block;
+} product_plan;
+
+int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_int8_product *prods,
+                          int count) {
   est_int8_block_fn *block = est_kernel_vnni512() ? est_int8_block_vnni512
                              : est_kernel_avxvnni() ? est_int8_block_avxvnni
                                                     : NULL;
   void (*quantize_rows)(uint8_t *, float *, const float *, int, int, int, int, int, int) =
       block == est_int8_block_vnni512 ? est_int8_quantize_rows_avx512 : est_int8_quantize_rows;
-  if (est_kernel_get() == EST_KERNEL_INT8REF && M > 0 && N > 0 && K > 0 && !(ep && ep->gelu_pre)) {
-    est_sgemm_int8_ref(tb, M, N, K, A, lda, B, ldb, C, ldc, ep);
+  if (count <= 0 || count > EST_INT8_MAX_SHARED) return -1;
+  int bad = M <= 0 || K <= 0;
+  for (int j = 0; j < count; j++) bad |= prods[j].N <= 0 || (prods[j].ep && prods[j].ep->gelu_pre);
+  if (bad) return -1;
+  if (est_kernel_get() == EST_KERNEL_INT8REF) {
+    for (int j = 0; j < count; j++)
+      est_sgemm_int8_ref(tb, M, prods[j].N, K, A, lda, prods[j].B, prods[j].ldb, prods[j].C, prods[j].ldc,
+                         prods[j].ep);
     return 0;
   }
-  if (!block || M <= 0 || N <= 0 || K <= 0 || (ep && ep->gelu_pre)) return -1;
-  const est_weight_src src = {B, ldb, K, N, tb};
-  const void *packed = packed_weights(&src);
+  if (!block) return -1;
+  product_plan plan[EST_INT8_MAX_SHARED];
+  if (count > 1) { /* several weights: each must have its kept copy (the scratch holds one) */
+    for (int j = 0; j < count; j++) {
+      const est_weight_src src = {prods[j].B, prods[j].ldb, K, prods[j].N, tb};
+      if (!kept_weights(&src)) {
+        for (int i = 0; i < count; i++) /* on failure the caller runs every product again, fp32 */
+          if (est_sgemm_int8_shared(tb, M, K, A, lda, prods + i, 1) != 0) return -1;
+        return 0;
+      }
+    }
+  }
+  for (int j = 0; j < count; j++) {
+    const est_weight_src src = {prods[j].B, prods[j].ldb, K, prods[j].N, tb};
+    const void *packed = packed_weights(&src);
+    if (!packed) return -1;
+    plan[j].w = est_int8_weights_view(packed);
+  }
   int groups = (K + 3) / 4, Mp = (M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
   /* the u8 rows (Mp rows of 4 groups bytes = groups floats' worth) and their scales */
-  float *scratch = packed ? est_thread_buf(EST_TBUF_INT8_A, (size_t)Mp * groups + Mp) : NULL;
+  float *scratch = est_thread_buf(EST_TBUF_INT8_A, (size_t)Mp * groups + Mp);
   if (!scratch) return -1;
-  const est_int8_weights w = est_int8_weights_view(packed);
   uint8_t *qa = (uint8_t *)scratch;
   float *sa = scratch + (size_t)Mp * groups;
-  const float *bias = ep ? ep->bias : NULL;
-  float *gelu_out = ep ? ep->gelu_out : NULL;
 
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  /* row blocks, and the columns split as well when there are too few of them (a short batch) */
-  int row_blocks = (M + MC - 1) / MC, tiles = w.Np / EST_INT8_NR;
-  int col_blocks = (BLOCKS_PER_THREAD * threads + row_blocks - 1) / row_blocks;
-  if (threads == 1 || col_blocks < 1) col_blocks = 1;
-  if (col_blocks > tiles) col_blocks = tiles;
-  int tiles_per_block = (tiles + col_blocks - 1) / col_blocks;
-  col_blocks = (tiles + tiles_per_block - 1) / tiles_per_block;
+  /* Row blocks of whole 12-row tiles, as many as a multiple of the team and as even as the
+   * tiles allow: blocks of 16 tiles and a short last one (4096 rows: 21 of 192 and one of 64)
+   * left one thread a block behind the other at every GEMM's end. The columns are split as
+   * well when there are too few row blocks (a short batch). */
+  const int row_tiles = Mp / EST_INT8_MR;
+  int row_blocks = (M + MC - 1) / MC;
+  if (threads > 1 && row_blocks > 1) row_blocks = (row_blocks + threads - 1) / threads * threads;
+  if (row_blocks > row_tiles) row_blocks = row_tiles;
+  int items_per_row_block = 0;
+  for (int j = 0; j < count; j++) {
+    int tiles = plan[j].w.Np / EST_INT8_NR;
+    int col_blocks = (BLOCKS_PER_THREAD * threads + row_blocks * count - 1) / (row_blocks * count);
+    if (threads == 1 || col_blocks < 1) col_blocks = 1;
+    if (col_blocks > tiles) col_blocks = tiles;
+    plan[j].tiles_per_block = (tiles + col_blocks - 1) / col_blocks;
+    plan[j].col_blocks = (tiles + plan[j].tiles_per_block - 1) / plan[j].tiles_per_block;
+    items_per_row_block += plan[j].col_blocks;
+  }
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static)
     for (int m = 0; m < Mp; m++) quantize_rows(qa, sa, A, lda, M, K, groups, m, m + 1);
+    /* items: row block outer, so its u8 rows stay in L2 through every product's columns */
 #pragma omp for schedule(dynamic, 1)
-    for (int b = 0; b < row_blocks * col_blocks; b++) {
-      int m0 = b / col_blocks * MC, m1 = m0 + MC < M ? m0 + MC : M;
-      int n0 = b % col_blocks * tiles_per_block * EST_INT8_NR, n1 = n0 + tiles_per_block * EST_INT8_NR;
-      if (n1 > N) n1 = N;
-      block(&w, qa, sa, bias, C, ldc, m0, m1, n0, n1);
-      if (gelu_out)
+    for (int b = 0; b < row_blocks * items_per_row_block; b++) {
+      const int rb = b / items_per_row_block;
+      int item = b % items_per_row_block, j = 0;
+      while (item >= plan[j].col_blocks) item -= plan[j].col_blocks, j++;
+      const est_int8_product *p = prods + j;
+      int m0 = (int)((long)row_tiles * rb / row_blocks) * EST_INT8_MR;
+      int m1 = (int)((long)row_tiles * (rb + 1) / row_blocks) * EST_INT8_MR;
+      if (m1 > M) m1 = M;
+      int n0 = item * plan[j].tiles_per_block * EST_INT8_NR, n1 = n0 + plan[j].tiles_per_block * EST_INT8_NR;
+      if (n1 > p->N) n1 = p->N;
+      block(&plan[j].w, qa, sa, p->ep ? p->ep->bias : NULL, p->C, p->ldc, m0, m1, n0, n1);
+      if (p->ep && p->ep->gelu_out)
         for (int m = m0; m < m1; m++)
-          est_gelu_row(gelu_out + (size_t)m * ep->ld_gelu + n0, C + (size_t)m * ldc + n0, n1 - n0);
+          est_gelu_row(p->ep->gelu_out + (size_t)m * p->ep->ld_gelu + n0, p->C + (size_t)m * p->ldc + n0, n1 - n0);
     }
   }
   return 0;

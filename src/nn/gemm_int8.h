@@ -76,6 +76,23 @@ static inline float est_int8_inverse(float amax) { return amax > 0.0f ? 127.0f /
  * kernel, M, N or K not positive, no memory): the caller runs fp32. */
 int est_sgemm_int8(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
                    int ldc, const est_gemm_epilogue *ep);
+/* One product of est_sgemm_int8_shared: C[M,N] (ldc apart) from op(B) (ldb apart), ep as above. */
+typedef struct {
+  const float *B;
+  int ldb, N;
+  float *C;
+  int ldc;
+  const est_gemm_epilogue *ep;
+} est_int8_product;
+enum { EST_INT8_MAX_SHARED = 4 };
+/* Several products of one A (BERT's Q, K and V projections of x): A's rows quantized once
+ * (a pass over A each, ~6% of an int8 Base step for all of them), and the products' blocks
+ * handed out in one parallel region, each row block through every product before the next.
+ * The same bits as est_sgemm_int8 per product. count <= EST_INT8_MAX_SHARED; the weights
+ * must be read-only (kept packed) for the shared pass, else they run one by one. Returns as
+ * est_sgemm_int8 (non-zero: nothing done). */
+int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_int8_product *prods,
+                          int count);
 /* The readable twin (gemm_int8_ref.c): the same numbers, bit for bit, from the definition. */
 void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                         float *C, int ldc, const est_gemm_epilogue *ep);

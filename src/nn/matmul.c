@@ -9,6 +9,7 @@
 
 #include "est/nn.h"
 #include "nn/gemm.h"
+#include "nn/gemm_int8.h"
 
 /* The bias is the GEMM's epilogue: est's own kernel adds it to C's tiles in registers;
  * the BLAS path fills out with it first and lets the GEMM add into it (gemm.c). */
@@ -17,6 +18,21 @@ void est_matmul_forward(float *out, const float *inp, const float *weight, const
   est_gemm_epilogue ep = {.bias = bias};
   est_sgemm_parallel_ep(CblasNoTrans, weight_transposed ? CblasTrans : CblasNoTrans, N, OC, IC, 1.0f, inp, IC,
                         weight, weight_transposed ? IC : OC, 0.0f, out, OC, &ep, precision);
+}
+
+void est_matmul_forward_shared(const float *inp, int N, int IC, const est_dense_output *outs, int count,
+                               est_precision precision) {
+  if (precision == EST_PRECISION_INT8 && count <= EST_INT8_MAX_SHARED) {
+    est_gemm_epilogue eps[EST_INT8_MAX_SHARED];
+    est_int8_product prods[EST_INT8_MAX_SHARED];
+    for (int j = 0; j < count; j++) {
+      eps[j] = (est_gemm_epilogue){.bias = outs[j].bias};
+      prods[j] = (est_int8_product){outs[j].weight, outs[j].OC, outs[j].OC, outs[j].out, outs[j].OC, &eps[j]};
+    }
+    if (est_sgemm_int8_shared(CblasNoTrans, N, IC, inp, IC, prods, count) == 0) return;
+  }
+  for (int j = 0; j < count; j++)
+    est_matmul_forward(outs[j].out, inp, outs[j].weight, outs[j].bias, N, IC, outs[j].OC, 0, precision);
 }
 
 /* pre = inp . W + b and act = tanh-GELU(pre) in one pass over the output: GELU is applied
