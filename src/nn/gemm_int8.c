@@ -92,7 +92,7 @@ int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int 
     for (int j = 0; j < count; j++) {
       const est_weight_src src = {prods[j].B, prods[j].ldb, K, prods[j].N, tb};
       if (!kept_weights(&src)) {
-        for (int i = 0; i < count; i++) /* on failure the caller runs every product again, fp32 */
+        for (int i = 0; i < count; i++) /* on failure the caller runs every product again */
           if (est_sgemm_int8_shared(tb, M, K, A, lda, prods + i, 1) != 0) return -1;
         return 0;
       }
