@@ -259,6 +259,46 @@ static void test_shared_input_equals_separate_products(void **state) {
   free(A);
 }
 
+/* The FFN's two GEMMs in one call (est_sgemm_int8_ffn, the first quantizing the GELU's rows
+ * for the second): pre, act and out the same bits as two est_sgemm_int8 calls. With 1 thread
+ * every work item spans whole rows, so the hand-over runs at any M; with 2 it runs at 1400
+ * rows and not at 30 (columns split). Weights kept, as in inference; odd widths pad tiles. */
+static void test_ffn_equals_two_products(void **state) {
+  (void)state;
+  if (!have_int8_kernel()) skip();
+  enum { H = 40, F = 70 };
+  float *Wi = random_matrix((size_t)H * F, 0.3f), *Wo = random_matrix((size_t)F * H, 0.3f);
+  float *bi = random_matrix(F, 1.0f), *bo = random_matrix(H, 1.0f);
+  assert_int_equal(est_frozen_add(Wi, (size_t)H * F * sizeof(float)), 0);
+  assert_int_equal(est_frozen_add(Wo, (size_t)F * H * sizeof(float)), 0);
+  const int max_threads = omp_get_max_threads();
+  for (int rows = 0; rows < 2; rows++) {
+    const int M = rows ? 1400 : 30;
+    float *A = random_matrix((size_t)M * H, 2.0f);
+    float *pre = malloc((size_t)M * F * sizeof(float)), *act = malloc((size_t)M * F * sizeof(float));
+    float *out = malloc((size_t)M * H * sizeof(float)), *pre_r = malloc((size_t)M * F * sizeof(float));
+    float *act_r = malloc((size_t)M * F * sizeof(float)), *out_r = malloc((size_t)M * H * sizeof(float));
+    const est_gemm_epilogue ep_in = {.bias = bi, .gelu_out = act_r, .ld_gelu = F}, ep_out = {.bias = bo};
+    assert_int_equal(est_sgemm_int8(CblasNoTrans, M, F, H, A, H, Wi, F, pre_r, F, &ep_in), 0);
+    assert_int_equal(est_sgemm_int8(CblasNoTrans, M, H, F, act_r, F, Wo, H, out_r, H, &ep_out), 0);
+    for (int threads = 1; threads <= 2; threads++) {
+      omp_set_num_threads(threads);
+      memset(out, 0xff, (size_t)M * H * sizeof(float));
+      assert_int_equal(est_sgemm_int8_ffn(M, H, F, A, Wi, bi, pre, act, Wo, bo, out), 0);
+      assert_memory_equal(pre, pre_r, (size_t)M * F * sizeof(float));
+      assert_memory_equal(act, act_r, (size_t)M * F * sizeof(float));
+      assert_memory_equal(out, out_r, (size_t)M * H * sizeof(float));
+      memset(out, 0xff, (size_t)M * H * sizeof(float));
+      est_ffn_forward(out, act, pre, A, Wi, bi, Wo, bo, M, H, F, EST_PRECISION_INT8);
+      assert_memory_equal(out, out_r, (size_t)M * H * sizeof(float));
+    }
+    omp_set_num_threads(max_threads);
+    free(A), free(pre), free(act), free(out), free(pre_r), free(act_r), free(out_r);
+  }
+  est_frozen_remove(Wi), est_frozen_remove(Wo);
+  free(Wi), free(Wo), free(bi), free(bo);
+}
+
 /* EST_PRECISION_INT8 runs the int8 GEMM for a layer's forward product, fp32 for the others,
  * and resolves to fp32 without a kernel (EST_KERNEL=noavx512 here simulates a CPU without VNNI). */
 static void test_precision_int8_dispatch(void **state) {
@@ -303,6 +343,7 @@ int main(void) {
     cmocka_unit_test(test_ymm_kernel_equals_reference),
     cmocka_unit_test(test_frozen_weights_packed_once),
     cmocka_unit_test(test_shared_input_equals_separate_products),
+    cmocka_unit_test(test_ffn_equals_two_products),
     cmocka_unit_test(test_precision_int8_dispatch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

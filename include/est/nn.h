@@ -80,6 +80,12 @@ void est_matmul_forward_shared(const float *inp, int N, int IC, const est_dense_
  * EST_ACT_GELU values), in one pass: the GELU is the GEMM's epilogue. */
 void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const float *weight, const float *bias,
                              int N, int IC, int OC, int weight_transposed, est_precision precision);
+/* BERT's feed-forward block: act[N,IM] = tanh-GELU(pre = inp[N,IC] . wi + bi), then
+ * out[N,IC] = act . wo + bo: est_matmul_forward_gelu then est_matmul_forward, the same numbers
+ * (weights [IC,IM] and [IM,IC], TF's layout). In int8 the first GEMM quantizes act's rows for
+ * the second as it writes them (nn/gemm_int8.h, est_sgemm_int8_ffn). */
+void est_ffn_forward(float *out, float *act, float *pre, const float *inp, const float *wi, const float *bi,
+                     const float *wo, const float *bo, int N, int IC, int IM, est_precision precision);
 /* dinp[N,IC] += dout . W^T;  dweight += inp^T . dout (in W's layout);  dbias[OC] += sum_n dout */
 void est_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                          const float *weight, int N, int IC, int OC, int weight_transposed, est_precision precision);

@@ -360,13 +360,14 @@ void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x
     est_dropout_forward_at(a->a_pre, a->amask, a->a_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 1);
     est_layernorm_forward_residual(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, x, V(w->ln1_g), V(w->ln1_b), T, H);
     /* Y = LayerNorm(dropout(act(A Wi + bi) Wo + bo) + A) */
-    if (cfg->hidden_act == EST_ACT_GELU) { /* GELU fused into the GEMM's epilogue */
-      est_matmul_forward_gelu(e->h, a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0, e->precision);
+    if (cfg->hidden_act == EST_ACT_GELU) { /* GELU fused into the first GEMM's epilogue */
+      est_ffn_forward(a->y_pre, e->h, a->h_pre, a->a, V(w->i_w), V(w->i_b), V(w->o_w), V(w->o_b), T, H, I,
+                      e->precision);
     } else {
       est_matmul_forward(a->h_pre, a->a, V(w->i_w), V(w->i_b), T, H, I, 0, e->precision);
       est_activation_forward(e->h, a->h_pre, (size_t)T * I, cfg->hidden_act);
+      est_matmul_forward(a->y_pre, e->h, V(w->o_w), V(w->o_b), T, I, H, 0, e->precision);
     }
-    est_matmul_forward(a->y_pre, e->h, V(w->o_w), V(w->o_b), T, I, H, 0, e->precision);
     est_dropout_forward_at(a->y_pre, a->omask, a->y_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 2);
     est_layernorm_forward_residual(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, a->a, V(w->ln2_g), V(w->ln2_b), T, H);
     x = a->y;

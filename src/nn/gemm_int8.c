@@ -69,8 +69,48 @@ typedef struct {
   int col_blocks, tiles_per_block;
 } product_plan;
 
+/* A's rows quantized (u8 words in est_int8_a_word's tiles, then the Mp scales): by the GEMM
+ * itself, or handed over by the one that wrote A (est_sgemm_int8_ffn). */
+typedef struct {
+  uint8_t *qa;
+  float *sa;
+} quantized_rows;
+
+static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_int8_product *prods,
+                        int count, const quantized_rows *given, const quantized_rows *ahead, int *ahead_done);
+
 int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_int8_product *prods,
                           int count) {
+  return run_products(tb, M, K, A, lda, prods, count, NULL, NULL, NULL);
+}
+
+/* Bytes (as floats) of M rows of K quantized: the u8 words and the scales. */
+static size_t quantized_floats(int M, int K) {
+  const size_t Mp = (size_t)(M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
+  return Mp * (size_t)((K + 3) / 4) + Mp;
+}
+
+static quantized_rows quantized_view(float *scratch, int M, int K) {
+  const size_t Mp = (size_t)(M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
+  return (quantized_rows){(uint8_t *)scratch, scratch + Mp * (size_t)((K + 3) / 4)};
+}
+
+int est_sgemm_int8_ffn(int M, int H, int F, const float *A, const float *Wi, const float *bi, float *pre, float *act,
+                       const float *Wo, const float *bo, float *out) {
+  const est_gemm_epilogue ep_in = {.bias = bi, .gelu_out = act, .ld_gelu = F}, ep_out = {.bias = bo};
+  const est_int8_product in = {Wi, F, F, pre, F, &ep_in}, outp = {Wo, H, H, out, H, &ep_out};
+  float *scratch = M > 0 && F > 0 ? est_thread_buf(EST_TBUF_INT8_NEXT, quantized_floats(M, F)) : NULL;
+  const quantized_rows ahead = scratch ? quantized_view(scratch, M, F) : (quantized_rows){0};
+  int done = 0;
+  if (run_products(CblasNoTrans, M, H, A, H, &in, 1, NULL, scratch ? &ahead : NULL, &done) != 0) return -1;
+  return run_products(CblasNoTrans, M, F, act, F, &outp, 1, done ? &ahead : NULL, NULL, NULL);
+}
+
+/* The products of one A (count of them): A's rows quantized by the team, or taken from given;
+ * with ahead (one product with a GELU, each of whose items spans whole rows), the GELU's rows
+ * also quantized into ahead right after each is written, and *ahead_done set. */
+static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_int8_product *prods,
+                        int count, const quantized_rows *given, const quantized_rows *ahead, int *ahead_done) {
   est_int8_block_fn *block = est_kernel_vnni512() ? est_int8_block_vnni512
                              : est_kernel_avxvnni() ? est_int8_block_avxvnni
                                                     : NULL;
@@ -105,11 +145,14 @@ int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int 
     plan[j].w = est_int8_weights_view(packed);
   }
   int groups = (K + 3) / 4, Mp = (M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
-  /* the u8 rows (Mp rows of 4 groups bytes = groups floats' worth) and their scales */
-  float *scratch = est_thread_buf(EST_TBUF_INT8_A, (size_t)Mp * groups + Mp);
-  if (!scratch) return -1;
-  uint8_t *qa = (uint8_t *)scratch;
-  float *sa = scratch + (size_t)Mp * groups;
+  quantized_rows mine = {0};
+  if (!given) {
+    float *scratch = est_thread_buf(EST_TBUF_INT8_A, quantized_floats(M, K));
+    if (!scratch) return -1;
+    mine = quantized_view(scratch, M, K);
+  }
+  const uint8_t *qa = given ? given->qa : mine.qa;
+  const float *sa = given ? given->sa : mine.sa;
 
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   /* Row blocks of whole 12-row tiles, as many as a multiple of the team and as even as the
@@ -130,10 +173,17 @@ int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int 
     plan[j].col_blocks = (tiles + plan[j].tiles_per_block - 1) / plan[j].tiles_per_block;
     items_per_row_block += plan[j].col_blocks;
   }
+  /* the next GEMM's input quantized here: one product, a GELU, each item whole rows */
+  const est_gemm_epilogue *ep0 = prods[0].ep;
+  if (ahead && !(count == 1 && ep0 && ep0->gelu_out && plan[0].col_blocks == 1)) ahead = NULL;
+  const int next_groups = (prods[0].N + 3) / 4;
+  if (ahead_done) *ahead_done = ahead != NULL;
 #pragma omp parallel num_threads(threads)
   {
+    if (!given) {
 #pragma omp for schedule(static)
-    for (int m = 0; m < Mp; m++) quantize_rows(qa, sa, A, lda, M, K, groups, m, m + 1);
+      for (int m = 0; m < Mp; m++) quantize_rows(mine.qa, mine.sa, A, lda, M, K, groups, m, m + 1);
+    }
     /* items: row block outer, so its u8 rows stay in L2 through every product's columns */
 #pragma omp for schedule(dynamic, 1)
     for (int b = 0; b < row_blocks * items_per_row_block; b++) {
@@ -148,8 +198,15 @@ int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int 
       if (n1 > p->N) n1 = p->N;
       block(&plan[j].w, qa, sa, p->ep ? p->ep->bias : NULL, p->C, p->ldc, m0, m1, n0, n1);
       if (p->ep && p->ep->gelu_out)
-        for (int m = m0; m < m1; m++)
+        for (int m = m0; m < m1; m++) {
           est_gelu_row(p->ep->gelu_out + (size_t)m * p->ep->ld_gelu + n0, p->C + (size_t)m * p->ldc + n0, n1 - n0);
+          /* the row just written, from L1, rather than the next GEMM reading all of it back;
+           * the last block also pads the tile rows up to Mp */
+          if (ahead) {
+            const int pad_to = m + 1 == M ? Mp : m + 1;
+            quantize_rows(ahead->qa, ahead->sa, p->ep->gelu_out, p->ep->ld_gelu, M, p->N, next_groups, m, pad_to);
+          }
+        }
     }
   }
   return 0;

@@ -93,6 +93,14 @@ enum { EST_INT8_MAX_SHARED = 4 };
  * est_sgemm_int8 (non-zero: nothing done). */
 int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_int8_product *prods,
                           int count);
+/* BERT's feed-forward block in int8, both GEMMs NoTrans: pre[M,F] = A[M,H] Wi + bi, act =
+ * GELU(pre), out[M,H] = act Wo + bo: the bits of est_sgemm_int8 twice. Where each work item
+ * spans whole rows (the batch is long enough), the first GEMM quantizes act's rows for the
+ * second as it writes them, from L1, instead of the second reading all of act back (the
+ * FFN's 3072-wide input was over half of all quantization in a Base step). Returns non-zero
+ * when it did nothing usable: the caller runs both products its own way. */
+int est_sgemm_int8_ffn(int M, int H, int F, const float *A, const float *Wi, const float *bi, float *pre, float *act,
+                       const float *Wo, const float *bo, float *out);
 /* The readable twin (gemm_int8_ref.c): the same numbers, bit for bit, from the definition. */
 void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                         float *C, int ldc, const est_gemm_epilogue *ep);

@@ -44,6 +44,14 @@ void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const flo
                         weight, weight_transposed ? IC : OC, 0.0f, pre, OC, &ep, precision);
 }
 
+void est_ffn_forward(float *out, float *act, float *pre, const float *inp, const float *wi, const float *bi,
+                     const float *wo, const float *bo, int N, int IC, int IM, est_precision precision) {
+  if (precision == EST_PRECISION_INT8 && est_sgemm_int8_ffn(N, IC, IM, inp, wi, bi, pre, act, wo, bo, out) == 0)
+    return;
+  est_matmul_forward_gelu(act, pre, inp, wi, bi, N, IC, IM, 0, precision);
+  est_matmul_forward(out, act, wo, bo, N, IM, IC, 0, precision);
+}
+
 /* dbias[o] += sum_n dout[n,o]. Split by column blocks, each summed over n in order, so
  * the result does not depend on the thread count. */
 static void bias_grad(float *dbias, const float *dout, int N, int OC) {

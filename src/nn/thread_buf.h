@@ -17,6 +17,7 @@ typedef enum {
   EST_TBUF_BF16_B,       /* gemm_amx.c, gemm_bf16.c: B of the calling thread, packed as bf16 */
   EST_TBUF_INT8_A,       /* gemm_int8.c: A of the calling thread, quantized to u8 */
   EST_TBUF_INT8_B,       /* gemm_int8.c: B of the calling thread, quantized and packed (not frozen) */
+  EST_TBUF_INT8_NEXT,    /* gemm_int8.c: the FFN's GELU rows quantized for its second GEMM */
   EST_TBUF_COUNT
 } est_thread_buf_slot;
 
