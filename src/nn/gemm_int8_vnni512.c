@@ -63,21 +63,23 @@ VNNI512_TARGET void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const 
 }
 
 /* The tile at C (rows <= MR, cols <= NR): a = the tile's u8 words, row i's of group g at
- * a[g MR + i] (est_int8_a_word); b = the packed words of the tile's first column. */
-VNNI512_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum,
-                                const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
-                                int cols) {
+ * a[g MR + i] (est_int8_a_word); b = the packed words of the tile's first column. R rows
+ * computed (a constant where inlined, tile below). */
+VNNI512_TARGET static inline __attribute__((always_inline)) void tile_body(
+    const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum, const float *sw, const float *sa,
+    const float *bias, float *c, int ldc, int R, int rows, int cols) {
   __m512i acc[MR][2];
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
   for (int g = 0; g < groups; g++) {
     __m512i b0 = _mm512_loadu_si512(b + (size_t)g * b_g), b1 = _mm512_loadu_si512(b + (size_t)g * b_g + 16);
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; i++) {
-      __m512i ai = _mm512_set1_epi32(a[(size_t)g * MR + i]);
-      acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
-      acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], ai, b1);
-    }
+    for (int i = 0; i < MR; i++)
+      if (i < R) {
+        __m512i ai = _mm512_set1_epi32(a[(size_t)g * MR + i]);
+        acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
+        acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], ai, b1);
+      }
   }
   /* the accumulators stay in registers only if every index is a constant: both halves
    * written out, the row loop unrolled (a loop over the halves made GCC keep acc on the stack) */
@@ -97,6 +99,17 @@ VNNI512_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, 
       _mm512_mask_storeu_ps(ci, m0, _mm512_fmadd_ps(v0, _mm512_mul_ps(si, s0), bias0));
       _mm512_mask_storeu_ps(ci + 16, m1, _mm512_fmadd_ps(v1, _mm512_mul_ps(si, s1), bias1));
     }
+}
+
+/* The tile specialized for each row count: a short last tile (a 16-token request's 4 rows
+ * after 12) computes its rows only, where the 12-row body had spent as long on a 4-row tile
+ * as on a full one. */
+VNNI512_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum,
+                                const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
+                                int cols) {
+#define ROWS(r) tile_body(a, groups, b, b_g, colsum, sw, sa, bias, c, ldc, r, rows, cols)
+  EST_SWITCH_ROWS_12(rows, ROWS)
+#undef ROWS
 }
 
 VNNI512_TARGET void est_int8_block_vnni512(const est_int8_weights *w, const uint8_t *qa, const float *sa,
