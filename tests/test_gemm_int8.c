@@ -231,13 +231,13 @@ static void test_shared_input_equals_separate_products(void **state) {
   const int Ns[P] = {64, 33, 100};
   float *A = random_matrix((size_t)M * K, 2.0f), *W[P], *bias[P], *C[P], *R[P];
   est_gemm_epilogue ep[P];
-  est_int8_product prods[P];
+  est_gemm_product prods[P];
   est_dense_output outs[P];
   for (int j = 0; j < P; j++) {
     W[j] = random_matrix((size_t)K * Ns[j], 0.3f), bias[j] = random_matrix(Ns[j], 1.0f);
     C[j] = malloc((size_t)M * Ns[j] * sizeof(float)), R[j] = malloc((size_t)M * Ns[j] * sizeof(float));
     ep[j] = (est_gemm_epilogue){.bias = bias[j]};
-    prods[j] = (est_int8_product){W[j], Ns[j], Ns[j], C[j], Ns[j], &ep[j]};
+    prods[j] = (est_gemm_product){W[j], Ns[j], Ns[j], C[j], Ns[j], &ep[j]};
     outs[j] = (est_dense_output){C[j], W[j], bias[j], Ns[j]};
     assert_int_equal(est_sgemm_int8(CblasNoTrans, M, Ns[j], K, A, K, W[j], Ns[j], R[j], Ns[j], &ep[j]), 0);
   }
@@ -284,7 +284,9 @@ static void test_ffn_equals_two_products(void **state) {
     for (int threads = 1; threads <= 2; threads++) {
       omp_set_num_threads(threads);
       memset(out, 0xff, (size_t)M * H * sizeof(float));
-      assert_int_equal(est_sgemm_int8_ffn(M, H, F, A, Wi, bi, pre, act, Wo, bo, out), 0);
+      const est_gemm_epilogue ep_f = {.bias = bi, .gelu_out = act, .ld_gelu = F};
+      const est_gemm_product in = {Wi, F, F, pre, F, &ep_f}, second = {Wo, H, H, out, H, &ep_out};
+      assert_int_equal(est_sgemm_int8_ffn(M, H, A, &in, &second), 0);
       assert_memory_equal(pre, pre_r, (size_t)M * F * sizeof(float));
       assert_memory_equal(act, act_r, (size_t)M * F * sizeof(float));
       assert_memory_equal(out, out_r, (size_t)M * H * sizeof(float));

@@ -154,6 +154,26 @@ void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N,
   if (ep) epilogue_passes(M, N, C, ldc, &rest);
 }
 
+int est_sgemm_forward_shared(int M, int K, const float *A, const est_gemm_product *prods, int count,
+                             est_precision precision) {
+  switch (precision) {
+  case EST_PRECISION_INT8: return est_sgemm_int8_shared(CblasNoTrans, M, K, A, K, prods, count);
+  case EST_PRECISION_FP32: /* fp32 and bf16 read A as it is: nothing to share */
+  case EST_PRECISION_BF16: return -1;
+  }
+  return -1;
+}
+
+int est_sgemm_forward_ffn(int M, int K, const float *A, const est_gemm_product *in, const est_gemm_product *out,
+                          est_precision precision) {
+  switch (precision) {
+  case EST_PRECISION_INT8: return est_sgemm_int8_ffn(M, K, A, in, out);
+  case EST_PRECISION_FP32: /* their GELU is already the first GEMM's epilogue */
+  case EST_PRECISION_BF16: return -1;
+  }
+  return -1;
+}
+
 static void blas_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                           int lda, const float *B, int ldb, float beta, float *C, int ldc) {
   est_blas_use_one_thread();

@@ -43,6 +43,29 @@ typedef struct {
   int ld_pre;
 } est_gemm_epilogue;
 
+/* One forward product of a shared A: C[M,N] (ldc apart) = A op(B) (ldb apart) with ep. */
+typedef struct {
+  const float *B;
+  int ldb, N;
+  float *C;
+  int ldc;
+  const est_gemm_epilogue *ep;
+} est_gemm_product;
+enum { EST_GEMM_MAX_SHARED = 4 };
+/* Fusions of several forward products (NoTrans A and B, alpha 1, beta 0), where a precision
+ * has them; non-zero when it has none (or it did nothing usable), and the caller then runs
+ * each product through est_sgemm_parallel_ep. Like est_sgemm_parallel_ep, the one place a
+ * precision picks them (gemm.c; a switch without default).
+ *   shared: count <= EST_GEMM_MAX_SHARED products of one A [M,K] (BERT's Q, K, V); int8
+ *           quantizes A once (est_sgemm_int8_shared)
+ *   ffn:    in = A [M,K] Wi with a GELU (in.ep->gelu_out, F = in.N wide), then out = that
+ *           GELU times Wo; int8 quantizes the GELU's rows for the second as it writes them
+ *           (est_sgemm_int8_ffn) */
+int est_sgemm_forward_shared(int M, int K, const float *A, const est_gemm_product *prods, int count,
+                             est_precision precision);
+int est_sgemm_forward_ffn(int M, int K, const float *A, const est_gemm_product *in, const est_gemm_product *out,
+                          est_precision precision);
+
 /* est_sgemm_parallel with an epilogue (ep may be NULL). */
 void est_sgemm_parallel_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha,
                            const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc,

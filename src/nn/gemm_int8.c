@@ -59,7 +59,7 @@ int est_int8_weights_adopt(const float *B, int K, int N, const int8_t *codes, co
 
 int est_sgemm_int8(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
                    int ldc, const est_gemm_epilogue *ep) {
-  const est_int8_product p = {B, ldb, N, C, ldc, ep};
+  const est_gemm_product p = {B, ldb, N, C, ldc, ep};
   return est_sgemm_int8_shared(tb, M, K, A, lda, &p, 1);
 }
 
@@ -76,10 +76,10 @@ typedef struct {
   float *sa;
 } quantized_rows;
 
-static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_int8_product *prods,
+static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_gemm_product *prods,
                         int count, const quantized_rows *given, const quantized_rows *ahead, int *ahead_done);
 
-int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_int8_product *prods,
+int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_gemm_product *prods,
                           int count) {
   return run_products(tb, M, K, A, lda, prods, count, NULL, NULL, NULL);
 }
@@ -95,28 +95,28 @@ static quantized_rows quantized_view(float *scratch, int M, int K) {
   return (quantized_rows){(uint8_t *)scratch, scratch + Mp * (size_t)((K + 3) / 4)};
 }
 
-int est_sgemm_int8_ffn(int M, int H, int F, const float *A, const float *Wi, const float *bi, float *pre, float *act,
-                       const float *Wo, const float *bo, float *out) {
-  const est_gemm_epilogue ep_in = {.bias = bi, .gelu_out = act, .ld_gelu = F}, ep_out = {.bias = bo};
-  const est_int8_product in = {Wi, F, F, pre, F, &ep_in}, outp = {Wo, H, H, out, H, &ep_out};
+int est_sgemm_int8_ffn(int M, int K, const float *A, const est_gemm_product *in, const est_gemm_product *out) {
+  const int F = in->N;
+  if (!in->ep || !in->ep->gelu_out) return -1;
   float *scratch = M > 0 && F > 0 ? est_thread_buf(EST_TBUF_INT8_NEXT, quantized_floats(M, F)) : NULL;
   const quantized_rows ahead = scratch ? quantized_view(scratch, M, F) : (quantized_rows){0};
   int done = 0;
-  if (run_products(CblasNoTrans, M, H, A, H, &in, 1, NULL, scratch ? &ahead : NULL, &done) != 0) return -1;
-  return run_products(CblasNoTrans, M, F, act, F, &outp, 1, done ? &ahead : NULL, NULL, NULL);
+  if (run_products(CblasNoTrans, M, K, A, K, in, 1, NULL, scratch ? &ahead : NULL, &done) != 0) return -1;
+  return run_products(CblasNoTrans, M, F, in->ep->gelu_out, in->ep->ld_gelu, out, 1, done ? &ahead : NULL, NULL,
+                      NULL);
 }
 
 /* The products of one A (count of them): A's rows quantized by the team, or taken from given;
  * with ahead (one product with a GELU, each of whose items spans whole rows), the GELU's rows
  * also quantized into ahead right after each is written, and *ahead_done set. */
-static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_int8_product *prods,
+static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_gemm_product *prods,
                         int count, const quantized_rows *given, const quantized_rows *ahead, int *ahead_done) {
   est_int8_block_fn *block = est_kernel_vnni512() ? est_int8_block_vnni512
                              : est_kernel_avxvnni() ? est_int8_block_avxvnni
                                                     : NULL;
   void (*quantize_rows)(uint8_t *, float *, const float *, int, int, int, int, int, int) =
       block == est_int8_block_vnni512 ? est_int8_quantize_rows_avx512 : est_int8_quantize_rows;
-  if (count <= 0 || count > EST_INT8_MAX_SHARED) return -1;
+  if (count <= 0 || count > EST_GEMM_MAX_SHARED) return -1;
   int bad = M <= 0 || K <= 0;
   for (int j = 0; j < count; j++) bad |= prods[j].N <= 0 || (prods[j].ep && prods[j].ep->gelu_pre);
   if (bad) return -1;
@@ -127,21 +127,18 @@ static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int ld
     return 0;
   }
   if (!block) return -1;
-  product_plan plan[EST_INT8_MAX_SHARED];
-  if (count > 1) { /* several weights: each must have its kept copy (the scratch holds one) */
-    for (int j = 0; j < count; j++) {
-      const est_weight_src src = {prods[j].B, prods[j].ldb, K, prods[j].N, tb};
-      if (!kept_weights(&src)) {
-        for (int i = 0; i < count; i++) /* on failure the caller runs every product again */
-          if (est_sgemm_int8_shared(tb, M, K, A, lda, prods + i, 1) != 0) return -1;
-        return 0;
-      }
-    }
-  }
+  product_plan plan[EST_GEMM_MAX_SHARED];
   for (int j = 0; j < count; j++) {
     const est_weight_src src = {prods[j].B, prods[j].ldb, K, prods[j].N, tb};
-    const void *packed = packed_weights(&src);
-    if (!packed) return -1;
+    /* several weights need their kept copies (the per-call scratch holds one); without
+     * them the products run one by one (on failure the caller runs every one again) */
+    const void *packed = count > 1 ? kept_weights(&src) : packed_weights(&src);
+    if (!packed && count == 1) return -1;
+    if (!packed) {
+      for (int i = 0; i < count; i++)
+        if (est_sgemm_int8_shared(tb, M, K, A, lda, prods + i, 1) != 0) return -1;
+      return 0;
+    }
     plan[j].w = est_int8_weights_view(packed);
   }
   int groups = (K + 3) / 4, Mp = (M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
@@ -190,7 +187,7 @@ static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int ld
       const int rb = b / items_per_row_block;
       int item = b % items_per_row_block, j = 0;
       while (item >= plan[j].col_blocks) item -= plan[j].col_blocks, j++;
-      const est_int8_product *p = prods + j;
+      const est_gemm_product *p = prods + j;
       int m0 = (int)((long)row_tiles * rb / row_blocks) * EST_INT8_MR;
       int m1 = (int)((long)row_tiles * (rb + 1) / row_blocks) * EST_INT8_MR;
       if (m1 > M) m1 = M;

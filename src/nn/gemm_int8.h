@@ -76,31 +76,23 @@ static inline float est_int8_inverse(float amax) { return amax > 0.0f ? 127.0f /
  * kernel, M, N or K not positive, no memory): the caller runs fp32. */
 int est_sgemm_int8(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C,
                    int ldc, const est_gemm_epilogue *ep);
-/* One product of est_sgemm_int8_shared: C[M,N] (ldc apart) from op(B) (ldb apart), ep as above. */
-typedef struct {
-  const float *B;
-  int ldb, N;
-  float *C;
-  int ldc;
-  const est_gemm_epilogue *ep;
-} est_int8_product;
-enum { EST_INT8_MAX_SHARED = 4 };
 /* Several products of one A (BERT's Q, K and V projections of x): A's rows quantized once
  * (a pass over A each, ~6% of an int8 Base step for all of them), and the products' blocks
  * handed out in one parallel region, each row block through every product before the next.
- * The same bits as est_sgemm_int8 per product. count <= EST_INT8_MAX_SHARED; the weights
+ * The same bits as est_sgemm_int8 per product (C from op(B), nn/gemm.h's est_gemm_product).
+ * count <= EST_GEMM_MAX_SHARED; the weights
  * must be read-only (kept packed) for the shared pass, else they run one by one. Returns as
  * est_sgemm_int8 (non-zero: nothing done). */
-int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_int8_product *prods,
+int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_gemm_product *prods,
                           int count);
-/* BERT's feed-forward block in int8, both GEMMs NoTrans: pre[M,F] = A[M,H] Wi + bi, act =
- * GELU(pre), out[M,H] = act Wo + bo: the bits of est_sgemm_int8 twice. Where each work item
- * spans whole rows (the batch is long enough), the first GEMM quantizes act's rows for the
- * second as it writes them, from L1, instead of the second reading all of act back (the
- * FFN's 3072-wide input was over half of all quantization in a Base step). Returns non-zero
- * when it did nothing usable: the caller runs both products its own way. */
-int est_sgemm_int8_ffn(int M, int H, int F, const float *A, const float *Wi, const float *bi, float *pre, float *act,
-                       const float *Wo, const float *bo, float *out);
+/* BERT's feed-forward block in int8, both GEMMs NoTrans: in->C = A[M,K] in->B + bias with
+ * act = in->ep->gelu_out = GELU(in->C) (F = in->N wide), then out->C = act out->B + bias: the
+ * bits of est_sgemm_int8 twice. Where each work item spans whole rows (the batch is long
+ * enough), the first GEMM quantizes act's rows for the second as it writes them, from L1,
+ * instead of the second reading all of act back (the FFN's 3072-wide input was over half of
+ * all quantization in a Base step). Returns non-zero when it did nothing usable (no GELU
+ * output, no kernel, no memory): the caller runs both products its own way. */
+int est_sgemm_int8_ffn(int M, int K, const float *A, const est_gemm_product *in, const est_gemm_product *out);
 /* The readable twin (gemm_int8_ref.c): the same numbers, bit for bit, from the definition. */
 void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                         float *C, int ldc, const est_gemm_epilogue *ep);

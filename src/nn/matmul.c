@@ -9,7 +9,6 @@
 
 #include "est/nn.h"
 #include "nn/gemm.h"
-#include "nn/gemm_int8.h"
 
 /* The bias is the GEMM's epilogue: est's own kernel adds it to C's tiles in registers;
  * the BLAS path fills out with it first and lets the GEMM add into it (gemm.c). */
@@ -22,14 +21,14 @@ void est_matmul_forward(float *out, const float *inp, const float *weight, const
 
 void est_matmul_forward_shared(const float *inp, int N, int IC, const est_dense_output *outs, int count,
                                est_precision precision) {
-  if (precision == EST_PRECISION_INT8 && count <= EST_INT8_MAX_SHARED) {
-    est_gemm_epilogue eps[EST_INT8_MAX_SHARED];
-    est_int8_product prods[EST_INT8_MAX_SHARED];
+  if (count > 0 && count <= EST_GEMM_MAX_SHARED) {
+    est_gemm_epilogue eps[EST_GEMM_MAX_SHARED] = {{0}};
+    est_gemm_product prods[EST_GEMM_MAX_SHARED] = {{0}};
     for (int j = 0; j < count; j++) {
       eps[j] = (est_gemm_epilogue){.bias = outs[j].bias};
-      prods[j] = (est_int8_product){outs[j].weight, outs[j].OC, outs[j].OC, outs[j].out, outs[j].OC, &eps[j]};
+      prods[j] = (est_gemm_product){outs[j].weight, outs[j].OC, outs[j].OC, outs[j].out, outs[j].OC, &eps[j]};
     }
-    if (est_sgemm_int8_shared(CblasNoTrans, N, IC, inp, IC, prods, count) == 0) return;
+    if (est_sgemm_forward_shared(N, IC, inp, prods, count, precision) == 0) return;
   }
   for (int j = 0; j < count; j++)
     est_matmul_forward(outs[j].out, inp, outs[j].weight, outs[j].bias, N, IC, outs[j].OC, 0, precision);
@@ -46,8 +45,9 @@ void est_matmul_forward_gelu(float *act, float *pre, const float *inp, const flo
 
 void est_ffn_forward(float *out, float *act, float *pre, const float *inp, const float *wi, const float *bi,
                      const float *wo, const float *bo, int N, int IC, int IM, est_precision precision) {
-  if (precision == EST_PRECISION_INT8 && est_sgemm_int8_ffn(N, IC, IM, inp, wi, bi, pre, act, wo, bo, out) == 0)
-    return;
+  const est_gemm_epilogue ep_in = {.bias = bi, .gelu_out = act, .ld_gelu = IM}, ep_out = {.bias = bo};
+  const est_gemm_product in = {wi, IM, IM, pre, IM, &ep_in}, second = {wo, IC, IC, out, IC, &ep_out};
+  if (est_sgemm_forward_ffn(N, IC, inp, &in, &second, precision) == 0) return;
   est_matmul_forward_gelu(act, pre, inp, wi, bi, N, IC, IM, 0, precision);
   est_matmul_forward(out, act, wo, bo, N, IM, IC, 0, precision);
 }
