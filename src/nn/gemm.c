@@ -69,10 +69,9 @@ static int own_kernel_for(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, 
   /* An inference weight (read-only, core/frozen.h) is packed once and kept: every shape is
    * then the own kernel's, where OpenBLAS would copy the whole weight on every call (half
    * of a 16-token Base request's time; bench/README.md, "Inference weights packed once,
-   * panel-major"); but the 3072-deep products of many rows, where OpenBLAS measured faster. */
-  if (ta == CblasNoTrans && (M < 64 || (N <= 1024 && K <= 1024) || (ep && ep->gelu_out)) &&
-      est_f32_frozen_packed(B, ldb, tb, K, N))
-    return 1;
+   * panel-major"). The 3072-deep products of many rows, once OpenBLAS's, measure level with
+   * it since the kernel reads A's rows apart from each other's cache sets (gemm_f32.c). */
+  if (ta == CblasNoTrans && est_f32_frozen_packed(B, ldb, tb, K, N)) return 1;
   /* Measured on BERT's shapes, 2 threads (bench/README.md, "fp32 GEMM"): own kernel ahead
    * for NoTrans A with N and K up to 1024 (Tiny/Mini/Small, Base's 768x768), on par at
    * N = 3072 where the fused GELU then saves a pass over the [T, 3072] activation;

@@ -49,11 +49,12 @@ static int32_t *scratch_get(est_thread_buf_slot slot, size_t words) {
   return (int32_t *)est_thread_buf(slot, words); /* floats and words are both 4 bytes */
 }
 
-/* dst[m][0..Kp) = bf16(src row m), rows M..Mp zero; Kp = 2 * kp2 (a zero pads odd K). */
-BF16_TARGET static void pack_rows(int32_t *dst, const float *src, int ld, int M, int Mp, int K, int kp2, int from,
-                                  int to) {
+/* dst[m][0..Kp) = bf16(src row m), rows `stride` words apart (est_unaliased_stride: the
+ * kernel reads 12 rows at the same pair), rows M..Mp zero; Kp = 2 * kp2 (a zero pads odd K). */
+BF16_TARGET static void pack_rows(int32_t *dst, int stride, const float *src, int ld, int M, int Mp, int K, int kp2,
+                                  int from, int to) {
   for (int m = from; m < to; m++) {
-    uint16_t *row = (uint16_t *)(dst + (size_t)m * kp2);
+    uint16_t *row = (uint16_t *)(dst + (size_t)m * stride);
     if (m >= M) {
       memset(row, 0, (size_t)kp2 * sizeof(int32_t));
       continue;
@@ -300,7 +301,8 @@ int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, i
   }
   int kp2 = (K + 1) / 2, Mp = (M + MR - 1) / MR * MR, Np = (N + NR - 1) / NR * NR, tiles = Np / NR;
   const int32_t *kept = frozen_words(B, ldb, tb, K, N);
-  int32_t *aw = scratch_get(EST_TBUF_BF16_A, (size_t)Mp * kp2);
+  const int a_stride = ta == CblasNoTrans ? est_unaliased_stride(kp2) : kp2; /* words between A's packed rows */
+  int32_t *aw = scratch_get(EST_TBUF_BF16_A, (size_t)Mp * a_stride);
   int32_t *bw = kept ? NULL : scratch_get(EST_TBUF_BF16_B, (size_t)kp2 * Np);
   if (!aw || (!kept && !bw)) { /* out of memory for the packed copies: the fp32 GEMM needs none */
     if (ep) return -1;                                                                   /* C untouched */
@@ -308,7 +310,7 @@ int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, i
     return 0;
   }
   const int32_t *b_words = kept ? kept : bw;
-  long a_m = ta == CblasNoTrans ? kp2 : 1, a_k = ta == CblasNoTrans ? 1 : Mp;
+  long a_m = ta == CblasNoTrans ? a_stride : 1, a_k = ta == CblasNoTrans ? 1 : Mp;
   int rblocks = (M + MC - 1) / MC;
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   int groups = 1; /* column groups per row block: enough items for every thread */
@@ -320,7 +322,7 @@ int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, i
   const dp_product P = {M, N, kp2, alpha, beta, aw, a_m, a_k, b_words, C, ldc, ep, groups, tiles};
   if (threads == 1) { /* inside a caller's parallel loop (attention's pairs) or one thread: no
                        * team of one, whose start cost ~20% of such a small product (AMX's) */
-    if (ta == CblasNoTrans) pack_rows(aw, A, lda, M, Mp, K, kp2, 0, Mp);
+    if (ta == CblasNoTrans) pack_rows(aw, a_stride, A, lda, M, Mp, K, kp2, 0, Mp);
     else pack_pairs_of_rows(aw, 0, A, lda, K, kp2, M, Mp, 0, kp2);
     if (!kept) pack_b_panels(bw, B, ldb, tb, K, N, kp2, 0, tiles);
     for (int it = 0; it < items; it++) run_item(&P, it);
@@ -329,7 +331,7 @@ int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, i
 #pragma omp parallel num_threads(threads)
   {
     int from, to;
-    if (ta == CblasNoTrans) est_team_share(Mp, &from, &to), pack_rows(aw, A, lda, M, Mp, K, kp2, from, to);
+    if (ta == CblasNoTrans) est_team_share(Mp, &from, &to), pack_rows(aw, a_stride, A, lda, M, Mp, K, kp2, from, to);
     else est_team_share(kp2, &from, &to), pack_pairs_of_rows(aw, 0, A, lda, K, kp2, M, Mp, from, to);
     if (!kept) est_team_share(tiles, &from, &to), pack_b_panels(bw, B, ldb, tb, K, N, kp2, from, to);
 #pragma omp barrier

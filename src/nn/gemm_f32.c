@@ -5,13 +5,17 @@
  * Same structure as the bf16 kernel (gemm_bf16.c), with fp32 FMAs:
  *   B  -> packed once per call, tile-major: Bp[n / NR][k][NR] (n padded to NR with zeros),
  *         so one kernel's B stream is contiguous and two zmm loads give a k's 32 columns
- *   A  -> NoTrans A is not packed: the kernel broadcasts a tile's 12 rows (lda apart, k
- *         contiguous) where they are; a tile cut short by M is copied, zero-padded, into a
- *         small stack buffer first, so the kernel never reads past A. Packing it (as BLIS
- *         does) would cost a strided store per element per k block: on Tiny's N = 128 a
- *         quarter of the FMA time. Trans A (stored [K][M]) has a tile's 12 values next to
- *         each other but each k on another line (and page): a row block's k block is copied
- *         to [tile][k][12] per worker (one masked 12-float load/store per k).
+ *   A  -> NoTrans A is not transposed: the kernel broadcasts a tile's 12 rows (k
+ *         contiguous), and a short last tile's kernel reads only its rows. A row block's k
+ *         block is copied per worker, row for row, to a stride of an odd number of lines
+ *         (est_unaliased_stride): A's own stride is often a multiple of 4 KiB (the FFN's
+ *         3072 floats), which puts a tile's 12 rows in one 8-way L1 set; the copy took
+ *         128 x 768 x 3072 from ~135 to ~200 GFLOP/s on 2 Zen 4 cores, and costs one load
+ *         and store per element per item where a transposing pack (as BLIS does) would cost
+ *         a strided store per element: on Tiny's N = 128 a quarter of the FMA time. Trans
+ *         A (stored [K][M]) has a tile's 12 values next to each other but each k on another
+ *         line (and page): a row block's k block is copied to [tile][k][12] per worker (one
+ *         masked 12-float load/store per k).
  *   C  -> a 12x32 tile lives in 24 zmm accumulators while the kernel runs over a k block;
  *         its lines are prefetched when the kernel starts.
  *
@@ -98,8 +102,7 @@ typedef struct {
 F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc, const float *a, long a_m, long a_k,
                                                                          const float *b, float *c, long ldc,
                                                                          float alpha, int R, int rows, int cols,
-                                                                         const store_op *op, int n0,
-                                                                         const float *pf) {
+                                                                         const store_op *op, int n0) {
   /* C's tile (and GELU's) is touched only after the k loop: ask for its lines now, so
    * their misses overlap the FMAs instead of stalling the stores (~10% on 768-wide C). */
 #pragma GCC unroll 12
@@ -120,11 +123,6 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (int p = 0; p < kc; p++) {
-    if (pf && (p & 15) == 0) { /* the next row tile's A: one line of each of its rows per 16 k */
-#pragma GCC unroll 12
-      for (int i = 0; i < MR; i++)
-        if (i < R) _mm_prefetch((const char *)(pf + i * a_m + p), _MM_HINT_T0);
-    }
     __m512 b0 = _mm512_load_ps(b + (size_t)p * NR), b1 = _mm512_load_ps(b + (size_t)p * NR + 16);
     const float *ap = a + (size_t)p * a_k;
 #pragma GCC unroll 12
@@ -173,14 +171,14 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
  * 16-token request, 12 + 4 rows rather than 12 + 12) or at a[i + p lda] (Trans A packed,
  * or a copied tail: kernel_cols, always MR rows). */
 F32_TARGET static void kernel_rows(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
-                                   int rows, int cols, const store_op *op, int n0, const float *pf) {
-#define PACKED(r) kernel_body(kc, a, lda, 1, b, c, ldc, alpha, r, rows, cols, op, n0, pf)
+                                   int rows, int cols, const store_op *op, int n0) {
+#define PACKED(r) kernel_body(kc, a, lda, 1, b, c, ldc, alpha, r, rows, cols, op, n0)
   EST_SWITCH_ROWS_12(rows, PACKED)
 #undef PACKED
 }
 F32_TARGET static void kernel_cols(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
                                    int rows, int cols, const store_op *op, int n0) {
-  kernel_body(kc, a, 1, lda, b, c, ldc, alpha, MR, rows, cols, op, n0, NULL);
+  kernel_body(kc, a, 1, lda, b, c, ldc, alpha, MR, rows, cols, op, n0);
 }
 
 /* Trans A (stored [K][M]): the block's rows [m0, m1) x k block [k0, k0 + kc) copied to
@@ -197,16 +195,32 @@ F32_TARGET static void pack_a_trans(float *ap, const float *A, int lda, int k0, 
   }
 }
 
+/* NoTrans A: the block's rows [m0, m1) x k block [k0, k0 + kc) copied to ap[m - m0][p] at
+ * row stride lds. */
+F32_TARGET static void copy_rows_apart(float *ap, int lds, const float *A, int lda, int k0, int kc, int m0, int m1) {
+  for (int m = m0; m < m1; m++) {
+    const float *s = A + (size_t)m * lda + k0;
+    float *d = ap + (size_t)(m - m0) * lds;
+    for (int p = 0; p < kc; p += 16) _mm512_store_ps(d + p, _mm512_maskz_loadu_ps(est_lanes16(kc - p), s + p));
+  }
+}
+
 /* Rows [m0, m1) x tiles [t0, t1) of C, every k block. */
 F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *A, int lda, const float *bp,
                                 float beta, float *C, int ldc, const est_gemm_epilogue *ep, int m0, int m1, int t0,
                                 int t1) {
   float tail[KC * MR] __attribute__((aligned(64))); /* 36 KiB of stack */
-  float *ap = ta ? est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * KC) : NULL;
+  /* Per k block, Trans A is packed (pack_a_trans) and NoTrans A copied row for row at a
+   * stride whose lines fall on distinct L1 sets (copy_rows_apart): one pass over the
+   * block's A, which every column tile of the item then reads. Without the buffer (out of
+   * memory) A is read where it is, for the same bits. */
+  const int lds = est_unaliased_stride(KC);
+  float *ap = est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * (ta ? KC : lds));
   const int tail_m = m0 + (m1 - m0) / MR * MR, tail_rows = m1 - tail_m; /* a last row tile short of MR */
   for (int k0 = 0; k0 < K; k0 += KC) {
     int kc = K - k0 < KC ? K - k0 : KC;
-    if (ap) pack_a_trans(ap, A, lda, k0, kc, m0, m1);
+    if (ap && ta) pack_a_trans(ap, A, lda, k0, kc, m0, m1);
+    else if (ap) copy_rows_apart(ap, lds, A, lda, k0, kc, m0, m1);
     else if (ta && tail_rows) /* no block buffer: a short last tile's Trans A copied to tail[p][i] */
       for (int p = 0; p < kc; p++)
         for (int i = 0; i < MR; i++) tail[p * MR + i] = i < tail_rows ? A[(size_t)(k0 + p) * lda + tail_m + i] : 0.0f;
@@ -224,8 +238,8 @@ F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *
         if (o.act) o.act += (size_t)m * o.ld_act + n0;
         if (o.pre) o.pre += (size_t)m * o.ld_pre + n0;
         if (o.pre_act) o.pre_act += (size_t)m * o.ld_pre + n0;
-        const float *pf = t == t0 && m + 2 * MR <= m1 ? A + (size_t)(m + MR) * lda + k0 : NULL;
-        if (!ta) kernel_rows(kc, A + (size_t)m * lda + k0, lda, b, c, ldc, alpha, rows, cols, &o, n0, pf);
+        if (!ta && ap) kernel_rows(kc, ap + (size_t)(m - m0) * lds, lds, b, c, ldc, alpha, rows, cols, &o, n0);
+        else if (!ta) kernel_rows(kc, A + (size_t)m * lda + k0, lda, b, c, ldc, alpha, rows, cols, &o, n0);
         else if (ap) kernel_cols(kc, ap + (size_t)(m - m0) * kc, MR, b, c, ldc, alpha, rows, cols, &o, n0);
         else if (rows < MR) kernel_cols(kc, tail, MR, b, c, ldc, alpha, rows, cols, &o, n0);
         else kernel_cols(kc, A + (size_t)k0 * lda + m, lda, b, c, ldc, alpha, rows, cols, &o, n0);

@@ -37,6 +37,15 @@ static inline void est_weight_key(const est_weight_src *s, uint64_t layout, uint
   key[1] = (uint64_t)s->ldb, key[2] = (uint64_t)s->tb, key[3] = (uint64_t)s->K << 32 | (uint32_t)s->N;
 }
 
+/* The row stride, in 4-byte elements, for a packed copy of rows n elements long whose
+ * lines fall on distinct L1 sets: n rounded up to whole 64-byte lines, and an odd number of
+ * them. A kernel reads its tile's 12 rows at the same k; with 64 sets of 64-byte lines
+ * (Zen 4's 32 KiB 8-way L1, Emerald Rapids' 48 KiB 12-way alike) rows 4 KiB apart, or any
+ * multiple (BERT's FFN output product reads rows of 3072 floats; Mini's 1024, Small's
+ * 2048), put all 12 lines in one set, which holds 8: they evict each other at every k.
+ * An odd line count between rows spreads any 64 consecutive rows over the 64 sets. */
+static inline int est_unaliased_stride(int n) { return ((n + 15) / 16 | 1) * 16; }
+
 /* `call(r); return;` with r the constant 1..12 equal to rows (12 for any larger): a 12-row
  * tile kernel body, always_inline, specialized for each row count, so that a short last
  * tile computes only its rows (the compiler drops the other accumulators). */

@@ -9,7 +9,7 @@
 
 typedef enum {
   EST_TBUF_GEMM_B,       /* gemm_f32.c: packed B of the calling thread */
-  EST_TBUF_GEMM_A,       /* gemm_f32.c: each worker's Trans-A block */
+  EST_TBUF_GEMM_A,       /* gemm_f32.c: each worker's A block (Trans A packed, NoTrans A copied) */
   EST_TBUF_ATT_K,        /* attention.c: a pair's K^T, packed */
   EST_TBUF_ATT_V,        /* attention.c: a pair's V, packed */
   EST_TBUF_ATT_STRIP,    /* attention.c: a strip of dropped-out probabilities */
