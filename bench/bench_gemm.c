@@ -8,6 +8,11 @@
  * with THREADS > 1 it is the per-core rate.
  *
  *   bench_gemm [THREADS]      (build: the bench_gemm target)
+ *   bench_gemm THREADS M N K [LDA]
+ *       one forward product C[M,N] = A[M,K] B[K,N], B kept as an inference weight (packed
+ *       once), A's rows LDA floats apart (default K): wall-clock GFLOP/s, best of 30, of
+ *       OpenBLAS fp32, est's own fp32 kernel and the bf16 one (the cache-set experiments of
+ *       bench/README.md, "A's rows on distinct cache sets")
  *
  * A fair fp32 figure needs OpenBLAS's AVX-512 kernels: unset OPENBLAS_CORETYPE where
  * OpenBLAS recognises the CPU; on a VM where it does not (it falls back to SSE3 Prescott
@@ -75,9 +80,51 @@ static double int8_peak(void) {
   return (double)blocks * EST_PEAK_BLOCK * EST_PEAK_DPBUSD_OPS / best * 1e-9;
 }
 
+static double wall_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* Best wall-clock GFLOP/s of 30 runs of C = A B (lda apart), B frozen; the first run packs B. */
+static double run_one(est_precision p, est_kernel g, int M, int N, int K, const float *A, int lda, float *B, float *C) {
+  p = est_precision_resolve(p);
+  est_kernel_set(g);
+  est_frozen_add(B, (size_t)K * N * sizeof(float));
+  double best = 1e30;
+  for (int r = 0; r < 31; r++) {
+    double t0 = wall_now();
+    est_sgemm_parallel(CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda, B, N, 0.0f, C, N, p);
+    double t = wall_now() - t0;
+    if (r > 0 && t < best) best = t;
+  }
+  est_frozen_remove(B);
+  est_kernel_set(EST_KERNEL_AUTO);
+  return 2.0 * M * N * K / best * 1e-9;
+}
+
+static int one_shape(int threads, int M, int N, int K, int lda) {
+  if (M <= 0 || N <= 0 || K <= 0 || lda < K) {
+    fprintf(stderr, "bench_gemm: M, N, K must be positive and LDA at least K\n");
+    return 2;
+  }
+  float *A = malloc((size_t)M * lda * 4), *B = malloc((size_t)K * N * 4), *C = malloc((size_t)M * N * 4);
+  if (!A || !B || !C) return fprintf(stderr, "bench_gemm: out of memory\n"), 1;
+  for (size_t i = 0; i < (size_t)M * lda; i++) A[i] = (float)(i % 97) * 0.01f;
+  for (size_t i = 0; i < (size_t)K * N; i++) B[i] = (float)(i % 89) * 0.01f;
+  double f = run_one(EST_PRECISION_FP32, EST_KERNEL_BLAS, M, N, K, A, lda, B, C);
+  double o = run_one(EST_PRECISION_FP32, EST_KERNEL_OWN, M, N, K, A, lda, B, C);
+  double b = run_one(EST_PRECISION_BF16, EST_KERNEL_AUTO, M, N, K, A, lda, B, C);
+  printf("NN fwd %dx%dx%d lda %d, %d threads, wall GFLOP/s: blas fp32 %.1f  own fp32 %.1f  bf16 %.1f\n", M, N, K, lda,
+         threads, f, o, b);
+  free(A), free(B), free(C);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   est_set_num_threads(threads);
+  if (argc >= 5) return one_shape(threads, atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argc > 5 ? atoi(argv[5]) : atoi(argv[4]));
   if (!est_kernel_avx512_bf16()) fprintf(stderr, "bench_gemm: no AVX512-BF16 here; bf16 runs in fp32\n");
   /* tokens x out x in: BERT-Base's attention output/FFN, Tiny's */
   static const int shapes[][3] = {{4096, 768, 768}, {4096, 3072, 768}, {4096, 768, 3072}, {4096, 128, 128},
