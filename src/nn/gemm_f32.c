@@ -6,10 +6,11 @@
  *   B  -> packed once per call, tile-major: Bp[n / NR][k][NR] (n padded to NR with zeros),
  *         so one kernel's B stream is contiguous and two zmm loads give a k's 32 columns
  *   A  -> NoTrans A is not transposed: the kernel broadcasts a tile's 12 rows (k
- *         contiguous), and a short last tile's kernel reads only its rows. A row block's k
- *         block is copied per worker, row for row, to a stride of an odd number of lines
- *         (est_unaliased_stride): A's own stride is often a multiple of 4 KiB (the FFN's
- *         3072 floats), which puts a tile's 12 rows in one 8-way L1 set; the copy took
+ *         contiguous), and a short last tile's kernel reads only its rows. Where A's rows
+ *         share L1 sets, a row block's k block is copied per worker, row for row, to a
+ *         stride of an odd number of lines (est_unaliased_stride): A's own stride is often a
+ *         multiple of 4 KiB (the FFN's 3072 floats), which puts a tile's 12 rows in one
+ *         8-way L1 set; the copy took
  *         128 x 768 x 3072 from ~135 to ~200 GFLOP/s on 2 Zen 4 cores, and costs one load
  *         and store per element per item where a transposing pack (as BLIS does) would cost
  *         a strided store per element: on Tiny's N = 128 a quarter of the FMA time. Trans
@@ -205,17 +206,32 @@ F32_TARGET static void copy_rows_apart(float *ap, int lds, const float *A, int l
   }
 }
 
+/* Whether NoTrans A's rows, lda floats apart, put 3 or more of a tile's 12 rows on one L1
+ * set (est_unaliased_stride says why that costs): then the copy pays. Where they do not
+ * (lda 128, Tiny's; 384, MiniLM's) the copy is pure cost, ~8% of Tiny's products, whose
+ * items have only 4 column tiles to share it. */
+static int rows_share_sets(int lda) {
+  int per_set[64] = {0}, most = 0;
+  for (int i = 0; i < MR; i++) {
+    int set = (int)((size_t)i * lda * sizeof(float) / 64 % 64);
+    if (++per_set[set] > most) most = per_set[set];
+  }
+  return most >= 3;
+}
+
 /* Rows [m0, m1) x tiles [t0, t1) of C, every k block. */
 F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *A, int lda, const float *bp,
                                 float beta, float *C, int ldc, const est_gemm_epilogue *ep, int m0, int m1, int t0,
                                 int t1) {
   float tail[KC * MR] __attribute__((aligned(64))); /* 36 KiB of stack */
-  /* Per k block, Trans A is packed (pack_a_trans) and NoTrans A copied row for row at a
-   * stride whose lines fall on distinct L1 sets (copy_rows_apart): one pass over the
-   * block's A, which every column tile of the item then reads. Without the buffer (out of
-   * memory) A is read where it is, for the same bits. */
+  /* Per k block, Trans A is packed (pack_a_trans), and NoTrans A whose rows share L1 sets
+   * is copied row for row at a stride whose lines fall on distinct ones (copy_rows_apart):
+   * one pass over the block's A, which every column tile of the item then reads. Without
+   * the buffer (out of memory) A is read where it is, for the same bits. */
   const int lds = est_unaliased_stride(KC);
-  float *ap = est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * (ta ? KC : lds));
+  float *ap = ta                     ? est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * KC)
+              : rows_share_sets(lda) ? est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * lds)
+                                     : NULL;
   const int tail_m = m0 + (m1 - m0) / MR * MR, tail_rows = m1 - tail_m; /* a last row tile short of MR */
   for (int k0 = 0; k0 < K; k0 += KC) {
     int kc = K - k0 < KC ? K - k0 : KC;
