@@ -48,7 +48,7 @@ typedef struct {
   int lda; /* A's leading dimension; 0: its columns + 3 */
 } shape;
 
-/* Sizes cross every edge of the kernel: 12-row tiles (short tiles copied), 32-column tiles
+/* Sizes cross every edge of the kernel: 12-row tiles (a short last one), 32-column tiles
  * (masked), 192-row blocks, 768-long k blocks (K = 1025, 1100), column groups (few row blocks, 2 threads),
  * blocks of A with and without a short last tile (M = 200, 385). */
 static const shape shapes[] = {
