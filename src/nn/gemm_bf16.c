@@ -182,20 +182,10 @@ BF16_TARGET static inline __attribute__((always_inline)) void kernel_body(int kp
                                                                           long a_k, const int32_t *b, long b_k,
                                                                           float *c, long ldc, float alpha, int R,
                                                                           int rows, int cols, const store_op *op) {
-  /* C's tile (and GELU's) is touched only after the k loop: ask for its lines now, so their
-   * misses overlap the dot products instead of stalling the stores, as the fp32 kernel
-   * does (a Base batch-32 product went 5-12% faster, bench/README.md, "A's rows on distinct
-   * cache sets") */
-#pragma GCC unroll 12
-  for (int i = 0; i < MR; i++)
-    if (i < rows) {
-      _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
-      _mm_prefetch((const char *)(c + (size_t)i * ldc + 16), _MM_HINT_T0);
-      if (op->act) {
-        _mm_prefetch((const char *)(op->act + (size_t)i * op->ld_act), _MM_HINT_T0);
-        _mm_prefetch((const char *)(op->act + (size_t)i * op->ld_act + 16), _MM_HINT_T0);
-      }
-    }
+  /* C's tile (and GELU's) is touched only after the k loop: its lines asked for now (Base
+   * batch-32 products 5-12% faster, bench/README.md, "A's rows on distinct cache sets") */
+  est_prefetch_tile_rows(c, ldc, rows);
+  if (op->act) est_prefetch_tile_rows(op->act, op->ld_act, rows);
   __m512 acc[MR][2];
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();

@@ -10,8 +10,8 @@
  *         share L1 sets, a row block's k block is copied per worker, row for row, to a
  *         stride of an odd number of lines (est_unaliased_stride): A's own stride is often a
  *         multiple of 4 KiB (the FFN's 3072 floats), which puts a tile's 12 rows in one
- *         8-way L1 set; the copy took
- *         128 x 768 x 3072 from ~135 to ~200 GFLOP/s on 2 Zen 4 cores, and costs one load
+ *         8-way L1 set; the copy took 128 x 768 x 3072 from ~178 to ~215 GFLOP/s on 2 Zen
+ *         4 cores (bench/README.md, "A's rows on distinct cache sets"), and costs one load
  *         and store per element per item where a transposing pack (as BLIS does) would cost
  *         a strided store per element: on Tiny's N = 128 a quarter of the FMA time. Trans
  *         A (stored [K][M]) has a tile's 12 values next to each other but each k on another
@@ -104,22 +104,10 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
                                                                          const float *b, float *c, long ldc,
                                                                          float alpha, int R, int rows, int cols,
                                                                          const store_op *op, int n0) {
-  /* C's tile (and GELU's) is touched only after the k loop: ask for its lines now, so
-   * their misses overlap the FMAs instead of stalling the stores (~10% on 768-wide C). */
-#pragma GCC unroll 12
-  for (int i = 0; i < MR; i++)
-    if (i < rows) {
-      _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
-      _mm_prefetch((const char *)(c + (size_t)i * ldc + 16), _MM_HINT_T0);
-      if (op->act) {
-        _mm_prefetch((const char *)(op->act + (size_t)i * op->ld_act), _MM_HINT_T0);
-        _mm_prefetch((const char *)(op->act + (size_t)i * op->ld_act + 16), _MM_HINT_T0);
-      }
-      if (op->pre) {
-        _mm_prefetch((const char *)(op->pre + (size_t)i * op->ld_pre), _MM_HINT_T0);
-        _mm_prefetch((const char *)(op->pre + (size_t)i * op->ld_pre + 16), _MM_HINT_T0);
-      }
-    }
+  /* C's tile (and GELU's) is touched only after the k loop: its lines asked for now */
+  est_prefetch_tile_rows(c, ldc, rows);
+  if (op->act) est_prefetch_tile_rows(op->act, op->ld_act, rows);
+  if (op->pre) est_prefetch_tile_rows(op->pre, op->ld_pre, rows);
   __m512 acc[MR][2];
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -167,10 +155,10 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
     }
 }
 
-/* The kernels: A(i, p) at a[i lda + p] (NoTrans A: kernel_rows, specialized for each row
- * count, so a short last tile computes only its rows, reading A where it is: at one
- * 16-token request, 12 + 4 rows rather than 12 + 12) or at a[i + p lda] (Trans A packed,
- * or a copied tail: kernel_cols, always MR rows). */
+/* The kernels: A(i, p) at a[i lda + p] (NoTrans A, where it is or copied apart:
+ * kernel_rows, specialized for each row count, so a short last tile computes only its
+ * rows, and reads no row past A: at one 16-token request, 12 + 4 rows rather than 12 + 12)
+ * or at a[i + p lda] (Trans A packed, or a copied tail: kernel_cols, always MR rows). */
 F32_TARGET static void kernel_rows(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
                                    int rows, int cols, const store_op *op, int n0) {
 #define PACKED(r) kernel_body(kc, a, lda, 1, b, c, ldc, alpha, r, rows, cols, op, n0)

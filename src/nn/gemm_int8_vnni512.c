@@ -68,15 +68,9 @@ VNNI512_TARGET void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const 
 VNNI512_TARGET static inline __attribute__((always_inline)) void tile_body(
     const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum, const float *sw, const float *sa,
     const float *bias, float *c, int ldc, int R, int rows, int cols) {
-  /* C's tile is written only after the k loop: its lines asked for now overlap their misses
-   * with the dot products (Base's 3072-wide FFN product 6-8% faster, bench/README.md, "A's
-   * rows on distinct cache sets") */
-#pragma GCC unroll 12
-  for (int i = 0; i < MR; i++)
-    if (i < rows) {
-      _mm_prefetch((const char *)(c + (size_t)i * ldc), _MM_HINT_T0);
-      _mm_prefetch((const char *)(c + (size_t)i * ldc + 16), _MM_HINT_T0);
-    }
+  /* C's tile is written only after the k loop: its lines asked for now (Base's 3072-wide
+   * FFN product 6-8% faster, bench/README.md, "A's rows on distinct cache sets") */
+  est_prefetch_tile_rows(c, ldc, rows);
   __m512i acc[MR][2];
 #pragma GCC unroll 12
   for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
