@@ -124,7 +124,8 @@ static int one_shape(int threads, int M, int N, int K, int lda) {
 int main(int argc, char **argv) {
   int threads = argc > 1 ? atoi(argv[1]) : 1;
   est_set_num_threads(threads);
-  if (argc >= 5) return one_shape(threads, atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argc > 5 ? atoi(argv[5]) : atoi(argv[4]));
+  if (argc >= 5)
+    return one_shape(threads, atoi(argv[2]), atoi(argv[3]), atoi(argv[4]), argc > 5 ? atoi(argv[5]) : atoi(argv[4]));
   if (!est_kernel_avx512_bf16()) fprintf(stderr, "bench_gemm: no AVX512-BF16 here; bf16 runs in fp32\n");
   /* tokens x out x in: BERT-Base's attention output/FFN, Tiny's */
   static const int shapes[][3] = {{4096, 768, 768}, {4096, 3072, 768}, {4096, 768, 3072}, {4096, 128, 128},

@@ -52,17 +52,23 @@ typedef struct {
  * (masked), 192-row blocks, 768-long k blocks (K = 1025, 1100), column groups (few row blocks, 2 threads),
  * blocks of A with and without a short last tile (M = 200, 385). */
 static const shape shapes[] = {
-  {CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, 0.0f, 0, 0, 0},     {CblasNoTrans, CblasNoTrans, 37, 45, 67, 1.0f, 1.0f, 1, 0, 0},
-  {CblasNoTrans, CblasTrans, 37, 45, 67, 0.5f, 1.0f, 0, 1, 0},    {CblasTrans, CblasNoTrans, 37, 45, 67, 1.0f, 2.0f, 1, 1, 0},
-  {CblasTrans, CblasTrans, 13, 33, 5, -1.0f, 0.0f, 0, 0, 0},      {CblasNoTrans, CblasNoTrans, 200, 70, 1100, 1.0f, 0.0f, 1, 1, 0},
-  {CblasTrans, CblasNoTrans, 64, 128, 1025, 1.0f, 1.0f, 0, 0, 0}, {CblasNoTrans, CblasTrans, 385, 96, 128, 1.0f, 0.0f, 1, 0, 0},
-  {CblasNoTrans, CblasNoTrans, 24, 300, 257, 1.0f, 0.0f, 1, 1, 0}, {CblasTrans, CblasTrans, 130, 64, 300, 1.0f, 1.0f, 0, 0, 0},
+  {CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, 0.0f, 0, 0, 0},
+  {CblasNoTrans, CblasNoTrans, 37, 45, 67, 1.0f, 1.0f, 1, 0, 0},
+  {CblasNoTrans, CblasTrans, 37, 45, 67, 0.5f, 1.0f, 0, 1, 0},
+  {CblasTrans, CblasNoTrans, 37, 45, 67, 1.0f, 2.0f, 1, 1, 0},
+  {CblasTrans, CblasTrans, 13, 33, 5, -1.0f, 0.0f, 0, 0, 0},
+  {CblasNoTrans, CblasNoTrans, 200, 70, 1100, 1.0f, 0.0f, 1, 1, 0},
+  {CblasTrans, CblasNoTrans, 64, 128, 1025, 1.0f, 1.0f, 0, 0, 0},
+  {CblasNoTrans, CblasTrans, 385, 96, 128, 1.0f, 0.0f, 1, 0, 0},
+  {CblasNoTrans, CblasNoTrans, 24, 300, 257, 1.0f, 0.0f, 1, 1, 0},
+  {CblasTrans, CblasTrans, 130, 64, 300, 1.0f, 1.0f, 0, 0, 0},
   /* Trans B packs by gathers of 16 columns: a last tile with 18 columns (a full and a
    * partial gather) */
   {CblasNoTrans, CblasTrans, 29, 50, 70, 1.0f, 0.0f, 0, 0, 0},
   /* the backward through a GELU: the FFN's d act GEMM (NT, beta 0), and with two k blocks,
    * beta 1 and a masked last tile */
-  {CblasNoTrans, CblasTrans, 200, 96, 130, 1.0f, 0.0f, 0, 2, 0},  {CblasNoTrans, CblasNoTrans, 37, 45, 1100, 1.0f, 1.0f, 0, 2, 0},
+  {CblasNoTrans, CblasTrans, 200, 96, 130, 1.0f, 0.0f, 0, 2, 0},
+  {CblasNoTrans, CblasNoTrans, 37, 45, 1100, 1.0f, 1.0f, 0, 2, 0},
   /* A's rows sharing L1 sets, so copied apart per k block (gemm_f32.c, copy_rows_apart):
    * 8 KiB apart (all 12 in one set) over two k blocks and two row blocks; 4 KiB; 3 KiB
    * (3 rows a set, the least that copies) */

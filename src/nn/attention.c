@@ -105,12 +105,13 @@ static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const fl
 /* One pair with bf16 products (attention_plan's bf16): the two products on bf16 inputs with
  * fp32 sums, as every dense layer's, run single-threaded on this thread (called inside a
  * parallel region, each kernel works alone and opens no team): on the AMX tiles
- * (est_sgemm_amx) where the CPU has them, else VDPBF16PS (est_sgemm_bf16_dp). The masked softmax and the dropout stay fp32, in
- * between. The whole [S, S] of scores at once: the bf16 kernels pack their operands per call,
- * so strips would pack K^T and V again per strip. In fp32 this pair took ~12% of a bf16
- * Small inference step on AMX, against ~60% for every dense layer together, and ~12% of an
- * int8 Base step at batch 32 on a Zen 4 (perf). Returns non-zero when the tile kernel refuses
- * (no memory for its packed operands); the fp32 paths then run and write P and ctx whole. */
+ * (est_sgemm_amx) where the CPU has them, else VDPBF16PS (est_sgemm_bf16_dp). The masked
+ * softmax and the dropout stay fp32, in between. The whole [S, S] of scores at once: the bf16
+ * kernels pack their operands per call, so strips would pack K^T and V again per strip. In
+ * fp32 this pair took ~12% of a bf16 Small inference step on AMX, against ~60% for every
+ * dense layer together, and ~12% of an int8 Base step at batch 32 on a Zen 4 (perf). Returns
+ * non-zero when the tile kernel refuses (no memory for its packed operands); the fp32 paths
+ * then run and write P and ctx whole. */
 static int pair_forward_bf16(float *ctx, float *p, const uint8_t *m, const float *qb, const float *kb,
                              const float *vb, const float *madd, int S, int Dh, int HD, float scale, int dropout,
                              float keep_scale, int amx) {

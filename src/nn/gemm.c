@@ -157,8 +157,9 @@ int est_sgemm_forward_shared(int M, int K, const float *A, const est_gemm_produc
                              est_precision precision) {
   switch (precision) {
   case EST_PRECISION_INT8: return est_sgemm_int8_shared(CblasNoTrans, M, K, A, K, prods, count);
-  case EST_PRECISION_FP32: /* fp32 and bf16 read A as it is: nothing to share */
-  case EST_PRECISION_BF16: return -1;
+  case EST_PRECISION_FP32: /* fp32 reads A in place (or copies a block per item: gemm_f32.c) */
+  case EST_PRECISION_BF16: /* bf16 converts A per product: sharing that is not written yet */
+    return -1;
   }
   return -1;
 }

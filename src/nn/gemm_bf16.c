@@ -135,7 +135,8 @@ BF16_TARGET static void pack_pairs_of_cols(int32_t *dst, const float *src, int l
         w[r] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo); /* pairs kp = k/2 .. k/2+15 of row n0 + r */
       }
       transpose16_words(w); /* w[j]: pair k/2 + j of the 16 rows */
-      for (int j = 0; j < 16 && k / 2 + j < kp2; j++) _mm512_storeu_si512(dst + word_at(1, kp2, 0, k / 2 + j, n0), w[j]);
+      for (int j = 0; j < 16 && k / 2 + j < kp2; j++)
+        _mm512_storeu_si512(dst + word_at(1, kp2, 0, k / 2 + j, n0), w[j]);
     }
 }
 

@@ -80,9 +80,8 @@ int est_sgemm_int8(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int 
  * (a pass over A each, ~6% of an int8 Base step for all of them), and the products' blocks
  * handed out in one parallel region, each row block through every product before the next.
  * The same bits as est_sgemm_int8 per product (C from op(B), nn/gemm.h's est_gemm_product).
- * count <= EST_GEMM_MAX_SHARED; the weights
- * must be read-only (kept packed) for the shared pass, else they run one by one. Returns as
- * est_sgemm_int8 (non-zero: nothing done). */
+ * count <= EST_GEMM_MAX_SHARED; the weights must be read-only (kept packed) for the shared
+ * pass, else they run one by one. Returns as est_sgemm_int8 (non-zero: nothing done). */
 int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_gemm_product *prods,
                           int count);
 /* BERT's feed-forward block in int8, both GEMMs NoTrans: in->C = A[M,K] in->B + bias with
