@@ -3,7 +3,7 @@
  *
  *   bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch 32] [--seq 128]
  *              [--iters N] [--warmup W] [--threads 2] [--precision fp32|bf16|int8]
- *              [--gemm auto|blas|own|bf16dp|amx|noavx512] [--recompute 0|1]
+ *              [--gemm KERNEL (EST_KERNEL's names)] [--recompute 0|1]
  *              [--head classifier|squad]
  *
  * --head squad: run_squad.py's model instead (est_bert_squad_head_type through the one BERT
@@ -46,7 +46,7 @@ static double now(void) {
 static int usage(void) {
   fprintf(stderr, "usage: bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch N] [--seq N]\n"
                   "                  [--iters N] [--warmup N] [--threads N] [--precision fp32|bf16|int8]\n"
-                  "                  [--gemm auto|blas|own|bf16dp|amx|noavx512] [--recompute 0|1]\n"
+                  "                  [--gemm KERNEL (EST_KERNEL's names)] [--recompute 0|1]\n"
                   "                  [--head classifier|squad]\n");
   return 2;
 }

@@ -1,6 +1,6 @@
 /* The machine's arithmetic ceiling, measured rather than read off a data sheet: how many
  * fp32 FMA (VFMADD231PS zmm), bf16 dot-product (VDPBF16PS zmm) and int8 dot-product
- * (VPDPBUSD zmm, AVX512-VNNI) instructions each core
+ * (VPDPBUSD zmm, AVX512-VNNI; TDPBUSD tiles, AMX-INT8) instructions each core
  * retires per second when nothing else limits it, and the GFLOP/s that makes
  * (the loops: src/nn/cpu_peak.c).
  *
@@ -74,10 +74,12 @@ int main(int argc, char **argv) {
   double dot = rate(est_peak_dpbf16_loop, blocks, threads);
   double tile = rate(est_peak_amx_loop, blocks / 50, threads); /* ~16 cycles each */
   double dpbusd = rate(est_peak_dpbusd_loop, blocks, threads);
+  double tile8 = rate(est_peak_amx_int8_loop, blocks / 50, threads); /* ~16 cycles each */
   report("fp32 FMA  vfmadd231ps zmm", fma, EST_PEAK_FMA_FLOP, threads);
   report("bf16 dot  vdpbf16ps zmm", dot, EST_PEAK_DPBF16_FLOP, threads);
   report("bf16 AMX  tdpbf16ps tiles", tile, EST_PEAK_TDPBF16_FLOP, threads);
   report("int8 dot  vpdpbusd zmm", dpbusd, EST_PEAK_DPBUSD_OPS, threads); /* GFLOP: G int ops */
+  report("int8 AMX  tdpbusd tiles", tile8, EST_PEAK_TDPBUSD_OPS, threads);
   if (fma > 0 && dot > 0)
     printf("bf16/fp32 FLOP ratio %.2f (2.00: a bf16 GEMM can reach twice fp32's speed; 1.00: at best fp32's)\n",
            dot * EST_PEAK_DPBF16_FLOP / (fma * EST_PEAK_FMA_FLOP));
@@ -87,5 +89,8 @@ int main(int argc, char **argv) {
   if (fma > 0 && dpbusd > 0)
     printf("int8/fp32 op ratio %.2f (4.00: an int8 GEMM can reach four times fp32's speed)\n",
            dpbusd * EST_PEAK_DPBUSD_OPS / (fma * EST_PEAK_FMA_FLOP));
+  if (fma > 0 && tile8 > 0)
+    printf("AMX int8/fp32 op ratio %.2f (est's int8 GEMM runs on the tiles where this is printed)\n",
+           tile8 * EST_PEAK_TDPBUSD_OPS / (fma * EST_PEAK_FMA_FLOP));
   return fma > 0 ? 0 : 1;
 }

@@ -72,6 +72,12 @@ static void loops_run_where_the_choice_lets_them(void **state) {
   if (!__builtin_cpu_supports("amx-bf16") || hide || est_kernel_get() == EST_KERNEL_BF16DP)
     assert_int_equal(est_kernel_amx(), 0);
   assert_int_equal(est_peak_amx_loop(10), est_kernel_amx() ? 0 : -1);
+  /* int8's tiles the same way: never without the flag, never where int8 is pinned elsewhere */
+  const est_kernel k = est_kernel_get();
+  if (!__builtin_cpu_supports("amx-int8") || hide || k == EST_KERNEL_VNNI512 || k == EST_KERNEL_AVXVNNI ||
+      k == EST_KERNEL_INT8REF)
+    assert_int_equal(est_kernel_amx_int8(), 0);
+  assert_int_equal(est_peak_amx_int8_loop(10), est_kernel_amx_int8() ? 0 : -1);
   if (hide) assert_true(est_peak_bf16_fp32_ratio() == 0); /* a feature forced absent measures 0 */
 }
 

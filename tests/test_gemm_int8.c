@@ -38,7 +38,11 @@ static float *random_matrix(size_t n, float range) {
   return m;
 }
 
-static int have_int8_kernel(void) { return est_kernel_vnni512() || est_kernel_avxvnni(); } /* not the twin */
+/* not the twin */
+static int have_int8_kernel(void) { return est_kernel_amx_int8() || est_kernel_vnni512() || est_kernel_avxvnni(); }
+static const char *int8_kernel_name(void) {
+  return est_kernel_amx_int8() ? "amxint8" : est_kernel_vnni512() ? "vnni512" : "avxvnni";
+}
 
 static void test_quantize_round_trips_within_half_a_step(void **state) {
   (void)state;
@@ -148,7 +152,7 @@ static void check_shape(int M, int N, int K, int threads) {
     est_sgemm_int8_ref(trans ? CblasTrans : CblasNoTrans, M, N, K, A, K + 3, B, ldb, R, N + 2, &er);
     if (memcmp(C, R, cn * sizeof(float)) || memcmp(G, GR, cn * sizeof(float)))
       fail_msg("int8 kernel %s != reference at M=%d N=%d K=%d threads=%d variant %d",
-               est_kernel_vnni512() ? "vnni512" : "avxvnni", M, N, K, threads, variant);
+               int8_kernel_name(), M, N, K, threads, variant);
   }
   free(A), free(B), free(bias), free(C), free(R), free(G), free(GR);
 }
@@ -195,6 +199,51 @@ static void test_ymm_kernel_equals_reference(void **state) {
     est_gemm_epilogue ep = {.bias = bias};
     est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R, N, &ep);
     if (memcmp(C, R, (size_t)M * N * sizeof(float))) fail_msg("ymm kernel != reference at M=%d N=%d K=%d", M, N, K);
+    free(A), free(B), free(bias), free(mem), free(qa), free(sa), free(C), free(R);
+  }
+}
+
+/* The AMX kernel's body on emulated tiles (gemm_int8_amx_emulated.c), so that a CPU without
+ * AMX checks it too: blocks as the dispatch hands them out (rows from multiples of 12,
+ * columns from multiples of 32) equal the reference. The shapes cover K within one k tile
+ * (K <= 64), on a tile's edge (64, 128) and with a last k tile of 1-15 groups (65, 259); one
+ * row tile, a pair and a pair plus one (16, 32, 45 rows), a 16-row tile cut short (1, 13, 33);
+ * columns short of a panel and over several. */
+static void test_amx_emulated_kernel_equals_reference(void **state) {
+  (void)state;
+  if (!est_cpu_has_avx512_vnni()) skip(); /* its epilogue is AVX-512 code */
+  static const int shapes[][3] = {{1, 1, 1},   {13, 33, 17}, {16, 32, 64}, {32, 64, 128},
+                                  {33, 70, 65}, {45, 100, 259}, {60, 96, 3}, {200, 40, 130}};
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+    const int groups = (K + 3) / 4, Mp = (M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
+    float *A = random_matrix((size_t)M * K, 3.0f), *B = random_matrix((size_t)K * N, 0.2f), *bias = random_matrix(N, 1);
+    void *mem = aligned_alloc(64, (est_int8_weights_bytes(K, N) + 63) / 64 * 64);
+    est_int8_weights w = est_int8_weights_pack(mem, B, N, CblasNoTrans, K, N);
+    uint8_t *qa = malloc((size_t)Mp * groups * 4);
+    float *sa = malloc((size_t)Mp * sizeof(float));
+    est_int8_quantize_rows(qa, sa, A, K, M, K, groups, 0, Mp);
+    float *C = calloc((size_t)M * N, sizeof(float)), *R = calloc((size_t)M * N, sizeof(float));
+    /* four blocks: rows cut at the last multiple of 12 below M / 2, columns at 32 */
+    const int m_cut = M / 2 / EST_INT8_MR * EST_INT8_MR, n_cut = N > 32 ? 32 : N;
+    for (int half_m = 0; half_m < 2; half_m++)
+      for (int half_n = 0; half_n < 2; half_n++) {
+        const int m0 = half_m ? m_cut : 0, m1 = half_m ? M : m_cut, n0 = half_n ? n_cut : 0, n1 = half_n ? N : n_cut;
+        if (m0 < m1 && n0 < n1) est_int8_block_amx_emulated(&w, qa, sa, half_n ? NULL : bias, C, N, m0, m1, n0, n1);
+      }
+    /* the reference with the bias for the left-hand columns, without it for the others */
+    float *R0 = calloc((size_t)M * N, sizeof(float));
+    est_gemm_epilogue ep = {.bias = bias};
+    est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R, N, &ep);
+    est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R0, N, NULL);
+    for (int m = 0; m < M; m++)
+      for (int n = 0; n < N; n++) {
+        const size_t i = (size_t)m * N + n;
+        if (C[i] != (n < n_cut ? R : R0)[i])
+          fail_msg("AMX body (emulated) != reference at M=%d N=%d K=%d: C[%d][%d] %.9g, reference %.9g", M, N, K, m, n,
+                   C[i], (n < n_cut ? R : R0)[i]);
+      }
+    free(R0);
     free(A), free(B), free(bias), free(mem), free(qa), free(sa), free(C), free(R);
   }
 }
@@ -343,6 +392,7 @@ int main(void) {
     cmocka_unit_test(test_reference_within_the_quantization_bound),
     cmocka_unit_test(test_kernel_equals_reference_bit_for_bit),
     cmocka_unit_test(test_ymm_kernel_equals_reference),
+    cmocka_unit_test(test_amx_emulated_kernel_equals_reference),
     cmocka_unit_test(test_frozen_weights_packed_once),
     cmocka_unit_test(test_shared_input_equals_separate_products),
     cmocka_unit_test(test_ffn_equals_two_products),

@@ -70,30 +70,45 @@ int est_peak_add_chain(long blocks) {
   return 0;
 }
 
-/* Four accumulators (tiles 0-3) each fed by tiles 4 and 5: the tile unit's latency is
- * covered, so only its issue rate counts. The tile intrinsics are volatile builtins, so
- * the compiler keeps every one. */
+/* Four accumulators (tiles 0-3) each fed by tiles 4 and 5, all zero: the tile unit's
+ * latency is covered, so only its issue rate counts. The tile intrinsics are volatile
+ * builtins, so the compiler keeps every one; dp is one of them (a macro: each tile number
+ * must be a constant). */
+#define AMX_PEAK_LOOP(dp, blocks)                                                                                      \
+  do {                                                                                                                 \
+    est_amx_configure(6);                                                                                              \
+    _tile_zero(0);                                                                                                     \
+    _tile_zero(1);                                                                                                     \
+    _tile_zero(2);                                                                                                     \
+    _tile_zero(3);                                                                                                     \
+    _tile_zero(4);                                                                                                     \
+    _tile_zero(5);                                                                                                     \
+    for (long b = 0; b < (blocks); b++)                                                                                \
+      for (int i = 0; i < EST_PEAK_BLOCK / 4; i++) {                                                                   \
+        dp(0, 4, 5);                                                                                                   \
+        dp(1, 4, 5);                                                                                                   \
+        dp(2, 4, 5);                                                                                                   \
+        dp(3, 4, 5);                                                                                                   \
+      }                                                                                                                \
+    _tile_release();                                                                                                   \
+  } while (0)
+
 __attribute__((target("amx-tile,amx-bf16"))) static void amx_loop(long blocks) {
-  est_amx_configure(6);
-  _tile_zero(0); /* a macro: each tile number must be a constant */
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  _tile_zero(4);
-  _tile_zero(5);
-  for (long b = 0; b < blocks; b++)
-    for (int i = 0; i < EST_PEAK_BLOCK / 4; i++) {
-      _tile_dpbf16ps(0, 4, 5);
-      _tile_dpbf16ps(1, 4, 5);
-      _tile_dpbf16ps(2, 4, 5);
-      _tile_dpbf16ps(3, 4, 5);
-    }
-  _tile_release();
+  AMX_PEAK_LOOP(_tile_dpbf16ps, blocks);
+}
+__attribute__((target("amx-tile,amx-int8"))) static void amx_int8_loop(long blocks) {
+  AMX_PEAK_LOOP(_tile_dpbusd, blocks);
 }
 
 int est_peak_amx_loop(long blocks) {
   if (!est_kernel_amx()) return -1;
   if (blocks > 0) amx_loop(blocks);
+  return 0;
+}
+
+int est_peak_amx_int8_loop(long blocks) {
+  if (!est_kernel_amx_int8()) return -1;
+  if (blocks > 0) amx_int8_loop(blocks);
   return 0;
 }
 #else
@@ -110,6 +125,10 @@ int est_peak_dpbf16_loop(long blocks) {
   return -1;
 }
 int est_peak_amx_loop(long blocks) {
+  (void)blocks;
+  return -1;
+}
+int est_peak_amx_int8_loop(long blocks) {
   (void)blocks;
   return -1;
 }

@@ -16,6 +16,8 @@ enum { EST_PEAK_FMA_FLOP = 32, EST_PEAK_DPBF16_FLOP = 64 };
 enum { EST_PEAK_DPBUSD_OPS = 128 };
 /* TDPBF16PS on full tiles: a 16 x 32 bf16 tile times a 32 x 16 one into 16 x 16 fp32 */
 enum { EST_PEAK_TDPBF16_FLOP = 16 * 16 * 32 * 2 };
+/* TDPBUSD on full tiles: a 16 x 64 u8 tile times a 64 x 16 s8 one into 16 x 16 int32 */
+enum { EST_PEAK_TDPBUSD_OPS = 16 * 16 * 64 * 2 };
 
 /* Each runs `blocks` x EST_PEAK_BLOCK instructions on the calling thread, registers only.
  * Return 0, or -1 where the build or the CPU lacks the instruction, or the kernel choice
@@ -33,6 +35,9 @@ int est_peak_add_chain(long blocks);
  * -1 without AMX-BF16 or without the kernel's permission for the tile state (or with
  * EST_KERNEL=bf16dp or noavx512). */
 int est_peak_amx_loop(long blocks);
+/* The same with TDPBUSD (int8); -1 without AMX-INT8 or the tile state, or where the kernel
+ * choice keeps int8 off the tiles (EST_KERNEL=noavx512, vnni512, avxvnni, int8ref). */
+int est_peak_amx_int8_loop(long blocks);
 
 /* bf16 FLOP rate over fp32-FMA FLOP rate on the calling thread, for the instruction est's
  * bf16 GEMM runs: TDPBF16PS where AMX is usable and chosen (up to 16: 1024 FLOP per cycle against two

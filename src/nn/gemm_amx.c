@@ -42,8 +42,6 @@
 #include "nn/thread_buf.h"
 
 #if defined(__x86_64__) && defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
 #define AMX_BUILD 1
 #define AMX_TARGET __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
 #else
@@ -55,8 +53,6 @@ enum { BM = 256, BN = 256 }; /* block of C per work item at most: 8 x 8 blocks o
 enum { ITEMS_PER_THREAD = 4 };  /* fewer, and the items shrink (est_sgemm_amx) */
 
 #if AMX_BUILD
-enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
-
 static int amx_usable;
 static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
 
@@ -66,7 +62,7 @@ static void amx_probe(void) {
   if (!__builtin_cpu_supports("amx-bf16") || !__builtin_cpu_supports("amx-tile") ||
       !__builtin_cpu_supports("avx512bf16"))
     return;
-  amx_usable = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+  amx_usable = est_amx_permitted();
 }
 
 int est_cpu_has_amx_bf16(void) {

@@ -1,6 +1,7 @@
 /* est_sgemm_int8 (nn/gemm_int8.h): quantizes A's rows, takes B's packed form (kept once for a
  * frozen weight, core/frozen.h, else packed now), and hands blocks of C to the kernel
- * est_kernel_vnni512 / est_kernel_avxvnni (nn/kernel_choice.h) allow, over the OpenMP team.
+ * est_kernel_amx_int8 / est_kernel_vnni512 / est_kernel_avxvnni (nn/kernel_choice.h) allow,
+ * in that order, over the OpenMP team.
  * The integer sums are exact and each element of C is dequantized by the same operations
  * whichever block or thread computes it, so C has the same bits for any kernel and thread
  * count. */
@@ -111,11 +112,13 @@ int est_sgemm_int8_ffn(int M, int K, const float *A, const est_gemm_product *in,
  * also quantized into ahead right after each is written, and *ahead_done set. */
 static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_gemm_product *prods,
                         int count, const quantized_rows *given, const quantized_rows *ahead, int *ahead_done) {
-  est_int8_block_fn *block = est_kernel_vnni512() ? est_int8_block_vnni512
+  est_int8_block_fn *block = est_kernel_amx_int8()  ? est_int8_block_amx
+                             : est_kernel_vnni512() ? est_int8_block_vnni512
                              : est_kernel_avxvnni() ? est_int8_block_avxvnni
                                                     : NULL;
   void (*quantize_rows)(uint8_t *, float *, const float *, int, int, int, int, int, int) =
-      block == est_int8_block_vnni512 ? est_int8_quantize_rows_avx512 : est_int8_quantize_rows;
+      block == est_int8_block_amx || block == est_int8_block_vnni512 ? est_int8_quantize_rows_avx512
+                                                                      : est_int8_quantize_rows;
   if (count <= 0 || count > EST_GEMM_MAX_SHARED) return -1;
   int bad = M <= 0 || K <= 0;
   for (int j = 0; j < count; j++) bad |= prods[j].N <= 0 || (prods[j].ep && prods[j].ep->gelu_pre);

@@ -102,9 +102,11 @@ void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A,
  * kernel's row tile readable) and their scales sa. They write C = fmaf(acc, sa sw, bias). */
 typedef void est_int8_block_fn(const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias,
                                float *C, int ldc, int m0, int m1, int n0, int n1);
-est_int8_block_fn est_int8_block_vnni512, est_int8_block_avxvnni;
+est_int8_block_fn est_int8_block_amx, est_int8_block_vnni512, est_int8_block_avxvnni;
 /* the AVX-VNNI kernel assembled with EVEX encodings, for tests on AVX-512 CPUs (gemm_int8_ymm_evex.c) */
 est_int8_block_fn est_int8_block_ymm_evex;
+/* the AMX kernel's body on tiles emulated in C, for tests on CPUs without AMX (gemm_int8_amx_emulated.c) */
+est_int8_block_fn est_int8_block_amx_emulated;
 /* A kernel's tile: C[rows][cols] (rows <= its MR, cols <= its NR) from the u8 words at a (row
  * i's of group g at a[g EST_INT8_MR + i]; MR rows readable) and the packed weight words at b
  * (group g's at b + g b_g). */
@@ -155,5 +157,7 @@ void est_int8_quantize_rows(uint8_t *qa, float *sa, const float *A, int lda, int
 
 int est_cpu_has_avx512_vnni(void);
 int est_cpu_has_avx_vnni(void);
+/* AMX-INT8 with AVX512-VNNI, and Linux's grant of the tile state to this process */
+int est_cpu_has_amx_int8(void);
 
 #endif

@@ -11,7 +11,8 @@
 #include "nn/gemm.h"
 #include "nn/gemm_int8.h"
 
-static const char *const names[] = {"auto", "blas", "own", "bf16dp", "amx", "noavx512", "vnni512", "avxvnni", "int8ref"};
+static const char *const names[] = {"auto",     "blas",     "own",     "bf16dp",  "amx",
+                                    "noavx512", "vnni512", "avxvnni", "int8ref", "amxint8"};
 enum { NAMES = sizeof names / sizeof names[0] };
 
 /* Written by the environment's read (once) and by est_kernel_set; read by every dispatch. */
@@ -41,6 +42,9 @@ const char *est_kernel_missing(est_kernel k) {
   case EST_KERNEL_AMX:
     return est_cpu_has_amx_bf16() ? NULL : "AMX-BF16 usable by this process (the CPU flag and Linux's grant of the "
                                            "tile state)";
+  case EST_KERNEL_AMXINT8:
+    return est_cpu_has_amx_int8() ? NULL : "AMX-INT8 usable by this process (the CPU flags, AVX512-VNNI and "
+                                           "Linux's grant of the tile state)";
   case EST_KERNEL_VNNI512: return est_cpu_has_avx512_vnni() ? NULL : "AVX512-VNNI";
   case EST_KERNEL_AVXVNNI: return est_cpu_has_avx_vnni() ? NULL : "AVX-VNNI";
   default: return NULL; /* auto, blas and noavx512 run anywhere */
@@ -55,7 +59,7 @@ static void read_env(void) {
   if (est_kernel_parse(v, &k) != 0) {
     env_code = EST_ERR_INVALID_ARGUMENT;
     snprintf(env_message, sizeof env_message,
-             "EST_KERNEL=%s: must be auto, blas, own, bf16dp, amx, noavx512, vnni512, avxvnni or int8ref", v);
+             "EST_KERNEL=%s: must be auto, blas, own, bf16dp, amx, noavx512, vnni512, avxvnni, int8ref or amxint8", v);
   } else if ((missing = est_kernel_missing(k))) {
     env_code = EST_ERR_FAILED_PRECONDITION;
     snprintf(env_message, sizeof env_message, "EST_KERNEL=%s: this CPU has no %s", v, missing);
@@ -96,6 +100,12 @@ int est_kernel_amx(void) {
   return k != EST_KERNEL_NOAVX512 && k != EST_KERNEL_BF16DP && est_cpu_has_amx_bf16();
 }
 
+int est_kernel_amx_int8(void) {
+  est_kernel k = est_kernel_get();
+  return k != EST_KERNEL_NOAVX512 && k != EST_KERNEL_VNNI512 && k != EST_KERNEL_AVXVNNI && k != EST_KERNEL_INT8REF &&
+         est_cpu_has_amx_int8();
+}
+
 int est_kernel_vnni512(void) {
   est_kernel k = est_kernel_get();
   return k != EST_KERNEL_NOAVX512 && k != EST_KERNEL_AVXVNNI && k != EST_KERNEL_INT8REF && est_cpu_has_avx512_vnni();
@@ -107,5 +117,6 @@ int est_kernel_avxvnni(void) {
 }
 
 int est_kernel_int8(void) {
-  return est_kernel_get() == EST_KERNEL_INT8REF || est_kernel_vnni512() || est_kernel_avxvnni();
+  return est_kernel_get() == EST_KERNEL_INT8REF || est_kernel_amx_int8() || est_kernel_vnni512() ||
+         est_kernel_avxvnni();
 }

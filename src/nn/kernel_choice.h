@@ -23,9 +23,12 @@
  *             What the compiler vectorised with -march=native stays as built, and OpenBLAS
  *             keeps its own kernels (OPENBLAS_CORETYPE=Haswell picks its AVX2 ones); int8 runs
  *             AVX-VNNI where the CPU has it, else fp32 (est_precision_resolve says so)
- *   vnni512   int8: the AVX512-VNNI kernel (gemm_int8_vnni512.c; needs AVX512-VNNI)
+ *   amxint8   int8: the AMX tiles (gemm_int8_amx.c), where auto also runs them (needs AMX-INT8,
+ *             AVX512-VNNI and Linux's grant of the tile state)
+ *   vnni512   int8: the AVX512-VNNI kernel (gemm_int8_vnni512.c; needs AVX512-VNNI), never the
+ *             AMX tiles
  *   avxvnni   int8: the AVX-VNNI kernel (gemm_int8_avxvnni.c; needs AVX-VNNI), never the
- *             AVX-512 one
+ *             AVX-512 one nor the tiles
  *   int8ref   int8: the plain-C reference twin (gemm_int8_ref.c), on any CPU: slow, for tests
  *             that compare a whole model's int8 run with the definition
  *
@@ -47,6 +50,7 @@ typedef enum {
   EST_KERNEL_VNNI512,
   EST_KERNEL_AVXVNNI,
   EST_KERNEL_INT8REF,
+  EST_KERNEL_AMXINT8,
 } est_kernel;
 
 /* The choice in effect: the last est_kernel_set, else EST_KERNEL from the environment (read
@@ -76,11 +80,15 @@ int est_kernel_avx512f(void);
 int est_kernel_avx512_bf16(void);
 /* bf16 GEMMs run on the AMX tiles: the CPU and the OS allow it, and neither bf16dp nor noavx512 */
 int est_kernel_amx(void);
-/* int8 GEMMs run on AVX512-VNNI: the CPU has it, neither noavx512 nor avxvnni */
+/* int8 GEMMs run on the AMX tiles: the CPU and the OS allow it, and no other int8 kernel
+ * (nor noavx512) is forced */
+int est_kernel_amx_int8(void);
+/* int8 GEMMs may run on AVX512-VNNI (they do unless the tiles are chosen above): the CPU has
+ * it, and neither noavx512 nor avxvnni nor int8ref is forced */
 int est_kernel_vnni512(void);
 /* int8 GEMMs run on AVX-VNNI: the CPU has it and vnni512 is not forced nor may run */
 int est_kernel_avxvnni(void);
-/* some int8 GEMM may run: one of the two above, or int8ref forced */
+/* some int8 GEMM may run: one of the three above, or int8ref forced */
 int est_kernel_int8(void);
 
 #endif
