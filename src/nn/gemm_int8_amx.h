@@ -15,9 +15,9 @@
  * time. So the weights' panel-major words (est_int8_weights) are B tiles as they lie: panel
  * p's [groups][32] words hold, for k tile kt, two tiles 128 bytes a row, at word kt 16 32 and
  * 16 more. A's u8 words (est_int8_a_word's 12-row tiles) are copied per block into 1 KiB
- * tiles, Ap[mt][kt][16 m][16 words], zero beyond the block's rows and beyond K's groups;
- * those zeros are why the last k tile may read B's rows past `groups` (copied, zero-padded,
- * so that nothing past the weights is read). The sums are then those of the other kernels
+ * tiles, Ap[mt][kt][16 m][16 words], zero beyond the block's rows and beyond K's groups, and
+ * a last k tile that K's groups do not fill takes its B rows from a copy zero-padded past
+ * them, so that nothing past the weights is read. The sums are then those of the other kernels
  * exactly, and the end of a tile is theirs: subtract 128 colsum, convert, one FMA with
  * sa sw and the bias (gemm_int8_vnni512.c).
  *
@@ -36,16 +36,24 @@
 enum { AMX8_ROWS = 16, AMX8_WORDS = 16, AMX8_TILE = AMX8_ROWS * AMX8_WORDS };
 
 /* The block's A rows [m0, m1) as tiles Ap[mt][kt][16][16]: word (r, j) of tile (mt, kt) is
- * group kt 16 + j of row m0 + 16 mt + r, zero past the groups and past m1. */
+ * group kt 16 + j of row m0 + 16 mt + r, zero past the groups and past m1. A row's words lie
+ * EST_INT8_MR apart in qa (est_int8_a_word), so each tile row is one gather of 16 (one word a
+ * cycle or better, where a word at a time with its index arithmetic took several). */
 AMX8_TARGET static void amx8_copy_rows(int32_t *Ap, const uint8_t *qa, int groups, int Kt, int m0, int m1, int Mt) {
   const int32_t *words = (const int32_t *)qa;
+  const __m512i apart = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                           _mm512_set1_epi32(EST_INT8_MR));
   for (int mt = 0; mt < Mt; mt++)
     for (int r = 0; r < AMX8_ROWS; r++) {
       const int m = m0 + mt * AMX8_ROWS + r;
       int32_t *row = Ap + (size_t)mt * Kt * AMX8_TILE + (size_t)r * AMX8_WORDS; /* kt 0's row r */
-      for (int g = 0; g < Kt * AMX8_WORDS; g++)
-        row[(size_t)(g / AMX8_WORDS) * AMX8_TILE + g % AMX8_WORDS] =
-            m < m1 && g < groups ? words[est_int8_a_word(m, g, groups)] : 0;
+      const int32_t *src = m < m1 ? words + est_int8_a_word(m, 0, groups) : NULL;
+      for (int kt = 0; kt < Kt; kt++) {
+        const __mmask16 have = src ? est_lanes16(groups - kt * AMX8_WORDS) : 0;
+        _mm512_store_si512(row + (size_t)kt * AMX8_TILE,
+                           _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), have, apart,
+                                                       src ? src + (size_t)kt * AMX8_WORDS * EST_INT8_MR : words, 4));
+      }
     }
 }
 
