@@ -38,10 +38,13 @@ static float *random_matrix(size_t n, float range) {
   return m;
 }
 
-/* not the twin */
-static int have_int8_kernel(void) { return est_kernel_amx_int8() || est_kernel_vnni512() || est_kernel_avxvnni(); }
+/* a kernel, not the reference twin (whose own run would be compared with itself) */
+static int have_int8_kernel(void) { return est_kernel_int8() && est_kernel_get() != EST_KERNEL_INT8REF; }
 static const char *int8_kernel_name(void) {
-  return est_kernel_amx_int8() ? "amxint8" : est_kernel_vnni512() ? "vnni512" : "avxvnni";
+  return est_kernel_get() == EST_KERNEL_AMXEMU ? "amxemu"
+         : est_kernel_amx_int8()              ? "amxint8"
+         : est_kernel_vnni512()               ? "vnni512"
+                                              : "avxvnni";
 }
 
 static void test_quantize_round_trips_within_half_a_step(void **state) {
@@ -193,7 +196,7 @@ static void test_ymm_kernel_equals_reference(void **state) {
     est_int8_weights w = est_int8_weights_pack(mem, B, N, CblasNoTrans, K, N);
     uint8_t *qa = malloc((size_t)Mp * groups * 4);
     float *sa = malloc((size_t)Mp * sizeof(float));
-    est_int8_quantize_rows(qa, sa, A, K, M, K, groups, 0, Mp);
+    est_int8_quantize_rows(EST_INT8_ROWS12, qa, sa, A, K, M, K, groups, 0, Mp);
     float *C = calloc((size_t)M * N, sizeof(float)), *R = calloc((size_t)M * N, sizeof(float));
     est_int8_block_ymm_evex(&w, qa, sa, bias, C, N, 0, M, 0, N);
     est_gemm_epilogue ep = {.bias = bias};
@@ -216,16 +219,17 @@ static void test_amx_emulated_kernel_equals_reference(void **state) {
                                   {33, 70, 65}, {45, 100, 259}, {60, 96, 3}, {200, 40, 130}};
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
     const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-    const int groups = (K + 3) / 4, Mp = (M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
+    /* quantized in the tiles' layout, rows to a multiple of 16, words to a multiple of 16 a row */
+    const int groups = (K + 3) / 4, Mp = (M + 15) / 16 * 16;
     float *A = random_matrix((size_t)M * K, 3.0f), *B = random_matrix((size_t)K * N, 0.2f), *bias = random_matrix(N, 1);
     void *mem = aligned_alloc(64, (est_int8_weights_bytes(K, N) + 63) / 64 * 64);
     est_int8_weights w = est_int8_weights_pack(mem, B, N, CblasNoTrans, K, N);
-    uint8_t *qa = malloc((size_t)Mp * groups * 4);
+    uint8_t *qa = malloc((size_t)Mp * est_int8_padded_groups(groups) * 4);
     float *sa = malloc((size_t)Mp * sizeof(float));
-    est_int8_quantize_rows(qa, sa, A, K, M, K, groups, 0, Mp);
+    est_int8_quantize_rows(EST_INT8_TILES16, qa, sa, A, K, M, K, groups, 0, Mp);
     float *C = calloc((size_t)M * N, sizeof(float)), *R = calloc((size_t)M * N, sizeof(float));
-    /* four blocks: rows cut at the last multiple of 12 below M / 2, columns at 32 */
-    const int m_cut = M / 2 / EST_INT8_MR * EST_INT8_MR, n_cut = N > 32 ? 32 : N;
+    /* four blocks: rows cut at the last multiple of 16 below M / 2, columns at 32 */
+    const int m_cut = M / 2 / 16 * 16, n_cut = N > 32 ? 32 : N;
     for (int half_m = 0; half_m < 2; half_m++)
       for (int half_n = 0; half_n < 2; half_n++) {
         const int m0 = half_m ? m_cut : 0, m1 = half_m ? M : m_cut, n0 = half_n ? n_cut : 0, n1 = half_n ? N : n_cut;

@@ -15,8 +15,8 @@
 #include "nn/kernel_choice.h"
 #include "nn/thread_buf.h"
 
-/* Rows of C per block at most (its u8 rows stay in L2 while the block's column tiles pass);
- * blocks per thread, handed out dynamically, as in gemm.c. */
+/* Rows of C per block at most (its u8 rows stay in L2 while the block's column tiles pass):
+ * 16 VNNI row tiles, 12 AMX ones; blocks per thread, handed out dynamically, as in gemm.c. */
 enum { MC = 16 * EST_INT8_MR, BLOCKS_PER_THREAD = 4 };
 /* the frozen copy's layout tag (core/frozen.h): "INT8", panel-major words */
 #define INT8_LAYOUT 0x494E5438u
@@ -70,8 +70,9 @@ typedef struct {
   int col_blocks, tiles_per_block;
 } product_plan;
 
-/* A's rows quantized (u8 words in est_int8_a_word's tiles, then the Mp scales): by the GEMM
- * itself, or handed over by the one that wrote A (est_sgemm_int8_ffn). */
+/* A's rows quantized (u8 words in the layout of the kernel that reads them, est_int8_a_word,
+ * then the Mp scales): by the GEMM itself, or handed over by the one that wrote A
+ * (est_sgemm_int8_ffn, whose two GEMMs run the same kernel). */
 typedef struct {
   uint8_t *qa;
   float *sa;
@@ -85,15 +86,16 @@ int est_sgemm_int8_shared(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int 
   return run_products(tb, M, K, A, lda, prods, count, NULL, NULL, NULL);
 }
 
-/* Bytes (as floats) of M rows of K quantized: the u8 words and the scales. */
-static size_t quantized_floats(int M, int K) {
-  const size_t Mp = (size_t)(M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
-  return Mp * (size_t)((K + 3) / 4) + Mp;
+/* Words of M rows of K quantized, in either layout (rows and groups padded for both). */
+static size_t quantized_words(int M, int K) {
+  return (size_t)est_int8_padded_rows(M) * (size_t)est_int8_padded_groups((K + 3) / 4);
 }
 
+/* Bytes (as floats) of M rows of K quantized: the u8 words, then the scales. */
+static size_t quantized_floats(int M, int K) { return quantized_words(M, K) + (size_t)est_int8_padded_rows(M); }
+
 static quantized_rows quantized_view(float *scratch, int M, int K) {
-  const size_t Mp = (size_t)(M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
-  return (quantized_rows){(uint8_t *)scratch, scratch + Mp * (size_t)((K + 3) / 4)};
+  return (quantized_rows){(uint8_t *)scratch, scratch + quantized_words(M, K)};
 }
 
 int est_sgemm_int8_ffn(int M, int K, const float *A, const est_gemm_product *in, const est_gemm_product *out) {
@@ -107,18 +109,29 @@ int est_sgemm_int8_ffn(int M, int K, const float *A, const est_gemm_product *in,
                       NULL);
 }
 
+/* The block kernel the choice names (nn/kernel_choice.h), first the one it prefers, and the
+ * layout of the activations it reads; NULL when none may run. */
+static est_int8_block_fn *chosen_block(est_int8_a_layout *layout) {
+  *layout = EST_INT8_TILES16;
+  if (est_kernel_get() == EST_KERNEL_AMXEMU) return est_int8_block_amx_emulated;
+  if (est_kernel_amx_int8()) return est_int8_block_amx;
+  *layout = EST_INT8_ROWS12;
+  if (est_kernel_vnni512()) return est_int8_block_vnni512;
+  if (est_kernel_avxvnni()) return est_int8_block_avxvnni;
+  return NULL;
+}
+
 /* The products of one A (count of them): A's rows quantized by the team, or taken from given;
  * with ahead (one product with a GELU, each of whose items spans whole rows), the GELU's rows
  * also quantized into ahead right after each is written, and *ahead_done set. */
 static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_gemm_product *prods,
                         int count, const quantized_rows *given, const quantized_rows *ahead, int *ahead_done) {
-  est_int8_block_fn *block = est_kernel_amx_int8()  ? est_int8_block_amx
-                             : est_kernel_vnni512() ? est_int8_block_vnni512
-                             : est_kernel_avxvnni() ? est_int8_block_avxvnni
-                                                    : NULL;
-  void (*quantize_rows)(uint8_t *, float *, const float *, int, int, int, int, int, int) =
-      block == est_int8_block_amx || block == est_int8_block_vnni512 ? est_int8_quantize_rows_avx512
-                                                                      : est_int8_quantize_rows;
+  est_int8_a_layout layout;
+  est_int8_block_fn *block = chosen_block(&layout);
+  /* the AVX-512 quantization wherever AVX512-VNNI may run (with the tiles too), same bits */
+  void (*quantize_rows)(est_int8_a_layout, uint8_t *, float *, const float *, int, int, int, int, int, int) =
+      est_kernel_vnni512() ? est_int8_quantize_rows_avx512 : est_int8_quantize_rows;
+  const int tile_rows = est_int8_layout_rows(layout);
   if (count <= 0 || count > EST_GEMM_MAX_SHARED) return -1;
   int bad = M <= 0 || K <= 0;
   for (int j = 0; j < count; j++) bad |= prods[j].N <= 0 || (prods[j].ep && prods[j].ep->gelu_pre);
@@ -144,7 +157,8 @@ static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int ld
     }
     plan[j].w = est_int8_weights_view(packed);
   }
-  int groups = (K + 3) / 4, Mp = (M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
+  /* rows quantized up to the kernel's whole row tiles (the buffers hold est_int8_padded_rows) */
+  int groups = (K + 3) / 4, Mp = (M + tile_rows - 1) / tile_rows * tile_rows;
   quantized_rows mine = {0};
   if (!given) {
     float *scratch = est_thread_buf(EST_TBUF_INT8_A, quantized_floats(M, K));
@@ -155,11 +169,11 @@ static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int ld
   const float *sa = given ? given->sa : mine.sa;
 
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  /* Row blocks of whole 12-row tiles, as many as a multiple of the team and as even as the
-   * tiles allow: blocks of 16 tiles and a short last one (4096 rows: 21 of 192 and one of 64)
-   * left one thread a block behind the other at every GEMM's end. The columns are split as
-   * well when there are too few row blocks (a short batch). */
-  const int row_tiles = Mp / EST_INT8_MR;
+  /* Row blocks of whole row tiles (the kernel's: 12 or 16 rows), as many as a multiple of the
+   * team and as even as the tiles allow: blocks of 16 tiles and a short last one (4096 rows:
+   * 21 of 192 and one of 64) left one thread a block behind the other at every GEMM's end.
+   * The columns are split as well when there are too few row blocks (a short batch). */
+  const int row_tiles = Mp / tile_rows;
   int row_blocks = (M + MC - 1) / MC;
   if (threads > 1 && row_blocks > 1) row_blocks = (row_blocks + threads - 1) / threads * threads;
   if (row_blocks > row_tiles) row_blocks = row_tiles;
@@ -182,7 +196,7 @@ static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int ld
   {
     if (!given) {
 #pragma omp for schedule(static)
-      for (int m = 0; m < Mp; m++) quantize_rows(mine.qa, mine.sa, A, lda, M, K, groups, m, m + 1);
+      for (int m = 0; m < Mp; m++) quantize_rows(layout, mine.qa, mine.sa, A, lda, M, K, groups, m, m + 1);
     }
     /* items: row block outer, so its u8 rows stay in L2 through every product's columns */
 #pragma omp for schedule(dynamic, 1)
@@ -191,8 +205,8 @@ static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int ld
       int item = b % items_per_row_block, j = 0;
       while (item >= plan[j].col_blocks) item -= plan[j].col_blocks, j++;
       const est_gemm_product *p = prods + j;
-      int m0 = (int)((long)row_tiles * rb / row_blocks) * EST_INT8_MR;
-      int m1 = (int)((long)row_tiles * (rb + 1) / row_blocks) * EST_INT8_MR;
+      int m0 = (int)((long)row_tiles * rb / row_blocks) * tile_rows;
+      int m1 = (int)((long)row_tiles * (rb + 1) / row_blocks) * tile_rows;
       if (m1 > M) m1 = M;
       int n0 = item * plan[j].tiles_per_block * EST_INT8_NR, n1 = n0 + plan[j].tiles_per_block * EST_INT8_NR;
       if (n1 > p->N) n1 = p->N;
@@ -204,7 +218,8 @@ static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int ld
            * the last block also pads the tile rows up to Mp */
           if (ahead) {
             const int pad_to = m + 1 == M ? Mp : m + 1;
-            quantize_rows(ahead->qa, ahead->sa, p->ep->gelu_out, p->ep->ld_gelu, M, p->N, next_groups, m, pad_to);
+            quantize_rows(layout, ahead->qa, ahead->sa, p->ep->gelu_out, p->ep->ld_gelu, M, p->N, next_groups, m,
+                          pad_to);
           }
         }
     }

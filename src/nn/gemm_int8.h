@@ -97,9 +97,10 @@ void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A,
                         float *C, int ldc, const est_gemm_epilogue *ep);
 
 /* The kernels behind est_sgemm_int8, each on one block of C: rows [m0, m1) and columns
- * [n0, n1) (n0 a multiple of EST_INT8_NR) from the u8 activations qa (row m at
- * qa + m * 4 * groups, qa[m][k] + 128, 128 beyond K; rows up to m1 rounded up to the
- * kernel's row tile readable) and their scales sa. They write C = fmaf(acc, sa sw, bias). */
+ * [n0, n1) (n0 a multiple of EST_INT8_NR) from the u8 activations qa (qa[m][k] + 128, 128
+ * beyond K, in the layout the kernel reads: est_int8_layout_of; m0 a multiple of its row
+ * tile, rows up to m1 rounded up to it readable) and their scales sa. They write
+ * C = fmaf(acc, sa sw, bias). */
 typedef void est_int8_block_fn(const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias,
                                float *C, int ldc, int m0, int m1, int n0, int n1);
 est_int8_block_fn est_int8_block_amx, est_int8_block_vnni512, est_int8_block_avxvnni;
@@ -117,10 +118,15 @@ typedef void est_int8_tile_fn(const int32_t *a, int groups, const int32_t *b, in
 static inline const int32_t *est_int8_column(const est_int8_weights *w, int n) {
   return w->words + (size_t)(n / EST_INT8_NR) * w->groups * EST_INT8_NR + n % EST_INT8_NR;
 }
-/* Quantized activations (est_int8_quantize_rows*): u8 codes, four k to a word, in tiles of
- * EST_INT8_MR rows, [Mp / MR][groups][MR] words, so that a tile kernel broadcasts row i's
- * word of group g from a[g MR + i], one pointer for all its rows. */
-static inline size_t est_int8_a_word(int m, int g, int groups);
+/* Quantized activations (est_int8_quantize_rows*): u8 codes, four k to a word, laid out as the
+ * kernel that reads them wants, so that no kernel copies them again:
+ *   EST_INT8_ROWS12   [Mp / 12][groups][12] words: the VNNI kernels broadcast row i's word of
+ *                     group g from a[g 12 + i], one pointer for all the rows of a tile
+ *   EST_INT8_TILES16  [Mp / 16][Kt][16][16] words (Kt = ceil(groups / 16); words past the
+ *                     groups 0): AMX's A tiles, 16 rows of 16 words, 1 KiB each, as TILELOADD
+ *                     reads them (gemm_int8_amx.h) */
+typedef enum { EST_INT8_ROWS12, EST_INT8_TILES16 } est_int8_a_layout;
+static inline size_t est_int8_a_word(est_int8_a_layout layout, int m, int g, int groups);
 /* A block as tiles of mr x nr, each column tile's weights reused down the block's rows; a
  * tile gets its first activation word (rows MR apart within a group) and its first weight
  * word (groups EST_INT8_NR words apart). */
@@ -130,30 +136,44 @@ static inline void est_int8_tiles(est_int8_tile_fn *tile, int mr, int nr, const 
   const int32_t *a = (const int32_t *)qa;
   for (int n = n0; n < n1; n += nr)
     for (int m = m0; m < m1; m += mr)
-      tile(a + est_int8_a_word(m, 0, w->groups), w->groups, est_int8_column(w, n), EST_INT8_NR, w->colsum + n,
-           w->scale + n, sa + m, bias ? bias + n : NULL, C + (size_t)m * ldc + n, ldc, m1 - m < mr ? m1 - m : mr,
-           n1 - n < nr ? n1 - n : nr);
+      tile(a + est_int8_a_word(EST_INT8_ROWS12, m, 0, w->groups), w->groups, est_int8_column(w, n), EST_INT8_NR,
+           w->colsum + n, w->scale + n, sa + m, bias ? bias + n : NULL, C + (size_t)m * ldc + n, ldc,
+           m1 - m < mr ? m1 - m : mr, n1 - n < nr ? n1 - n : nr);
 }
-/* Row tiles the kernels need readable (the largest MR of them). */
-enum { EST_INT8_MR = 12 };
-static inline size_t est_int8_a_word(int m, int g, int groups) {
+/* Row tiles: the VNNI kernels' (EST_INT8_MR) and AMX's; rows are padded to a multiple of
+ * both (est_int8_padded_rows), so one buffer size serves either layout. */
+enum { EST_INT8_MR = 12, EST_INT8_AMX_ROWS = 16, EST_INT8_ROW_PAD = 48 };
+static inline int est_int8_layout_rows(est_int8_a_layout layout) {
+  return layout == EST_INT8_TILES16 ? EST_INT8_AMX_ROWS : EST_INT8_MR;
+}
+static inline int est_int8_padded_rows(int M) {
+  return (M + EST_INT8_ROW_PAD - 1) / EST_INT8_ROW_PAD * EST_INT8_ROW_PAD;
+}
+/* Words a row holds in either layout (the groups, rounded up to 16 for the tiles). */
+static inline int est_int8_padded_groups(int groups) { return (groups + 15) / 16 * 16; }
+static inline size_t est_int8_a_word(est_int8_a_layout layout, int m, int g, int groups) {
+  if (layout == EST_INT8_TILES16)
+    return ((size_t)(m / 16) * (size_t)(est_int8_padded_groups(groups) / 16) + (size_t)(g / 16)) * 256 +
+           (size_t)(m % 16) * 16 + (size_t)(g % 16);
   return ((size_t)(m / EST_INT8_MR) * groups + g) * EST_INT8_MR + m % EST_INT8_MR;
 }
-/* Row m's u8 codes (4 groups bytes, row[k] = code k + 128) into qa's tiled words. */
-static inline void est_int8_store_row(uint8_t *qa, int m, const uint8_t *row, int groups) {
+/* Row m's u8 codes (4 groups bytes, row[k] = code k + 128) into qa's words in the layout;
+ * the tiles' words past the groups get zeros. */
+static inline void est_int8_store_row(est_int8_a_layout layout, uint8_t *qa, int m, const uint8_t *row, int groups) {
   int32_t *words = (int32_t *)qa;
-  for (int g = 0; g < groups; g++) {
-    int32_t w;
-    __builtin_memcpy(&w, row + 4 * (size_t)g, 4);
-    words[est_int8_a_word(m, g, groups)] = w;
+  const int stored = layout == EST_INT8_TILES16 ? est_int8_padded_groups(groups) : groups;
+  for (int g = 0; g < stored; g++) {
+    int32_t w = 0;
+    if (g < groups) __builtin_memcpy(&w, row + 4 * (size_t)g, 4);
+    words[est_int8_a_word(layout, m, g, groups)] = w;
   }
 }
-/* The activation quantization of rows [from, to) into qa/sa (AVX-512 and scalar forms,
- * same bits as est_int8_quantize; rows from M on get 128s and scale 0). */
-void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const float *A, int lda, int M, int K, int groups, int from,
-                                   int to);
-void est_int8_quantize_rows(uint8_t *qa, float *sa, const float *A, int lda, int M, int K, int groups, int from,
-                            int to);
+/* The activation quantization of rows [from, to) into qa/sa in the layout (AVX-512 and scalar
+ * forms, same bits as est_int8_quantize; rows from M on get 128s and scale 0). */
+void est_int8_quantize_rows_avx512(est_int8_a_layout layout, uint8_t *qa, float *sa, const float *A, int lda, int M,
+                                   int K, int groups, int from, int to);
+void est_int8_quantize_rows(est_int8_a_layout layout, uint8_t *qa, float *sa, const float *A, int lda, int M, int K,
+                            int groups, int from, int to);
 
 int est_cpu_has_avx512_vnni(void);
 int est_cpu_has_avx_vnni(void);

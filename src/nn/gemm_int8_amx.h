@@ -14,10 +14,10 @@
  * tile of C: 16384 multiply-adds in one instruction, the integer sums VPDPBUSD makes 64 at a
  * time. So the weights' panel-major words (est_int8_weights) are B tiles as they lie: panel
  * p's [groups][32] words hold, for k tile kt, two tiles 128 bytes a row, at word kt 16 32 and
- * 16 more. A's u8 words (est_int8_a_word's 12-row tiles) are copied per block into 1 KiB
- * tiles, Ap[mt][kt][16 m][16 words], zero beyond the block's rows and beyond K's groups, and
- * a last k tile that K's groups do not fill takes its B rows from a copy zero-padded past
- * them, so that nothing past the weights is read. The sums are then those of the other kernels
+ * 16 more. A comes quantized in the tiles' own layout (EST_INT8_TILES16, nn/gemm_int8.h):
+ * 1 KiB tiles [mt][kt][16 m][16 words], zero past K's groups, loaded where they lie. A last
+ * k tile that the groups do not fill takes its B rows from a copy zero-padded past them, so
+ * that nothing past the weights is read. The sums are then those of the other kernels
  * exactly, and the end of a tile is theirs: subtract 128 colsum, convert, one FMA with
  * sa sw and the bias (gemm_int8_vnni512.c).
  *
@@ -31,31 +31,8 @@
 
 #include "nn/gemm_int8.h"
 #include "nn/gemm_util.h"
-#include "nn/thread_buf.h"
 
 enum { AMX8_ROWS = 16, AMX8_WORDS = 16, AMX8_TILE = AMX8_ROWS * AMX8_WORDS };
-
-/* The block's A rows [m0, m1) as tiles Ap[mt][kt][16][16]: word (r, j) of tile (mt, kt) is
- * group kt 16 + j of row m0 + 16 mt + r, zero past the groups and past m1. A row's words lie
- * EST_INT8_MR apart in qa (est_int8_a_word), so each tile row is one gather of 16 (one word a
- * cycle or better, where a word at a time with its index arithmetic took several). */
-AMX8_TARGET static void amx8_copy_rows(int32_t *Ap, const uint8_t *qa, int groups, int Kt, int m0, int m1, int Mt) {
-  const int32_t *words = (const int32_t *)qa;
-  const __m512i apart = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                           _mm512_set1_epi32(EST_INT8_MR));
-  for (int mt = 0; mt < Mt; mt++)
-    for (int r = 0; r < AMX8_ROWS; r++) {
-      const int m = m0 + mt * AMX8_ROWS + r;
-      int32_t *row = Ap + (size_t)mt * Kt * AMX8_TILE + (size_t)r * AMX8_WORDS; /* kt 0's row r */
-      const int32_t *src = m < m1 ? words + est_int8_a_word(m, 0, groups) : NULL;
-      for (int kt = 0; kt < Kt; kt++) {
-        const __mmask16 have = src ? est_lanes16(groups - kt * AMX8_WORDS) : 0;
-        _mm512_store_si512(row + (size_t)kt * AMX8_TILE,
-                           _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), have, apart,
-                                                       src ? src + (size_t)kt * AMX8_WORDS * EST_INT8_MR : words, 4));
-      }
-    }
-}
 
 /* C's rows from tile (mt2, two halves) of acc: acc[h] the 16 x 16 sums of columns n + 16 h,
  * rows from m (sa + m its scales), `rows` of them valid, columns before n1. */
@@ -76,7 +53,7 @@ AMX8_TARGET static void amx8_store(const int32_t acc[2][AMX8_TILE], const est_in
   }
 }
 
-/* Rows [m, m + 32) (tiles mt, mt + 1 of Ap; `two` = 0: only mt's 16) times one panel: its
+/* Rows [m, m + 32) (tiles mt, mt + 1 from Ap; `two` = 0: only mt's 16) times one panel: its
  * k tiles from the panel's words, the last from tail when the groups end inside it. */
 AMX8_TARGET static void amx8_rows_by_panel(const int32_t *Ap, int Kt, int mt, int two, const int32_t *panel,
                                            int full_kt, const int32_t *tail, int32_t acc[4][AMX8_TILE]) {
@@ -110,14 +87,9 @@ AMX8_TARGET void AMX8_BLOCK(const est_int8_weights *w, const uint8_t *qa, const 
                             int ldc, int m0, int m1, int n0, int n1) {
   const int groups = w->groups, full_kt = groups / AMX8_ROWS, Kt = (groups + AMX8_ROWS - 1) / AMX8_ROWS;
   const int Mt = (m1 - m0 + AMX8_ROWS - 1) / AMX8_ROWS;
-  /* the thread's scratch: Ap, then one k tile of a panel ([16][32] words) for the tail */
-  int32_t *Ap = (int32_t *)est_thread_buf(EST_TBUF_INT8_AMX, (size_t)Mt * Kt * AMX8_TILE + AMX8_ROWS * EST_INT8_NR);
-  if (!Ap) { /* no memory for the copy: the AVX512-VNNI kernel, whose sums and C are the same bits */
-    est_int8_block_vnni512(w, qa, sa, bias, C, ldc, m0, m1, n0, n1);
-    return;
-  }
-  int32_t *tail = Ap + (size_t)Mt * Kt * AMX8_TILE;
-  amx8_copy_rows(Ap, qa, groups, Kt, m0, m1, Mt);
+  /* the block's first A tile (m0 is a multiple of 16: tile-aligned), its rows' tiles Kt apart */
+  const int32_t *Ap = (const int32_t *)qa + est_int8_a_word(EST_INT8_TILES16, m0, 0, groups);
+  int32_t __attribute__((aligned(64))) tail[AMX8_ROWS * EST_INT8_NR]; /* a panel's last k tile, zero-padded */
   int32_t __attribute__((aligned(64))) acc[4][AMX8_TILE];
   TILE_CONFIGURE();
   for (int n = n0; n < n1; n += EST_INT8_NR) {

@@ -1,7 +1,9 @@
 /* The AMX int8 kernel's body (nn/gemm_int8_amx.h) on tiles emulated in plain C, for the tests
- * only: est never dispatches to it, but a CPU without AMX (Zen 4, Ice Lake) checks the body's
- * copy of A into tiles, its k tail, its row and column edges and its epilogue against the
- * reference (test_gemm_int8), leaving to the hardware only the instructions themselves. Each
+ * only: est runs it only where EST_KERNEL=amxemu asks (nn/kernel_choice.h), so that a CPU
+ * without AMX (Zen 4, Ice Lake) checks the AMX path against the reference: the activations in
+ * the tiles' layout, the row blocks of whole 16-row tiles, the k tail, the row and column
+ * edges and the epilogue (test_gemm_int8 and test_bert_golden_int8 under amxemu), leaving to
+ * the hardware only the instructions themselves. Each
  * operation follows the instruction set's definition of TILELOADD, TILESTORED, TILEZERO and
  * TDPBUSD for tiles of 16 rows x 64 bytes: C.row[m].dword[n] += sum over k < 16 of the four
  * products ZeroExtend(A.row[m].byte[4k + i]) * SignExtend(B.row[k].byte[4n + i]). Needs

@@ -29,14 +29,14 @@ int est_cpu_has_avx512_vnni(void) {
   return cached;
 }
 
-VNNI512_TARGET void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const float *A, int lda, int M, int K,
-                                                  int groups, int from, int to) {
+VNNI512_TARGET void est_int8_quantize_rows_avx512(est_int8_a_layout layout, uint8_t *qa, float *sa, const float *A,
+                                                  int lda, int M, int K, int groups, int from, int to) {
   const __m512 lim = _mm512_set1_ps(127.0f), abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
   uint8_t row[4 * (size_t)groups]; /* the row's codes, then placed in qa's tiled words */
   for (int m = from; m < to; m++) {
     if (m >= M) {
       memset(row, 128, (size_t)4 * groups), sa[m] = 0.0f;
-      est_int8_store_row(qa, m, row, groups);
+      est_int8_store_row(layout, qa, m, row, groups);
       continue;
     }
     const float *a = A + (size_t)m * lda;
@@ -58,7 +58,7 @@ VNNI512_TARGET void est_int8_quantize_rows_avx512(uint8_t *qa, float *sa, const 
       __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), _mm512_set1_epi32(128)); /* lanes beyond K: 128 */
       _mm_mask_storeu_epi8(row + k, est_lanes16(4 * groups - k), _mm512_cvtepi32_epi8(q));
     }
-    est_int8_store_row(qa, m, row, groups);
+    est_int8_store_row(layout, qa, m, row, groups);
   }
 }
 

@@ -11,8 +11,8 @@
 #include "nn/gemm.h"
 #include "nn/gemm_int8.h"
 
-static const char *const names[] = {"auto",     "blas",     "own",     "bf16dp",  "amx",
-                                    "noavx512", "vnni512", "avxvnni", "int8ref", "amxint8"};
+static const char *const names[] = {"auto",    "blas",    "own",     "bf16dp",  "amx",    "noavx512",
+                                    "vnni512", "avxvnni", "int8ref", "amxint8", "amxemu"};
 enum { NAMES = sizeof names / sizeof names[0] };
 
 /* Written by the environment's read (once) and by est_kernel_set; read by every dispatch. */
@@ -45,7 +45,8 @@ const char *est_kernel_missing(est_kernel k) {
   case EST_KERNEL_AMXINT8:
     return est_cpu_has_amx_int8() ? NULL : "AMX-INT8 usable by this process (the CPU flags, AVX512-VNNI and "
                                            "Linux's grant of the tile state)";
-  case EST_KERNEL_VNNI512: return est_cpu_has_avx512_vnni() ? NULL : "AVX512-VNNI";
+  case EST_KERNEL_VNNI512:
+  case EST_KERNEL_AMXEMU: return est_cpu_has_avx512_vnni() ? NULL : "AVX512-VNNI";
   case EST_KERNEL_AVXVNNI: return est_cpu_has_avx_vnni() ? NULL : "AVX-VNNI";
   default: return NULL; /* auto, blas and noavx512 run anywhere */
   }
@@ -59,7 +60,9 @@ static void read_env(void) {
   if (est_kernel_parse(v, &k) != 0) {
     env_code = EST_ERR_INVALID_ARGUMENT;
     snprintf(env_message, sizeof env_message,
-             "EST_KERNEL=%s: must be auto, blas, own, bf16dp, amx, noavx512, vnni512, avxvnni, int8ref or amxint8", v);
+             "EST_KERNEL=%s: must be auto, blas, own, bf16dp, amx, noavx512, vnni512, avxvnni, int8ref, amxint8 "
+             "or amxemu",
+             v);
   } else if ((missing = est_kernel_missing(k))) {
     env_code = EST_ERR_FAILED_PRECONDITION;
     snprintf(env_message, sizeof env_message, "EST_KERNEL=%s: this CPU has no %s", v, missing);
@@ -103,7 +106,7 @@ int est_kernel_amx(void) {
 int est_kernel_amx_int8(void) {
   est_kernel k = est_kernel_get();
   return k != EST_KERNEL_NOAVX512 && k != EST_KERNEL_VNNI512 && k != EST_KERNEL_AVXVNNI && k != EST_KERNEL_INT8REF &&
-         est_cpu_has_amx_int8();
+         k != EST_KERNEL_AMXEMU && est_cpu_has_amx_int8();
 }
 
 int est_kernel_vnni512(void) {
@@ -117,6 +120,7 @@ int est_kernel_avxvnni(void) {
 }
 
 int est_kernel_int8(void) {
-  return est_kernel_get() == EST_KERNEL_INT8REF || est_kernel_amx_int8() || est_kernel_vnni512() ||
+  const est_kernel k = est_kernel_get();
+  return k == EST_KERNEL_INT8REF || k == EST_KERNEL_AMXEMU || est_kernel_amx_int8() || est_kernel_vnni512() ||
          est_kernel_avxvnni();
 }

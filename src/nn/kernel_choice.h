@@ -31,6 +31,10 @@
  *             AVX-512 one nor the tiles
  *   int8ref   int8: the plain-C reference twin (gemm_int8_ref.c), on any CPU: slow, for tests
  *             that compare a whole model's int8 run with the definition
+ *   amxemu    int8: the AMX kernel's body on tiles emulated in plain C
+ *             (gemm_int8_amx_emulated.c), with the AMX path's activation layout and blocking:
+ *             slow, for tests on CPUs without AMX (needs AVX512-VNNI, as its epilogue is
+ *             AVX-512 code)
  *
  * The fp32 choices leave the bf16 and int8 kernels to auto and the bf16 and int8 ones leave fp32's; which of the
  * two a GEMM runs is the precision's business (est/precision.h), which this module knows
@@ -51,6 +55,7 @@ typedef enum {
   EST_KERNEL_AVXVNNI,
   EST_KERNEL_INT8REF,
   EST_KERNEL_AMXINT8,
+  EST_KERNEL_AMXEMU,
 } est_kernel;
 
 /* The choice in effect: the last est_kernel_set, else EST_KERNEL from the environment (read
@@ -81,14 +86,14 @@ int est_kernel_avx512_bf16(void);
 /* bf16 GEMMs run on the AMX tiles: the CPU and the OS allow it, and neither bf16dp nor noavx512 */
 int est_kernel_amx(void);
 /* int8 GEMMs run on the AMX tiles: the CPU and the OS allow it, and no other int8 kernel
- * (nor noavx512) is forced */
+ * (nor noavx512, nor the emulated tiles) is forced */
 int est_kernel_amx_int8(void);
 /* int8 GEMMs may run on AVX512-VNNI (they do unless the tiles are chosen above): the CPU has
  * it, and neither noavx512 nor avxvnni nor int8ref is forced */
 int est_kernel_vnni512(void);
 /* int8 GEMMs run on AVX-VNNI: the CPU has it and vnni512 is not forced nor may run */
 int est_kernel_avxvnni(void);
-/* some int8 GEMM may run: one of the three above, or int8ref forced */
+/* some int8 GEMM may run: one of the three above, or int8ref or amxemu forced */
 int est_kernel_int8(void);
 
 #endif

@@ -30,7 +30,8 @@ est_status est_precision_apply_flag(const char *value, est_precision *out) {
   if ((*out = est_precision_resolve(p)) == EST_PRECISION_INT8)
     EST_LOG_INFO("precision int8: dense layers quantized to int8 (weights per output channel, inputs per row), "
                  "int32 sums on %s, everything else fp32",
-                 est_kernel_amx_int8()  ? "AMX tiles (TDPBUSD)"
+                 est_kernel_get() == EST_KERNEL_AMXEMU ? "AMX tiles emulated in C (EST_KERNEL=amxemu)"
+                 : est_kernel_amx_int8()  ? "AMX tiles (TDPBUSD)"
                  : est_kernel_vnni512() ? "AVX512-VNNI (VPDPBUSD)"
                  : est_kernel_avxvnni() ? "AVX-VNNI (VPDPBUSD)"
                                         : "the plain-C reference (EST_KERNEL=int8ref)");

@@ -77,8 +77,8 @@ est_int8_weights est_int8_weights_pack_codes(void *mem, const int8_t *codes, con
   return w;
 }
 
-void est_int8_quantize_rows(uint8_t *qa, float *sa, const float *A, int lda, int M, int K, int groups, int from,
-                            int to) {
+void est_int8_quantize_rows(est_int8_a_layout layout, uint8_t *qa, float *sa, const float *A, int lda, int M, int K,
+                            int groups, int from, int to) {
   uint8_t row[4 * (size_t)groups]; /* the row's codes, then placed in qa's tiled words */
   for (int m = from; m < to; m++) {
     memset(row, 128, (size_t)4 * groups);
@@ -88,6 +88,6 @@ void est_int8_quantize_rows(uint8_t *qa, float *sa, const float *A, int lda, int
       sa[m] = est_int8_quantize(A + (size_t)m * lda, 1, K, codes, 1);
       for (int k = 0; k < K; k++) row[k] = (uint8_t)(codes[k] + 128);
     }
-    est_int8_store_row(qa, m, row, groups);
+    est_int8_store_row(layout, qa, m, row, groups);
   }
 }

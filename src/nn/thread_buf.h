@@ -18,7 +18,6 @@ typedef enum {
   EST_TBUF_INT8_A,       /* gemm_int8.c: A of the calling thread, quantized to u8 */
   EST_TBUF_INT8_B,       /* gemm_int8.c: B of the calling thread, quantized and packed (not frozen) */
   EST_TBUF_INT8_NEXT,    /* gemm_int8.c: the FFN's GELU rows quantized for its second GEMM */
-  EST_TBUF_INT8_AMX,     /* gemm_int8_amx.h: each worker's block of A copied into tiles */
   EST_TBUF_COUNT
 } est_thread_buf_slot;
 
