@@ -7,8 +7,10 @@
 
 #include <stdint.h>
 #include <string.h>
+#if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
 
 /* LDTILECFG's 64-byte operand (palette 1: 8 tiles of up to 16 rows x 64 bytes). */
 typedef struct {
@@ -33,8 +35,12 @@ static inline void est_amx_configure(int tiles) {
  * all its threads; asking again is harmless): 1 when granted, 0 when refused (kernels
  * before 5.16, or a CPU without the tile state). */
 static inline int est_amx_permitted(void) {
+#if defined(__linux__)
   enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
   return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+  return 0;
+#endif
 }
 
 #endif

@@ -98,7 +98,7 @@ void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A,
 
 /* The kernels behind est_sgemm_int8, each on one block of C: rows [m0, m1) and columns
  * [n0, n1) (n0 a multiple of EST_INT8_NR) from the u8 activations qa (qa[m][k] + 128, 128
- * beyond K, in the layout the kernel reads: est_int8_layout_of; m0 a multiple of its row
+ * beyond K, in the layout the kernel reads, est_int8_a_layout; m0 a multiple of its row
  * tile, rows up to m1 rounded up to it readable) and their scales sa. They write
  * C = fmaf(acc, sa sw, bias). */
 typedef void est_int8_block_fn(const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias,

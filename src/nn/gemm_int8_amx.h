@@ -34,8 +34,8 @@
 
 enum { AMX8_ROWS = 16, AMX8_WORDS = 16, AMX8_TILE = AMX8_ROWS * AMX8_WORDS };
 
-/* C's rows from tile (mt2, two halves) of acc: acc[h] the 16 x 16 sums of columns n + 16 h,
- * rows from m (sa + m its scales), `rows` of them valid, columns before n1. */
+/* One row tile of C from its two accumulators: acc[h] the 16 x 16 sums of columns n + 16 h,
+ * rows from m (sa + m their scales), `rows` of them valid, columns before n1. */
 AMX8_TARGET static void amx8_store(const int32_t acc[2][AMX8_TILE], const est_int8_weights *w, const float *sa,
                                    const float *bias, float *C, int ldc, int m, int rows, int n, int n1) {
   for (int h = 0; h < 2; h++) {
