@@ -98,6 +98,11 @@ AMX8_TARGET void AMX8_BLOCK(const est_int8_weights *w, const uint8_t *qa, const 
       const int have = groups - full_kt * AMX8_ROWS;
       memcpy(tail, panel + (size_t)full_kt * AMX8_ROWS * EST_INT8_NR, (size_t)have * EST_INT8_NR * 4);
       memset(tail + (size_t)have * EST_INT8_NR, 0, (size_t)(AMX8_ROWS - have) * EST_INT8_NR * 4);
+      /* GCC's _tile_loadd names its address as a plain register input, not as memory it reads,
+       * so nothing would keep these stores to a local array before the loads (or at all):
+       * a compiler barrier does (TILESTORED's builtin clobbers memory; the others' operands
+       * are written by other functions) */
+      __asm__ volatile("" ::: "memory");
     }
     for (int mt = 0; mt < Mt; mt += 2) {
       const int m = m0 + mt * AMX8_ROWS, two = mt + 1 < Mt;
