@@ -313,6 +313,9 @@ AMX_TARGET int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int 
                             * bf16 attention's per-head products) */
     pack_tiles(Ap, A, lda, ta == CblasNoTrans, 0, M, K, Mt, Kt, 0, Mt * Kt);
     if (pack_b) pack_b_tiles(&b, 0, Nt * Kt);
+    /* the packing's stores before the tile loads: GCC's _tile_loadd does not say it reads
+     * memory (the team's path below has its barrier, a call, in between) */
+    __asm__ volatile("" ::: "memory");
     est_amx_configure(8);
     run_blocks(Ap, Bp, Kt, 0, Mt, 0, Nt, alpha, beta, C, ldc, M, N, ep);
     _tile_release();
