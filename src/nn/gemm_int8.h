@@ -157,16 +157,21 @@ static inline size_t est_int8_a_word(est_int8_a_layout layout, int m, int g, int
            (size_t)(m % 16) * 16 + (size_t)(g % 16);
   return ((size_t)(m / EST_INT8_MR) * groups + g) * EST_INT8_MR + m % EST_INT8_MR;
 }
-/* Row m's u8 codes (4 groups bytes, row[k] = code k + 128) into qa's words in the layout;
- * the tiles' words past the groups get zeros. */
+/* Row m's u8 codes (4 groups bytes, row[k] = code k + 128) into qa's words in the layout:
+ * one word every EST_INT8_MR (12-row tiles), or runs of 16 words, one a tile, whose last
+ * gets zeros past the groups (16-row tiles). */
 static inline void est_int8_store_row(est_int8_a_layout layout, uint8_t *qa, int m, const uint8_t *row, int groups) {
-  int32_t *words = (int32_t *)qa;
-  const int stored = layout == EST_INT8_TILES16 ? est_int8_padded_groups(groups) : groups;
-  for (int g = 0; g < stored; g++) {
-    int32_t w = 0;
-    if (g < groups) __builtin_memcpy(&w, row + 4 * (size_t)g, 4);
-    words[est_int8_a_word(layout, m, g, groups)] = w;
+  int32_t *words = (int32_t *)qa + est_int8_a_word(layout, m, 0, groups);
+  if (layout == EST_INT8_TILES16) {
+    for (int g = 0; g < groups; g += 16) {
+      const int have = groups - g < 16 ? groups - g : 16;
+      int32_t *tile_row = words + (size_t)(g / 16) * 256;
+      __builtin_memcpy(tile_row, row + 4 * (size_t)g, 4 * (size_t)have);
+      __builtin_memset(tile_row + have, 0, 4 * (size_t)(16 - have));
+    }
+    return;
   }
+  for (int g = 0; g < groups; g++) __builtin_memcpy(words + (size_t)g * EST_INT8_MR, row + 4 * (size_t)g, 4);
 }
 /* The activation quantization of rows [from, to) into qa/sa in the layout (AVX-512 and scalar
  * forms, same bits as est_int8_quantize; rows from M on get 128s and scale 0). */
