@@ -181,34 +181,57 @@ static void test_kernel_equals_reference_bit_for_bit(void **state) {
   free(A), free(B);
 }
 
+/* A block kernel on rows quantized in `layout`, against the reference: the matrix cut into
+ * four blocks as the dispatch cuts them (rows at a multiple of the layout's row tile below
+ * M / 2, columns at 32), the left-hand blocks with a bias and the right-hand ones without. */
+static void check_blocks_against_reference(est_int8_block_fn *block, est_int8_a_layout layout, const char *name,
+                                           const int (*shapes)[3], size_t count) {
+  const int tile_rows = est_int8_layout_rows(layout);
+  for (size_t s = 0; s < count; s++) {
+    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
+    const int groups = (K + 3) / 4, Mp = (M + tile_rows - 1) / tile_rows * tile_rows;
+    float *A = random_matrix((size_t)M * K, 3.0f), *B = random_matrix((size_t)K * N, 0.2f), *bias = random_matrix(N, 1);
+    void *mem = aligned_alloc(64, (est_int8_weights_bytes(K, N) + 63) / 64 * 64);
+    est_int8_weights w = est_int8_weights_pack(mem, B, N, CblasNoTrans, K, N);
+    uint8_t *qa = malloc((size_t)Mp * est_int8_padded_groups(groups) * 4); /* either layout's words */
+    float *sa = malloc((size_t)Mp * sizeof(float));
+    est_int8_quantize_rows(layout, qa, sa, A, K, M, K, groups, 0, Mp);
+    float *C = calloc((size_t)M * N, sizeof(float));
+    const int m_cut = M / 2 / tile_rows * tile_rows, n_cut = N > 32 ? 32 : N;
+    for (int half_m = 0; half_m < 2; half_m++)
+      for (int half_n = 0; half_n < 2; half_n++) {
+        const int m0 = half_m ? m_cut : 0, m1 = half_m ? M : m_cut, n0 = half_n ? n_cut : 0, n1 = half_n ? N : n_cut;
+        if (m0 < m1 && n0 < n1) block(&w, qa, sa, half_n ? NULL : bias, C, N, m0, m1, n0, n1);
+      }
+    float *R = calloc((size_t)M * N, sizeof(float)), *R0 = calloc((size_t)M * N, sizeof(float));
+    est_gemm_epilogue ep = {.bias = bias};
+    est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R, N, &ep);
+    est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R0, N, NULL);
+    for (int m = 0; m < M; m++)
+      for (int n = 0; n < N; n++) {
+        const size_t i = (size_t)m * N + n;
+        if (C[i] != (n < n_cut ? R : R0)[i])
+          fail_msg("%s != reference at M=%d N=%d K=%d: C[%d][%d] %.9g, reference %.9g", name, M, N, K, m, n, C[i],
+                   (n < n_cut ? R : R0)[i]);
+      }
+    free(A), free(B), free(bias), free(mem), free(qa), free(sa), free(C), free(R), free(R0);
+  }
+}
+
 /* The 8-lane AVX-VNNI kernel's arithmetic, assembled with EVEX encodings so that a CPU with
- * AVX512-VNNI but no AVX-VNNI checks it too (gemm_int8_ymm_evex.c): a block equals the
+ * AVX512-VNNI but no AVX-VNNI checks it too (gemm_int8_ymm_evex.c): blocks equal the
  * reference, tile edges included. */
 static void test_ymm_kernel_equals_reference(void **state) {
   (void)state;
   if (!est_cpu_has_avx512_vnni()) skip();
   static const int shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {13, 33, 17}, {25, 65, 130}, {37, 47, 259}};
-  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-    const int groups = (K + 3) / 4, Mp = (M + EST_INT8_MR - 1) / EST_INT8_MR * EST_INT8_MR;
-    float *A = random_matrix((size_t)M * K, 3.0f), *B = random_matrix((size_t)K * N, 0.2f), *bias = random_matrix(N, 1);
-    void *mem = aligned_alloc(64, (est_int8_weights_bytes(K, N) + 63) / 64 * 64);
-    est_int8_weights w = est_int8_weights_pack(mem, B, N, CblasNoTrans, K, N);
-    uint8_t *qa = malloc((size_t)Mp * groups * 4);
-    float *sa = malloc((size_t)Mp * sizeof(float));
-    est_int8_quantize_rows(EST_INT8_ROWS12, qa, sa, A, K, M, K, groups, 0, Mp);
-    float *C = calloc((size_t)M * N, sizeof(float)), *R = calloc((size_t)M * N, sizeof(float));
-    est_int8_block_ymm_evex(&w, qa, sa, bias, C, N, 0, M, 0, N);
-    est_gemm_epilogue ep = {.bias = bias};
-    est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R, N, &ep);
-    if (memcmp(C, R, (size_t)M * N * sizeof(float))) fail_msg("ymm kernel != reference at M=%d N=%d K=%d", M, N, K);
-    free(A), free(B), free(bias), free(mem), free(qa), free(sa), free(C), free(R);
-  }
+  check_blocks_against_reference(est_int8_block_ymm_evex, EST_INT8_ROWS12, "ymm kernel", shapes,
+                                 sizeof shapes / sizeof *shapes);
 }
 
 /* The AMX kernel's body on emulated tiles (gemm_int8_amx_emulated.c), so that a CPU without
- * AMX checks it too: blocks as the dispatch hands them out (rows from multiples of 12,
- * columns from multiples of 32) equal the reference. The shapes cover K within one k tile
+ * AMX checks it too, on rows quantized in the tiles' layout: blocks from rows at multiples of
+ * 16 and columns at multiples of 32 equal the reference. The shapes cover K within one k tile
  * (K <= 64), on a tile's edge (64, 128) and with a last k tile of 1-15 groups (65, 259); one
  * row tile, a pair and a pair plus one (16, 32, 45 rows), a 16-row tile cut short (1, 13, 33);
  * columns short of a panel and over several. */
@@ -217,39 +240,8 @@ static void test_amx_emulated_kernel_equals_reference(void **state) {
   if (!est_cpu_has_avx512_vnni()) skip(); /* its epilogue is AVX-512 code */
   static const int shapes[][3] = {{1, 1, 1},   {13, 33, 17}, {16, 32, 64}, {32, 64, 128},
                                   {33, 70, 65}, {45, 100, 259}, {60, 96, 3}, {200, 40, 130}};
-  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-    const int M = shapes[s][0], N = shapes[s][1], K = shapes[s][2];
-    /* quantized in the tiles' layout, rows to a multiple of 16, words to a multiple of 16 a row */
-    const int groups = (K + 3) / 4, Mp = (M + 15) / 16 * 16;
-    float *A = random_matrix((size_t)M * K, 3.0f), *B = random_matrix((size_t)K * N, 0.2f), *bias = random_matrix(N, 1);
-    void *mem = aligned_alloc(64, (est_int8_weights_bytes(K, N) + 63) / 64 * 64);
-    est_int8_weights w = est_int8_weights_pack(mem, B, N, CblasNoTrans, K, N);
-    uint8_t *qa = malloc((size_t)Mp * est_int8_padded_groups(groups) * 4);
-    float *sa = malloc((size_t)Mp * sizeof(float));
-    est_int8_quantize_rows(EST_INT8_TILES16, qa, sa, A, K, M, K, groups, 0, Mp);
-    float *C = calloc((size_t)M * N, sizeof(float)), *R = calloc((size_t)M * N, sizeof(float));
-    /* four blocks: rows cut at the last multiple of 16 below M / 2, columns at 32 */
-    const int m_cut = M / 2 / 16 * 16, n_cut = N > 32 ? 32 : N;
-    for (int half_m = 0; half_m < 2; half_m++)
-      for (int half_n = 0; half_n < 2; half_n++) {
-        const int m0 = half_m ? m_cut : 0, m1 = half_m ? M : m_cut, n0 = half_n ? n_cut : 0, n1 = half_n ? N : n_cut;
-        if (m0 < m1 && n0 < n1) est_int8_block_amx_emulated(&w, qa, sa, half_n ? NULL : bias, C, N, m0, m1, n0, n1);
-      }
-    /* the reference with the bias for the left-hand columns, without it for the others */
-    float *R0 = calloc((size_t)M * N, sizeof(float));
-    est_gemm_epilogue ep = {.bias = bias};
-    est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R, N, &ep);
-    est_sgemm_int8_ref(CblasNoTrans, M, N, K, A, K, B, N, R0, N, NULL);
-    for (int m = 0; m < M; m++)
-      for (int n = 0; n < N; n++) {
-        const size_t i = (size_t)m * N + n;
-        if (C[i] != (n < n_cut ? R : R0)[i])
-          fail_msg("AMX body (emulated) != reference at M=%d N=%d K=%d: C[%d][%d] %.9g, reference %.9g", M, N, K, m, n,
-                   C[i], (n < n_cut ? R : R0)[i]);
-      }
-    free(R0);
-    free(A), free(B), free(bias), free(mem), free(qa), free(sa), free(C), free(R);
-  }
+  check_blocks_against_reference(est_int8_block_amx_emulated, EST_INT8_TILES16, "AMX body (emulated)", shapes,
+                                 sizeof shapes / sizeof *shapes);
 }
 
 /* A read-only weight is packed once and reused; the result is the same bits. */
