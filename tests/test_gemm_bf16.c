@@ -28,6 +28,7 @@
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
 #include "nn/kernel_choice.h"
+#include "shared_products_check.h"
 #include "test_util.h"
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
@@ -271,6 +272,15 @@ static void test_dpbf16_keeps_read_only_weights_packed(void **state) {
   check_keeps_read_only_weights_packed(est_sgemm_bf16_dp);
 }
 
+/* Products of one A with inference weights on the VDPBF16PS kernel, A converted once
+ * (est_sgemm_bf16_shared: the Q, K and V projections), each the bits of its own
+ * est_sgemm_bf16_dp_ep (tests/shared_products_check.h). */
+static void test_dpbf16_shared_input_equals_separate_products(void **state) {
+  (void)state;
+  if (!est_kernel_avx512_bf16()) skip();
+  check_shared_products(est_sgemm_bf16_dp_ep, est_sgemm_bf16_shared, EST_PRECISION_BF16);
+}
+
 /* The tile kernel's epilogue (bias, then tanh-GELU into a second output, on each block of C
  * while it is hot) gives, bit for bit, what the layer computed before it was fused: C = bias
  * then a beta = 1 GEMM (beta = 0 with a bias), or the GEMM then C += bias (beta != 0), and
@@ -402,6 +412,7 @@ int main(void) {
     cmocka_unit_test(test_amx_kernel_matches_reference),
     cmocka_unit_test(test_amx_keeps_read_only_weights_packed),
     cmocka_unit_test(test_dpbf16_keeps_read_only_weights_packed),
+    cmocka_unit_test(test_dpbf16_shared_input_equals_separate_products),
     cmocka_unit_test(test_amx_epilogue_equals_separate_passes),
     cmocka_unit_test(test_dpbf16_epilogue_equals_separate_passes),
     cmocka_unit_test(test_precision_argument_switches_the_gemm),

@@ -24,6 +24,7 @@
 #include "nn/fastmath.h"
 #include "nn/gemm.h"
 #include "nn/kernel_choice.h"
+#include "shared_products_check.h"
 #include "test_util.h"
 
 static uint64_t rng_state = 0x2545F4914F6CDD1Dull;
@@ -272,6 +273,14 @@ static void test_frozen_weights_packed_once(void **state) {
   }
 }
 
+/* Products of one A with inference weights in one team (est_sgemm_f32_shared: the Q, K and
+ * V projections), each the bits of its own est_sgemm_f32 (tests/shared_products_check.h). */
+static void test_shared_input_equals_separate_products(void **state) {
+  (void)state;
+  if (!est_kernel_avx512f()) skip();
+  check_shared_products(est_sgemm_f32, est_sgemm_f32_shared, EST_PRECISION_FP32);
+}
+
 /* K = 0 or alpha = 0: the kernel declines and the dispatch's BLAS path scales C by beta. */
 static void test_degenerate_shapes_fall_back(void **state) {
   (void)state;
@@ -290,6 +299,7 @@ int main(void) {
     cmocka_unit_test(test_dispatch_matches_reference),
     cmocka_unit_test(test_degenerate_shapes_fall_back),
     cmocka_unit_test(test_frozen_weights_packed_once),
+    cmocka_unit_test(test_shared_input_equals_separate_products),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -157,9 +157,12 @@ int est_sgemm_forward_shared(int M, int K, const float *A, const est_gemm_produc
                              est_precision precision) {
   switch (precision) {
   case EST_PRECISION_INT8: return est_sgemm_int8_shared(CblasNoTrans, M, K, A, K, prods, count);
-  case EST_PRECISION_FP32: /* fp32 reads A in place (or copies a block per item: gemm_f32.c) */
-  case EST_PRECISION_BF16: /* bf16 converts A per product: sharing that is not written yet */
-    return -1;
+  case EST_PRECISION_FP32: /* inference weights: one team for all (own_kernel_for's rule for them) */
+    if (est_kernel_get() == EST_KERNEL_BLAS || !est_kernel_avx512f()) return -1;
+    return est_sgemm_f32_shared(M, K, A, K, prods, count);
+  case EST_PRECISION_BF16: /* VDPBF16PS converts A once for all (the tile kernel: per product) */
+    if (!est_kernel_avx512_bf16() || est_kernel_amx()) return -1;
+    return est_sgemm_bf16_shared(M, K, A, K, prods, count);
   }
   return -1;
 }

@@ -56,8 +56,10 @@ enum { EST_GEMM_MAX_SHARED = 4 };
  * has them; non-zero when it has none (or it did nothing usable), and the caller then runs
  * each product through est_sgemm_parallel_ep. Like est_sgemm_parallel_ep, the one place a
  * precision picks them (gemm.c; a switch without default).
- *   shared: count <= EST_GEMM_MAX_SHARED products of one A [M,K] (BERT's Q, K, V); int8
- *           quantizes A once (est_sgemm_int8_shared)
+ *   shared: count <= EST_GEMM_MAX_SHARED products of one A [M,K] (BERT's Q, K, V) in one
+ *           team: int8 quantizes A once (est_sgemm_int8_shared), VDPBF16PS converts it once
+ *           (est_sgemm_bf16_shared), fp32 hands out every product's items together
+ *           (est_sgemm_f32_shared); the last two for inference weights only
  *   ffn:    in = A [M,K] Wi with a GELU (in.ep->gelu_out, F = in.N wide), then out = that
  *           GELU times Wo; int8 quantizes the GELU's rows for the second as it writes them
  *           (est_sgemm_int8_ffn) */
@@ -86,6 +88,11 @@ int est_cpu_has_avx512f(void);
  * inference model's weights), made on first use and kept; NULL otherwise. est_sgemm_f32
  * then packs nothing per call; gemm.c runs every NoTrans-A product of such a B here. */
 const float *est_f32_frozen_packed(const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N);
+/* count products of one A [M,K] (lda apart) whose weights are inference weights (their packed
+ * form kept, est_f32_frozen_packed) in one team: their items handed out together, so the team
+ * starts and waits once (BERT's Q, K and V). Each C has est_sgemm_f32's bits. Non-zero, with
+ * nothing done, when a weight is not kept or AVX-512F is missing. */
+int est_sgemm_f32_shared(int M, int K, const float *A, int lda, const est_gemm_product *prods, int count);
 /* The same kernel in pieces, single-threaded, for a caller that runs many small products
  * in its own parallel loop and multiplies several row strips by one B (attention's
  * per-(example, head) products, attention.c). Need est_cpu_has_avx512f().
@@ -126,6 +133,11 @@ void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int
  * backward, K = 0, alpha = 0, no memory): the caller then takes the separate route. */
 int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                          int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep);
+/* count products of one A [M,K] (lda apart) on the VDPBF16PS kernel, A converted to bf16 once
+ * and every product's items in one team (BERT's Q, K and V), each C with est_sgemm_bf16_dp_ep's
+ * bits. Inference weights only (B's words kept, core/frozen.h): non-zero, with nothing done,
+ * otherwise, or without AVX512-BF16 or memory. */
+int est_sgemm_bf16_shared(int M, int K, const float *A, int lda, const est_gemm_product *prods, int count);
 /* AMX-BF16 on the CPU and its tile state granted to this process by the kernel (asked for
  * once, on the first call). These est_cpu_has_* are the CPU's facts; whether a dispatch may
  * use them is nn/kernel_choice.h's question (est_kernel_avx512f, ...). */

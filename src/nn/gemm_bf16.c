@@ -291,6 +291,77 @@ void est_sgemm_bf16_dp(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int
   est_sgemm_bf16_dp_ep(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, NULL);
 }
 
+/* A's words, packed by the team that runs the products: NoTrans A by rows (aw[m][kp], rows
+ * a_stride words apart), Trans A by pairs (aw[kp][m]); rows M..Mp zero. */
+typedef struct {
+  CBLAS_TRANSPOSE ta;
+  const float *A;
+  int lda, M, Mp, K, kp2, a_stride;
+  int32_t *aw;
+} a_source;
+
+/* The calling thread's share of A's packing in the products' team, or all of it (in_team 0:
+ * one thread, maybe inside a caller's own parallel loop). */
+static void pack_a_share(const a_source *a, int in_team) {
+  int from = 0, to = a->ta == CblasNoTrans ? a->Mp : a->kp2;
+  if (in_team) est_team_share(to, &from, &to);
+  if (a->ta == CblasNoTrans) pack_rows(a->aw, a->a_stride, a->A, a->lda, a->M, a->Mp, a->K, a->kp2, from, to);
+  else pack_pairs_of_rows(a->aw, 0, a->A, a->lda, a->K, a->kp2, a->M, a->Mp, from, to);
+}
+
+/* A B to pack into bw with the products' A (one product, its B not kept), or bw NULL. */
+typedef struct {
+  const float *B;
+  int ldb;
+  CBLAS_TRANSPOSE tb;
+  int32_t *bw;
+} b_source;
+
+/* Column groups per row block for a product tiles column tiles wide: one, or more (up to one
+ * a tile) when the rblocks row blocks give fewer than want items. */
+static int column_groups(int tiles, int rblocks, int want) {
+  int groups = 1;
+  if (rblocks < want) {
+    groups = (want + rblocks - 1) / rblocks;
+    if (groups > tiles) groups = tiles;
+  }
+  return groups;
+}
+
+/* count products of A (their rows are A's: rblocks row blocks each) on threads: A packed (and
+ * b's B) by the team, then every product's items handed out dynamically, row block outer, so
+ * a row block's words are read by the products in turn while they are in L2. */
+static void run_products(const a_source *a, const b_source *b, const dp_product *P, int count, int threads) {
+  const int rblocks = (P[0].M + MC - 1) / MC;
+  int items_per_rblock = 0;
+  for (int j = 0; j < count; j++) items_per_rblock += P[j].groups;
+  const int items = rblocks * items_per_rblock;
+  if (threads == 1) { /* inside a caller's parallel loop (attention's pairs) or one thread: no
+                       * team of one, whose start cost ~20% of such a small product (AMX's) */
+    pack_a_share(a, 0);
+    if (b->bw) pack_b_panels(b->bw, b->B, b->ldb, b->tb, a->K, P[0].N, a->kp2, 0, P[0].tiles);
+    for (int j = 0; j < count; j++)
+      for (int it = 0; it < rblocks * P[j].groups; it++) run_item(P + j, it);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    pack_a_share(a, 1);
+    if (b->bw) {
+      int from, to;
+      est_team_share(P[0].tiles, &from, &to);
+      pack_b_panels(b->bw, b->B, b->ldb, b->tb, a->K, P[0].N, a->kp2, from, to);
+    }
+#pragma omp barrier
+#pragma omp for schedule(dynamic, 1)
+    for (int it = 0; it < items; it++) {
+      int rb = it / items_per_rblock, g = it % items_per_rblock, j = 0;
+      while (g >= P[j].groups) g -= P[j].groups, j++;
+      run_item(P + j, rb * P[j].groups + g);
+    }
+  }
+}
+
 int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                          int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep) {
   if (ep && (ep->gelu_pre || beta != 0.0f || K <= 0 || alpha == 0.0f)) return -1; /* the separate route's */
@@ -314,34 +385,38 @@ int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, i
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc); /* C holds beta C */
     return 0;
   }
-  const int32_t *b_words = kept ? kept : bw;
   long a_m = ta == CblasNoTrans ? a_stride : 1, a_k = ta == CblasNoTrans ? 1 : Mp;
-  int rblocks = (M + MC - 1) / MC;
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  int groups = 1; /* column groups per row block: enough items for every thread */
-  if (threads > 1 && rblocks < ITEMS_PER_THREAD * threads) {
-    groups = (ITEMS_PER_THREAD * threads + rblocks - 1) / rblocks;
-    if (groups > tiles) groups = tiles;
+  int groups = column_groups(tiles, (M + MC - 1) / MC, threads > 1 ? ITEMS_PER_THREAD * threads : 0);
+  const dp_product P = {M, N, kp2, alpha, beta, aw, a_m, a_k, kept ? kept : bw, C, ldc, ep, groups, tiles};
+  const a_source a = {ta, A, lda, M, Mp, K, kp2, a_stride, aw};
+  const b_source b = {B, ldb, tb, bw};
+  run_products(&a, &b, &P, 1, threads);
+  return 0;
+}
+
+int est_sgemm_bf16_shared(int M, int K, const float *A, int lda, const est_gemm_product *prods, int count) {
+  if (!est_cpu_has_avx512_bf16() || M <= 0 || K <= 0 || count <= 0 || count > EST_GEMM_MAX_SHARED) return -1;
+  const int kp2 = (K + 1) / 2, Mp = (M + MR - 1) / MR * MR, a_stride = est_unaliased_stride(kp2);
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads(), rblocks = (M + MC - 1) / MC;
+  /* each product cut as if it ran alone (the team's items shared among the products instead,
+   * fewer and wider, measured level: bench/README.md) */
+  const int want = threads > 1 ? ITEMS_PER_THREAD * threads : 0;
+  dp_product P[EST_GEMM_MAX_SHARED];
+  for (int j = 0; j < count; j++) {
+    const est_gemm_product *p = prods + j;
+    if (p->N <= 0 || (p->ep && p->ep->gelu_pre)) return -1;
+    const int32_t *kept = frozen_words(p->B, p->ldb, CblasNoTrans, K, p->N);
+    if (!kept) return -1; /* not an inference weight: each product packs its own B */
+    const int tiles = (p->N + NR - 1) / NR;
+    P[j] = (dp_product){M, p->N, kp2, 1.0f, 0.0f, NULL, a_stride, 1, kept, p->C, p->ldc, p->ep,
+                        column_groups(tiles, rblocks, want), tiles};
   }
-  const int items = rblocks * groups;
-  const dp_product P = {M, N, kp2, alpha, beta, aw, a_m, a_k, b_words, C, ldc, ep, groups, tiles};
-  if (threads == 1) { /* inside a caller's parallel loop (attention's pairs) or one thread: no
-                       * team of one, whose start cost ~20% of such a small product (AMX's) */
-    if (ta == CblasNoTrans) pack_rows(aw, a_stride, A, lda, M, Mp, K, kp2, 0, Mp);
-    else pack_pairs_of_rows(aw, 0, A, lda, K, kp2, M, Mp, 0, kp2);
-    if (!kept) pack_b_panels(bw, B, ldb, tb, K, N, kp2, 0, tiles);
-    for (int it = 0; it < items; it++) run_item(&P, it);
-    return 0;
-  }
-#pragma omp parallel num_threads(threads)
-  {
-    int from, to;
-    if (ta == CblasNoTrans) est_team_share(Mp, &from, &to), pack_rows(aw, a_stride, A, lda, M, Mp, K, kp2, from, to);
-    else est_team_share(kp2, &from, &to), pack_pairs_of_rows(aw, 0, A, lda, K, kp2, M, Mp, from, to);
-    if (!kept) est_team_share(tiles, &from, &to), pack_b_panels(bw, B, ldb, tb, K, N, kp2, from, to);
-#pragma omp barrier
-#pragma omp for schedule(dynamic, 1)
-    for (int it = 0; it < items; it++) run_item(&P, it);
-  }
+  int32_t *aw = scratch_get(EST_TBUF_BF16_A, (size_t)Mp * a_stride);
+  if (!aw) return -1;
+  for (int j = 0; j < count; j++) P[j].aw = aw;
+  const a_source a = {CblasNoTrans, A, lda, M, Mp, K, kp2, a_stride, aw};
+  const b_source none = {0};
+  run_products(&a, &none, P, count, threads);
   return 0;
 }

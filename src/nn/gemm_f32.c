@@ -279,6 +279,19 @@ F32_TARGET void est_f32_gemm_packed(int M, int N, int K, float alpha, const floa
     run_item(0, N, K, alpha, A, lda, bp, 0.0f, C, ldc, NULL, m0, m0 + MC < M ? m0 + MC : M, 0, tiles);
 }
 
+/* Column groups per row block of a product tiles column tiles wide: groups at most
+ * GROUP_TILES tiles wide, so an item's C block (MC x 256 floats, 192 KiB) stays in L2 across
+ * its k blocks (a 3072-wide block went to memory and back once per k block: -25%), and more
+ * of them, up to one a tile, when the rblocks row blocks give fewer than want items. */
+static int column_groups(int tiles, int rblocks, int want) {
+  int groups = (tiles + GROUP_TILES - 1) / GROUP_TILES;
+  if (rblocks * groups < want) {
+    groups = (want + rblocks - 1) / rblocks;
+    if (groups > tiles) groups = tiles;
+  }
+  return groups;
+}
+
 int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep) {
   if (!est_cpu_has_avx512f()) return -1;
@@ -294,14 +307,7 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
       for (int n = 0; n < N; n++) C[(size_t)m * ldc + n] *= beta;
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   int rblocks = (M + MC - 1) / MC;
-  /* column groups: at most GROUP_TILES tiles wide, so an item's C block (MC x 256 floats,
-   * 192 KiB) stays in L2 across its k blocks (a 3072-wide block went to memory and back
-   * once per k block: -25%), and enough items for ITEMS_PER_THREAD per thread */
-  int groups = (tiles + GROUP_TILES - 1) / GROUP_TILES;
-  if (threads > 1 && rblocks * groups < ITEMS_PER_THREAD * threads) {
-    groups = (ITEMS_PER_THREAD * threads + rblocks - 1) / rblocks;
-    if (groups > tiles) groups = tiles;
-  }
+  int groups = column_groups(tiles, rblocks, threads > 1 ? ITEMS_PER_THREAD * threads : 0);
   int items = rblocks * groups;
 #pragma omp parallel num_threads(items < threads ? items : threads)
   {
@@ -318,6 +324,37 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
         int t0 = (int)((long)tiles * g / groups), t1 = (int)((long)tiles * (g + 1) / groups);
         run_item(ta != CblasNoTrans, N, K, alpha, A, lda, kept ? kept : bp, beta, C, ldc, ep, m0, m1, t0, t1);
       }
+  }
+  return 0;
+}
+
+int est_sgemm_f32_shared(int M, int K, const float *A, int lda, const est_gemm_product *prods, int count) {
+  if (!est_cpu_has_avx512f() || M <= 0 || K <= 0 || count <= 0 || count > EST_GEMM_MAX_SHARED) return -1;
+  const float *packed[EST_GEMM_MAX_SHARED];
+  int groups[EST_GEMM_MAX_SHARED], items_per_rblock = 0;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads(), rblocks = (M + MC - 1) / MC;
+  /* each product cut as if it ran alone (the team's items shared among the products instead,
+   * fewer and wider, so fewer copies of A's rows, measured level: bench/README.md) */
+  const int want = threads > 1 ? ITEMS_PER_THREAD * threads : 0;
+  for (int j = 0; j < count; j++) {
+    const est_gemm_product *p = prods + j;
+    if (p->N <= 0 || (p->ep && p->ep->gelu_pre)) return -1;
+    packed[j] = est_f32_frozen_packed(p->B, p->ldb, CblasNoTrans, K, p->N);
+    if (!packed[j]) return -1; /* not an inference weight: each product packs its own B */
+    groups[j] = column_groups((p->N + NR - 1) / NR, rblocks, want);
+    items_per_rblock += groups[j];
+  }
+  const int items = rblocks * items_per_rblock;
+  /* items: row block outer, then every product's column groups, so a row block's A is read by
+   * the products in turn while it is in L2 */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(items < threads ? items : threads)
+  for (int it = 0; it < items; it++) {
+    int rb = it / items_per_rblock, g = it % items_per_rblock, j = 0;
+    while (g >= groups[j]) g -= groups[j++];
+    const est_gemm_product *p = prods + j;
+    int tiles = (p->N + NR - 1) / NR, m0 = rb * MC, m1 = m0 + MC < M ? m0 + MC : M;
+    int t0 = (int)((long)tiles * g / groups[j]), t1 = (int)((long)tiles * (g + 1) / groups[j]);
+    run_item(0, p->N, K, 1.0f, A, lda, packed[j], 0.0f, p->C, p->ldc, p->ep, m0, m1, t0, t1);
   }
   return 0;
 }
