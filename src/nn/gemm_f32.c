@@ -214,12 +214,15 @@ F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *
   float tail[KC * MR] __attribute__((aligned(64))); /* 36 KiB of stack */
   /* Per k block, Trans A is packed (pack_a_trans), and NoTrans A whose rows share L1 sets
    * is copied row for row at a stride whose lines fall on distinct ones (copy_rows_apart):
-   * one pass over the block's A, which every column tile of the item then reads. Without
-   * the buffer (out of memory) A is read where it is, for the same bits. */
+   * one pass over the block's A, which every column tile of the item then reads. An item
+   * of one column tile (a short batch's products of 256 columns or fewer) reads the block
+   * once either way, so the copy would only add a pass: 16 x 256 x 256 ran at 160 GFLOP/s
+   * with it, 176 without (bench/README.md, "Q, K and V in one team"). Without the buffer
+   * (out of memory) A is read where it is, for the same bits. */
   const int lds = est_unaliased_stride(KC);
-  float *ap = ta                     ? est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * KC)
-              : rows_share_sets(lda) ? est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * lds)
-                                     : NULL;
+  float *ap = ta                                   ? est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * KC)
+              : t1 - t0 > 1 && rows_share_sets(lda) ? est_thread_buf(EST_TBUF_GEMM_A, (size_t)MC * lds)
+                                                   : NULL;
   const int tail_m = m0 + (m1 - m0) / MR * MR, tail_rows = m1 - tail_m; /* a last row tile short of MR */
   for (int k0 = 0; k0 < K; k0 += KC) {
     int kc = K - k0 < KC ? K - k0 : KC;
