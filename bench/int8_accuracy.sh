@@ -25,7 +25,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 export OMP_NUM_THREADS=2
 mkdir -p "$OUT"
 
-# classifier NAME TASK DATA SEQ "MODEL_FLAGS" "TRAIN_FLAGS": train, est fp32 and int8, ONNX Runtime
+# classifier NAME TASK DATA SEQ "MODEL_FLAGS" "TRAIN_FLAGS" CONFIG VOCAB: train, est fp32 and int8,
+# ONNX Runtime (CONFIG and VOCAB: what export_hf writes the HuggingFace directory from)
 classifier() {
   name=$1 task=$2 data=$3 seq=$4 model=$5 train=$6
   common="--task_name=$task --data_dir=$data $model --max_seq_length=$seq --eval_batch_size=32 \

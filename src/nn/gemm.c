@@ -61,11 +61,12 @@ enum { BLOCKS_PER_THREAD = 4, MIN_BLOCK = 128 };
 
 /* Whether est's own fp32 kernel runs this shape (see bench/README.md, "fp32 GEMM"), unless
  * EST_KERNEL (nn/kernel_choice.h) forces OpenBLAS, the own kernel, or no AVX-512. */
+static int own_kernel_allowed(void) { return est_kernel_get() != EST_KERNEL_BLAS && est_kernel_avx512f(); }
+
 static int own_kernel_for(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, const float *B, int ldb,
                           const est_gemm_epilogue *ep) {
-  est_kernel k = est_kernel_get();
-  if (k == EST_KERNEL_BLAS || !est_kernel_avx512f()) return 0;
-  if (k == EST_KERNEL_OWN) return 1;
+  if (!own_kernel_allowed()) return 0;
+  if (est_kernel_get() == EST_KERNEL_OWN) return 1;
   /* An inference weight (read-only, core/frozen.h) is packed once and kept: every shape is
    * then the own kernel's, where OpenBLAS would copy the whole weight on every call (half
    * of a 16-token Base request's time; bench/README.md, "Inference weights packed once,
@@ -157,9 +158,8 @@ int est_sgemm_forward_shared(int M, int K, const float *A, const est_gemm_produc
                              est_precision precision) {
   switch (precision) {
   case EST_PRECISION_INT8: return est_sgemm_int8_shared(CblasNoTrans, M, K, A, K, prods, count);
-  case EST_PRECISION_FP32: /* inference weights: one team for all (own_kernel_for's rule for them) */
-    if (est_kernel_get() == EST_KERNEL_BLAS || !est_kernel_avx512f()) return -1;
-    return est_sgemm_f32_shared(M, K, A, K, prods, count);
+  case EST_PRECISION_FP32: /* inference weights, which own_kernel_for gives the own kernel: one team for all */
+    return own_kernel_allowed() ? est_sgemm_f32_shared(M, K, A, K, prods, count) : -1;
   case EST_PRECISION_BF16: /* VDPBF16PS converts A once for all (the tile kernel: per product) */
     if (!est_kernel_avx512_bf16() || est_kernel_amx()) return -1;
     return est_sgemm_bf16_shared(M, K, A, K, prods, count);
