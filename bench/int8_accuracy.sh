@@ -8,6 +8,8 @@
 #   mrpc   MRPC, bench/run_classifier_mrpc.sh's recipe (BERT-Tiny's shape, 3 epochs, seq 128)
 #   minilm SST-2 from all-MiniLM-L6-v2, 150 steps at 1e-4, seq 64 (needs MINILM)
 #   squad  SQuAD 1.1 from all-MiniLM-L6-v2 (needs MINILM and SQUAD_DIR)
+#   sts    all-MiniLM-L6-v2's sentence embeddings as they are (`est embed`), STS-B dev's
+#          Spearman correlation (needs MINILM and STS_DEV)
 #
 #   sh bench/int8_accuracy.sh [EST] [OUT] [MODELS]
 #
@@ -15,11 +17,12 @@
 #                    onnxruntime 1.23: `make interop`'s venv with onnx and onnxruntime added
 # MINILM=DIR         all-MiniLM-L6-v2's HuggingFace directory (scripts/demo_pretrained.sh's)
 # SQUAD_DIR=DIR      train_part.json and dev5_v1.json from bench/squad_int8_prepare.py
+# STS_DEV=FILE       GLUE's STS-B dev.tsv (1500 sentence pairs with gold scores 0-5)
 # 2 threads throughout; the figures are accuracies, not timings.
 set -eu
 EST=${1:-build/est}
 OUT=${2:-out/int8_accuracy}
-MODELS=${3:-demo mrpc minilm squad}
+MODELS=${3:-demo mrpc minilm squad sts}
 PY=${PY:-.venv-interop/bin/python}
 HERE=$(cd "$(dirname "$0")" && pwd)
 export OMP_NUM_THREADS=2
@@ -101,6 +104,18 @@ print("squad same answer text of %d: est int8 = est fp32 %d, ort int8 = ort fp32
       % (len(p["est fp32"]), same("est int8", "est fp32"), same("ort int8", "ort fp32"), same("est fp32", "ort fp32")))
 PY
     ;;
-  *) echo "int8_accuracy.sh: unknown model $m (demo mrpc minilm squad)" >&2; exit 2 ;;
+  sts)
+    # est embed pools and normalises as the directory's sentence-transformers files say (mean)
+    for p in fp32 int8; do
+      for c in 8 9; do
+        cut -f$c "$STS_DEV" | sed '1{/^sentence[12]$/d}' | "$EST" embed --model_dir="$MINILM" --output_format=tsv \
+          --precision=$p --num_threads=2 > "$OUT/sts_${p}_$c.tsv" 2> "$OUT/sts_$p.log"
+      done
+    done
+    "$PY" "$HERE/peers/ort_int8_sts.py" --hf_dir "$MINILM" --sts "$STS_DEV" --out "$OUT/sts_onnx" \
+      --est "fp32=$OUT/sts_fp32_8.tsv,$OUT/sts_fp32_9.tsv" --est "int8=$OUT/sts_int8_8.tsv,$OUT/sts_int8_9.tsv" \
+      2> "$OUT/sts_onnx.log" | sed "s/^/sts: /"
+    ;;
+  *) echo "int8_accuracy.sh: unknown model $m (demo mrpc minilm squad sts)" >&2; exit 2 ;;
   esac
 done
