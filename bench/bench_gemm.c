@@ -115,8 +115,11 @@ static int one_shape(int threads, int M, int N, int K, int lda) {
   double f = run_one(EST_PRECISION_FP32, EST_KERNEL_BLAS, M, N, K, A, lda, B, C);
   double o = run_one(EST_PRECISION_FP32, EST_KERNEL_OWN, M, N, K, A, lda, B, C);
   double b = run_one(EST_PRECISION_BF16, EST_KERNEL_AUTO, M, N, K, A, lda, B, C);
-  printf("NN fwd %dx%dx%d lda %d, %d threads, wall GFLOP/s: blas fp32 %.1f  own fp32 %.1f  bf16 %.1f\n", M, N, K, lda,
-         threads, f, o, b);
+  double q = est_precision_resolve(EST_PRECISION_INT8) == EST_PRECISION_INT8
+                 ? run_one(EST_PRECISION_INT8, EST_KERNEL_AUTO, M, N, K, A, lda, B, C)
+                 : 0.0;
+  printf("NN fwd %dx%dx%d lda %d, %d threads, wall GFLOP/s: blas fp32 %.1f  own fp32 %.1f  bf16 %.1f  int8 %.1f\n", M,
+         N, K, lda, threads, f, o, b, q);
   free(A), free(B), free(C);
   return 0;
 }

@@ -49,7 +49,8 @@ typedef struct {
   int lda; /* A's leading dimension; 0: its columns + 3 */
 } shape;
 
-/* Sizes cross every edge of the kernel: 12-row tiles (a short last one), 32-column tiles
+/* Sizes cross every edge of the kernel: row tiles of at most 12 (NoTrans A's split evenly,
+ * 37 rows as 10 + 9 + 9 + 9, 29 as 10 + 10 + 9; Trans A's with a short last one), 32-column tiles
  * (masked), 192-row blocks, 768-long k blocks (K = 1025, 1100), column groups (few row blocks, 2 threads),
  * blocks of A with and without a short last tile (M = 200, 385). */
 static const shape shapes[] = {

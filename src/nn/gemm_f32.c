@@ -5,18 +5,19 @@
  * Same structure as the bf16 kernel (gemm_bf16.c), with fp32 FMAs:
  *   B  -> packed once per call, tile-major: Bp[n / NR][k][NR] (n padded to NR with zeros),
  *         so one kernel's B stream is contiguous and two zmm loads give a k's 32 columns
- *   A  -> NoTrans A is not transposed: the kernel broadcasts a tile's 12 rows (k
- *         contiguous), and a short last tile's kernel reads only its rows. Where A's rows
- *         share L1 sets, a row block's k block is copied per worker, row for row, to a
- *         stride of an odd number of lines (est_unaliased_stride): A's own stride is often a
- *         multiple of 4 KiB (the FFN's 3072 floats), which puts a tile's 12 rows in one
- *         8-way L1 set; the copy took 128 x 768 x 3072 from ~178 to ~215 GFLOP/s on 2 Zen
- *         4 cores (bench/README.md, "A's rows on distinct cache sets"), and costs one load
- *         and store per element per item where a transposing pack (as BLIS does) would cost
- *         a strided store per element: on Tiny's N = 128 a quarter of the FMA time. Trans
- *         A (stored [K][M]) has a tile's 12 values next to each other but each k on another
- *         line (and page): a row block's k block is copied to [tile][k][12] per worker (one
- *         masked 12-float load/store per k).
+ *   A  -> NoTrans A is not transposed: the kernel broadcasts a tile's rows (k contiguous),
+ *         at most 12, a block's rows cut into tiles as even as can be (even_tile_rows), and
+ *         reads only its rows. Where A's rows share L1 sets, a row block's k block is
+ *         copied per worker, row for row, to a stride of an odd number of lines
+ *         (est_unaliased_stride): A's own stride is often a multiple of 4 KiB (the FFN's
+ *         3072 floats), which puts a tile's 12 rows in one 8-way L1 set; the copy took 128
+ *         x 768 x 3072 from ~178 to ~215 GFLOP/s on 2 Zen 4 cores (bench/README.md, "A's
+ *         rows on distinct cache sets"), and costs one load and store per element per item
+ *         where a transposing pack (as BLIS does) would cost a strided store per element:
+ *         on Tiny's N = 128 a quarter of the FMA time. Trans A (stored [K][M]) has a tile's
+ *         12 values next to each other but each k on another line (and page): a row block's
+ *         k block is copied to [tile][k][12] per worker (one masked 12-float load/store per
+ *         k).
  *   C  -> a 12x32 tile lives in 24 zmm accumulators while the kernel runs over a k block;
  *         its lines are prefetched when the kernel starts.
  *
@@ -156,8 +157,8 @@ F32_TARGET static inline __attribute__((always_inline)) void kernel_body(int kc,
 }
 
 /* The kernels: A(i, p) at a[i lda + p] (NoTrans A, where it is or copied apart:
- * kernel_rows, specialized for each row count, so a short last tile computes only its
- * rows, and reads no row past A: at one 16-token request, 12 + 4 rows rather than 12 + 12)
+ * kernel_rows, specialized for each row count, so a tile of fewer than 12 rows computes
+ * only its rows, and reads no row past A: at one 16-token request, 8 + 8 rows)
  * or at a[i + p lda] (Trans A packed, or a copied tail: kernel_cols, always MR rows). */
 F32_TARGET static void kernel_rows(int kc, const float *a, long lda, const float *b, float *c, long ldc, float alpha,
                                    int rows, int cols, const store_op *op, int n0) {
@@ -207,6 +208,16 @@ static int rows_share_sets(int lda) {
   return most >= 3;
 }
 
+/* Rows in row tile i of a span of rows split into the fewest tiles of at most MR, their
+ * sizes as even as can be: 16 rows are 8 + 8, not 12 + 4. A tile's kernel loads a k's 32
+ * weights for its rows' FMAs; a 4-row tile does 8 FMAs a load pair and ran at 59% of one
+ * core's FMA peak where 8 rows ran at 84% (`build/bench_gemm 1 M 256 256`), so a 16-token
+ * request's products lost a tenth to their last 4 rows. */
+static inline int even_tile_rows(int span, int i) {
+  int tiles = (span + MR - 1) / MR;
+  return span / tiles + (i < span % tiles);
+}
+
 /* Rows [m0, m1) x tiles [t0, t1) of C, every k block. */
 F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *A, int lda, const float *bp,
                                 float beta, float *C, int ldc, const est_gemm_epilogue *ep, int m0, int m1, int t0,
@@ -238,8 +249,9 @@ F32_TARGET static void run_item(int ta, int N, int K, float alpha, const float *
     for (int t = t0; t < t1; t++) {
       int n0 = t * NR, cols = N - n0 < NR ? N - n0 : NR;
       const float *b = bp + (size_t)t * K * NR + (size_t)k0 * NR;
-      for (int m = m0; m < m1; m += MR) {
-        int rows = m1 - m < MR ? m1 - m : MR;
+      /* NoTrans A in even row tiles; Trans A's packing is by whole tiles of MR from m0 */
+      for (int m = m0, i = 0, rows; m < m1; m += rows, i++) {
+        rows = ta ? (m1 - m < MR ? m1 - m : MR) : even_tile_rows(m1 - m0, i);
         float *c = C + (size_t)m * ldc + n0;
         store_op o = op;
         if (o.act) o.act += (size_t)m * o.ld_act + n0;
