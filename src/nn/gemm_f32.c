@@ -211,8 +211,8 @@ static int rows_share_sets(int lda) {
 /* Rows in row tile i of a span of rows split into the fewest tiles of at most MR, their
  * sizes as even as can be: 16 rows are 8 + 8, not 12 + 4. A tile's kernel loads a k's 32
  * weights for its rows' FMAs; a 4-row tile does 8 FMAs a load pair and ran at 59% of one
- * core's FMA peak where 8 rows ran at 84% (`build/bench_gemm 1 M 256 256`), so a 16-token
- * request's products lost a tenth to their last 4 rows. */
+ * Zen 4 core's FMA peak where 8 rows ran at 84% (`build/bench_gemm 1 M 256 256`), so a
+ * 16-token request's products lost a tenth to their last 4 rows. */
 static inline int even_tile_rows(int span, int i) {
   int tiles = (span + MR - 1) / MR;
   return span / tiles + (i < span % tiles);
