@@ -201,7 +201,7 @@ static void check_blocks_against_reference(est_int8_block_fn *block, est_int8_a_
     for (int half_m = 0; half_m < 2; half_m++)
       for (int half_n = 0; half_n < 2; half_n++) {
         const int m0 = half_m ? m_cut : 0, m1 = half_m ? M : m_cut, n0 = half_n ? n_cut : 0, n1 = half_n ? N : n_cut;
-        if (m0 < m1 && n0 < n1) block(&w, qa, sa, half_n ? NULL : bias, C, N, m0, m1, n0, n1);
+        if (m0 < m1 && n0 < n1) block(layout, &w, qa, sa, half_n ? NULL : bias, C, N, m0, m1, n0, n1);
       }
     float *R = calloc((size_t)M * N, sizeof(float)), *R0 = calloc((size_t)M * N, sizeof(float));
     est_gemm_epilogue ep = {.bias = bias};
@@ -225,8 +225,30 @@ static void test_ymm_kernel_equals_reference(void **state) {
   (void)state;
   if (!est_cpu_has_avx512_vnni()) skip();
   static const int shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {13, 33, 17}, {25, 65, 130}, {37, 47, 259}};
-  check_blocks_against_reference(est_int8_block_ymm_evex, EST_INT8_ROWS12, "ymm kernel", shapes,
-                                 sizeof shapes / sizeof *shapes);
+  /* its 4-row tiles read a row layout's tiles in parts: 12 rows (the one it is given), 8, 4 */
+  for (int rows = 4; rows <= EST_INT8_MR; rows += 4)
+    check_blocks_against_reference(est_int8_block_ymm_evex, rows, "ymm kernel", shapes, sizeof shapes / sizeof *shapes);
+}
+
+/* The AVX512-VNNI kernel on every row layout est_int8_rows_layout can choose (tiles of 1 to 12
+ * rows), so a tile of any height reads its rows a layout's height apart; and the layouts
+ * chosen: at most 12 rows a tile, the last short by less than the tile count, and all the
+ * tiles within est_int8_padded_rows (the buffers' size). */
+static void test_row_layouts(void **state) {
+  (void)state;
+  for (int M = 1; M <= 5000; M++) {
+    const int h = est_int8_rows_layout(M), tiles = (M + h - 1) / h;
+    assert_true(h >= 1 && h <= EST_INT8_MR);
+    assert_int_equal(tiles, (M + EST_INT8_MR - 1) / EST_INT8_MR);
+    assert_true(tiles * h < M + tiles && tiles * h <= est_int8_padded_rows(M));
+  }
+  assert_int_equal(est_int8_rows_layout(16), 8);
+  assert_int_equal(est_int8_rows_layout(4096), EST_INT8_MR);
+  if (!est_cpu_has_avx512_vnni()) skip();
+  static const int shapes[][3] = {{1, 1, 1}, {5, 7, 3}, {13, 33, 17}, {16, 64, 96}, {37, 47, 259}};
+  for (int rows = 1; rows <= EST_INT8_MR; rows++)
+    check_blocks_against_reference(est_int8_block_vnni512, rows, "vnni512 kernel", shapes,
+                                   sizeof shapes / sizeof *shapes);
 }
 
 /* The AMX kernel's body on emulated tiles (gemm_int8_amx_emulated.c), so that a CPU without
@@ -388,6 +410,7 @@ int main(void) {
     cmocka_unit_test(test_reference_within_the_quantization_bound),
     cmocka_unit_test(test_kernel_equals_reference_bit_for_bit),
     cmocka_unit_test(test_ymm_kernel_equals_reference),
+    cmocka_unit_test(test_row_layouts),
     cmocka_unit_test(test_amx_emulated_kernel_equals_reference),
     cmocka_unit_test(test_frozen_weights_packed_once),
     cmocka_unit_test(test_shared_input_equals_separate_products),

@@ -110,13 +110,16 @@ int est_sgemm_int8_ffn(int M, int K, const float *A, const est_gemm_product *in,
 }
 
 /* The block kernel the choice names (nn/kernel_choice.h), first the one it prefers, and the
- * layout of the activations it reads; NULL when none may run. */
-static est_int8_block_fn *chosen_block(est_int8_a_layout *layout) {
+ * layout of the M rows of activations it reads (the same for every product of M rows, so
+ * that est_sgemm_int8_ffn's hand-over matches); NULL when none may run. The AVX-VNNI tile,
+ * 4 rows, reads 12-row tiles in thirds. */
+static est_int8_block_fn *chosen_block(int M, est_int8_a_layout *layout) {
   *layout = EST_INT8_TILES16;
   if (est_kernel_get() == EST_KERNEL_AMXEMU) return est_int8_block_amx_emulated;
   if (est_kernel_amx_int8()) return est_int8_block_amx;
-  *layout = EST_INT8_ROWS12;
+  *layout = est_int8_rows_layout(M);
   if (est_kernel_vnni512()) return est_int8_block_vnni512;
+  *layout = EST_INT8_MR;
   if (est_kernel_avxvnni()) return est_int8_block_avxvnni;
   return NULL;
 }
@@ -127,7 +130,7 @@ static est_int8_block_fn *chosen_block(est_int8_a_layout *layout) {
 static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int lda, const est_gemm_product *prods,
                         int count, const quantized_rows *given, const quantized_rows *ahead, int *ahead_done) {
   est_int8_a_layout layout;
-  est_int8_block_fn *block = chosen_block(&layout);
+  est_int8_block_fn *block = chosen_block(M, &layout);
   /* the AVX-512 quantization wherever AVX512-VNNI may run (with the tiles too), same bits */
   void (*quantize_rows)(est_int8_a_layout, uint8_t *, float *, const float *, int, int, int, int, int, int) =
       est_kernel_vnni512() ? est_int8_quantize_rows_avx512 : est_int8_quantize_rows;
@@ -169,7 +172,7 @@ static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int ld
   const float *sa = given ? given->sa : mine.sa;
 
   int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  /* Row blocks of whole row tiles (the kernel's: 12 or 16 rows), as many as a multiple of the
+  /* Row blocks of whole row tiles (the layout's: up to 12 rows, or 16), as many as a multiple of the
    * team and as even as the tiles allow: blocks of 16 tiles and a short last one (4096 rows:
    * 21 of 192 and one of 64) left one thread a block behind the other at every GEMM's end.
    * The columns are split as well when there are too few row blocks (a short batch). */
@@ -210,7 +213,7 @@ static int run_products(CBLAS_TRANSPOSE tb, int M, int K, const float *A, int ld
       if (m1 > M) m1 = M;
       int n0 = item * plan[j].tiles_per_block * EST_INT8_NR, n1 = n0 + plan[j].tiles_per_block * EST_INT8_NR;
       if (n1 > p->N) n1 = p->N;
-      block(&plan[j].w, qa, sa, p->ep ? p->ep->bias : NULL, p->C, p->ldc, m0, m1, n0, n1);
+      block(layout, &plan[j].w, qa, sa, p->ep ? p->ep->bias : NULL, p->C, p->ldc, m0, m1, n0, n1);
       if (p->ep && p->ep->gelu_out)
         for (int m = m0; m < m1; m++) {
           est_gelu_row(p->ep->gelu_out + (size_t)m * p->ep->ld_gelu + n0, p->C + (size_t)m * p->ldc + n0, n1 - n0);

@@ -96,55 +96,69 @@ int est_sgemm_int8_ffn(int M, int K, const float *A, const est_gemm_product *in,
 void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                         float *C, int ldc, const est_gemm_epilogue *ep);
 
+/* Quantized activations (est_int8_quantize_rows*): u8 codes, four k to a word, laid out as the
+ * kernel that reads them wants, so that no kernel copies them again. The layout's value:
+ *   1 .. EST_INT8_MR  row tiles of that many rows, h: [Mp / h][groups][h] words; the VNNI
+ *                     kernels broadcast row i's word of group g from a[g h + i], one pointer
+ *                     for all the rows of a tile. est_int8_rows_layout picks h.
+ *   EST_INT8_TILES16  [Mp / 16][Kt][16][16] words (Kt = ceil(groups / 16); words past the
+ *                     groups 0): AMX's A tiles, 16 rows of 16 words, 1 KiB each, as TILELOADD
+ *                     reads them (gemm_int8_amx.h) */
+typedef int est_int8_a_layout;
+/* Row tiles: the VNNI kernels' (at most EST_INT8_MR rows) and AMX's; rows are padded to a
+ * multiple of 48 (est_int8_padded_rows), which holds any layout's whole tiles. */
+enum { EST_INT8_MR = 12, EST_INT8_AMX_ROWS = 16, EST_INT8_ROW_PAD = 48, EST_INT8_TILES16 = 0 };
+
 /* The kernels behind est_sgemm_int8, each on one block of C: rows [m0, m1) and columns
  * [n0, n1) (n0 a multiple of EST_INT8_NR) from the u8 activations qa (qa[m][k] + 128, 128
  * beyond K, in the layout the kernel reads, est_int8_a_layout; m0 a multiple of its row
  * tile, rows up to m1 rounded up to it readable) and their scales sa. They write
  * C = fmaf(acc, sa sw, bias). */
-typedef void est_int8_block_fn(const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias,
-                               float *C, int ldc, int m0, int m1, int n0, int n1);
+typedef void est_int8_block_fn(est_int8_a_layout layout, const est_int8_weights *w, const uint8_t *qa, const float *sa,
+                               const float *bias, float *C, int ldc, int m0, int m1, int n0, int n1);
 est_int8_block_fn est_int8_block_amx, est_int8_block_vnni512, est_int8_block_avxvnni;
 /* the AVX-VNNI kernel assembled with EVEX encodings, for tests on AVX-512 CPUs (gemm_int8_ymm_evex.c) */
 est_int8_block_fn est_int8_block_ymm_evex;
 /* the AMX kernel's body on tiles emulated in C, for tests on CPUs without AMX (gemm_int8_amx_emulated.c) */
 est_int8_block_fn est_int8_block_amx_emulated;
 /* A kernel's tile: C[rows][cols] (rows <= its MR, cols <= its NR) from the u8 words at a (row
- * i's of group g at a[g EST_INT8_MR + i]; MR rows readable) and the packed weight words at b
- * (group g's at b + g b_g). */
-typedef void est_int8_tile_fn(const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum,
+ * i's of group g at a[g a_g + i]; rows readable) and the packed weight words at b (group g's at
+ * b + g b_g). */
+typedef void est_int8_tile_fn(const int32_t *a, int a_g, int groups, const int32_t *b, int b_g, const int32_t *colsum,
                               const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
                               int cols);
 /* The word of (group 0, column n); group g's is EST_INT8_NR g words further. */
 static inline const int32_t *est_int8_column(const est_int8_weights *w, int n) {
   return w->words + (size_t)(n / EST_INT8_NR) * w->groups * EST_INT8_NR + n % EST_INT8_NR;
 }
-/* Quantized activations (est_int8_quantize_rows*): u8 codes, four k to a word, laid out as the
- * kernel that reads them wants, so that no kernel copies them again:
- *   EST_INT8_ROWS12   [Mp / 12][groups][12] words: the VNNI kernels broadcast row i's word of
- *                     group g from a[g 12 + i], one pointer for all the rows of a tile
- *   EST_INT8_TILES16  [Mp / 16][Kt][16][16] words (Kt = ceil(groups / 16); words past the
- *                     groups 0): AMX's A tiles, 16 rows of 16 words, 1 KiB each, as TILELOADD
- *                     reads them (gemm_int8_amx.h) */
-typedef enum { EST_INT8_ROWS12, EST_INT8_TILES16 } est_int8_a_layout;
 static inline size_t est_int8_a_word(est_int8_a_layout layout, int m, int g, int groups);
-/* A block as tiles of mr x nr, each column tile's weights reused down the block's rows; a
- * tile gets its first activation word (rows MR apart within a group) and its first weight
- * word (groups EST_INT8_NR words apart). */
-static inline void est_int8_tiles(est_int8_tile_fn *tile, int mr, int nr, const est_int8_weights *w, const uint8_t *qa,
-                                  const float *sa, const float *bias, float *C, int ldc, int m0, int m1, int n0,
-                                  int n1) {
+/* A block as tiles of at most mr x nr, each column tile's weights reused down the block's
+ * rows; a tile gets its first activation word (rows a row layout's h apart within a group)
+ * and its first weight word (groups EST_INT8_NR words apart). Row tiles of mr where mr
+ * divides h (the 4-row AVX-VNNI tile in 12-row layouts), else one per layout tile (mr >= h). */
+static inline void est_int8_tiles(est_int8_tile_fn *tile, int mr, int nr, est_int8_a_layout layout,
+                                  const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias,
+                                  float *C, int ldc, int m0, int m1, int n0, int n1) {
   const int32_t *a = (const int32_t *)qa;
+  const int step = mr < layout ? mr : layout;
   for (int n = n0; n < n1; n += nr)
-    for (int m = m0; m < m1; m += mr)
-      tile(a + est_int8_a_word(EST_INT8_ROWS12, m, 0, w->groups), w->groups, est_int8_column(w, n), EST_INT8_NR,
+    for (int m = m0; m < m1; m += step)
+      tile(a + est_int8_a_word(layout, m, 0, w->groups), layout, w->groups, est_int8_column(w, n), EST_INT8_NR,
            w->colsum + n, w->scale + n, sa + m, bias ? bias + n : NULL, C + (size_t)m * ldc + n, ldc,
-           m1 - m < mr ? m1 - m : mr, n1 - n < nr ? n1 - n : nr);
+           m1 - m < step ? m1 - m : step, n1 - n < nr ? n1 - n : nr);
 }
-/* Row tiles: the VNNI kernels' (EST_INT8_MR) and AMX's; rows are padded to a multiple of
- * both (est_int8_padded_rows), so one buffer size serves either layout. */
-enum { EST_INT8_MR = 12, EST_INT8_AMX_ROWS = 16, EST_INT8_ROW_PAD = 48 };
 static inline int est_int8_layout_rows(est_int8_a_layout layout) {
-  return layout == EST_INT8_TILES16 ? EST_INT8_AMX_ROWS : EST_INT8_MR;
+  return layout == EST_INT8_TILES16 ? EST_INT8_AMX_ROWS : layout;
+}
+/* The row layout for M rows: the fewest tiles of at most EST_INT8_MR rows, h = ceil(M / t)
+ * rows each for t = ceil(M / 12), so the last is short by less than t rows (16 rows as 8 +
+ * 8: a 4-row tile does 8 VPDPBUSD per pair of weight loads, and a 16-token product ran at
+ * 361 G ops/s on one Zen 4 core as 12 + 4, where 8 or 12 rows ran at 388-392). Above 132
+ * rows h is 12. t h < M + t stays within est_int8_padded_rows(M) (test_gemm_int8). */
+static inline est_int8_a_layout est_int8_rows_layout(int M) {
+  if (M <= 0) return EST_INT8_MR;
+  const int tiles = (M + EST_INT8_MR - 1) / EST_INT8_MR;
+  return (M + tiles - 1) / tiles;
 }
 static inline int est_int8_padded_rows(int M) {
   return (M + EST_INT8_ROW_PAD - 1) / EST_INT8_ROW_PAD * EST_INT8_ROW_PAD;
@@ -155,11 +169,11 @@ static inline size_t est_int8_a_word(est_int8_a_layout layout, int m, int g, int
   if (layout == EST_INT8_TILES16)
     return ((size_t)(m / 16) * (size_t)(est_int8_padded_groups(groups) / 16) + (size_t)(g / 16)) * 256 +
            (size_t)(m % 16) * 16 + (size_t)(g % 16);
-  return ((size_t)(m / EST_INT8_MR) * groups + g) * EST_INT8_MR + m % EST_INT8_MR;
+  return ((size_t)(m / layout) * groups + g) * (size_t)layout + (size_t)(m % layout);
 }
 /* Row m's u8 codes (4 groups bytes, row[k] = code k + 128) into qa's words in the layout:
- * one word every EST_INT8_MR (12-row tiles), or runs of 16 words, one a tile, whose last
- * gets zeros past the groups (16-row tiles). */
+ * one word every h (row tiles of h), or runs of 16 words, one a tile, whose last gets zeros
+ * past the groups (16-row tiles). */
 static inline void est_int8_store_row(est_int8_a_layout layout, uint8_t *qa, int m, const uint8_t *row, int groups) {
   int32_t *words = (int32_t *)qa + est_int8_a_word(layout, m, 0, groups);
   if (layout == EST_INT8_TILES16) {
@@ -171,7 +185,7 @@ static inline void est_int8_store_row(est_int8_a_layout layout, uint8_t *qa, int
     }
     return;
   }
-  for (int g = 0; g < groups; g++) __builtin_memcpy(words + (size_t)g * EST_INT8_MR, row + 4 * (size_t)g, 4);
+  for (int g = 0; g < groups; g++) __builtin_memcpy(words + (size_t)g * layout, row + 4 * (size_t)g, 4);
 }
 /* The activation quantization of rows [from, to) into qa/sa in the layout (AVX-512 and scalar
  * forms, same bits as est_int8_quantize; rows from M on get 128s and scale 0). */

@@ -36,8 +36,8 @@ int est_cpu_has_amx_int8(void) {
 }
 #else
 int est_cpu_has_amx_int8(void) { return 0; }
-void est_int8_block_amx(const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias, float *C,
-                        int ldc, int m0, int m1, int n0, int n1) {
-  (void)w, (void)qa, (void)sa, (void)bias, (void)C, (void)ldc, (void)m0, (void)m1, (void)n0, (void)n1;
+void est_int8_block_amx(est_int8_a_layout layout, const est_int8_weights *w, const uint8_t *qa, const float *sa,
+                        const float *bias, float *C, int ldc, int m0, int m1, int n0, int n1) {
+  (void)layout, (void)w, (void)qa, (void)sa, (void)bias, (void)C, (void)ldc, (void)m0, (void)m1, (void)n0, (void)n1;
 }
 #endif

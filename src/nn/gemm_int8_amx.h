@@ -83,8 +83,9 @@ AMX8_TARGET static void amx8_rows_by_panel(const int32_t *Ap, int Kt, int mt, in
   }
 }
 
-AMX8_TARGET void AMX8_BLOCK(const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias, float *C,
-                            int ldc, int m0, int m1, int n0, int n1) {
+AMX8_TARGET void AMX8_BLOCK(est_int8_a_layout layout, const est_int8_weights *w, const uint8_t *qa, const float *sa,
+                            const float *bias, float *C, int ldc, int m0, int m1, int n0, int n1) {
+  (void)layout; /* always EST_INT8_TILES16 */
   const int groups = w->groups, full_kt = groups / AMX8_ROWS, Kt = (groups + AMX8_ROWS - 1) / AMX8_ROWS;
   const int Mt = (m1 - m0 + AMX8_ROWS - 1) / AMX8_ROWS;
   /* the block's first A tile (m0 is a multiple of 16: tile-aligned), its rows' tiles Kt apart */

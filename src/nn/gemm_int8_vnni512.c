@@ -62,12 +62,22 @@ VNNI512_TARGET void est_int8_quantize_rows_avx512(est_int8_a_layout layout, uint
   }
 }
 
+/* acc + the products of a's u8 and b's s8 bytes, four to a lane: _mm512_dpbusd_epi32, as one
+ * instruction that updates acc's register in place. With the intrinsic, GCC 12 kept the
+ * accumulators of 9, 10 and 11-row tiles in registers only in part: it copied each through
+ * the stack or another register every step (`gcc -S`), and those tiles ran at 260-308 G
+ * ops/s on one Zen 4 core where 8 and 12 rows ran at 390-416 (`build/bench_gemm 1 M 768 768`). */
+VNNI512_TARGET static inline __attribute__((always_inline)) __m512i dpbusd_in_place(__m512i acc, __m512i a, __m512i b) {
+  __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));
+  return acc;
+}
+
 /* The tile at C (rows <= MR, cols <= NR): a = the tile's u8 words, row i's of group g at
- * a[g MR + i] (est_int8_a_word); b = the packed words of the tile's first column. R rows
- * computed (a constant where inlined, tile below). */
+ * a[g a_g + i] (est_int8_a_word; a_g the layout's tile rows); b = the packed words of the
+ * tile's first column. R rows computed (a constant where inlined, tile below). */
 VNNI512_TARGET static inline __attribute__((always_inline)) void tile_body(
-    const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum, const float *sw, const float *sa,
-    const float *bias, float *c, int ldc, int R, int rows, int cols) {
+    const int32_t *a, int a_g, int groups, const int32_t *b, int b_g, const int32_t *colsum, const float *sw,
+    const float *sa, const float *bias, float *c, int ldc, int R, int rows, int cols) {
   /* C's tile is written only after the k loop: its lines asked for now (Base's 3072-wide
    * FFN product 6-8% faster, bench/README.md, "A's rows on distinct cache sets") */
   est_prefetch_tile_rows(c, ldc, rows);
@@ -79,9 +89,9 @@ VNNI512_TARGET static inline __attribute__((always_inline)) void tile_body(
 #pragma GCC unroll 12
     for (int i = 0; i < MR; i++)
       if (i < R) {
-        __m512i ai = _mm512_set1_epi32(a[(size_t)g * MR + i]);
-        acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ai, b0);
-        acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], ai, b1);
+        __m512i ai = _mm512_set1_epi32(a[(size_t)g * a_g + i]);
+        acc[i][0] = dpbusd_in_place(acc[i][0], ai, b0);
+        acc[i][1] = dpbusd_in_place(acc[i][1], ai, b1);
       }
   }
   /* the accumulators stay in registers only if every index is a constant: both halves
@@ -104,18 +114,19 @@ VNNI512_TARGET static inline __attribute__((always_inline)) void tile_body(
     }
 }
 
-/* The tile specialized for each row count: a short last tile (a 16-token request's 4 rows
- * after 12) computes its rows only, where the 12-row body had spent as long on a 4-row tile
- * as on a full one. */
-VNNI512_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum,
-                                const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows,
-                                int cols) {
-#define ROWS(r) tile_body(a, groups, b, b_g, colsum, sw, sa, bias, c, ldc, r, rows, cols)
+/* The tile specialized for each row count: a tile of fewer than 12 rows (a 16-token
+ * request's 8, est_int8_rows_layout) computes its rows only, where the 12-row body had spent
+ * as long on a 4-row tile as on a full one. */
+VNNI512_TARGET static void tile(const int32_t *a, int a_g, int groups, const int32_t *b, int b_g,
+                                const int32_t *colsum, const float *sw, const float *sa, const float *bias, float *c,
+                                int ldc, int rows, int cols) {
+#define ROWS(r) tile_body(a, a_g, groups, b, b_g, colsum, sw, sa, bias, c, ldc, r, rows, cols)
   EST_SWITCH_ROWS_12(rows, ROWS)
 #undef ROWS
 }
 
-VNNI512_TARGET void est_int8_block_vnni512(const est_int8_weights *w, const uint8_t *qa, const float *sa,
-                                           const float *bias, float *C, int ldc, int m0, int m1, int n0, int n1) {
-  est_int8_tiles(tile, MR, NR, w, qa, sa, bias, C, ldc, m0, m1, n0, n1);
+VNNI512_TARGET void est_int8_block_vnni512(est_int8_a_layout layout, const est_int8_weights *w, const uint8_t *qa,
+                                           const float *sa, const float *bias, float *C, int ldc, int m0, int m1,
+                                           int n0, int n1) {
+  est_int8_tiles(tile, MR, NR, layout, w, qa, sa, bias, C, ldc, m0, m1, n0, n1);
 }

@@ -18,7 +18,7 @@ YMM_TARGET static __m256i lanes8(int n) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-YMM_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int b_g, const int32_t *colsum,
+YMM_TARGET static void tile(const int32_t *a, int a_g, int groups, const int32_t *b, int b_g, const int32_t *colsum,
                             const float *sw, const float *sa, const float *bias, float *c, int ldc, int rows, int cols) {
   __m256i acc[MR][2];
 #pragma GCC unroll 4
@@ -28,7 +28,7 @@ YMM_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int 
     __m256i b1 = _mm256_loadu_si256((const __m256i *)(b + (size_t)g * b_g + 8));
 #pragma GCC unroll 4
     for (int i = 0; i < MR; i++) {
-      __m256i ai = _mm256_set1_epi32(a[(size_t)g * EST_INT8_MR + i]);
+      __m256i ai = _mm256_set1_epi32(a[(size_t)g * a_g + i]);
       acc[i][0] = YMM_DPBUSD(acc[i][0], ai, b0);
       acc[i][1] = YMM_DPBUSD(acc[i][1], ai, b1);
     }
@@ -52,7 +52,7 @@ YMM_TARGET static void tile(const int32_t *a, int groups, const int32_t *b, int 
     }
 }
 
-YMM_TARGET void YMM_BLOCK(const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias, float *C,
-                          int ldc, int m0, int m1, int n0, int n1) {
-  est_int8_tiles(tile, MR, NR, w, qa, sa, bias, C, ldc, m0, m1, n0, n1);
+YMM_TARGET void YMM_BLOCK(est_int8_a_layout layout, const est_int8_weights *w, const uint8_t *qa, const float *sa,
+                          const float *bias, float *C, int ldc, int m0, int m1, int n0, int n1) {
+  est_int8_tiles(tile, MR, NR, layout, w, qa, sa, bias, C, ldc, m0, m1, n0, n1);
 }
