@@ -133,9 +133,10 @@ static inline const int32_t *est_int8_column(const est_int8_weights *w, int n) {
 }
 static inline size_t est_int8_a_word(est_int8_a_layout layout, int m, int g, int groups);
 /* A block as tiles of at most mr x nr, each column tile's weights reused down the block's
- * rows; a tile gets its first activation word (rows a row layout's h apart within a group)
- * and its first weight word (groups EST_INT8_NR words apart). Row tiles of mr where mr
- * divides h (the 4-row AVX-VNNI tile in 12-row layouts), else one per layout tile (mr >= h). */
+ * rows; a tile gets its first activation word (rows the row layout's h apart within a group:
+ * layout is 1..EST_INT8_MR here) and its first weight word (groups EST_INT8_NR words apart).
+ * Row tiles of mr where mr divides h (the 4-row AVX-VNNI tile in 12-row layouts), else one
+ * per layout tile (mr >= h). */
 static inline void est_int8_tiles(est_int8_tile_fn *tile, int mr, int nr, est_int8_a_layout layout,
                                   const est_int8_weights *w, const uint8_t *qa, const float *sa, const float *bias,
                                   float *C, int ldc, int m0, int m1, int n0, int n1) {
@@ -153,8 +154,8 @@ static inline int est_int8_layout_rows(est_int8_a_layout layout) {
 /* The row layout for M rows: the fewest tiles of at most EST_INT8_MR rows, h = ceil(M / t)
  * rows each for t = ceil(M / 12), so the last is short by less than t rows (16 rows as 8 +
  * 8: a 4-row tile does 8 VPDPBUSD per pair of weight loads, and a 16-token product ran at
- * 361 G ops/s on one Zen 4 core as 12 + 4, where 8 or 12 rows ran at 388-392). Above 132
- * rows h is 12. t h < M + t stays within est_int8_padded_rows(M) (test_gemm_int8). */
+ * 361-380 G ops/s on one Zen 4 core as 12 + 4, where 8 or 12 rows alone ran at 388-416).
+ * Above 132 rows h is 12. t h < M + t stays within est_int8_padded_rows(M) (test_gemm_int8). */
 static inline est_int8_a_layout est_int8_rows_layout(int M) {
   if (M <= 0) return EST_INT8_MR;
   const int tiles = (M + EST_INT8_MR - 1) / EST_INT8_MR;
