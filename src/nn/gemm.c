@@ -59,10 +59,12 @@ enum { PARALLEL_MIN_FLOPS = 1 << 20, ALIGN = 16 };
  * (M = tokens in the thousands); below MIN_BLOCK the re-packed operand starts to show. */
 enum { BLOCKS_PER_THREAD = 4, MIN_BLOCK = 128 };
 
-/* Whether est's own fp32 kernel runs this shape (see bench/README.md, "fp32 GEMM"), unless
- * EST_KERNEL (nn/kernel_choice.h) forces OpenBLAS, the own kernel, or no AVX-512. */
+/* Whether est's own fp32 kernel may run at all: AVX-512F there, and EST_KERNEL
+ * (nn/kernel_choice.h) not forcing OpenBLAS or no AVX-512. */
 static int own_kernel_allowed(void) { return est_kernel_get() != EST_KERNEL_BLAS && est_kernel_avx512f(); }
 
+/* Whether est's own fp32 kernel runs this shape (see bench/README.md, "fp32 GEMM"), unless
+ * EST_KERNEL forces OpenBLAS, the own kernel, or no AVX-512. */
 static int own_kernel_for(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, const float *B, int ldb,
                           const est_gemm_epilogue *ep) {
   if (!own_kernel_allowed()) return 0;
