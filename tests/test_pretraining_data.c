@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "bert/pretraining_internal.h"
+#include "pretraining_data/pretraining_internal.h"
 #include "est/example.h"
 #include "est/pretraining_data.h"
 #include "est/tfrecord.h"

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bert/squad_internal.h"
+#include "squad/squad_internal.h"
 #include "est/file.h"
 #include "est/squad.h"
 #include "test_util.h"

@@ -1,4 +1,4 @@
-/* The SQuAD head (est_bert_squad_head_type, src/bert/head_squad.c) on the encoder against
+/* The SQuAD head (est_bert_squad_head_type, src/bert/heads/head_squad.c) on the encoder against
  * tensors of an independent PyTorch model (tests/reference/bert_golden.py, SQUAD_CONFIGS:
  * run_squad.py create_model + compute_loss, dropout off): start and end logits and the loss
  * to 1e-5 relative, every parameter gradient to 1e-4 (the pooler's are exactly zero: the

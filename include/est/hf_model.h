@@ -4,7 +4,7 @@
  * model.safetensors.index.json + its shards) + vocab.txt or tokenizer.json. est reads one
  * wherever it takes a model: --init_checkpoint=DIR (or the .safetensors file, or the index)
  * and --bert_config_file=DIR/config.json (or DIR). The tensors are renamed to Google's TF
- * names by one table (src/bert/hf_names.c), nn.Linear weights transposed to TF kernels.
+ * names by one table (src/hf/hf_names.c), nn.Linear weights transposed to TF kernels.
  *
  *     est_hf_checkpoint *h;
  *     if (est_hf_checkpoint_open(&h, "all-MiniLM-L6-v2") != EST_OK) die(est_error_message());
@@ -34,7 +34,7 @@
 extern "C" {
 #endif
 
-/* ---- names (src/bert/hf_names.c) ------------------------------------------------------ */
+/* ---- names (src/hf/hf_names.c) ------------------------------------------------------ */
 
 /* The TF name of a HuggingFace tensor name ("bert." prefix optional), into tf[size].
  * *transpose is 1 when the HF tensor is a nn.Linear weight [out,in] whose TF kernel is
@@ -80,7 +80,7 @@ est_status est_hf_require_vars(const est_var_store *vs, size_t first, size_t las
 /* One open-load-close: the same as the three calls above. */
 est_status est_hf_load_vars(est_var_store *vs, const char *path, size_t *loaded);
 
-/* ---- config.json (src/bert/hf_config.c) ------------------------------------------------ */
+/* ---- config.json (src/hf/hf_config.c) ------------------------------------------------ */
 
 /* est_bert_config_from_json_* call this for a config with "model_type" (HF's): model_type
  * must be "bert"; hidden_act "gelu" is the erf GELU, "gelu_new" / "gelu_pytorch_tanh" the
@@ -95,7 +95,7 @@ est_status est_hf_config_from_json(est_bert_config *cfg, const void *root, const
 char *est_hf_config_to_json_string(const est_bert_config *cfg, const char *architecture, const char *const *labels,
                                    int num_labels);
 
-/* ---- writing (src/bert/hf_export.c) ----------------------------------------------------- */
+/* ---- writing (src/hf/hf_export.c) ----------------------------------------------------- */
 
 typedef struct est_hf_export_params {
   const est_bert_config *cfg;     /* the checkpoint's */

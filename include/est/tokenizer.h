@@ -94,7 +94,7 @@ est_status est_tokenizer_create_with(est_tokenizer **out, const est_vocab *vocab
 void est_tokenizer_own_vocab(est_tokenizer *tok, est_vocab *v);
 
 /* A HuggingFace tokenizer.json whose model is WordPiece (continuing_subword_prefix "##")
- * with a BertNormalizer and a BertPreTokenizer (src/bert/tokenizer_json.c, docs/hf.md §5):
+ * with a BertNormalizer and a BertPreTokenizer (src/text/tokenizer_json.c, docs/hf.md §5):
  * the tokenizer owns the file's vocab. Any other model / normalizer / pre-tokenizer type is
  * INVALID_ARGUMENT naming the file and the field. */
 est_status est_tokenizer_from_json(est_tokenizer **out, const char *path);

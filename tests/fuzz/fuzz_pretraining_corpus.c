@@ -1,4 +1,4 @@
-/* libFuzzer target: create_pretraining_data's document reader (src/bert/pretraining_corpus.c)
+/* libFuzzer target: create_pretraining_data's document reader (src/pretraining_data/pretraining_corpus.c)
  * on arbitrary text, and the instances the script's generator makes of what it reads.
  *
  * Input: byte 0 holds options (bit 0 do_lower_case, bit 1 do_whole_word_mask, bit 2 a vocab
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bert/pretraining_internal.h"
+#include "pretraining_data/pretraining_internal.h"
 #include "est/log.h"
 
 static const char vocab_text[] =

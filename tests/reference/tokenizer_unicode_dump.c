@@ -4,7 +4,7 @@
  * removed -- in the same format as tokenizer_unicode_dump.py prints CPython's answers.
  *
  *   gcc -O2 -Iinclude -Isrc/bert tests/reference/tokenizer_unicode_dump.c \
- *       src/bert/tokenizer_unicode.c -lutf8proc -o /tmp/ucdump && /tmp/ucdump > /tmp/c.txt
+ *       src/text/tokenizer_unicode.c -lutf8proc -o /tmp/ucdump && /tmp/ucdump > /tmp/c.txt
  *   python3 tests/reference/tokenizer_unicode_dump.py > /tmp/py.txt
  *   diff /tmp/c.txt /tmp/py.txt   # expect differences only on code points new in Unicode 15
  *
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <stdbool.h>
-#include "tokenizer_internal.h"
+#include "text/tokenizer_internal.h"
 int main(void){
   for (uint32_t c=0;c<=0x10FFFF;c++){
     if (c>=0xD800&&c<=0xDFFF) continue;

@@ -11,7 +11,7 @@
 #include <strings.h>
 
 #include "est/file.h"
-#include "processors_internal.h"
+#include "glue/processors_internal.h"
 
 enum { COL_NONE = -1, COL_LAST = -3 };
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer_internal.h"
+#include "text/tokenizer_internal.h"
 
 struct est_tokenizer {
   const est_vocab *vocab;

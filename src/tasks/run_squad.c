@@ -21,7 +21,7 @@
 #include "est/squad.h"
 #include "est/tfrecord.h"
 #include "est/tokenizer.h"
-#include "squad_internal.h"
+#include "squad/squad_internal.h"
 
 est_run_squad_config est_run_squad_config_default(void) {
   est_task_flags common = est_task_flags_default();

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bert/encoder_internal.h"
+#include "bert/model/encoder_internal.h"
 #include "core/alloc.h"
 #include "est/log.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "tokenizer_internal.h"
+#include "text/tokenizer_internal.h"
 
 /* ---- UTF-8 ----------------------------------------------------------------------- */
 

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "est/file.h"
-#include "tokenizer_internal.h"
+#include "text/tokenizer_internal.h"
 
 /* 8 bytes per slot so the whole table of a 30k vocab (64k slots) is 512 KiB; the tag (high
  * hash bits) rejects nearly every wrong slot without touching the token pool. */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bert/pretraining_internal.h"
+#include "pretraining_data/pretraining_internal.h"
 
 int pt_num_to_predict(int n_tokens, double masked_lm_prob, int max_predictions) {
   /* Python's float round(): round half away from zero, then fix exact halves to even. */

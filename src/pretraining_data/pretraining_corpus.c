@@ -17,8 +17,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "bert/pretraining_internal.h"
-#include "bert/tokenizer_internal.h"
+#include "pretraining_data/pretraining_internal.h"
+#include "text/tokenizer_internal.h"
 #include "est/log.h"
 
 /* Warnings for skipped lines and one-sentence documents: the first few by file and line,

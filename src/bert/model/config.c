@@ -6,7 +6,7 @@
 #include "est/bert_classifier.h"
 #include "est/file.h"
 #include "est/hf_model.h"
-#include "bert/config_internal.h"
+#include "bert/model/config_internal.h"
 
 est_bert_config est_bert_config_default(void) {
   est_bert_config c;

@@ -1,5 +1,5 @@
 /* The BERT sequence classifier of run_classifier.py: the encoder (est/bert_encoder.h,
- * src/bert/encoder*.c) with the classifier head (src/bert/classifier_head.c) on its pooled
+ * src/bert/encoder*.c) with the classifier head (src/bert/heads/classifier_head.c) on its pooled
  * output. This file only composes the two behind the est_bert_classifier API. */
 #include <stdlib.h>
 

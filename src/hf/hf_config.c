@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "est/hf_model.h"
-#include "bert/config_internal.h"
+#include "bert/model/config_internal.h"
 
 /* transformers' ACT2FN names -> est's activations. HF's "gelu" is the erf form, unlike
  * Google's modeling.py where "gelu" is the tanh approximation. */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "est/log.h"
-#include "squad_internal.h"
+#include "squad/squad_internal.h"
 
 est_squad_eval_config est_squad_eval_config_default(void) {
   est_squad_eval_config c = {0};

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "bert/encoder_internal.h"
+#include "bert/model/encoder_internal.h"
 
 /* d input of a dropout from d output: dout itself when prob is 0, else scratch (written). */
 static const float *dropout_grad(float *scratch, const float *dout, const uint8_t *mask, size_t n, float prob) {

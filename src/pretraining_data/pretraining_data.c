@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bert/pretraining_internal.h"
-#include "bert/tokenizer_internal.h"
+#include "pretraining_data/pretraining_internal.h"
+#include "text/tokenizer_internal.h"
 #include "est/file.h"
 #include "est/log.h"
 #include "est/tfrecord.h"

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "processors_internal.h"
+#include "glue/processors_internal.h"
 
 #define CHUNK_SIZE (64 * 1024)
 

@@ -7,7 +7,7 @@
 #include "est/log.h"
 #include "est/processors.h"
 #include "est/tokenizer.h"
-#include "run_classifier_internal.h"
+#include "tasks/run_classifier_internal.h"
 
 struct est_rc_task {
   est_processor *proc;

@@ -17,7 +17,7 @@
 #include "est/serving.h"
 #include "est/processors.h"
 #include "est/tokenizer.h"
-#include "run_classifier_internal.h"
+#include "tasks/run_classifier_internal.h"
 
 /* ---- flag checks ---------------------------------------------------------------------- */
 

@@ -16,7 +16,7 @@
 
 #include "est/file.h"
 #include "est/log.h"
-#include "squad_internal.h"
+#include "squad/squad_internal.h"
 
 est_squad_prediction_config est_squad_prediction_config_default(void) {
   return (est_squad_prediction_config){.n_best_size = 20, .max_answer_length = 30};

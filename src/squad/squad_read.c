@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "est/log.h"
-#include "squad_internal.h"
-#include "tokenizer_internal.h"
+#include "squad/squad_internal.h"
+#include "text/tokenizer_internal.h"
 
 /* ---- arena: strings and word tables, freed at once ---------------------------------- */
 
