@@ -391,10 +391,12 @@ int main(int argc, char **argv) {
     }
   } else if (st == EST_OK) {
     est_estimator_free(e);
+    est_input_fn_release(&train_input), est_input_fn_release(&eval_input);
     return usage();
   }
   if (st != EST_OK) fprintf(stderr, "error: %s\n", est_error_message());
   est_eval_result_clear(&result);
   est_estimator_free(e);
+  est_input_fn_release(&train_input), est_input_fn_release(&eval_input);
   return st == EST_OK ? 0 : 1;
 }

@@ -221,7 +221,7 @@ int main(int argc, char **argv) {
                               .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100};
   est_tfrecord_input eval = train;
   eval.paths = eval_paths;
-  const est_input_fn train_fn = est_tfrecord_input_fn(&train), eval_fn = est_tfrecord_input_fn(&eval);
+  est_input_fn train_fn = est_tfrecord_input_fn(&train), eval_fn = est_tfrecord_input_fn(&eval); /* copies */
 
   est_run_config rc = est_run_config_default();
   rc.model_dir = model_dir;
@@ -239,6 +239,7 @@ int main(int argc, char **argv) {
   if (!st) est_eval_result_log(&r);
   est_eval_result_clear(&r);
   est_estimator_free(e);
+  est_input_fn_release(&train_fn), est_input_fn_release(&eval_fn);
   if (st != EST_OK) {
     fprintf(stderr, "error: %s\n", est_error_message());
     return 1;

@@ -523,8 +523,59 @@ static void test_estimator_sees_lengths(void **state) {
   int seen = 0;
   assert_int_equal(est_estimator_predict(e, &in, NULL, check_prediction, &seen), EST_OK);
   assert_int_equal(seen, N);
+  est_input_fn_release(&in);
   est_estimator_free(e);
   test_remove_tree(dir);
+}
+
+/* est/estimator.h's ownership rule: est_tfrecord_input_fn copies its config. Everything the
+ * config points to (the path, a spec's key, a STRING default) is overwritten after the
+ * input_fn is built, as run_classifier once reused one path buffer for its TRAIN and EVAL
+ * inputs; the input still reads the first file with the first specs. */
+static void test_input_fn_owns_its_config(void **state) {
+  (void)state;
+  enum { N = 5 };
+  est_example ex[N];
+  for (int i = 0; i < N; i++) make_record(&ex[i], 100 + i);
+  char other[512];
+  snprintf(other, sizeof other, "%s/other.tf_record", tmpdir);
+  write_records(other, ex, N);
+  for (int i = 0; i < N; i++) est_example_clear(&ex[i]);
+
+  char path[512], key[8] = "id", fallback[8] = "dflt";
+  snprintf(path, sizeof path, "%s", feat_path);
+  const char *paths[1] = {path};
+  est_bytes fallback_bytes = {4, (uint8_t *)fallback};
+  est_feature_spec specs[2] = {
+    {.key = key, .dtype = EST_DT_INT64, .rank = 0},
+    {.key = "absent", .dtype = EST_DT_STRING, .rank = 0, .default_value = &fallback_bytes, .default_count = 1},
+  };
+  est_tfrecord_input cfg = {.paths = paths, .num_paths = 1, .specs = specs, .num_specs = 2};
+  est_input_fn fn = est_tfrecord_input_fn(&cfg);
+  assert_non_null(fn.release);
+
+  snprintf(path, sizeof path, "%s", other);   /* the next input's file in the same buffer */
+  snprintf(key, sizeof key, "name");
+  snprintf(fallback, sizeof fallback, "XXXX");
+  specs[1] = (est_feature_spec){0};
+  cfg.num_specs = 1;
+
+  const est_input_params params = {.mode = EST_MODE_EVAL, .batch_size = 4, .num_shards = 1};
+  est_input in;
+  assert_int_equal(fn.open(fn.ctx, &params, &in), EST_OK);
+  est_features batch;
+  assert_int_equal(in.next(in.self, &batch), EST_OK);
+  const est_tensor *id = est_features_find(&batch, "id"), *absent = est_features_find(&batch, "absent");
+  assert_non_null(id), assert_non_null(absent);
+  assert_null(est_features_find(&batch, "name"));
+  for (int r = 0; r < 4; r++) {
+    assert_int_equal(((const int64_t *)id->data)[r], r);                     /* feat.tf_record's rows */
+    assert_bytes(((const est_bytes *)absent->data)[r], "dflt", 4);
+  }
+  in.close(in.self);
+  est_input_fn_release(&fn);
+  assert_null(fn.ctx), assert_null(fn.open);
+  est_input_fn_release(&fn);   /* cleared: nothing left to release */
 }
 
 int main(void) {
@@ -534,6 +585,7 @@ int main(void) {
     cmocka_unit_test(test_fixed_len_sequence),
     cmocka_unit_test(test_shuffle_resume_strings),
     cmocka_unit_test(test_estimator_sees_lengths),
+    cmocka_unit_test(test_input_fn_owns_its_config),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

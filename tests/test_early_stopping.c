@@ -41,8 +41,8 @@ static est_status run(const char *dir, int64_t kill_at, int64_t *final_step) {
   est_session_run_hook hook;
   est_status st = scripted_estimator_create(&e, dir, &kill_at);
   if (st == EST_OK) st = est_stop_if_no_decrease_hook(&es, e, "loss", 3, 0, 1, &hook);
-  est_train_spec ts = {.input_fn = {tm_open, &data}, .max_steps = MAX_STEPS, .hooks = &hook, .num_hooks = 1};
-  est_eval_spec ev = {.input_fn = {tm_open, &data}, .every_n_steps = 1};
+  est_train_spec ts = {.input_fn = {.open = tm_open, .ctx = &data}, .max_steps = MAX_STEPS, .hooks = &hook, .num_hooks = 1};
+  est_eval_spec ev = {.input_fn = {.open = tm_open, .ctx = &data}, .every_n_steps = 1};
   est_eval_result r = {0};
   if (st == EST_OK) st = est_train_and_evaluate(e, &ts, &ev, &r);
   *final_step = r.global_step;

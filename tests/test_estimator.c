@@ -101,7 +101,7 @@ static void test_train_evaluate_predict(void **state) {
   est_run_config rc = config_for(dir);
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn tin = {tm_open, &train}, ein = {tm_open, &eval};
+  est_input_fn tin = {.open = tm_open, .ctx = &train}, ein = {.open = tm_open, .ctx = &eval};
 
   assert_int_equal(est_estimator_train(e, &tin, 0, 120), EST_OK);
   assert_true(log_contains("Calling model_fn."));
@@ -215,7 +215,7 @@ static void test_keep_max_and_state_file(void **state) {
   rc.keep_checkpoint_max = 2;
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn tin = {tm_open, &train};
+  est_input_fn tin = {.open = tm_open, .ctx = &train};
   assert_int_equal(est_estimator_train(e, &tin, 0, 45), EST_OK);
   /* Saved at 0, 10, 20, 30, 40, 45; only the last two remain. */
   for (int s = 0; s <= 40; s += 10) {
@@ -286,7 +286,7 @@ static void test_cadence_by_seconds(void **state) {
   tm_data_make(&train, 64, F, 4);
   tm_params p = tm_params_default(F);
   est_model_fn fn = tm_model_fn(&p);
-  est_input_fn tin = {tm_open, &train};
+  est_input_fn tin = {.open = tm_open, .ctx = &train};
   capture_log();
   /* A huge interval: only the start and the end are saved. */
   char dir[256];
@@ -332,7 +332,7 @@ static void test_nan_loss_keeps_last_checkpoint(void **state) {
   rc.save_checkpoints_steps = 10;
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn tin = {tm_open, &train};
+  est_input_fn tin = {.open = tm_open, .ctx = &train};
   assert_int_equal(est_estimator_train(e, &tin, 0, 50), EST_ERR_ABORTED);
   assert_non_null(strstr(est_error_message(), "NaN loss during training"));
   assert_non_null(strstr(est_error_message(), "global step 23"));
@@ -365,7 +365,7 @@ static void test_missing_input_and_feature(void **state) {
   est_run_config rc = config_for(dir);
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn tin = {tm_open, &train};
+  est_input_fn tin = {.open = tm_open, .ctx = &train};
   train.path = "/nonexistent/train.tf_record";
   assert_int_equal(est_estimator_train(e, &tin, 0, 10), EST_ERR_NOT_FOUND);
   assert_non_null(strstr(est_error_message(), "/nonexistent/train.tf_record"));
@@ -411,7 +411,7 @@ static void test_corrupt_checkpoint(void **state) {
   rc.save_checkpoints_steps = 10;
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn tin = {tm_open, &train};
+  est_input_fn tin = {.open = tm_open, .ctx = &train};
   assert_int_equal(est_estimator_train(e, &tin, 0, 10), EST_OK);
   char data[4096], state_path[4096];
   snprintf(data, sizeof data, "%s/model.ckpt-10.data-00000-of-00001", dir);
@@ -466,7 +466,7 @@ static void test_restore_and_init_errors(void **state) {
   est_run_config rc = config_for(dir);
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn tin = {tm_open, &train};
+  est_input_fn tin = {.open = tm_open, .ctx = &train};
   assert_int_equal(est_estimator_train(e, &tin, 0, 10), EST_OK);
   est_estimator_free(e);
   char ckpt[4096];
@@ -560,7 +560,7 @@ static void test_warm_start(void **state) {
   est_model_fn fn = tm_model_fn(&p);
   est_run_config rc = config_for(dir);
   est_estimator *e;
-  est_input_fn tin = {tm_open, &train};
+  est_input_fn tin = {.open = tm_open, .ctx = &train};
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
   assert_int_equal(est_estimator_train(e, &tin, 0, 10), EST_OK);
   est_estimator_free(e);
@@ -615,7 +615,7 @@ static void test_eval_metrics_ignore_padding(void **state) {
   rc.eval_batch_size = 4;
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn in = {tm_open, &d};
+  est_input_fn in = {.open = tm_open, .ctx = &d};
   est_eval_result r;
   assert_int_equal(est_estimator_evaluate(e, &in, 0, ckpt, "hand", &r), EST_OK);
   /* Real rows: (pred, label) = (1,1) (1,0) (0,0) (0,1): tp 1, fp 1, tn 1, fn 1. */
@@ -713,7 +713,7 @@ static void test_summaries_and_bert_schedule(void **state) {
   rc.log_step_count_steps = 10;
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn tin = {tm_open, &train};
+  est_input_fn tin = {.open = tm_open, .ctx = &train};
   assert_int_equal(est_estimator_train(e, &tin, 0, 36), EST_OK);
   est_eval_result res;
   assert_int_equal(est_estimator_evaluate(e, &tin, 0, NULL, NULL, &res), EST_OK);
@@ -811,7 +811,7 @@ static void test_adam_weight_decay_trajectory(void **state) {
   est_run_config rc = config_for(dir);
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn in = {adam_open, NULL};
+  est_input_fn in = {.open = adam_open};
   const struct { int64_t step; float w[3]; } want[] = {{1, {0.732360f, 0.432385f, -0.732385f}},
                                                         {2, {0.644261f, 0.606904f, -0.906904f}},
                                                         {3, {0.271594f, 0.306972f, -0.606972f}},
@@ -857,7 +857,7 @@ static void test_input_end_and_inference_without_checkpoint(void **state) {
   est_run_config rc = config_for(dir);
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn tin = {tm_open, &train};
+  est_input_fn tin = {.open = tm_open, .ctx = &train};
   /* Neither steps nor max_steps: until the input ends; the end is saved. */
   assert_int_equal(est_estimator_train(e, &tin, 0, 0), EST_OK);
   assert_true(log_contains("Input ended at global step 6."));
@@ -917,8 +917,8 @@ static void test_train_and_evaluate(void **state) {
   rc.save_checkpoints_steps = 20;
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_train_spec ts = {.input_fn = {tm_open, &train}, .max_steps = 60};
-  est_eval_spec es = {.input_fn = {tm_open, &eval}, .name = "every"};
+  est_train_spec ts = {.input_fn = {.open = tm_open, .ctx = &train}, .max_steps = 60};
+  est_eval_spec es = {.input_fn = {.open = tm_open, .ctx = &eval}, .name = "every"};
   est_eval_result r;
   assert_int_equal(est_train_and_evaluate(e, &ts, &es, &r), EST_OK);
   assert_int_equal(r.global_step, 60);

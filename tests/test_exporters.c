@@ -57,8 +57,8 @@ static est_status run(const char *dir, int64_t kill_at, const est_exporter *xs, 
   tm_data_make(&data, 40, 3, 1);
   est_estimator *e;
   est_status st = scripted_estimator_create(&e, dir, &kill_at);
-  est_train_spec ts = {.input_fn = {tm_open, &data}, .max_steps = TRAIN_STEPS};
-  est_eval_spec ev = {.input_fn = {tm_open, &data}, .every_n_steps = 1, .exporters = xs, .num_exporters = n};
+  est_train_spec ts = {.input_fn = {.open = tm_open, .ctx = &data}, .max_steps = TRAIN_STEPS};
+  est_eval_spec ev = {.input_fn = {.open = tm_open, .ctx = &data}, .every_n_steps = 1, .exporters = xs, .num_exporters = n};
   if (st == EST_OK) st = est_train_and_evaluate(e, &ts, &ev, NULL);
   est_estimator_free(e);
   tm_data_free(&data);

@@ -78,7 +78,7 @@ static est_status train(const char *dir, tm_data *data, int64_t steps) {
   rc.save_checkpoints_steps = 2;
   rc.keep_checkpoint_max = 2;
   est_estimator *e;
-  est_input_fn in = {tm_open, data};
+  est_input_fn in = {.open = tm_open, .ctx = data};
   est_status st = est_estimator_create(&e, &fn, &rc);
   if (st == EST_OK) st = est_estimator_train(e, &in, steps, 0);
   est_estimator_free(e);

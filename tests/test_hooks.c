@@ -94,7 +94,7 @@ static est_status train(const char *dir, const est_session_run_hook *hooks, size
   rc.model_dir = dir, rc.seed = 777, rc.train_batch_size = 16;
   rc.save_checkpoints_steps = 3, rc.log_step_count_steps = 2, rc.save_summary_steps = 2;
   est_estimator *e;
-  est_input_fn in = {tm_open, &data};
+  est_input_fn in = {.open = tm_open, .ctx = &data};
   est_status st = est_estimator_create(&e, &fn, &rc);
   if (st == EST_OK)
     st = hooks ? est_estimator_train_with_hooks(e, &in, 0, MAX_STEPS, hooks, n) : est_estimator_train(e, &in, 0, MAX_STEPS);

@@ -69,7 +69,7 @@ static est_status train(poison_params *p, const char *dir, int64_t save_every, i
   rc.save_summary_steps = 0;
   est_estimator *e;
   assert_int_equal(est_estimator_create(&e, &fn, &rc), EST_OK);
-  est_input_fn in = {tm_open, &data};
+  est_input_fn in = {.open = tm_open, .ctx = &data};
   est_status st = est_estimator_train(e, &in, 0, max_steps);
   est_estimator_free(e);
   tm_data_free(&data);

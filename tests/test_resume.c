@@ -78,7 +78,7 @@ static int child_main(const char *dir, long kill_at, long save_steps, const char
   rc.log_step_count_steps = 10;
   rc.save_summary_steps = 5;
   est_estimator *e;
-  est_input_fn in = {tm_open, &data};
+  est_input_fn in = {.open = tm_open, .ctx = &data};
   est_status st = est_estimator_create(&e, &fn, &rc);
   if (st == EST_OK) st = est_estimator_train(e, &in, 0, MAX_STEPS);
   if (st != EST_OK) fprintf(stderr, "child: %s\n", est_error_message());

@@ -126,7 +126,9 @@ typedef struct est_task {
   est_status (*prepare)(void *self, const est_task_flags *f, const est_bert_config *cfg, est_task_model *m);
   /* The input of `mode`, writing its records first if the task converts data (on the chief
    * only; every rank then reads them). *eval_steps: EVAL's step bound (0: the whole input).
-   * Logs the "***** Running ... *****" lines of the reference. */
+   * Logs the "***** Running ... *****" lines of the reference. *out owns what it reads
+   * (est/estimator.h's ownership rule): opening another mode's input, before or after,
+   * never changes it. The driver releases it (est_input_fn_release) when the mode is done. */
   est_status (*open_input)(void *self, est_mode mode, est_input_fn *out, int64_t *eval_steps);
   /* PREDICT (required with do_predict): each prediction in input order on the chief, then
    * the files written. */

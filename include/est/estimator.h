@@ -177,11 +177,26 @@ typedef struct est_input {
   void (*close)(void *self);
 } est_input;
 
-/* tf.estimator's input_fn(params): opens a fresh input for one train/evaluate/predict. */
+/* tf.estimator's input_fn(params): opens a fresh input for one train/evaluate/predict.
+ *
+ * Ownership (the rule every input_fn builder follows): an input_fn owns, or copies when it
+ * is built, every path, buffer and config it reads. Nothing it reads may be memory its
+ * builder's caller goes on to change, so that building or opening another input (the EVAL
+ * input of train_and_evaluate, built after the TRAIN one and opened between its steps)
+ * never changes an input that is already built or open. An input_fn that owns `ctx` sets
+ * `release`, and its builder's caller ends it with est_input_fn_release once no input it
+ * opened is in use; an input_fn whose ctx is static or plainly owned by the caller (a
+ * test's fixture) leaves `release` NULL. Copies of the struct share one ctx: release once.
+ * What `open` returns (est_input) owns its own state in turn: it reads nothing of ctx
+ * after `open` returns. */
 typedef struct est_input_fn {
   est_status (*open)(void *ctx, const est_input_params *params, est_input *out);
   void *ctx;
+  void (*release)(void *ctx);  /* frees ctx; NULL: ctx is not the input_fn's */
 } est_input_fn;
+
+/* Frees what the input_fn owns (its release) and clears it; NULL or cleared: nothing. */
+void est_input_fn_release(est_input_fn *fn);
 
 /* Wraps a configured dataset (est/dataset.h) as an input; the input owns it from then
  * on (close frees it, also when this fails). Batches map to est_features one to one and
@@ -207,9 +222,15 @@ est_status est_input_shard_dataset(est_dataset *ds, const est_input_params *p);
  * (est_dataset_interleave), before shuffle(shuffle_buffer); EVAL with eval_repeat reads the
  * files in order forever, so evaluate(steps) may take more batches than one pass holds.
  *
+ * The input_fn copies the config when it is built (the paths, the specs with their keys and
+ * default values): `config` and what it points to may change or go as soon as this returns.
+ * Out of memory, the input_fn's open says so. End it with est_input_fn_release.
+ *
  *     est_tfrecord_input cfg = {.paths = files, .num_paths = 1, .specs = specs,
  *                               .num_specs = 3, .shuffle_buffer = 100, .prefetch = 2};
- *     est_input_fn train_input = est_tfrecord_input_fn(&cfg);   // cfg must outlive it */
+ *     est_input_fn train_input = est_tfrecord_input_fn(&cfg);   // a copy of cfg
+ *     ...
+ *     est_input_fn_release(&train_input); */
 typedef struct est_tfrecord_input {
   const char *const *paths;
   size_t num_paths;

@@ -131,6 +131,12 @@ typedef struct est_varlen_value {
  * default has exactly prod(shape) elements (FixedLenSequence: exactly one). INVALID_ARGUMENT with TF's wording otherwise. */
 est_status est_feature_specs_validate(const est_feature_spec *specs, size_t n);
 
+/* Deep copies of specs[0, n): every key and default value copied (a STRING default with its
+ * bytes), so the copies outlive what they were made from (an input_fn keeps them: est/
+ * estimator.h's ownership rule). NULL when out of memory. Free with est_feature_specs_free. */
+est_feature_spec *est_feature_specs_copy(const est_feature_spec *specs, size_t n);
+void est_feature_specs_free(est_feature_spec *specs, size_t n);
+
 /* Parses one serialized Example against `specs` (validated beforehand). out[i]:
  *   FIXED_LEN: a buffer of prod(shape) elements of the dtype (int64_t, float, est_bytes),
  *              filled row-major; est_bytes point into `data` (zero copy).

@@ -23,38 +23,14 @@ static int is_sequence(const est_feature_spec *s) { return s->var_len == EST_FIX
  * calls variable). */
 static size_t elem_size(est_dtype t) { return t == EST_DT_STRING ? sizeof(est_bytes) : est_dtype_size(t); }
 
-/* A spec's default, copied: the values, and for STRING the est_bytes followed by their
- * bytes in the same block (so one free() releases both). */
-static void *copy_default(const est_feature_spec *s) {
-  const size_t head = s->default_count * elem_size(s->dtype);
-  size_t total = head;
-  if (s->dtype == EST_DT_STRING)
-    for (size_t k = 0; k < s->default_count; k++) total += ((const est_bytes *)s->default_value)[k].size;
-  uint8_t *copy = malloc(total + 1);
-  if (!copy) return NULL;
-  memcpy(copy, s->default_value, head);
-  if (s->dtype == EST_DT_STRING) {
-    est_bytes *v = (est_bytes *)copy;
-    uint8_t *p = copy + head;
-    for (size_t k = 0; k < s->default_count; k++) {
-      if (v[k].size) memcpy(p, v[k].data, v[k].size);
-      v[k].data = p;
-      p += v[k].size;
-    }
-  }
-  return copy;
-}
-
 void ds_features_free(ds_features *f) {
+  if (f->specs) est_feature_specs_free(f->specs, f->n);
   for (size_t i = 0; i < f->n; i++) {
-    free((void *)f->specs[i].key);
-    free((void *)f->specs[i].default_value);
     if (f->scratch_i64) free(f->scratch_i64[i]);
     if (f->var) free(f->var[i].values);
     if (f->tensor_data) est_free(f->tensor_data[i]);
   }
   free(f->tensor_data);
-  free(f->specs);
   free(f->elems);
   free(f->out_dtype);
   free(f->scratch_i64);
@@ -78,7 +54,7 @@ est_status ds_features_init(ds_features *f, const est_feature_spec *specs, size_
   }
   f->n = n;
   f->cast_int32 = cast == EST_DATASET_CAST_INT32;
-  f->specs = calloc(n, sizeof *f->specs);
+  f->specs = est_feature_specs_copy(specs, n);
   f->elems = calloc(n, sizeof *f->elems);
   f->out_dtype = calloc(n, sizeof *f->out_dtype);
   f->scratch_i64 = calloc(n, sizeof *f->scratch_i64);
@@ -87,16 +63,14 @@ est_status ds_features_init(ds_features *f, const est_feature_spec *specs, size_
   if (!f->specs || !f->elems || !f->out_dtype || !f->scratch_i64 || !f->var || !f->out) goto oom;
   for (size_t i = 0; i < n; i++) {
     est_feature_spec *s = &f->specs[i];
-    *s = specs[i];
-    s->key = NULL;
-    s->default_value = NULL;
-    if (!(s->key = strdup(specs[i].key))) goto oom;
     f->elems[i] = 1;
     if (s->var_len != EST_VAR_LEN)
       for (int d = 0; d < s->rank; d++) f->elems[i] *= (size_t)s->shape[d];
     /* VarLen has no default (TF's VarLenFeature takes none): ignored */
-    if (specs[i].default_value && s->var_len != EST_VAR_LEN && !(s->default_value = copy_default(&specs[i])))
-      goto oom;
+    if (s->var_len == EST_VAR_LEN) {
+      free((void *)s->default_value);
+      s->default_value = NULL;
+    }
     if (!s->default_value) s->default_count = 0;
     f->out_dtype[i] = s->dtype == EST_DT_INT64 && f->cast_int32 ? EST_DT_INT32 : s->dtype;
     if (is_fixed(s) && f->out_dtype[i] != s->dtype &&

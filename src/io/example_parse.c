@@ -58,6 +58,54 @@ static int64_t num_elements(const est_feature_spec *s) {
   return n;
 }
 
+/* A spec's default, copied: the values, and for STRING the est_bytes followed by their
+ * bytes in the same block (so one free() releases both). */
+static void *copy_default(const est_feature_spec *s) {
+  /* by the dtype's own size: the copy runs before validation, on any dtype */
+  const size_t head = s->default_count * (s->dtype == EST_DT_STRING ? sizeof(est_bytes) : est_dtype_size(s->dtype));
+  size_t total = head;
+  if (s->dtype == EST_DT_STRING)
+    for (size_t k = 0; k < s->default_count; k++) total += ((const est_bytes *)s->default_value)[k].size;
+  uint8_t *copy = malloc(total + 1);
+  if (!copy) return NULL;
+  memcpy(copy, s->default_value, head);
+  if (s->dtype == EST_DT_STRING) {
+    est_bytes *v = (est_bytes *)copy;
+    uint8_t *p = copy + head;
+    for (size_t k = 0; k < s->default_count; k++) {
+      if (v[k].size) memcpy(p, v[k].data, v[k].size);
+      v[k].data = p;
+      p += v[k].size;
+    }
+  }
+  return copy;
+}
+
+est_feature_spec *est_feature_specs_copy(const est_feature_spec *specs, size_t n) {
+  est_feature_spec *copy = calloc(n ? n : 1, sizeof *copy);
+  if (!copy) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    copy[i] = specs[i];
+    copy[i].key = NULL;
+    copy[i].default_value = NULL;
+    if ((specs[i].key && !(copy[i].key = strdup(specs[i].key))) ||
+        (specs[i].default_value && !(copy[i].default_value = copy_default(&specs[i])))) {
+      est_feature_specs_free(copy, i + 1);
+      return NULL;
+    }
+  }
+  return copy;
+}
+
+void est_feature_specs_free(est_feature_spec *specs, size_t n) {
+  if (!specs) return;
+  for (size_t i = 0; i < n; i++) {
+    free((void *)specs[i].key);
+    free((void *)specs[i].default_value);
+  }
+  free(specs);
+}
+
 est_status est_feature_specs_validate(const est_feature_spec *specs, size_t n) {
   char shape[256];
   for (size_t i = 0; i < n; i++) {

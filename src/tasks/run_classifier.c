@@ -81,20 +81,14 @@ static est_status classifier_validate(const est_run_classifier_config *c) {
  * arrives as int32, as the reference's _decode_record casts. The input's exact position
  * (est_input.state_size: 24 + 3 * 100 values with shuffle(100)) goes into each checkpoint,
  * so a resumed run continues with the batches it would have seen. */
-typedef struct rc_input {
-  const char *path;
+static est_input_fn rc_input_fn(const char *path, int64_t max_seq_length) {
   est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES];
-  est_tfrecord_input config;
-} rc_input;
-
-static est_input_fn rc_input_fn(rc_input *in, const char *path, int64_t max_seq_length) {
-  in->path = path;
-  est_classifier_feature_specs(max_seq_length, in->specs);
-  in->config = (est_tfrecord_input){.paths = &in->path, .num_paths = 1, .compression = EST_COMPRESSION_NONE,
-                                    .specs = in->specs, .num_specs = EST_CLASSIFIER_NUM_FEATURES,
-                                    .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100,
-                                    .drop_remainder = 0, .prefetch = 0};
-  return est_tfrecord_input_fn(&in->config);
+  est_classifier_feature_specs(max_seq_length, specs);
+  const est_tfrecord_input config = {.paths = &path, .num_paths = 1, .compression = EST_COMPRESSION_NONE,
+                                     .specs = specs, .num_specs = EST_CLASSIFIER_NUM_FEATURES,
+                                     .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100,
+                                     .drop_remainder = 0, .prefetch = 0};
+  return est_tfrecord_input_fn(&config); /* a copy: path and specs may go when this returns */
 }
 
 /* ---- predictions -> test_results.tsv ---------------------------------------------- */
@@ -133,8 +127,6 @@ typedef struct classifier_task {
   int64_t counts[3];            /* examples per split */
   est_bert_classifier_head_params head;
   int64_t num_train_steps;
-  char path[4096];              /* the records of the mode running */
-  rc_input input;
   rc_predictions preds;
 } classifier_task;
 
@@ -183,8 +175,9 @@ static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, 
   static const char *const files[3] = {"train.tf_record", "eval.tf_record", "predict.tf_record"};
   const int split = (int)mode; /* EST_MODE_TRAIN/EVAL/PREDICT = splits train/dev/test */
   *eval_steps = 0;
-  est_status st = est_path_join(t->path, sizeof t->path, f->output_dir, files[split]);
-  if (st == EST_OK && est_dist_is_chief()) st = est_rc_task_write_records(t->text, split, (int)f->max_seq_length, t->path);
+  char path[4096]; /* the mode's records */
+  est_status st = est_path_join(path, sizeof path, f->output_dir, files[split]);
+  if (st == EST_OK && est_dist_is_chief()) st = est_rc_task_write_records(t->text, split, (int)f->max_seq_length, path);
   if (st != EST_OK) return st; /* the caller aborts the job, releasing the ranks at the barrier */
   if ((st = est_dist_barrier()) != EST_OK) return st;
   const long long n = (long long)t->counts[split];
@@ -198,7 +191,7 @@ static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, 
     EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", n, n, 0);
     EST_LOG_INFO("  Batch size = %lld", (long long)(mode == EST_MODE_EVAL ? f->eval_batch_size : f->predict_batch_size));
   }
-  *out = rc_input_fn(&t->input, t->path, f->max_seq_length);
+  *out = rc_input_fn(path, f->max_seq_length);
   t->preds.num_labels = t->head.num_labels;
   return EST_OK;
 }

@@ -76,12 +76,7 @@ static est_status expand_input_files(const char *spec, file_list *out) {
  * sloppy, est's the deterministic order of est_dataset_interleave) -> shuffle(100) ->
  * parse -> batch(drop_remainder). Eval: the files in order, repeated (max_eval_steps
  * bounds it) -> parse -> batch(drop_remainder). Every int64 feature arrives as int32. */
-typedef struct pt_input {
-  est_feature_spec specs[7];
-  est_tfrecord_input config;
-} pt_input;
-
-static void pt_input_init(pt_input *in, const file_list *files, int64_t S, int64_t P) {
+static est_input_fn pt_input_fn(const file_list *files, int64_t S, int64_t P) {
   const est_feature_spec specs[7] = {
     {.key = "input_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {S}},
     {.key = "input_mask", .dtype = EST_DT_INT64, .rank = 1, .shape = {S}},
@@ -91,12 +86,12 @@ static void pt_input_init(pt_input *in, const file_list *files, int64_t S, int64
     {.key = "masked_lm_weights", .dtype = EST_DT_FLOAT, .rank = 1, .shape = {P}},
     {.key = "next_sentence_labels", .dtype = EST_DT_INT64, .rank = 1, .shape = {1}},
   };
-  memcpy(in->specs, specs, sizeof specs);
-  in->config = (est_tfrecord_input){.paths = (const char *const *)files->paths, .num_paths = files->n,
-                                    .compression = EST_COMPRESSION_NONE, .specs = in->specs, .num_specs = 7,
-                                    .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100, .drop_remainder = 1,
-                                    .prefetch = 2, .interleave_cycle_length = files->n < 4 ? (int)files->n : 4,
-                                    .eval_repeat = 1};
+  const est_tfrecord_input config = {.paths = (const char *const *)files->paths, .num_paths = files->n,
+                                     .compression = EST_COMPRESSION_NONE, .specs = specs, .num_specs = 7,
+                                     .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100, .drop_remainder = 1,
+                                     .prefetch = 2, .interleave_cycle_length = files->n < 4 ? (int)files->n : 4,
+                                     .eval_repeat = 1};
+  return est_tfrecord_input_fn(&config); /* a copy of the file names and specs */
 }
 
 /* A record whose fixed-length features disagree with the flags fails in the parser with
@@ -117,7 +112,6 @@ typedef struct pretraining_task {
   const est_run_pretraining_config *c;
   est_bert_pretraining_head_params head;
   file_list files;
-  pt_input input;
 } pretraining_task;
 
 /* run_pretraining.py's own flags (the shared ones: est_task_flags_validate). */
@@ -146,14 +140,13 @@ static est_status task_validate(void *self, const est_task_flags *f) {
 }
 
 static est_status task_prepare(void *self, const est_task_flags *f, const est_bert_config *cfg, est_task_model *m) {
-  (void)cfg;
+  (void)cfg, (void)f;
   pretraining_task *t = self;
   est_status st = expand_input_files(t->c->input_file, &t->files);
   if (st != EST_OK) return st;
   EST_LOG_INFO("*** Input Files ***");
   for (size_t i = 0; i < t->files.n; i++) EST_LOG_INFO("  %s", t->files.paths[i]);
   t->head.max_predictions_per_seq = (int)t->c->max_predictions_per_seq;
-  pt_input_init(&t->input, &t->files, f->max_seq_length, t->c->max_predictions_per_seq);
   *m = (est_task_model){.head = &est_bert_pretraining_head_type, .head_params = &t->head,
                         .num_train_steps = t->c->num_train_steps, .num_warmup_steps = t->c->num_warmup_steps};
   return EST_OK;
@@ -166,7 +159,7 @@ static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, 
   EST_LOG_INFO(train ? "***** Running training *****" : "***** Running evaluation *****");
   EST_LOG_INFO("  Batch size = %lld", (long long)(train ? t->c->common.train_batch_size : t->c->common.eval_batch_size));
   *eval_steps = t->c->max_eval_steps;
-  *out = est_tfrecord_input_fn(&t->input.config);
+  *out = pt_input_fn(&t->files, t->c->common.max_seq_length, t->c->max_predictions_per_seq);
   return EST_OK;
 }
 

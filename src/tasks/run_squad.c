@@ -81,14 +81,8 @@ enum { SQUAD_MAX_FEATURES = 6 };
 /* The records through the public TFRecord input_fn: TRAIN repeats, shuffles(100) and drops
  * the remainder; PREDICT reads in file order, the last short batch kept. int64 -> int32 as
  * the reference's _decode_record. */
-typedef struct squad_input {
-  const char *path;
-  est_feature_spec specs[SQUAD_MAX_FEATURES];
-  est_tfrecord_input config;
-} squad_input;
-
-static est_input_fn squad_input_fn(squad_input *in, const char *path, int64_t S, bool is_training) {
-  const est_feature_spec s[SQUAD_MAX_FEATURES] = {
+static est_input_fn squad_input_fn(const char *path, int64_t S, bool is_training) {
+  const est_feature_spec specs[SQUAD_MAX_FEATURES] = {
     {.key = "unique_ids", .dtype = EST_DT_INT64, .rank = 0},
     {.key = "input_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {S}},
     {.key = "input_mask", .dtype = EST_DT_INT64, .rank = 1, .shape = {S}},
@@ -96,12 +90,10 @@ static est_input_fn squad_input_fn(squad_input *in, const char *path, int64_t S,
     {.key = "start_positions", .dtype = EST_DT_INT64, .rank = 0},
     {.key = "end_positions", .dtype = EST_DT_INT64, .rank = 0},
   };
-  memcpy(in->specs, s, sizeof s);
-  in->path = path;
-  in->config = (est_tfrecord_input){.paths = &in->path, .num_paths = 1, .compression = EST_COMPRESSION_NONE,
-                                    .specs = in->specs, .num_specs = is_training ? 6 : 4,
-                                    .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100, .drop_remainder = 0};
-  return est_tfrecord_input_fn(&in->config);
+  const est_tfrecord_input config = {.paths = &path, .num_paths = 1, .compression = EST_COMPRESSION_NONE,
+                                     .specs = specs, .num_specs = is_training ? 6 : 4,
+                                     .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100, .drop_remainder = 0};
+  return est_tfrecord_input_fn(&config); /* a copy: path and specs may go when this returns */
 }
 
 /* ---- the task ------------------------------------------------------------------------- */
@@ -113,8 +105,7 @@ typedef struct squad_task {
   int64_t num_train_steps;
   est_squad_predictor *predictor;  /* the predict file's features, then their results */
   est_tfrecord_writer *raw_results; /* --raw_results_file, open while predicting */
-  char path[4096];
-  squad_input input;
+  char path[4096];                  /* the records of the mode being written */
 } squad_task;
 
 static est_squad_feature_config feature_config(const est_run_squad_config *c, bool is_training) {
@@ -254,7 +245,7 @@ static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, 
     if (est_dist_is_chief()) EST_LOG_INFO("  Num split examples = %lld", (long long)num_features);
     EST_LOG_INFO("  Batch size = %lld", (long long)f->predict_batch_size);
   }
-  *out = squad_input_fn(&t->input, t->path, f->max_seq_length, train);
+  *out = squad_input_fn(t->path, f->max_seq_length, train);
   return EST_OK;
 }
 

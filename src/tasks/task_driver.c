@@ -239,8 +239,10 @@ static est_status write_eval_results(const est_task_flags *f, const est_eval_res
  * hook and the best exporter when asked for; eval_results.txt from its final evaluation. */
 static est_status train_and_evaluate(const est_task *t, const est_task_flags *f, est_estimator *e,
                                      int64_t num_train_steps) {
-  est_input_fn train_input, eval_input;
+  est_input_fn train_input = {0}, eval_input = {0};
   int64_t eval_steps = 0, unused = 0;
+  /* both open at once: the EVAL input_fn is built after the TRAIN one and opened between
+   * its steps, which is why every input_fn owns what it reads */
   est_status st = t->open_input(t->self, EST_MODE_TRAIN, &train_input, &unused);
   if (st == EST_OK) st = t->open_input(t->self, EST_MODE_EVAL, &eval_input, &eval_steps);
   est_early_stopping es;
@@ -255,13 +257,17 @@ static est_status train_and_evaluate(const est_task *t, const est_task_flags *f,
   if (st == EST_OK && f->export_best)
     st = est_best_exporter(&best, "best", export_checkpoint, &xctx, metric ? metric : "loss",
                            metric && higher_is_better(metric), f->exports_to_keep);
-  if (st != EST_OK) return st;
+  if (st != EST_OK) {
+    est_input_fn_release(&train_input), est_input_fn_release(&eval_input);
+    return st;
+  }
   est_train_spec ts = {.input_fn = train_input, .max_steps = num_train_steps, .hooks = metric ? &hook : NULL,
                        .num_hooks = metric ? 1 : 0};
   est_eval_spec ev = {.input_fn = eval_input, .steps = eval_steps, .every_n_steps = f->eval_every_steps,
                       .exporters = f->export_best ? &best : NULL, .num_exporters = f->export_best ? 1 : 0};
   est_eval_result result = {0};
   st = est_train_and_evaluate(e, &ts, &ev, &result);
+  est_input_fn_release(&train_input), est_input_fn_release(&eval_input);
   if (st == EST_OK) log_gradient_reduction();
   if (st == EST_OK) st = write_eval_results(f, &result);
   est_eval_result_clear(&result);
@@ -276,7 +282,9 @@ static est_status run_modes(const est_task *t, const est_task_flags *f, est_esti
   if (during_training) st = train_and_evaluate(t, f, e, num_train_steps);
   if (f->do_train && !during_training) {
     if ((st = t->open_input(t->self, EST_MODE_TRAIN, &input_fn, &eval_steps)) != EST_OK) return st;
-    if ((st = est_estimator_train(e, &input_fn, 0, num_train_steps)) != EST_OK) return st;
+    st = est_estimator_train(e, &input_fn, 0, num_train_steps);
+    est_input_fn_release(&input_fn);
+    if (st != EST_OK) return st;
     log_gradient_reduction();
   }
   if (st != EST_OK) return st;
@@ -284,6 +292,7 @@ static est_status run_modes(const est_task *t, const est_task_flags *f, est_esti
     if ((st = t->open_input(t->self, EST_MODE_EVAL, &input_fn, &eval_steps)) != EST_OK) return st;
     est_eval_result result = {0};
     st = est_estimator_evaluate(e, &input_fn, eval_steps, NULL, NULL, &result);
+    est_input_fn_release(&input_fn);
     if (st == EST_OK) st = write_eval_results(f, &result);
     est_eval_result_clear(&result);
     if (st != EST_OK) return st;
@@ -292,7 +301,9 @@ static est_status run_modes(const est_task *t, const est_task_flags *f, est_esti
     if (!t->on_prediction || !t->write_predictions)
       return est_error(EST_ERR_UNIMPLEMENTED, "%s has no predict mode", t->name);
     if ((st = t->open_input(t->self, EST_MODE_PREDICT, &input_fn, &eval_steps)) != EST_OK) return st;
-    if ((st = est_estimator_predict(e, &input_fn, NULL, t->on_prediction, t->self)) != EST_OK) return st;
+    st = est_estimator_predict(e, &input_fn, NULL, t->on_prediction, t->self);
+    est_input_fn_release(&input_fn);
+    if (st != EST_OK) return st;
     /* The estimator gathers every rank's rows to the chief in input order: the other
      * ranks saw no predictions and write nothing. */
     if (est_dist_is_chief()) st = t->write_predictions(t->self, f->output_dir);

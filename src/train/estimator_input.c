@@ -42,8 +42,16 @@ est_status est_input_shard_dataset(est_dataset *ds, const est_input_params *p) {
   return est_dataset_shard(ds, p->num_shards, p->shard_index);
 }
 
+/* The input_fn's own copy of its est_tfrecord_input (est/estimator.h's ownership rule):
+ * config's paths and specs point into paths / specs here. */
+typedef struct tfrecord_ctx {
+  est_tfrecord_input config;
+  char **paths;
+  est_feature_spec *specs;
+} tfrecord_ctx;
+
 static est_status tfrecord_open(void *ctx, const est_input_params *p, est_input *out) {
-  const est_tfrecord_input *c = ctx;
+  const est_tfrecord_input *c = &((const tfrecord_ctx *)ctx)->config;
   est_dataset *ds;
   est_status st = est_dataset_from_tfrecords(&ds, c->paths, c->num_paths, (est_compression)c->compression);
   if (st != EST_OK) return st;
@@ -65,6 +73,44 @@ static est_status tfrecord_open(void *ctx, const est_input_params *p, est_input 
   return est_input_from_dataset(ds, out);
 }
 
+static void tfrecord_release(void *ctx) {
+  tfrecord_ctx *t = ctx;
+  if (!t) return;
+  for (size_t i = 0; t->paths && i < t->config.num_paths; i++) free(t->paths[i]);
+  free(t->paths);
+  est_feature_specs_free(t->specs, t->config.num_specs);
+  free(t);
+}
+
+/* What est_tfrecord_input_fn returns when it could not copy its config: every open says so. */
+static est_status tfrecord_no_memory(void *ctx, const est_input_params *p, est_input *out) {
+  (void)ctx, (void)p, (void)out;
+  return est_error(EST_ERR_NO_MEMORY, "out of memory copying the TFRecord input's config (file names and specs)");
+}
+
 est_input_fn est_tfrecord_input_fn(const est_tfrecord_input *config) {
-  return (est_input_fn){.open = tfrecord_open, .ctx = (void *)config};
+  tfrecord_ctx *t = calloc(1, sizeof *t);
+  if (!t) return (est_input_fn){.open = tfrecord_no_memory};
+  t->config = *config;
+  t->config.paths = NULL;
+  t->config.specs = NULL;
+  int ok = (t->paths = calloc(config->num_paths ? config->num_paths : 1, sizeof *t->paths)) != NULL;
+  for (size_t i = 0; ok && config->paths && i < config->num_paths; i++)
+    ok = !config->paths[i] || (t->paths[i] = strdup(config->paths[i])) != NULL;
+  /* a NULL path stays NULL (est_dataset_from_tfrecords names it when the input is opened),
+   * and so do NULL specs (est_dataset_parse refuses them) */
+  ok = ok && (!config->specs || (t->specs = est_feature_specs_copy(config->specs, config->num_specs)) != NULL);
+  if (!ok) {
+    tfrecord_release(t);
+    return (est_input_fn){.open = tfrecord_no_memory};
+  }
+  t->config.paths = (const char *const *)t->paths;
+  t->config.specs = config->specs ? t->specs : NULL;
+  return (est_input_fn){.open = tfrecord_open, .ctx = t, .release = tfrecord_release};
+}
+
+void est_input_fn_release(est_input_fn *fn) {
+  if (!fn) return;
+  if (fn->release) fn->release(fn->ctx);
+  *fn = (est_input_fn){0};
 }
