@@ -304,6 +304,41 @@ static void test_export_only_and_versions(void **state) {
   free(log);
 }
 
+/* --do_export alone reads no data: run_classifier's help says "Alone, it only exports", so it
+ * asks for no --data_dir, and writes the same est_model.json as with one. Only a tsv task
+ * without --tsv_labels needs train.tsv (its labels), and says so. */
+static void test_export_only_needs_no_data_dir(void **state) {
+  (void)state;
+#define NO_DATA_DIR_FLAGS                                                                                      \
+  " --task_name=tsv --vocab_file=" EST_TEST_DATA "/vocab_uncased.txt --bert_config_file=" EST_TEST_DATA          \
+  "/run_classifier/bert_config_h32.json --max_seq_length=32 --num_threads=1"
+  char base[700], *log = NULL;
+  snprintf(base, sizeof base, "%s/export_no_data_dir", test_tmpdir);
+  int rc = test_run(&log, 1, EST_BIN " run_classifier --do_export --tsv_labels=bright,dull" NO_DATA_DIR_FLAGS
+                             " --output_dir=%s --export_dir=%s", out_dir, base);
+  if (rc != 0) fail_msg("run_classifier --do_export without --data_dir: exit %d\n%s", rc, log);
+  free(log);
+  long long v[8], w[8];
+  assert_int_equal(list_versions(base, w), 1);
+  assert_true(list_versions(export_base, v) >= 1);
+  char a[1200], b[1200];
+  snprintf(a, sizeof a, "%s/%lld/est_model.json", export_base, v[0]);
+  snprintf(b, sizeof b, "%s/%lld/est_model.json", base, w[0]);
+  size_t na, nb;
+  char *ja = test_read_file(a, &na), *jb = test_read_file(b, &nb);
+  assert_int_equal(na, nb);
+  assert_memory_equal(ja, jb, na);
+  free(ja), free(jb);
+
+  assert_int_equal(test_run(&log, 1, EST_BIN " run_classifier --do_export" NO_DATA_DIR_FLAGS " --output_dir=%s"
+                                     " --export_dir=%s", out_dir, base), 1);
+  assert_null(strstr(log, "flag --data_dir must be specified"));
+  assert_non_null(strstr(log, "without a label list (--tsv_labels) the labels are train.tsv's: give --data_dir"));
+  free(log);
+  assert_int_equal(list_versions(base, w), 1);
+#undef NO_DATA_DIR_FLAGS
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_export_layout),
@@ -312,6 +347,7 @@ int main(void) {
     cmocka_unit_test(test_predict_equals_do_predict),
     cmocka_unit_test(test_servable_bucket_equals_full),
     cmocka_unit_test(test_export_only_and_versions),
+    cmocka_unit_test(test_export_only_needs_no_data_dir),
   };
   return cmocka_run_group_tests(tests, group_setup, test_tmpdir_teardown);
 }
