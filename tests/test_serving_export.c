@@ -228,6 +228,13 @@ static void test_predict_equals_do_predict(void **state) {
   assert_non_null(strstr(out, "{\"probabilities\": ["));
   assert_non_null(strstr(out, "\"label\": \"dull\"}\n"));
   free(out);
+  /* a \u0000 in a jsonl line: said in the line's terms, not jansson's (JSON_ALLOW_NUL) */
+  assert_int_equal(test_run(&out, 1, "printf '{\"text_a\": \"ok\"}\\n{\"text_a\": \"a\\\\u0000\"}\\n' | " EST_BIN
+                            " predict --input_format=jsonl --export_dir=%s/%lld", export_base, v[0]), 1);
+  if (!strstr(out, "<stdin>:2: not a JSON object (a string holds \\u0000 (the NUL character), which est does not "
+                   "accept in text") || strstr(out, "JSON_ALLOW_NUL"))
+    fail_msg("%s", out);
+  free(out);
   free(expected);
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "core/json_error.h"
 #include "est/float_format.h"
 #include "est/flags.h"
 #include "est/precision.h"
@@ -90,7 +91,7 @@ static est_status add_line(predict_ctx *p, char *line, const char *input_format,
     if (!json_is_object(o)) {
       json_decref(o);
       return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%ld: not a JSON object (%s)", src, lineno,
-                       o ? "another JSON value" : err.text);
+                       o ? "another JSON value" : est_json_error_text(&err));
     }
     json_t *ja = json_object_get(o, "text_a"), *jb = json_object_get(o, "text_b");
     if (!json_is_string(ja) || (jb && !json_is_null(jb) && !json_is_string(jb))) {
