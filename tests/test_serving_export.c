@@ -293,6 +293,18 @@ static void test_export_only_and_versions(void **state) {
   int64_t got;
   assert_int_equal(est_export_resolve(export_base, dir, sizeof dir, &got), EST_OK);
   assert_int_equal((long long)got, v[1]);
+  /* est predict logs the version it loaded, as est serve does (on stderr: stdout unchanged) */
+  char want[1200];
+  snprintf(want, sizeof want, "predicting with version %lld from %s/%lld\n", v[1], export_base, v[1]);
+  assert_int_equal(test_run(&log, 0, "echo hi | " EST_BIN " predict --export_dir=%s --output_format=label 2>&1 "
+                                     ">/dev/null", export_base), 0);
+  if (!strstr(log, want)) fail_msg("wanted '%s' in:\n%s", want, log);
+  free(log);
+  snprintf(want, sizeof want, "predicting with version %lld from %s/%lld\n", v[0], export_base, v[0]);
+  assert_int_equal(test_run(&log, 0, "echo hi | " EST_BIN " predict --export_dir=%s/%lld --output_format=label 2>&1 "
+                                     ">/dev/null", export_base, v[0]), 0);
+  if (!strstr(log, want)) fail_msg("wanted '%s' in:\n%s", want, log);
+  free(log);
   /* a newer directory without est_model.json (as a crash mid-copy by another tool) is skipped */
   char junk[1024];
   snprintf(junk, sizeof junk, "%s/%lld", export_base, v[1] + 100);

@@ -13,6 +13,7 @@
 #include "core/json_error.h"
 #include "est/float_format.h"
 #include "est/flags.h"
+#include "est/log.h"
 #include "est/precision.h"
 #include "est/run_classifier.h"
 #include "est/serving.h"
@@ -148,6 +149,8 @@ int est_cmd_predict(int argc, char **argv) {
   const char *src = input_file ? input_file : "<stdin>";
   est_status st = in ? EST_OK : est_error(EST_ERR_NOT_FOUND, "--input_file=%s: cannot open", input_file);
   if (st == EST_OK) st = est_servable_load(&p.s, export_dir, p.cap);
+  if (st == EST_OK) /* as est serve logs the version it serves (stderr; stdout is the predictions) */
+    EST_LOG_INFO("predicting with version %lld from %s", (long long)est_servable_version(p.s), est_servable_dir(p.s));
   /* probabilities per label, or answers to questions (squad): an export of another head
    * (sentence embeddings) has neither */
   if (st == EST_OK && strcmp(est_servable_meta(p.s)->head, est_bert_classifier_head_type.name) &&
