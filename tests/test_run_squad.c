@@ -108,6 +108,12 @@ __attribute__((noinline)) static double logged_loss(const char *text, int step) 
   return strtod(text + back + 7, NULL);
 }
 
+/* The integer logged after `key`, or -1. (not inlined: as logged_loss) */
+__attribute__((noinline)) static long long logged_number(const char *text, const char *key) {
+  const char *at = strstr(text, key);
+  return at ? strtoll(at + strlen(key), NULL, 10) : -1;
+}
+
 /* --do_predict on SQUAD/file from the checkpoint in dir; the log. */
 static char *predict_ok(const char *file, const char *dir) {
   return run_ok(EST_BIN " run_squad --vocab_file=" VOCAB " --bert_config_file=" CONFIG
@@ -130,6 +136,16 @@ static void test_train_then_predict(void **state) {
   /* predict from the checkpoint just written, in a second command */
   out = predict_ok("windows_v1.json", dir);
   assert_non_null(strstr(out, "Restoring parameters from"));
+  /* prediction's progress: a line after the first batch (predict_batch_size 8) and one at
+   * the end, each with the rate and an ETA (more in between on a slow machine) */
+  const long long features = logged_number(out, "Num split examples = ");
+  assert_true(features > 8);
+  char want[160];
+  snprintf(want, sizeof want, "Predicting feature 8/%lld (%.1f%%), ", features, 800.0 / (double)features);
+  if (!strstr(out, want) || test_count_lines_with(out, want, " features/sec, ETA ") != 1)
+    fail_msg("wanted one '%s... features/sec, ETA' in:\n%s", want, out);
+  snprintf(want, sizeof want, "Predicting feature %lld/%lld (100.0%%), ", features, features);
+  if (test_count_lines_with(out, want, " features/sec, ETA 0s") != 1) fail_msg("wanted '%s' in:\n%s", want, out);
   free(out);
   json_error_t err;
   char path[700];
