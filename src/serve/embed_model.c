@@ -27,7 +27,8 @@ static est_status sentence_bert_max_seq_length(const char *dir, int *out) {
   if (st != EST_OK || !est_file_exists(path)) return st;
   json_error_t err;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, est_json_error_text(&err));
+  if (!root)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, est_json_error_text(&err));
   const json_t *v = json_object_get(root, "max_seq_length");
   if (v && !(json_is_integer(v) && json_integer_value(v) >= 3 && json_integer_value(v) <= 1 << 20))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"max_seq_length\" must be an integer >= 3", path);

@@ -178,8 +178,8 @@ static est_status task_prepare(void *self, const est_task_flags *f, const est_be
     return est_error(EST_ERR_INVALID_ARGUMENT,
                      "%zu training examples in --train_file=%s / --train_batch_size=%lld * --num_train_epochs=%g "
                      "gives %lld training steps; need at least 1 (or give --num_train_steps)", t->train->count,
-                     c->train_file,
-                     (long long)f->train_batch_size, c->num_train_epochs, (long long)m->num_train_steps);
+                     c->train_file, (long long)f->train_batch_size, c->num_train_epochs,
+                     (long long)m->num_train_steps);
   t->num_train_steps = m->num_train_steps;
   /* "Pre-shuffle the input to avoid having to make a very large shuffle buffer" */
   return shuffle_examples(t->train);
