@@ -175,6 +175,42 @@ static void test_flags(void **state) {
   assert_int_equal(est_flags_parse(flags, 5, 1, argv6, pos, &npos, 4), EST_FLAGS_HELP);
 }
 
+/* est_progress: a line at the first batch and at the total, none between when
+ * every_seconds is 0; est_format_duration as training's ETA. */
+static void test_progress_lines(void **state) {
+  (void)state;
+  char buf[32];
+  est_format_duration(7.4, buf, sizeof buf);
+  assert_string_equal(buf, "7s");
+  est_format_duration(245, buf, sizeof buf);
+  assert_string_equal(buf, "4m05s");
+  est_format_duration(3723, buf, sizeof buf);
+  assert_string_equal(buf, "1h02m03s");
+  est_format_duration(-1, buf, sizeof buf);
+  assert_string_equal(buf, "?");
+  char path[] = "/tmp/est-progress-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *log = fdopen(fd, "w+");
+  est_log_set_stream(log);
+  est_progress p;
+  est_progress_start(&p, "Predicting feature", "features", 20, 8, 0.0);
+  for (int done = 1; done <= 20; done++) est_progress_update(&p, done);
+  est_log_set_stream(stderr);
+  rewind(log);
+  char text[4096];
+  size_t n = fread(text, 1, sizeof text - 1, log);
+  text[n] = 0;
+  fclose(log);
+  unlink(path);
+  assert_non_null(strstr(text, "Predicting feature 8/20 (40.0%), "));
+  assert_non_null(strstr(text, "Predicting feature 20/20 (100.0%), "));
+  assert_non_null(strstr(text, " features/sec, ETA 0s\n"));
+  int lines = 0;
+  for (const char *c = text; *c; c++) lines += *c == '\n';
+  assert_int_equal(lines, 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_status_message_and_prefix),
@@ -184,6 +220,7 @@ int main(void) {
     cmocka_unit_test(test_atomic_file),
     cmocka_unit_test(test_path_join),
     cmocka_unit_test(test_flags),
+    cmocka_unit_test(test_progress_lines),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

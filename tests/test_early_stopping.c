@@ -65,13 +65,29 @@ static void assert_stopped_at_7(const char *dir) {
   free(results);
 }
 
+/* ... and its log names step 7, where training stops. (TF's hook logs the global step it
+ * fetched with the train op, before that op's update: "at global step 6", then stops at 7.) */
 static void test_stops_at_tf_step(void **state) {
   (void)state;
   const char *dir = test_tmp_path("plain");
+  char log_path[1024];
+  snprintf(log_path, sizeof log_path, "%s", test_tmp_path("plain.log"));
+  FILE *log = fopen(log_path, "w");
+  assert_non_null(log);
+  est_log_set_stream(log);
+  est_log_set_level(EST_LOG_INFO);
   int64_t final_step = -1;
-  assert_int_equal(run(dir, -1, &final_step), EST_OK);
+  est_status st = run(dir, -1, &final_step);
+  est_log_set_level(EST_LOG_WARN);
+  est_log_set_stream(stderr);
+  assert_int_equal(st, EST_OK);
   assert_int_equal(final_step, 7);
   assert_stopped_at_7(dir);
+  fclose(log);
+  char *text = test_read_file(log_path, NULL);
+  assert_int_equal(test_count_lines_with(text, "Requesting early stopping at global step", ""), 1);
+  if (!strstr(text, "Requesting early stopping at global step 7\n")) fail_msg("%s", text);
+  free(text);
 }
 
 static void test_same_step_after_kill_and_restart(void **state) {

@@ -207,6 +207,56 @@ static void test_sentence_transformers_defaults(void **state) {
   free(log);
 }
 
+/* --help states the defaults that the model's files decide, not the flags' unset values:
+ * --normalize is on by modules.json's Normalize (all-MiniLM-L6-v2's), so "(default: 'false')"
+ * was wrong; and the rule holds: unset follows modules.json, --nonormalize turns it off. */
+static void test_help_states_the_default_rule(void **state) {
+  (void)state;
+  char *help = NULL;
+  assert_int_equal(test_run(&help, 0, EST_BIN " embed --help"), 0);
+  const char *n = strstr(help, "  --normalize:"), *m = strstr(help, "  --max_seq_length:");
+  assert_non_null(n);
+  assert_non_null(m);
+  const char *n_end = strstr(n + 1, "\n  --"), *m_end = strstr(m + 1, "\n  --");
+  assert_non_null(n_end);
+  assert_non_null(m_end);
+  char nb[1024], mb[1024];
+  snprintf(nb, sizeof nb, "%.*s", (int)(n_end - n), n);
+  snprintf(mb, sizeof mb, "%.*s", (int)(m_end - m), m);
+  assert_null(strstr(nb, "(default: 'false')"));
+  assert_non_null(strstr(nb, "(default: on when sentence-transformers' modules.json beside the model's config lists "
+                             "a Normalize module"));
+  assert_null(strstr(mb, "(default: '0')"));
+  assert_non_null(strstr(mb, "(default: sentence_bert_config.json's beside the model's config, else 128"));
+  free(help);
+
+  const char *dir = test_tmp_path("st_normalize");
+  free(test_run_ok("mkdir -p %s/1_Pooling && cp " EMBED_KBT "/bert_config.json %s/ && "
+                   "printf '{\"pooling_mode_mean_tokens\": true}' > %s/1_Pooling/config.json && "
+                   "printf '[{\"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"}, "
+                   "{\"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}, "
+                   "{\"path\": \"2_Normalize\", \"type\": \"sentence_transformers.models.Normalize\"}]' "
+                   "> %s/modules.json", dir, dir, dir, dir));
+  char flags[2048];
+  snprintf(flags, sizeof flags, " --init_checkpoint=" EMBED_KBT "/bert_model.ckpt --vocab_file=" EMBED_KBT
+           "/vocab.txt --num_threads=1 --max_seq_length=16 --bert_config_file=%s/bert_config.json", dir);
+  const char *text = "jack is a dull boy";
+  double got[EMBED_H + 1];
+  float want[EMBED_H];
+  const struct {
+    const char *flag;
+    bool normalize;
+  } cases[] = {{"", true}, {" --nonormalize", false}, {" --normalize", true}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *out = stdout_of("echo 'jack is a dull boy' | " EST_BIN " embed%s%s", flags, cases[i].flag);
+    est_pooling_params p = {.modes = EST_POOLING_MEAN, .normalize = cases[i].normalize};
+    embed_expected(&text, 1, &p, want, NULL);
+    assert_int_equal(serving_parse_floats(out, got, EMBED_H + 1), EMBED_H);
+    embed_assert_close(got, want, EMBED_H, 2e-6, cases[i].flag);
+    free(out);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_json_mean_matches_the_encoder),
@@ -214,6 +264,7 @@ int main(void) {
     cmocka_unit_test(test_bad_lines_and_flags),
     cmocka_unit_test(test_export_then_model_dir),
     cmocka_unit_test(test_sentence_transformers_defaults),
+    cmocka_unit_test(test_help_states_the_default_rule),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

@@ -250,7 +250,8 @@ static void test_config_errors(void **state) {
       {"\"add_cross_attention\": true", "\"add_cross_attention\""},
       {"\"hidden_act\": \"silu\"", "\"hidden_act\" must be one of"},
       {"\"layer_norm_eps\": 1e-5", "\"layer_norm_eps\" = 1e-05"},
-      {"\"model_type\": \"roberta\"", "\"model_type\" must be \"bert\""},
+      {"\"model_type\": \"roberta\"", "\"model_type\" = \"roberta\" is not supported"},
+      {"\"model_type\": 7", "\"model_type\" = 7 is not supported"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char text[512];

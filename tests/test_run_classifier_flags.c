@@ -83,7 +83,13 @@ static void test_help_lists_every_flag(void **state) {
 static void test_usage_errors(void **state) {
   (void)state;
   char args[4096];
-  EXPECT(2, EST_BIN " run_classifier", "flag --data_dir must be specified");
+  EXPECT(2, EST_BIN " run_classifier", "flag --task_name must be specified");
+  /* --data_dir: required by every run but --do_export alone (test_serving_export) */
+  snprintf(args, sizeof args,
+           EST_BIN " run_classifier --task_name=mrpc --vocab_file=" EST_TEST_DATA "/vocab_uncased.txt"
+                   " --bert_config_file=" EST_TEST_DATA "/run_classifier/bert_config_h32.json --output_dir=%s"
+                   " --do_train", out_dir);
+  EXPECT(2, args, "flag --data_dir must be specified");
   snprintf(args, sizeof args, "%s", BASE " --do_train");
   EXPECT(2, args, "flag --output_dir must be specified");
   snprintf(args, sizeof args, BASE " --output_dir=%s --do_train --foo=1", out_dir);

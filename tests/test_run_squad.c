@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/ckpt.h"
 #include "est/example.h"
 #include "est/tfrecord.h"
 #include "test_util.h"
@@ -107,6 +108,12 @@ __attribute__((noinline)) static double logged_loss(const char *text, int step) 
   return strtod(text + back + 7, NULL);
 }
 
+/* The integer logged after `key`, or -1. (not inlined: as logged_loss) */
+__attribute__((noinline)) static long long logged_number(const char *text, const char *key) {
+  const char *at = strstr(text, key);
+  return at ? strtoll(at + strlen(key), NULL, 10) : -1;
+}
+
 /* --do_predict on SQUAD/file from the checkpoint in dir; the log. */
 static char *predict_ok(const char *file, const char *dir) {
   return run_ok(EST_BIN " run_squad --vocab_file=" VOCAB " --bert_config_file=" CONFIG
@@ -129,6 +136,16 @@ static void test_train_then_predict(void **state) {
   /* predict from the checkpoint just written, in a second command */
   out = predict_ok("windows_v1.json", dir);
   assert_non_null(strstr(out, "Restoring parameters from"));
+  /* prediction's progress: a line after the first batch (predict_batch_size 8) and one at
+   * the end, each with the rate and an ETA (more in between on a slow machine) */
+  const long long features = logged_number(out, "Num split examples = ");
+  assert_true(features > 8);
+  char want[160];
+  snprintf(want, sizeof want, "Predicting feature 8/%lld (%.1f%%), ", features, 800.0 / (double)features);
+  if (!strstr(out, want) || test_count_lines_with(out, want, " features/sec, ETA ") != 1)
+    fail_msg("wanted one '%s... features/sec, ETA' in:\n%s", want, out);
+  snprintf(want, sizeof want, "Predicting feature %lld/%lld (100.0%%), ", features, features);
+  if (test_count_lines_with(out, want, " features/sec, ETA 0s") != 1) fail_msg("wanted '%s' in:\n%s", want, out);
   free(out);
   json_error_t err;
   char path[700];
@@ -264,6 +281,7 @@ static void test_bad_flags(void **state) {
     {" --do_train --train_file=" SQUAD "windows_v1.json --raw_results_file=raw.tf_record",
      "--raw_results_file=raw.tf_record: the raw results are do_predict's; add --do_predict"},
     {" --do_train --train_file=" SQUAD "windows_v1.json --num_train_epochs=0", "--num_train_epochs=0"},
+    {" --do_train --train_file=" SQUAD "windows_v1.json --num_train_steps=-1", "--num_train_steps=-1: must be > 0"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char *out = NULL;
@@ -273,6 +291,34 @@ static void test_bad_flags(void **state) {
     if (rc != 2 || !strstr(out, cases[i].message))
       fail_msg("case %zu (%s): exit %d, expected 2 and '%s':\n%s", i, cases[i].flags, rc, cases[i].message, out);
     free(out);
+  }
+}
+
+/* --num_train_steps (est's own): that many steps, whatever --num_train_epochs would give (12
+ * questions / batch 4 * 1 epoch = 3 steps; with it 5, past an epoch of the repeated input),
+ * the warmup a proportion of it; --help says so. */
+static void test_num_train_steps(void **state) {
+  (void)state;
+  char *help = NULL;
+  assert_int_equal(test_run(&help, 0, EST_BIN " run_squad --help"), 0);
+  assert_non_null(strstr(help, "  --num_train_steps: [est] Train this many steps instead of the count "
+                               "--num_train_epochs gives"));
+  free(help);
+  const char *const runs[][2] = {{"epochs", ""}, {"steps", " --num_train_steps=5 --num_train_epochs=0"}};
+  const char *const want[] = {"  Num steps = 3\n", "  Num steps = 5\n"};
+  const char *const last[] = {"model.ckpt-3", "model.ckpt-5"};
+  for (int i = 0; i < 2; i++) {
+    char *dir = strdup(test_tmp_path(runs[i][0]));
+    char *out = run_ok(EST_BIN " run_squad --vocab_file=" VOCAB " --bert_config_file=" CONFIG
+                               " --do_train --train_file=" SQUAD "windows_v1.json --output_dir=%s" SMALL
+                               " --train_batch_size=4 --num_train_epochs=1%s",
+                       dir, runs[i][1]);
+    if (!strstr(out, want[i])) fail_msg("wanted '%s' in:\n%s", want[i], out);
+    free(out);
+    char prefix[1024];
+    assert_int_equal(est_ckpt_latest(dir, prefix, sizeof prefix), EST_OK);
+    if (!strstr(prefix, last[i])) fail_msg("%s: the last checkpoint is %s, not %s", runs[i][0], prefix, last[i]);
+    free(dir);
   }
 }
 
@@ -308,6 +354,7 @@ int main(void) {
     cmocka_unit_test(test_train_then_predict),
     cmocka_unit_test(test_version_2_predicts_null_odds),
     cmocka_unit_test(test_bad_flags),
+    cmocka_unit_test(test_num_train_steps),
     cmocka_unit_test(test_bad_input_files),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);

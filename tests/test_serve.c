@@ -184,6 +184,10 @@ static void test_endpoints_and_errors(void **state) {
 
   /* 400: what is wrong, and where */
   expect(p, "POST", "/v1/models/jack:predict", "{\"instances\": [", 400, "JSON parse error");
+  /* a \u0000 in words of the request, not jansson's "not allowed without JSON_ALLOW_NUL" */
+  expect(p, "POST", "/v1/models/jack:predict", "{\"instances\": [\"a\\u0000b\"]}", 400,
+         "JSON parse error at line 1, column 25: a string holds \\\\u0000 (the NUL character), which est does not "
+         "accept in text");
   expect(p, "POST", "/v1/models/jack:predict", "[1]", 400, "must be a JSON object");
   expect(p, "POST", "/v1/models/jack:predict", "{\"instances\": []}", 400, "empty");
   expect(p, "POST", "/v1/models/jack:predict", "{}", 400, "needs \\\"instances\\\"");
@@ -222,7 +226,7 @@ static void test_endpoints_and_errors(void **state) {
   assert_int_equal(http(p, "GET", "/monitoring/prometheus/metrics", NULL, &resp), 200);
   assert_non_null(strstr(resp, "est_serving_request_count{model_name=\"jack\",status=\"413\"} 1\n"));
   assert_non_null(strstr(resp, "est_serving_request_count{model_name=\"jack\",status=\"405\"} 3\n"));
-  assert_non_null(strstr(resp, "est_serving_request_count{model_name=\"jack\",status=\"400\"} 10\n"));
+  assert_non_null(strstr(resp, "est_serving_request_count{model_name=\"jack\",status=\"400\"} 11\n"));
   assert_non_null(strstr(resp, "# TYPE est_serving_request_latency_seconds histogram"));
   assert_non_null(strstr(resp, "# TYPE est_serving_batch_size histogram"));
   free(resp);

@@ -297,6 +297,8 @@ static void test_predict_bad_lines(void **state) {
     {"{\"question\": \"who?\", \"context\": 7}", ":2: \"context\" must be a string"},
     {"[1, 2]", ":2: not a JSON object"},
     {"{\"question\": ", ":2: not a JSON object"},
+    {"{\"question\": \"who\\u0000?\", \"context\": \"c\"}",
+     ":2: not a JSON object {\"question\": ..., \"context\": ...} (a string holds \\u0000 (the NUL character)"},
   };
   char path[700];
   snprintf(path, sizeof path, "%s/bad.jsonl", test_tmpdir);

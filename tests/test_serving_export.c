@@ -228,6 +228,13 @@ static void test_predict_equals_do_predict(void **state) {
   assert_non_null(strstr(out, "{\"probabilities\": ["));
   assert_non_null(strstr(out, "\"label\": \"dull\"}\n"));
   free(out);
+  /* a \u0000 in a jsonl line: said in the line's terms, not jansson's (JSON_ALLOW_NUL) */
+  assert_int_equal(test_run(&out, 1, "printf '{\"text_a\": \"ok\"}\\n{\"text_a\": \"a\\\\u0000\"}\\n' | " EST_BIN
+                            " predict --input_format=jsonl --export_dir=%s/%lld", export_base, v[0]), 1);
+  if (!strstr(out, "<stdin>:2: not a JSON object (a string holds \\u0000 (the NUL character), which est does not "
+                   "accept in text") || strstr(out, "JSON_ALLOW_NUL"))
+    fail_msg("%s", out);
+  free(out);
   free(expected);
 }
 
@@ -286,6 +293,18 @@ static void test_export_only_and_versions(void **state) {
   int64_t got;
   assert_int_equal(est_export_resolve(export_base, dir, sizeof dir, &got), EST_OK);
   assert_int_equal((long long)got, v[1]);
+  /* est predict logs the version it loaded, as est serve does (on stderr: stdout unchanged) */
+  char want[1200];
+  snprintf(want, sizeof want, "predicting with version %lld from %s/%lld\n", v[1], export_base, v[1]);
+  assert_int_equal(test_run(&log, 0, "echo hi | " EST_BIN " predict --export_dir=%s --output_format=label 2>&1 "
+                                     ">/dev/null", export_base), 0);
+  if (!strstr(log, want)) fail_msg("wanted '%s' in:\n%s", want, log);
+  free(log);
+  snprintf(want, sizeof want, "predicting with version %lld from %s/%lld\n", v[0], export_base, v[0]);
+  assert_int_equal(test_run(&log, 0, "echo hi | " EST_BIN " predict --export_dir=%s/%lld --output_format=label 2>&1 "
+                                     ">/dev/null", export_base, v[0]), 0);
+  if (!strstr(log, want)) fail_msg("wanted '%s' in:\n%s", want, log);
+  free(log);
   /* a newer directory without est_model.json (as a crash mid-copy by another tool) is skipped */
   char junk[1024];
   snprintf(junk, sizeof junk, "%s/%lld", export_base, v[1] + 100);
@@ -304,6 +323,41 @@ static void test_export_only_and_versions(void **state) {
   free(log);
 }
 
+/* --do_export alone reads no data: run_classifier's help says "Alone, it only exports", so it
+ * asks for no --data_dir, and writes the same est_model.json as with one. Only a tsv task
+ * without --tsv_labels needs train.tsv (its labels), and says so. */
+static void test_export_only_needs_no_data_dir(void **state) {
+  (void)state;
+#define NO_DATA_DIR_FLAGS                                                                                      \
+  " --task_name=tsv --vocab_file=" EST_TEST_DATA "/vocab_uncased.txt --bert_config_file=" EST_TEST_DATA          \
+  "/run_classifier/bert_config_h32.json --max_seq_length=32 --num_threads=1"
+  char base[700], *log = NULL;
+  snprintf(base, sizeof base, "%s/export_no_data_dir", test_tmpdir);
+  int rc = test_run(&log, 1, EST_BIN " run_classifier --do_export --tsv_labels=bright,dull" NO_DATA_DIR_FLAGS
+                             " --output_dir=%s --export_dir=%s", out_dir, base);
+  if (rc != 0) fail_msg("run_classifier --do_export without --data_dir: exit %d\n%s", rc, log);
+  free(log);
+  long long v[8], w[8];
+  assert_int_equal(list_versions(base, w), 1);
+  assert_true(list_versions(export_base, v) >= 1);
+  char a[1200], b[1200];
+  snprintf(a, sizeof a, "%s/%lld/est_model.json", export_base, v[0]);
+  snprintf(b, sizeof b, "%s/%lld/est_model.json", base, w[0]);
+  size_t na, nb;
+  char *ja = test_read_file(a, &na), *jb = test_read_file(b, &nb);
+  assert_int_equal(na, nb);
+  assert_memory_equal(ja, jb, na);
+  free(ja), free(jb);
+
+  assert_int_equal(test_run(&log, 1, EST_BIN " run_classifier --do_export" NO_DATA_DIR_FLAGS " --output_dir=%s"
+                                     " --export_dir=%s", out_dir, base), 1);
+  assert_null(strstr(log, "flag --data_dir must be specified"));
+  assert_non_null(strstr(log, "without a label list (--tsv_labels) the labels are train.tsv's: give --data_dir"));
+  free(log);
+  assert_int_equal(list_versions(base, w), 1);
+#undef NO_DATA_DIR_FLAGS
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_export_layout),
@@ -312,6 +366,7 @@ int main(void) {
     cmocka_unit_test(test_predict_equals_do_predict),
     cmocka_unit_test(test_servable_bucket_equals_full),
     cmocka_unit_test(test_export_only_and_versions),
+    cmocka_unit_test(test_export_only_needs_no_data_dir),
   };
   return cmocka_run_group_tests(tests, group_setup, test_tmpdir_teardown);
 }

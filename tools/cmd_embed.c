@@ -168,9 +168,16 @@ int est_cmd_embed(int argc, char **argv) {
     EST_FLAG_BOOL("do_lower_case", &lower, "Lower-case the input (uncased models).", 0),
     EST_FLAG_STRING("pooling", &o.pooling, "cls, max, mean, mean_sqrt_len, or several comma-separated "
                     "(concatenated). Default: sentence-transformers' files beside the config, else mean.", 0),
-    EST_FLAG_BOOL("normalize", &normalize, "L2-normalise each vector (default: as modules.json's Normalize).", 0),
-    EST_FLAG_INT("max_seq_length", &max_seq, "Tokens per line, [CLS] and [SEP] included; longer lines are cut "
-                 "(default: sentence_bert_config.json's beside the config, else 128).", 0),
+    /* their defaults are worked out from the model's files (est_embed_model_meta): --help says how */
+    EST_FLAG_RULE(EST_FLAG_TYPE_BOOL, "normalize", &normalize,
+                  "L2-normalise each vector; --nonormalize: never.",
+                  "on when sentence-transformers' modules.json beside the model's config lists a Normalize "
+                  "module (all-MiniLM-L6-v2's does), else off; an export (--model_dir) as its est_model.json "
+                  "records"),
+    EST_FLAG_RULE(EST_FLAG_TYPE_INT, "max_seq_length", &max_seq,
+                  "Tokens per line, [CLS] and [SEP] included; longer lines are cut.",
+                  "sentence_bert_config.json's beside the model's config, else 128; an export (--model_dir) as "
+                  "its est_model.json records"),
     EST_FLAG_INT("batch_size", &batch, "Lines per forward pass.", 0),
     EST_FLAG_INT("window", &window, "Lines read, sorted by length and written at a time.", 0),
     EST_FLAG_STRING("input_file", &input, "Text, one input per line (default: stdin).", 0),

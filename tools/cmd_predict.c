@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "commands.h"
+#include "core/json_error.h"
 #include "est/float_format.h"
 #include "est/flags.h"
+#include "est/log.h"
 #include "est/precision.h"
 #include "est/run_classifier.h"
 #include "est/serving.h"
@@ -90,7 +92,7 @@ static est_status add_line(predict_ctx *p, char *line, const char *input_format,
     if (!json_is_object(o)) {
       json_decref(o);
       return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%ld: not a JSON object (%s)", src, lineno,
-                       o ? "another JSON value" : err.text);
+                       o ? "another JSON value" : est_json_error_text(&err));
     }
     json_t *ja = json_object_get(o, "text_a"), *jb = json_object_get(o, "text_b");
     if (!json_is_string(ja) || (jb && !json_is_null(jb) && !json_is_string(jb))) {
@@ -147,6 +149,8 @@ int est_cmd_predict(int argc, char **argv) {
   const char *src = input_file ? input_file : "<stdin>";
   est_status st = in ? EST_OK : est_error(EST_ERR_NOT_FOUND, "--input_file=%s: cannot open", input_file);
   if (st == EST_OK) st = est_servable_load(&p.s, export_dir, p.cap);
+  if (st == EST_OK) /* as est serve logs the version it serves (stderr; stdout is the predictions) */
+    EST_LOG_INFO("predicting with version %lld from %s", (long long)est_servable_version(p.s), est_servable_dir(p.s));
   /* probabilities per label, or answers to questions (squad): an export of another head
    * (sentence embeddings) has neither */
   if (st == EST_OK && strcmp(est_servable_meta(p.s)->head, est_bert_classifier_head_type.name) &&

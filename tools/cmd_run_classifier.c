@@ -27,8 +27,12 @@ static est_status run_task(void *ctx) { return est_run_classifier_main(ctx); }
 int est_cmd_run_classifier(int argc, char **argv) {
   est_run_classifier_config config = est_run_classifier_config_default(), *c = &config;
   const est_flag task_flags[] = {
+    /* Required (est_run_classifier_validate says so), except by --do_export alone: a flag-level
+     * "required" would ask an export for a directory it does not read. */
     EST_FLAG_STRING("data_dir", &c->data_dir,
-                    "The input data dir. Should contain the .tsv files (or other data files) for the task.", 1),
+                    "The input data dir. Should contain the .tsv files (or other data files) for the task. "
+                    "[est] Required, except by --do_export alone (which reads it only for task tsv without "
+                    "--tsv_labels: train.tsv's labels).", 0),
     EST_FLAG_STRING("task_name", &c->task_name, "The name of the task to train.", 1),
     EST_FLAG_STRING("vocab_file", &c->vocab_file,
                     "The vocabulary file that the BERT model was trained on (vocab.txt or tokenizer.json). "

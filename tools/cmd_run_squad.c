@@ -52,6 +52,10 @@ int est_cmd_run_squad(int argc, char **argv) {
                   "If true, the SQuAD examples contain some that do not have an answer.", 0),
     EST_FLAG_FLOAT("null_score_diff_threshold", &c->null_score_diff_threshold,
                    "If null_score - best_non_null is greater than the threshold predict null.", 0),
+    EST_FLAG_INT("num_train_steps", &c->num_train_steps,
+                 "[est] Train this many steps instead of the count --num_train_epochs gives (int(examples / "
+                 "train_batch_size * num_train_epochs)); --warmup_proportion is then a proportion of it. 0 = from "
+                 "--num_train_epochs.", 0),
     EST_FLAG_STRING("raw_results_file", &c->raw_results_file,
                     "est: with do_predict, also write every feature's RawResult (unique_ids, start_logits, "
                     "end_logits) to this TFRecord of tf.train.Example, in eval.tf_record's order.", 0),

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "core/json_error.h"
 #include "est/serving.h"
 
 typedef struct qa_group {
@@ -61,7 +62,7 @@ est_status est_cli_predict_answers(est_servable *s, FILE *in, const char *src, i
     json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &err);
     if (!json_is_object(o)) {
       st = est_error(EST_ERR_INVALID_ARGUMENT, "%s:%ld: not a JSON object {\"question\": ..., \"context\": ...} (%s)",
-                     src, lineno, o ? "another JSON value" : err.text);
+                     src, lineno, o ? "another JSON value" : est_json_error_text(&err));
       json_decref(o);
       break;
     }

@@ -16,8 +16,9 @@
  * step and then every run_every_steps steps (or run_every_secs seconds when
  * run_every_steps is 0), after the checkpoint saver's after_run, so it sees the evaluation
  * of a checkpoint saved at that step; a decision to stop requests the stop (training ends
- * after that step, the final checkpoint saved). With run_every_steps = 1 the stop step is
- * a function of the evaluations alone: the same after a kill and restart. */
+ * after that step, the final checkpoint saved) and logs the global step training ends at
+ * (TF's log line prints the step before: docs/hooks.md §4). With run_every_steps = 1 the
+ * stop step is a function of the evaluations alone: the same after a kill and restart. */
 #ifndef EST_EARLY_STOPPING_H
 #define EST_EARLY_STOPPING_H
 

@@ -39,12 +39,16 @@ typedef struct est_flag {
   const char *help;
   int required;           /* parse fails when a required flag is absent */
   int is_set;             /* out: 1 when given on the command line */
+  const char *default_rule; /* --help prints this as the default instead of *value: for a flag
+                           * whose unset value the command works out (e.g. from the model's files) */
 } est_flag;
 
-#define EST_FLAG_STRING(n, p, h, req) {(n), EST_FLAG_TYPE_STRING, (p), (h), (req), 0}
-#define EST_FLAG_INT(n, p, h, req) {(n), EST_FLAG_TYPE_INT, (p), (h), (req), 0}
-#define EST_FLAG_FLOAT(n, p, h, req) {(n), EST_FLAG_TYPE_FLOAT, (p), (h), (req), 0}
-#define EST_FLAG_BOOL(n, p, h, req) {(n), EST_FLAG_TYPE_BOOL, (p), (h), (req), 0}
+#define EST_FLAG_STRING(n, p, h, req) {(n), EST_FLAG_TYPE_STRING, (p), (h), (req), 0, NULL}
+#define EST_FLAG_INT(n, p, h, req) {(n), EST_FLAG_TYPE_INT, (p), (h), (req), 0, NULL}
+#define EST_FLAG_FLOAT(n, p, h, req) {(n), EST_FLAG_TYPE_FLOAT, (p), (h), (req), 0, NULL}
+#define EST_FLAG_BOOL(n, p, h, req) {(n), EST_FLAG_TYPE_BOOL, (p), (h), (req), 0, NULL}
+/* An optional flag whose default is a rule, not *p: check is_set to tell "unset" apart. */
+#define EST_FLAG_RULE(type, n, p, h, rule) {(n), (type), (p), (h), 0, 0, (rule)}
 
 typedef enum est_flags_result {
   EST_FLAGS_OK = 0,
@@ -57,7 +61,8 @@ typedef enum est_flags_result {
 est_flags_result est_flags_parse(est_flag *flags, int nflags, int argc, char **argv,
                                  char **pos, int *npos, int max_pos);
 
-/* Prints "usage" then one block per flag: --name (type, default ...): help. */
+/* Prints "usage" then one block per flag: --name (type, default ...): help. The default is
+ * the flag's value before parsing, or its default_rule when it has one. */
 void est_flags_print_help(FILE *out, const char *usage, const est_flag *flags, int nflags);
 
 /* Parses "true/false/1/0/yes/no" (case-insensitive); -1 when neither. */

@@ -7,6 +7,8 @@
 #ifndef EST_LOG_H
 #define EST_LOG_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -33,6 +35,32 @@ void est_log_set_stream(FILE *stream);
 
 /* Rank shown on each line when world_size > 1 (set by the MPI layer). */
 void est_log_set_rank(int rank, int world_size);
+
+/* ---- progress of work of a known size ----------------------------------------------------- */
+
+/* "1h02m03s", "4m05s", "7s" (rounded); "?" for a negative or unbounded time. */
+void est_format_duration(double seconds, char *buf, size_t size);
+
+/* Progress lines with a rate and an ETA, as training's step log has them:
+ *
+ *     est_progress p;
+ *     est_progress_start(&p, "Predicting feature", "features", 10833, 8, 10.0);
+ *     ... est_progress_update(&p, done);   // "Predicting feature 800/10833 (7.4%), 2.9 features/sec, ETA 57m36s"
+ *
+ * A line when `done` first reaches `first` (e.g. the first batch: an ETA early), when it
+ * reaches `total`, and otherwise at most every `every_seconds` (0: only those two). The rate
+ * is the average since est_progress_start. Lines go to the log only. */
+typedef struct est_progress {
+  const char *what, *unit;
+  int64_t total, first;
+  double every_seconds;
+  double t_start, t_last;
+  int first_logged;
+} est_progress;
+
+void est_progress_start(est_progress *p, const char *what, const char *unit, int64_t total, int64_t first,
+                        double every_seconds);
+void est_progress_update(est_progress *p, int64_t done);
 
 #define EST_LOG_DEBUG(...) est_log(EST_LOG_DEBUG, __VA_ARGS__)
 #define EST_LOG_INFO(...) est_log(EST_LOG_INFO, __VA_ARGS__)

@@ -144,7 +144,8 @@ est_status est_processor_get_examples(est_processor *p, const char *data_dir, es
                                       est_examples *out);
 
 /* get_labels. For "tsv" without a label list this reads the training file once (data_dir
- * is unused otherwise). The array is owned by p. */
+ * is unused otherwise, and may be NULL; a NULL one is an error for that case). The array is
+ * owned by p. */
 est_status est_processor_get_labels(est_processor *p, const char *data_dir, const char *const **labels,
                                     size_t *n);
 

@@ -49,6 +49,9 @@ typedef struct est_run_squad_config {
   bool version_2_with_negative;  /* false */
   double null_score_diff_threshold; /* 0.0 */
   /* ---- est's own ---- */
+  /* > 0: train this many steps, instead of int(examples / train_batch_size *
+   * num_train_epochs); warmup is warmup_proportion of it. 0: from num_train_epochs. */
+  int64_t num_train_steps;
   /* With do_predict: every predict feature's RawResult (the model's logits, before
    * write_predictions) as a TFRecord of tf.train.Example {unique_ids: int64, start_logits,
    * end_logits: float[max_seq_length]}, in eval.tf_record's order; for ensembling, other

@@ -195,6 +195,10 @@ typedef struct est_embed_model_options {
   int normalize;                /* 1 / 0; -1: as those files say (Normalize module), else 0 */
   int max_seq_length;           /* 0: sentence_bert_config.json's beside the config, else 128 */
   int max_batch;                /* rows per forward pass */
+  /* The flag that named the model's config, for errors: NULL = --bert_config_file; set by
+   * est_embed_model_resolve to "model_dir" / "init_checkpoint" when it takes a directory's
+   * config.json (so a bad one is not blamed on a flag the user never gave). */
+  const char *config_flag;
 } est_embed_model_options;
 
 /* o with a HuggingFace model directory (docs/hf.md) as --model_dir or --init_checkpoint

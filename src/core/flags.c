@@ -127,6 +127,10 @@ void est_flags_print_help(FILE *out, const char *usage, const est_flag *flags, i
   for (int i = 0; i < nflags; i++) {
     const est_flag *f = &flags[i];
     fprintf(out, "  --%s: %s\n", f->name, f->help ? f->help : "");
+    if (f->default_rule) {
+      fprintf(out, "    (default: %s)\n", f->default_rule);
+      continue;
+    }
     switch (f->type) {
     case EST_FLAG_TYPE_STRING: {
       const char *v = *(const char *const *)f->value;

@@ -402,6 +402,9 @@ static est_status collect_labels(est_processor *p, const char *data_dir) {
   char path[4096];
   if (L.s.label == COL_NONE)
     return est_error(EST_ERR_INVALID_ARGUMENT, "tsv task: no label column and no label list: give --labels");
+  if (!data_dir || !*data_dir) /* e.g. run_classifier --do_export alone */
+    return est_error(EST_ERR_INVALID_ARGUMENT, "tsv task: without a label list (--tsv_labels) the labels are "
+                                               "%s's: give --data_dir", L.s.file);
   est_tsv t;
   collect_ctx c = {0};
   st = for_each_row(&L, data_dir, &t, path, sizeof path, collect_label, &c);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_error.h"
 #include "est/file.h"
 #include "est/hf_model.h"
 #include "est/log.h"
@@ -97,7 +98,7 @@ static est_status add_file(est_hf_checkpoint *h, const char *path) {
 static est_status add_index(est_hf_checkpoint *h, const char *index) {
   json_error_t err;
   json_t *root = json_load_file(index, 0, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", index, err.line, err.text);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", index, err.line, est_json_error_text(&err));
   json_t *map = json_object_get(root, "weight_map");
   est_status st = EST_OK;
   if (!json_is_object(map) || !json_object_size(map))

@@ -42,8 +42,13 @@ static const struct {
 est_status est_hf_config_from_json(est_bert_config *cfg, const void *json, const char *src) {
   json_t *root = (json_t *)json;
   json_t *type = json_object_get(root, "model_type");
-  if (!json_is_string(type) || strcmp(json_string_value(type), "bert"))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"model_type\" must be \"bert\" (est runs BERT)", src);
+  if (!json_is_string(type) || strcmp(json_string_value(type), "bert")) {
+    char *text = json_dumps(type, JSON_ENCODE_ANY | JSON_COMPACT);
+    est_status st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"model_type\" = %s is not supported (est runs "
+                              "BERT models; it must be \"bert\")", src, text ? text : "?");
+    free(text);
+    return st;
+  }
   for (size_t i = 0; i < sizeof UNSUPPORTED / sizeof *UNSUPPORTED; i++) {
     json_t *v = json_object_get(root, UNSUPPORTED[i].field);
     if (!v || json_is_null(v)) continue;

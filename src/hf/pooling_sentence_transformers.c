@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/json_error.h"
 #include "est/file.h"
 #include "est/sentence_embedding.h"
 
@@ -30,7 +31,8 @@ static const char *const UNSUPPORTED_KEYS[] = {"pooling_mode_weightedmean_tokens
 static est_status load_json(json_t **out, const char *path) {
   json_error_t err;
   *out = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-  if (!*out) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+  if (!*out)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, est_json_error_text(&err));
   return EST_OK;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/json_error.h"
 #include "io/protowire.h"
 #include "io/safetensors_internal.h"
 
@@ -137,7 +138,7 @@ static est_status parse_header(est_safetensors *st, const uint8_t *hdr, size_t n
   if (!est_st_valid_utf8(hdr, n)) return bad(st, "InvalidHeader", "%s", "the header is not valid UTF-8");
   json_error_t jerr;
   json_t *root = json_loadb((const char *)hdr, n, JSON_REJECT_DUPLICATES, &jerr);
-  if (!root) return bad(st, "InvalidHeaderDeserialization", "%s", jerr.text);
+  if (!root) return bad(st, "InvalidHeaderDeserialization", "%s", est_json_error_text(&jerr));
   est_status s = EST_OK;
   if (!json_is_object(root)) {
     s = bad(st, "InvalidHeaderDeserialization", "%s", "the header is not a JSON object");

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/json_error.h"
 #include "est/file.h"
 #include "est/hf_model.h"
 #include "est/serving.h"
@@ -26,7 +27,8 @@ static est_status sentence_bert_max_seq_length(const char *dir, int *out) {
   if (st != EST_OK || !est_file_exists(path)) return st;
   json_error_t err;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+  if (!root)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, est_json_error_text(&err));
   const json_t *v = json_object_get(root, "max_seq_length");
   if (v && !(json_is_integer(v) && json_integer_value(v) >= 3 && json_integer_value(v) <= 1 << 20))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"max_seq_length\" must be an integer >= 3", path);
@@ -38,10 +40,11 @@ static est_status sentence_bert_max_seq_length(const char *dir, int *out) {
 
 est_embed_model_options est_embed_model_resolve(const est_embed_model_options *given) {
   est_embed_model_options o = *given;
+  const char *dir_flag = "init_checkpoint";
   if (o.model_dir && !o.init_checkpoint && est_hf_is_checkpoint(o.model_dir) && est_is_directory(o.model_dir))
-    o.init_checkpoint = o.model_dir, o.model_dir = NULL;
+    o.init_checkpoint = o.model_dir, o.model_dir = NULL, dir_flag = "model_dir";
   if (o.init_checkpoint && est_is_directory(o.init_checkpoint) && est_hf_is_checkpoint(o.init_checkpoint)) {
-    if (!o.bert_config_file) o.bert_config_file = o.init_checkpoint;
+    if (!o.bert_config_file) o.bert_config_file = o.init_checkpoint, o.config_flag = dir_flag;
     if (!o.vocab_file) o.vocab_file = o.init_checkpoint;
   }
   return o;
@@ -59,6 +62,7 @@ est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_opti
       return est_error(EST_ERR_INVALID_ARGUMENT, "flag --%s must be specified (or --model_dir=an embedding export)",
                        required[i].name);
   est_status st = est_bert_config_from_json_file(&meta->bert_config, o->bert_config_file);
+  if (st != EST_OK && o->config_flag) return est_error_prefix("--%s=%s: ", o->config_flag, o->bert_config_file);
   if (st != EST_OK) return est_error_prefix("--bert_config_file: ");
   char config_path[4096];
   snprintf(config_path, sizeof config_path, "%s", o->bert_config_file);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/json_error.h"
 #include "est/ckpt.h"
 #include "est/file.h"
 #include "est/hf_model.h"
@@ -179,7 +180,8 @@ est_status est_model_meta_read(est_model_meta *m, const char *path) {
   memset(m, 0, sizeof *m);
   json_error_t err;
   json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, err.text);
+  if (!root)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", path, err.line, err.column, est_json_error_text(&err));
   return meta_from_json(m, root, path);
 }
 
@@ -187,7 +189,8 @@ est_status est_model_meta_parse(est_model_meta *m, const char *text, size_t size
   memset(m, 0, sizeof *m);
   json_error_t err;
   json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", name, err.line, err.column, err.text);
+  if (!root)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: %s", name, err.line, err.column, est_json_error_text(&err));
   return meta_from_json(m, root, name);
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_error.h"
 #include "est/serving.h"
 #include "serve/request_internal.h"
 
@@ -266,7 +267,7 @@ est_status est_request_load(json_t **root, const char *body, size_t size, const 
   *root = json_loadb(body, size, JSON_REJECT_DUPLICATES, &err);
   if (!*root)
     return est_error(EST_ERR_INVALID_ARGUMENT, "JSON parse error at line %d, column %d: %s", err.line, err.column,
-                     err.text);
+                     est_json_error_text(&err));
   if (!json_is_object(*root)) return est_error(EST_ERR_INVALID_ARGUMENT, "the request body must be a JSON object");
   return EST_OK;
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_error.h"
 #include "est/log.h"
 #include "squad/squad_internal.h"
 
@@ -95,7 +96,7 @@ static est_status load_json(const char *path, const char *flag, json_t **out) {
   fclose(f);
   if (!*out)
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s=%s:%d:%d: not valid JSON: %s", flag, path, jerr.line, jerr.column,
-                     jerr.text);
+                     est_json_error_text(&jerr));
   return EST_OK;
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_error.h"
 #include "est/log.h"
 #include "squad/squad_internal.h"
 #include "text/tokenizer_internal.h"
@@ -342,7 +343,7 @@ static est_status read_json(json_t *root, const json_error_t *jerr, const char *
                             bool version_2_with_negative, est_squad_examples **out) {
   if (!root)
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d:%d: not valid JSON: %s", name, jerr->line, jerr->column,
-                     jerr->text);
+                     est_json_error_text(jerr));
   est_squad_examples *ex = calloc(1, sizeof *ex);
   if (ex) ex->storage_ = calloc(1, sizeof *ex->storage_);
   if (!ex || !ex->storage_) {

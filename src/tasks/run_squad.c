@@ -63,7 +63,10 @@ static est_status squad_validate(const est_run_squad_config *c) {
   if (c->max_answer_length < 1 || c->max_answer_length > 1000000)
     return est_error(EST_ERR_INVALID_ARGUMENT, "--max_answer_length=%lld: must be in [1, 1000000]",
                      (long long)c->max_answer_length);
-  if (f->do_train && !(c->num_train_epochs > 0))
+  if (c->num_train_steps < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--num_train_steps=%lld: must be > 0 (or 0: from --num_train_epochs)",
+                     (long long)c->num_train_steps);
+  if (f->do_train && !c->num_train_steps && !(c->num_train_epochs > 0))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--num_train_epochs=%g: must be > 0 to train", c->num_train_epochs);
   if (f->do_train && !(c->warmup_proportion >= 0 && c->warmup_proportion <= 1))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--warmup_proportion=%g: must be in [0, 1]", c->warmup_proportion);
@@ -105,6 +108,7 @@ typedef struct squad_task {
   int64_t num_train_steps;
   est_squad_predictor *predictor;  /* the predict file's features, then their results */
   est_tfrecord_writer *raw_results; /* --raw_results_file, open while predicting */
+  est_progress progress;           /* prediction's, over the predict features (the chief's) */
   char path[4096];                  /* the records of the mode being written */
 } squad_task;
 
@@ -156,15 +160,17 @@ static est_status task_prepare(void *self, const est_task_flags *f, const est_be
     return st;
   if (!f->do_train) return EST_OK;
   if ((st = est_squad_read_examples(c->train_file, true, c->version_2_with_negative, &t->train)) != EST_OK) return st;
-  /* int(len(train_examples) / train_batch_size * num_train_epochs): examples, not windows */
-  m->num_train_steps =
-      (int64_t)((double)t->train->count / (double)f->train_batch_size * c->num_train_epochs);
+  /* int(len(train_examples) / train_batch_size * num_train_epochs): examples, not windows;
+   * or est's --num_train_steps */
+  m->num_train_steps = c->num_train_steps > 0 ? c->num_train_steps
+                     : (int64_t)((double)t->train->count / (double)f->train_batch_size * c->num_train_epochs);
   m->num_warmup_steps = (int64_t)((double)m->num_train_steps * c->warmup_proportion);
   if (m->num_train_steps < 1)
     return est_error(EST_ERR_INVALID_ARGUMENT,
                      "%zu training examples in --train_file=%s / --train_batch_size=%lld * --num_train_epochs=%g "
-                     "gives %lld training steps; need at least 1", t->train->count, c->train_file,
-                     (long long)f->train_batch_size, c->num_train_epochs, (long long)m->num_train_steps);
+                     "gives %lld training steps; need at least 1 (or give --num_train_steps)", t->train->count,
+                     c->train_file, (long long)f->train_batch_size, c->num_train_epochs,
+                     (long long)m->num_train_steps);
   t->num_train_steps = m->num_train_steps;
   /* "Pre-shuffle the input to avoid having to make a very large shuffle buffer" */
   return shuffle_examples(t->train);
@@ -217,6 +223,11 @@ static est_status write_eval_records(squad_task *t) {
     est_squad_feature_writer_abort(sink.w);
     return st;
   }
+  /* The reference logs "Processing example" every 1000 features only: a BERT-Base run on a
+   * few cores takes minutes for that many. A line after the first batch, then every 10 s,
+   * with the rate and an ETA, as training's log (the log only; no file changes). */
+  est_progress_start(&t->progress, "Predicting feature", "features", est_squad_predictor_num_features(t->predictor),
+                     c->common.predict_batch_size, 10.0);
   return est_squad_feature_writer_close(sink.w);
 }
 
@@ -284,6 +295,7 @@ static est_status task_on_prediction(void *self, const est_prediction *p) {
   const int n = (int)est_tensor_num_elements(s);
   est_status st = est_squad_predictor_add_result(t->predictor, *(const int32_t *)id->data, s->data, e->data, n);
   if (st == EST_OK && t->raw_results) st = write_raw_result(t->raw_results, *(const int32_t *)id->data, s->data, e->data, n);
+  if (st == EST_OK) est_progress_update(&t->progress, p->index + 1);
   return st;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_error.h"
 #include "est/file.h"
 #include "est/log.h"
 #include "est/tokenizer.h"
@@ -113,7 +114,7 @@ est_status est_tokenizer_from_json(est_tokenizer **out, const char *path) {
   *out = NULL;
   json_error_t err;
   json_t *root = json_load_file(path, 0, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", path, err.line, err.text);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", path, err.line, est_json_error_text(&err));
   est_tokenizer_options o = est_tokenizer_options_default(true);
   char *text = NULL;
   size_t size = 0;

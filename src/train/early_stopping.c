@@ -76,7 +76,11 @@ static est_status early_stopping_after_run(void *self, est_hook_run *run, const 
   int stop = 0;
   est_status st = est_early_stopping_should_stop(s, &stop);
   if (st == EST_OK && stop) {
-    EST_LOG_INFO("Requesting early stopping at global step %lld", (long long)step->global_step);
+    /* TF's hook logs the global step it fetched with the train op, read before that op's
+     * update (CheckpointSaverHook calls it stale_global_step): "at global step 349", and
+     * training then ends at 350. The check, its timer and the stop are TF's, on that same
+     * step; the log names the step training ends at. */
+    EST_LOG_INFO("Requesting early stopping at global step %lld", (long long)est_hook_global_step(run));
     est_hook_request_stop(run);
   }
   return st;

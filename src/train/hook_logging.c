@@ -9,17 +9,6 @@
 #include "est/log.h"
 #include "train/train_loop.h"
 
-static void format_duration(double secs, char *buf, size_t size) {
-  if (!(secs >= 0) || secs > 1e9) {
-    snprintf(buf, size, "?");
-    return;
-  }
-  long s = (long)(secs + 0.5);
-  if (s >= 3600) snprintf(buf, size, "%ldh%02ldm%02lds", s / 3600, (s / 60) % 60, s % 60);
-  else if (s >= 60) snprintf(buf, size, "%ldm%02lds", s / 60, s % 60);
-  else snprintf(buf, size, "%lds", s);
-}
-
 /* The clock starts at the first step, after the restore and the first save. */
 static est_status logging_before_run(void *self, est_hook_run *run, int64_t global_step) {
   est_logging_state *s = self;
@@ -46,7 +35,7 @@ static est_status logging_after_run(void *self, est_hook_run *run, const est_ste
     const int64_t target = run->target;
     if (s->log_progress && target > 0) {
       char eta[32];
-      format_duration(rate > 0 ? (double)(target - after) / rate : -1, eta, sizeof eta);
+      est_format_duration(rate > 0 ? (double)(target - after) / rate : -1, eta, sizeof eta);
       EST_LOG_INFO("step %lld/%lld (%.1f%%), %.1f examples/sec, ETA %s", (long long)after, (long long)target,
                    100.0 * (double)after / (double)target, rate * s->batch * s->world, eta);
     }

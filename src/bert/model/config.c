@@ -7,6 +7,7 @@
 #include "est/file.h"
 #include "est/hf_model.h"
 #include "bert/model/config_internal.h"
+#include "core/json_error.h"
 
 est_bert_config est_bert_config_default(void) {
   est_bert_config c;
@@ -118,7 +119,7 @@ est_status est_bert_config_from_json_file(est_bert_config *cfg, const char *path
   }
   json_error_t err;
   json_t *root = json_load_file(path, 0, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", path, err.line, err.text);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", path, err.line, est_json_error_text(&err));
   est_status st = from_json(cfg, root, path);
   json_decref(root);
   return st;
@@ -128,7 +129,7 @@ est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *te
   const char *src = source ? source : "<string>";
   json_error_t err;
   json_t *root = json_loads(text, 0, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", src, err.line, err.text);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", src, err.line, est_json_error_text(&err));
   est_status st = from_json(cfg, root, src);
   json_decref(root);
   return st;
