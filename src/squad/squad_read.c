@@ -20,7 +20,7 @@
 
 #include "est/log.h"
 #include "squad/squad_internal.h"
-#include "text/tokenizer_internal.h"
+#include "text/unicode.h"
 
 /* ---- arena: strings and word tables, freed at once ---------------------------------- */
 
