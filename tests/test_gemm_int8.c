@@ -22,6 +22,7 @@
 #include "core/frozen.h"
 #include "est/est.h"
 #include "nn/gemm.h"
+#include "nn/cpu_features.h"
 #include "nn/gemm_int8.h"
 #include "nn/kernel_choice.h"
 #include "test_util.h"

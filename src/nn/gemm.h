@@ -83,7 +83,6 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
  * |fast - ref| <= (K + 2) * 2^-24 * (sum_k |a_mk b_kn| + |beta C| + |bias|). */
 void est_sgemm_f32_ref(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                        int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep);
-int est_cpu_has_avx512f(void);
 /* The kernel's packed form of op(B) when B lies in a read-only range (core/frozen.h: an
  * inference model's weights), made on first use and kept; NULL otherwise. est_sgemm_f32
  * then packs nothing per call; gemm.c runs every NoTrans-A product of such a B here. */
@@ -138,13 +137,8 @@ int est_sgemm_bf16_dp_ep(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, i
  * bits. Inference weights only (B's words kept, core/frozen.h): non-zero, with nothing done,
  * otherwise, or without AVX512-BF16 or memory. */
 int est_sgemm_bf16_shared(int M, int K, const float *A, int lda, const est_gemm_product *prods, int count);
-/* AMX-BF16 on the CPU and its tile state granted to this process by the kernel (asked for
- * once, on the first call). These est_cpu_has_* are the CPU's facts; whether a dispatch may
- * use them is nn/kernel_choice.h's question (est_kernel_avx512f, ...). */
-int est_cpu_has_amx_bf16(void);
 void est_sgemm_bf16_ref(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                         int lda, const float *B, int ldb, float beta, float *C, int ldc);
-int est_cpu_has_avx512_bf16(void);
 
 /* float <-> bfloat16 bits, round to nearest even (NaN stays NaN). */
 uint16_t est_bf16_from_float(float x);

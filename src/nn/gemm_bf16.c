@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "core/frozen.h"
+#include "nn/cpu_features.h"
 #include "nn/gelu_avx512.h"
 #include "nn/gemm.h"
 #include "nn/gemm_util.h"
@@ -32,15 +33,6 @@
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 enum { MR = 12, NR = 32, MC = 16 * MR, KC = 256, ITEMS_PER_THREAD = 4 };
-
-int est_cpu_has_avx512_bf16(void) {
-  static int cached = -1; /* a benign race: every thread computes the same value */
-  if (cached < 0) {
-    __builtin_cpu_init();
-    cached = __builtin_cpu_supports("avx512bf16") != 0;
-  }
-  return cached;
-}
 
 /* Packed operands: the calling thread's bf16 scratch slots (nn/thread_buf.h), shared with the
  * tile kernel (a thread runs one GEMM at a time), grown as needed and kept, so the step loop

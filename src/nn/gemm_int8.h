@@ -195,9 +195,4 @@ void est_int8_quantize_rows_avx512(est_int8_a_layout layout, uint8_t *qa, float 
 void est_int8_quantize_rows(est_int8_a_layout layout, uint8_t *qa, float *sa, const float *A, int lda, int M, int K,
                             int groups, int from, int to);
 
-int est_cpu_has_avx512_vnni(void);
-int est_cpu_has_avx_vnni(void);
-/* AMX-INT8 with AVX512-VNNI, and Linux's grant of the tile state to this process */
-int est_cpu_has_amx_int8(void);
-
 #endif

@@ -5,12 +5,3 @@
 #define YMM_DPBUSD _mm256_dpbusd_avx_epi32
 #define YMM_BLOCK est_int8_block_avxvnni
 #include "nn/gemm_int8_ymm.h"
-
-int est_cpu_has_avx_vnni(void) {
-  static int cached = -1; /* a benign race: every thread computes the same value */
-  if (cached < 0) {
-    __builtin_cpu_init();
-    cached = __builtin_cpu_supports("avxvnni") != 0;
-  }
-  return cached;
-}

@@ -19,16 +19,6 @@
 
 enum { MR = EST_INT8_MR, NR = EST_INT8_NR };
 
-int est_cpu_has_avx512_vnni(void) {
-  static int cached = -1; /* a benign race: every thread computes the same value */
-  if (cached < 0) {
-    __builtin_cpu_init();
-    cached = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl");
-  }
-  return cached;
-}
-
 VNNI512_TARGET void est_int8_quantize_rows_avx512(est_int8_a_layout layout, uint8_t *qa, float *sa, const float *A,
                                                   int lda, int M, int K, int groups, int from, int to) {
   const __m512 lim = _mm512_set1_ps(127.0f), abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
