@@ -37,7 +37,7 @@
 #include "nn/cpu_features.h"
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
-#include "nn/gemm.h"
+#include "nn/gemm_kernels.h"
 #include "nn/gemm_util.h"
 #include "nn/thread_buf.h"
 
@@ -138,7 +138,7 @@ AMX_TARGET static void gelu_block(const float *C, int ldc, const est_gemm_epilog
 /* The 32 x 32 block of C at (mt, nt) (tile indices, both even): acc = sum over kt of
  * A tiles x B tiles, then C = alpha acc + beta C on the rows < M and columns < N. With
  * beta = 1 and alpha = 1 the sum starts from C (C + p1 + p2 + ... rather than C + (p1 + p2
- * + ...)): fp32 rounding in another order, within the same bound (gemm.h). */
+ * + ...)): fp32 rounding in another order, within the same bound (gemm_kernels.h). */
 AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int mt, int nt, float alpha, float beta,
                                float *C, int ldc, int M, int N, const est_gemm_epilogue *ep) {
   const float *bias = ep ? ep->bias : NULL;

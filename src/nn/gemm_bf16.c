@@ -1,5 +1,5 @@
 /* bf16 GEMM on AVX512-BF16: C[M,N] = alpha op(A) op(B) + beta C with op(A), op(B) rounded
- * to bf16 and every product summed in fp32 (see gemm.h; reference twin: gemm_bf16_ref.c).
+ * to bf16 and every product summed in fp32 (see gemm_kernels.h; reference twin: gemm_bf16_ref.c).
  *
  * VDPBF16PS multiplies 16 pairs of bf16 and adds both products into 16 fp32 lanes: 64 FLOP
  * per instruction, twice an fp32 FMA's 32. So both operands are packed as 32-bit words,
@@ -25,7 +25,7 @@
 #include "core/frozen.h"
 #include "nn/cpu_features.h"
 #include "nn/gelu_avx512.h"
-#include "nn/gemm.h"
+#include "nn/gemm_kernels.h"
 #include "nn/gemm_util.h"
 #include "nn/kernel_choice.h"
 #include "nn/thread_buf.h"

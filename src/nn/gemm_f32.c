@@ -39,7 +39,7 @@
 #include "nn/cpu_features.h"
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
-#include "nn/gemm.h"
+#include "nn/gemm_kernels.h"
 #include "nn/gemm_util.h"
 #include "nn/thread_buf.h"
 

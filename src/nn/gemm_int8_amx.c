@@ -1,8 +1,8 @@
-/* The AMX int8 kernel (nn/gemm_int8.h) for CPUs with AMX-INT8 (Sapphire Rapids and later
+/* The AMX int8 kernel (nn/gemm_kernels.h) for CPUs with AMX-INT8 (Sapphire Rapids and later
  * Xeons): TDPBUSD on the tile unit, the body in nn/gemm_int8_amx.h. A TDPBUSD is 16384 u8 x s8
  * multiply-adds; on the Xeons that have it, the tile unit's rate is several times the two
  * VPDPBUSD zmm a cycle of the AVX512-VNNI kernel (bench/bench_peak measures both). */
-#include "nn/gemm_int8.h"
+#include "nn/gemm_kernels.h"
 
 #if defined(__x86_64__) && defined(__linux__)
 #include "nn/amx.h"
