@@ -4,9 +4,10 @@
  * a layer ("src/io/": its internal headers "io/..." and the public headers it implements) or
  * one header ("est/file.h"). A public header include/est/x.h belongs to the layer that
  * implements it (PUBLIC_LAYER), so no layer reaches upward through one, and its own
- * includes are bound by its layer's rules. The GEMM code of src/nn has its own order,
- * probes -> choice -> kernels -> dispatch (KERNEL_STEPS): a file includes the nn headers of
- * its step and of the steps before it only.
+ * includes are bound by its layer's rules. Two layers have an order inside (STEPS): the
+ * GEMM code of src/nn, probes -> choice -> kernels -> dispatch, and src/text, unicode ->
+ * vocabulary -> tokenizers; there a file includes the headers of its own step and of the
+ * steps before it only.
  *
  * test_layers_hold scans src/ and include/est/ under EST_SOURCE_DIR; test_checker_catches_
  * violations runs the same checker on a small tree of known good and bad includes. */
@@ -40,7 +41,8 @@ typedef struct {
   const char *why;
 } layer_rule;
 
-/* The first rule an include breaks is the one reported. */
+/* The first rule an include breaks is the one reported. A word of `files` ending in '/' binds
+ * the files under it, any other word that file. */
 static const layer_rule RULES[] = {
     {BELOW_TASKS, "src/tasks/",
      "the tasks stand on top (the task driver, run_*): nothing below src/tasks includes them"},
@@ -58,6 +60,9 @@ static const layer_rule RULES[] = {
      "the tokenizers know nothing of models, training or the tasks' formats"},
     {TEXT_FORMATS, "src/nn/ src/train/ " MODEL " " SERVE_AND_TASKS,
      "the tasks' text formats and records know nothing of the model"},
+    {"src/bert/model/config.c src/bert/model/config_internal.h src/bert/model/encoder.c "
+     "src/bert/model/encoder_backward.c src/bert/model/encoder_internal.h",
+     "src/hf/", "the encoder and its config know nothing of HuggingFace: src/hf reads HF's files into them"},
     {"src/", "est/est.h", "the umbrella header hides which layers a file uses"},
 };
 
@@ -93,21 +98,33 @@ static const struct {
     {"est/serving.h", "src/serve/"},        {"est/est.h", NULL},
 };
 
-/* The GEMM code's order in src/nn (nn/cpu_features.h says what each step is). Every file of
- * src/nn named gemm*, quant*, amx*, cpu_* or kernel_* must have a step. */
+/* The orders inside a layer, each step's files in the order of the steps (nn/cpu_features.h
+ * says what the GEMM code's steps are). */
 static const struct {
-  const char *step, *files;
-} KERNEL_STEPS[] = {
-    {"probes", "cpu_features.h cpu_features.c"},
-    {"choice", "kernel_choice.h kernel_choice.c"},
-    {"kernels", /* and the helpers they share */
+  const char *dir, *step, *files;
+} STEPS[] = {
+    {"src/nn/", "probes", "cpu_features.h cpu_features.c"},
+    {"src/nn/", "choice", "kernel_choice.h kernel_choice.c"},
+    {"src/nn/", "kernels", /* and the helpers they share */
      "gemm_kernels.h gemm_f32.c gemm_f32_ref.c gemm_bf16.c gemm_bf16_ref.c gemm_amx.c amx.h "
      "quant_int8.h quant_int8.c gemm_int8_vnni512.c gemm_int8_avxvnni.c gemm_int8_ymm.h gemm_int8_ymm_evex.c "
      "gemm_int8_amx.c gemm_int8_amx.h gemm_int8_amx_emulated.c gemm_int8_ref.c gemm_util.h "
      "thread_buf.h thread_buf.c fastmath.h gelu_avx512.h cpu_peak.h cpu_peak.c"},
-    {"dispatch", "gemm.h gemm.c gemm_int8.h gemm_int8.c precision.c"},
+    {"src/nn/", "dispatch", "gemm.h gemm.c gemm_int8.h gemm_int8.c precision.c"},
+    {"src/text/", "unicode", "unicode.h unicode.c"},
+    {"src/text/", "vocabulary", "vocab_internal.h vocab.c"},
+    {"src/text/", "tokenizers", "tokenizer.c tokenizer_case.c tokenizer_json.c"},
 };
-enum { STEPS = sizeof KERNEL_STEPS / sizeof *KERNEL_STEPS };
+enum { NSTEPS = sizeof STEPS / sizeof *STEPS };
+
+/* The files of those layers that must have a step: the names starting with one of the
+ * words (NULL: every file). */
+static const struct {
+  const char *dir, *prefixes;
+} STEPPED[] = {
+    {"src/nn/", "gemm quant amx cpu_ kernel_"},
+    {"src/text/", NULL},
+};
 
 /* Includes that break a rule today and are on their way out: each must still occur (so this
  * list only shrinks), and is not reported. */
@@ -153,6 +170,18 @@ static int matches(const char *list, const char *place, const char *header) {
   return 0;
 }
 
+/* 1 when a rule's `files` bind the file rel (in layer): a directory word the files under it,
+ * any other word that file; a public header is bound by its layer's directory words. */
+static int binds(const char *files, const char *rel, const char *layer) {
+  for (const char *p = files; *p;) {
+    while (*p == ' ') p++;
+    size_t n = strcspn(p, " ");
+    if (n && p[n - 1] == '/' ? !strncmp(layer, p, n) : n == strlen(rel) && !strncmp(p, rel, n)) return 1;
+    p += n;
+  }
+  return 0;
+}
+
 /* The layer of a public header "est/x.h"; *known = 0 when it has no entry. */
 static const char *public_layer(const char *header, int *known) {
   for (size_t i = 0; i < sizeof PUBLIC_LAYER / sizeof *PUBLIC_LAYER; i++)
@@ -180,10 +209,10 @@ static const char *include_layer(const char *inc, char *buf, size_t size) {
   return NULL;
 }
 
-/* The kernel step of a file of src/nn (its name), or -1. */
-static int kernel_step(const char *name) {
-  for (int s = 0; s < STEPS; s++)
-    if (in_list(KERNEL_STEPS[s].files, name, strlen(name))) return s;
+/* The step (an index of STEPS) of the file dir + name, or -1. */
+static int step_of(const char *dir, const char *name, size_t len) {
+  for (int s = 0; s < NSTEPS; s++)
+    if (!strcmp(STEPS[s].dir, dir) && in_list(STEPS[s].files, name, len)) return s;
   return -1;
 }
 
@@ -208,17 +237,18 @@ static void check_include(const char *rel, int line, const char *layer, int step
   char buf[256];
   const char *target = include_layer(inc, buf, sizeof buf);
   for (size_t r = 0; r < sizeof RULES / sizeof *RULES; r++)
-    if (matches(RULES[r].files, layer, NULL) && matches(RULES[r].must_not, target, inc)) {
+    if (binds(RULES[r].files, rel, layer) && matches(RULES[r].must_not, target, inc)) {
       violation(rel, line, "includes \"%s\"%s%s%s: %s", inc, target ? " (" : "", target ? target : "",
                 target ? ")" : "", RULES[r].why);
       return;
     }
-  if (step >= 0 && !strncmp(inc, "nn/", 3)) {
-    int to = kernel_step(inc + 3);
+  if (step >= 0) { /* an internal header of the same ordered directory: not of a later step */
+    const char *dir = STEPS[step].dir + 4; /* "nn/" of "src/nn/" */
+    size_t dn = strlen(dir);
+    int to = !strncmp(inc, dir, dn) ? step_of(STEPS[step].dir, inc + dn, strlen(inc + dn)) : -1;
     if (to > step)
-      violation(rel, line, "includes \"%s\": a file of the GEMM code's %s step includes nothing of the later %s step "
-                "(probes -> choice -> kernels -> dispatch, nn/cpu_features.h)", inc, KERNEL_STEPS[step].step,
-                KERNEL_STEPS[to].step);
+      violation(rel, line, "includes \"%s\": a file of %s's %s step includes nothing of the later %s step",
+                inc, STEPS[step].dir, STEPS[step].step, STEPS[to].step);
   }
 }
 
@@ -239,13 +269,17 @@ static void check_file(const char *path, const char *rel) {
     const char *slash = strrchr(rel, '/');
     snprintf(layer_buf, sizeof layer_buf, "%.*s", (int)(slash - rel + 1), rel);
     layer = layer_buf;
-    if (!strcmp(layer, "src/nn/")) {
-      step = kernel_step(slash + 1);
-      static const char *const stepped[] = {"gemm", "quant", "amx", "cpu_", "kernel_"};
-      for (size_t i = 0; step < 0 && i < sizeof stepped / sizeof *stepped; i++)
-        if (!strncmp(slash + 1, stepped[i], strlen(stepped[i])))
-          violation(rel, 1, "a file of the GEMM code without a step: give it one in KERNEL_STEPS "
-                    "(tests/test_layout.c)");
+    step = step_of(layer, slash + 1, strlen(slash + 1));
+    for (size_t i = 0; step < 0 && i < sizeof STEPPED / sizeof *STEPPED; i++) {
+      if (strcmp(STEPPED[i].dir, layer)) continue;
+      int must = !STEPPED[i].prefixes;
+      for (const char *p = STEPPED[i].prefixes; p && *p && !must;) {
+        while (*p == ' ') p++;
+        size_t n = strcspn(p, " ");
+        must = n && !strncmp(slash + 1, p, n);
+        p += n;
+      }
+      if (must) violation(rel, 1, "a file of %s without a step: give it one in STEPS (tests/test_layout.c)", layer);
     }
   }
   g_files++;
@@ -323,7 +357,9 @@ static void test_tables_name_what_exists(void **state) {
       for (const char *p = side ? RULES[r].must_not : RULES[r].files; *p;) {
         while (*p == ' ') p++;
         size_t n = strcspn(p, " ");
-        snprintf(path, sizeof path, p[n - 1] == '/' ? "%s/%.*s" : "%s/include/%.*s", EST_SOURCE_DIR, (int)n, p);
+        /* a directory or a file of the tree, or a header: est/ under include/, others under src/ */
+        const char *under = p[n - 1] == '/' || !strncmp(p, "src/", 4) ? "" : !strncmp(p, "est/", 4) ? "include/" : "src/";
+        snprintf(path, sizeof path, "%s/%s%.*s", EST_SOURCE_DIR, under, (int)n, p);
         if (!est_file_exists(path)) fail_msg("RULES names %.*s, which does not exist", (int)n, p);
         p += n;
       }
@@ -335,12 +371,12 @@ static void test_tables_name_what_exists(void **state) {
       if (!est_is_directory(path)) fail_msg("PUBLIC_LAYER's %s is not a directory", PUBLIC_LAYER[i].layer);
     }
   }
-  for (int s = 0; s < STEPS; s++)
-    for (const char *p = KERNEL_STEPS[s].files; *p;) {
+  for (int s = 0; s < NSTEPS; s++)
+    for (const char *p = STEPS[s].files; *p;) {
       while (*p == ' ') p++;
       size_t n = strcspn(p, " ");
-      snprintf(path, sizeof path, "%s/src/nn/%.*s", EST_SOURCE_DIR, (int)n, p);
-      if (!est_file_exists(path)) fail_msg("KERNEL_STEPS names src/nn/%.*s, which does not exist", (int)n, p);
+      snprintf(path, sizeof path, "%s/%s%.*s", EST_SOURCE_DIR, STEPS[s].dir, (int)n, p);
+      if (!est_file_exists(path)) fail_msg("STEPS names %s%.*s, which does not exist", STEPS[s].dir, (int)n, p);
       p += n;
     }
 }
@@ -380,6 +416,13 @@ static void test_checker_catches_violations(void **state) {
       {"include/est/squad.h", "#include \"est/tokenizer.h\"\n#include \"est/serving.h\"\n", 1},
       /* and must have a layer */
       {"include/est/new_thing.h", "#include \"est/status.h\"\n", 1},
+      /* text's order: unicode below the vocabulary; every file of src/text has a step */
+      {"src/text/unicode.c", "#include \"text/unicode.h\"\n#include \"text/vocab_internal.h\"\n", 1},
+      {"src/text/tokenizer.c", "#include \"text/unicode.h\"\n#include \"text/vocab_internal.h\"\n", 0},
+      {"src/text/tokenizer_internal.h", "#include \"est/tokenizer.h\"\n", 1},
+      /* the encoder's config below hf; the model_fn, which loads HF checkpoints, is not bound */
+      {"src/bert/model/config.c", "#include \"est/bert_encoder.h\"\n#include \"est/hf_model.h\"\n", 1},
+      {"src/bert/model/bert_model_fn.c", "#include \"est/hf_model.h\"\n#include \"est/bert_head.h\"\n", 0},
   };
   char root[256];
   test_make_tmpdir(root, sizeof root);
