@@ -48,6 +48,9 @@ typedef struct {
   const est_gemm_epilogue *ep;
 } est_gemm_product;
 enum { EST_GEMM_MAX_SHARED = 4 };
+
+/* ---- fp32 ---- */
+
 /* est's own fp32 AVX-512F GEMM (gemm_f32.c), OpenMP-parallel unless called inside a parallel
  * region. Returns 0 when done, non-zero when it did nothing (no AVX-512F on this CPU, K = 0
  * or alpha = 0, or no memory for the packed B): the caller then uses its BLAS path. */
@@ -76,6 +79,8 @@ size_t est_f32_packed_floats(int K, int N);
 void est_f32_pack(float *bp, const float *B, int ldb, CBLAS_TRANSPOSE tb, int K, int N);
 void est_f32_gemm_packed(int M, int N, int K, float alpha, const float *A, int lda, const float *bp, float *C,
                          int ldc);
+
+/* ---- bf16 ---- */
 
 /* bf16 mixed precision: op(A) and op(B) rounded to bfloat16 (8 bits of precision),
  * products summed in fp32, C stays fp32 — what AVX512-BF16's VDPBF16PS computes, at twice
