@@ -1,10 +1,10 @@
 /* The layers of src/ hold, by #include lines (docs/README.md §3).
  *
- * Each rule of RULES names the files it binds (by directory) and what they must not include:
- * a layer ("src/io/": its internal headers "io/..." and the public headers it implements) or
- * one header ("est/file.h"). A public header include/est/x.h belongs to the layer that
- * implements it (PUBLIC_LAYER), so no layer reaches upward through one, and its own
- * includes are bound by its layer's rules. Two layers have an order inside (STEPS): the
+ * Each rule of RULES names the files it binds (directories or files) and what they must not
+ * include: a layer ("src/io/": its internal headers "io/..." and the public headers it
+ * implements) or one header ("est/file.h"). A public header include/est/x.h belongs to the
+ * layer that implements it (PUBLIC_LAYER), so no layer reaches upward through one, and its
+ * own includes are bound by its layer's rules. Two layers have an order inside (STEPS): the
  * GEMM code of src/nn, probes -> choice -> kernels -> dispatch, and src/text, unicode ->
  * vocabulary -> tokenizers; there a file includes the headers of its own step and of the
  * steps before it only.
@@ -36,7 +36,7 @@
   "src/serve/"
 
 typedef struct {
-  const char *files;    /* the files bound: directories, space-separated ("src/" is all of src) */
+  const char *files;    /* the files bound: directories or files, space-separated ("src/": all of src) */
   const char *must_not; /* layers ("src/io/", ending in '/') or headers ("est/file.h") */
   const char *why;
 } layer_rule;
