@@ -1,5 +1,5 @@
 /* int8 golden: est's BERT classifier forward with --precision=int8 (the dense layers' GEMMs on
- * int8 codes with int32 sums, nn/gemm_int8.h) against the fp32 PyTorch tensors of
+ * int8 codes with int32 sums, nn/quant_int8.h) against the fp32 PyTorch tensors of
  * tests/data/golden/ (tests/reference/bert_golden.py), and against the same model run with
  * the int8 reference twin (EST_KERNEL=int8ref): equal bit for bit. Skipped where int8 runs
  * fp32 (no VNNI, or EST_KERNEL=noavx512 on a CPU without AVX-VNNI).

@@ -19,6 +19,7 @@
 
 #include "est/bert_head.h"
 #include "est/bert_pretraining.h"
+#include "est/run_pretraining.h"
 #include "est/dataset.h"
 #include "est/example.h"
 #include "est/file.h"

@@ -1,4 +1,4 @@
-/* int8 GEMM (nn/gemm_int8.h): quantization round trips, the packed weights, the reference
+/* int8 GEMM (nn/quant_int8.h, nn/gemm_kernels.h, nn/gemm_int8.h): quantization round trips, the packed weights, the reference
  * against exact arithmetic, every int8 kernel this CPU has against the reference bit for bit
  * (ctest runs this test again with EST_KERNEL=vnni512, avxvnni and noavx512; a kernel the CPU
  * lacks skips, docs/testing.md §3), the dispatch by precision and the fallback without VNNI.
@@ -22,6 +22,7 @@
 #include "core/frozen.h"
 #include "est/est.h"
 #include "nn/gemm.h"
+#include "nn/cpu_features.h"
 #include "nn/gemm_int8.h"
 #include "nn/kernel_choice.h"
 #include "test_util.h"

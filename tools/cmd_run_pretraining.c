@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "est/bert_pretraining.h"
+#include "est/run_pretraining.h"
 #include "task_cli.h"
 
 static const char usage[] =

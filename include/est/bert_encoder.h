@@ -108,7 +108,9 @@ est_bert_config est_bert_config_default(void);
  * "model_type") is read with HF's meanings (est_hf_config_from_json); `path` may be a
  * directory: its config.json. Errors name the file and the field:
  * a missing vocab_size, a value of the wrong type or range, an "Unsupported activation",
- * "The hidden size (%d) is not a multiple of the number of attention heads (%d)". */
+ * "The hidden size (%d) is not a multiple of the number of attention heads (%d)".
+ * Both readers live with the HuggingFace code that knows the two kinds of file
+ * (src/hf/hf_config.c); the encoder's own config code knows only Google's fields. */
 est_status est_bert_config_from_json_file(est_bert_config *cfg, const char *path);
 /* The same from a JSON text; `source` names it in messages. */
 est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *json, const char *source);

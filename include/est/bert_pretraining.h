@@ -1,5 +1,6 @@
 /* est/bert_pretraining.h — run_pretraining.py's two heads on the BERT encoder
- * (est/bert_encoder.h) and `est run_pretraining` (docs/bert.md §9).
+ * (est/bert_encoder.h), docs/bert.md §9. The task that trains them, `est run_pretraining`,
+ * is est/run_pretraining.h.
  *
  *     est_bert_pretraining_heads *h;
  *     est_bert_pretraining_heads_create(&h, enc, vs);     // after the encoder, before finalize
@@ -24,7 +25,6 @@
 #include <stdint.h>
 
 #include "est/bert_encoder.h"
-#include "est/bert_task.h"
 #include "est/status.h"
 #include "est/variables.h"
 
@@ -68,28 +68,6 @@ est_status est_bert_pretraining_heads_forward(est_bert_pretraining_heads *h, con
 /* d total / d: ADDS into the encoder's sequence and pooled output gradients, the tied
  * word-embedding table's gradient and the heads' own gradients. */
 est_status est_bert_pretraining_heads_backward(est_bert_pretraining_heads *h);
-
-
-/* ---- run_pretraining.py ----------------------------------------------------------- */
-
-/* The flags of run_pretraining.py (defaults as there), plus est's own. */
-typedef struct est_run_pretraining_config {
-  /* The flags every run_* shares (est/bert_task.h); do_predict is not one of
-   * run_pretraining.py's (an error if set), seed defaults to 0 (drawn and recorded). */
-  est_task_flags common;
-  const char *input_file;        /* required: comma-separated globs */
-  int64_t max_predictions_per_seq; /* 20 */
-  int64_t num_train_steps;       /* 100000 */
-  int64_t num_warmup_steps;      /* 10000 */
-  int64_t max_eval_steps;        /* 100 */
-} est_run_pretraining_config;
-
-est_run_pretraining_config est_run_pretraining_config_default(void);
-/* Every flag check, no work (what `est run_pretraining` calls before starting MPI). */
-est_status est_run_pretraining_validate(const est_run_pretraining_config *c);
-/* Flag checks, then training and/or evaluation through the Estimator; eval_results.txt
- * in output_dir. Errors name the flag, or the file and record of a malformed input. */
-est_status est_run_pretraining_main(const est_run_pretraining_config *c);
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,7 @@
 #include "est/bert_task.h"
 #include "est/bert_pretraining.h"
 #include "est/run_classifier.h"
+#include "est/run_pretraining.h"
 #include "est/tokenizer.h"
 #include "est/processors.h"
 #include "est/classifier_features.h"

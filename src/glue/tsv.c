@@ -9,7 +9,7 @@
 
 #include "est/file.h"
 #include "est/processors.h"
-#include "text/tokenizer_internal.h"
+#include "text/unicode.h"
 
 #define CSV_FIELD_LIMIT 131072
 

@@ -1,15 +1,19 @@
-/* HuggingFace BertConfig (config.json) <-> est_bert_config (docs/hf.md §3). The fields that
- * share Google's names (vocab_size, hidden_size, ...) are read by config.c; here what is
- * HuggingFace's own: hidden_act's spelling, layer_norm_eps, pad_token_id, and the fields
- * that ask for a model est does not run. */
+/* HuggingFace BertConfig (config.json) <-> est_bert_config (docs/hf.md §3), and the readers
+ * of a config file of either kind (est_bert_config_from_json_file / _string, est/bert_encoder.h):
+ * a config with "model_type" is HuggingFace's, any other Google's bert_config.json. The
+ * fields that share Google's names (vocab_size, hidden_size, ...) are read by
+ * src/bert/model/config.c; here what is HuggingFace's own: hidden_act's spelling,
+ * layer_norm_eps, pad_token_id, and the fields that ask for a model est does not run. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/file.h"
 #include "est/hf_model.h"
 #include "bert/model/config_internal.h"
+#include "core/json_error.h"
 
 /* transformers' ACT2FN names -> est's activations. HF's "gelu" is the erf form, unlike
  * Google's modeling.py where "gelu" is the tanh approximation. */
@@ -85,6 +89,47 @@ est_status est_hf_config_from_json(est_bert_config *cfg, const void *json, const
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"layer_norm_eps\" = %g is not supported (est's layer "
                      "norm uses %g)", src, cfg->layer_norm_eps, (double)EST_LAYERNORM_EPS);
   return EST_OK;
+}
+
+/* Either file's JSON: the shared fields, then hidden_act (and HF's own fields) as the
+ * file's kind spells them, then the checks; *cfg changes only on success. */
+static est_status config_from_json(est_bert_config *cfg, json_t *root, const char *src) {
+  est_bert_config c = est_bert_config_default();
+  est_status st;
+  if ((st = bert_config_json_fields_read(&c, root, src))) return st;
+  if (json_object_get(root, "model_type")) {
+    /* HuggingFace's config.json: hidden_act "gelu" is another function there */
+    if ((st = est_hf_config_from_json(&c, root, src))) return st;
+  } else if ((st = bert_config_json_activation_read(&c, root, src))) {
+    return st;
+  }
+  if ((st = est_bert_config_validate(&c, src))) return st;
+  *cfg = c;
+  return EST_OK;
+}
+
+est_status est_bert_config_from_json_file(est_bert_config *cfg, const char *path) {
+  char in_dir[4096];
+  if (est_is_directory(path)) { /* a HuggingFace model directory */
+    if (est_path_join(in_dir, sizeof in_dir, path, "config.json") != EST_OK) return est_error_code();
+    path = in_dir;
+  }
+  json_error_t err;
+  json_t *root = json_load_file(path, 0, &err);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", path, err.line, est_json_error_text(&err));
+  est_status st = config_from_json(cfg, root, path);
+  json_decref(root);
+  return st;
+}
+
+est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *text, const char *source) {
+  const char *src = source ? source : "<string>";
+  json_error_t err;
+  json_t *root = json_loads(text, 0, &err);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", src, err.line, est_json_error_text(&err));
+  est_status st = config_from_json(cfg, root, src);
+  json_decref(root);
+  return st;
 }
 
 char *est_hf_config_to_json_string(const est_bert_config *c, const char *architecture, const char *const *labels,

@@ -1,16 +1,12 @@
-/* Internal: AMX tile configuration and the OS's grant of the tile state, shared by the bf16
- * tile GEMM (gemm_amx.c), the int8 one (gemm_int8_amx.c) and the throughput probes
- * (cpu_peak.c). Include only where the caller's function is compiled with
- * target("amx-tile"). */
+/* Internal: AMX tile configuration, shared by the bf16 tile GEMM (gemm_amx.c), the int8 one
+ * (gemm_int8_amx.c) and the throughput probes (cpu_peak.c); whether the CPU has the tiles
+ * and Linux granted their state is nn/cpu_features.h's question. Include only where the
+ * caller's function is compiled with target("amx-tile"). */
 #ifndef EST_NN_AMX_H
 #define EST_NN_AMX_H
 
 #include <stdint.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 
 /* LDTILECFG's 64-byte operand (palette 1: 8 tiles of up to 16 rows x 64 bytes). */
 typedef struct {
@@ -29,18 +25,6 @@ static inline void est_amx_configure(int tiles) {
   cfg.palette = 1;
   for (int t = 0; t < tiles; t++) cfg.colsb[t] = 64, cfg.rows[t] = 16;
   __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
-}
-
-/* Linux hands out AMX state only to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM, for
- * all its threads; asking again is harmless): 1 when granted, 0 when refused (kernels
- * before 5.16, or a CPU without the tile state). */
-static inline int est_amx_permitted(void) {
-#if defined(__linux__)
-  enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
-  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
-#else
-  return 0;
-#endif
 }
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "est/log.h"
+#include "nn/cpu_features.h"
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
 #include "nn/gemm_int8.h"

@@ -24,20 +24,20 @@
  * for K = 3072) and B's BN columns stay in L2 while its 32 x 32 blocks run.
  *
  * Linux hands out AMX state only to a process that asks (arch_prctl ARCH_REQ_XCOMP_PERM,
- * once per process, for all its threads); each thread loads its tile configuration on
+ * once per process, for all its threads: est_cpu_has_amx_bf16, nn/cpu_features.c); each thread loads its tile configuration on
  * entry and releases the tiles when done, so a context switch outside a GEMM saves none.
  * The instruction facts and their public sources: docs/performance.md §4. */
 #include <immintrin.h>
 #include <omp.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "core/frozen.h"
 #include "nn/amx.h"
+#include "nn/cpu_features.h"
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
-#include "nn/gemm.h"
+#include "nn/gemm_kernels.h"
 #include "nn/gemm_util.h"
 #include "nn/thread_buf.h"
 
@@ -53,23 +53,6 @@ enum { BM = 256, BN = 256 }; /* block of C per work item at most: 8 x 8 blocks o
 enum { ITEMS_PER_THREAD = 4 };  /* fewer, and the items shrink (est_sgemm_amx) */
 
 #if AMX_BUILD
-static int amx_usable;
-static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
-
-static void amx_probe(void) {
-  __builtin_cpu_init();
-  /* the CPU flags, then the kernel's permission (it says no on kernels before 5.16) */
-  if (!__builtin_cpu_supports("amx-bf16") || !__builtin_cpu_supports("amx-tile") ||
-      !__builtin_cpu_supports("avx512bf16"))
-    return;
-  amx_usable = est_amx_permitted();
-}
-
-int est_cpu_has_amx_bf16(void) {
-  pthread_once(&amx_once, amx_probe);
-  return amx_usable;
-}
-
 /* 32 floats from src (n of them valid, the rest 0) as 32 bf16 = 16 words, k-order. */
 AMX_TARGET static inline __m512i bf16_words(const float *src, int n) {
   __m512 lo = _mm512_maskz_loadu_ps(est_lanes16(n), src);
@@ -155,7 +138,7 @@ AMX_TARGET static void gelu_block(const float *C, int ldc, const est_gemm_epilog
 /* The 32 x 32 block of C at (mt, nt) (tile indices, both even): acc = sum over kt of
  * A tiles x B tiles, then C = alpha acc + beta C on the rows < M and columns < N. With
  * beta = 1 and alpha = 1 the sum starts from C (C + p1 + p2 + ... rather than C + (p1 + p2
- * + ...)): fp32 rounding in another order, within the same bound (gemm.h). */
+ * + ...)): fp32 rounding in another order, within the same bound (gemm_kernels.h). */
 AMX_TARGET static void block32(const int32_t *Ap, const int32_t *Bp, int Kt, int mt, int nt, float alpha, float beta,
                                float *C, int ldc, int M, int N, const est_gemm_epilogue *ep) {
   const float *bias = ep ? ep->bias : NULL;
@@ -352,7 +335,6 @@ AMX_TARGET int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int 
   return 0;
 }
 #else
-int est_cpu_has_amx_bf16(void) { return 0; }
 int est_sgemm_amx(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep) {
   (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb, (void)beta;

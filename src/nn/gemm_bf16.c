@@ -1,5 +1,5 @@
 /* bf16 GEMM on AVX512-BF16: C[M,N] = alpha op(A) op(B) + beta C with op(A), op(B) rounded
- * to bf16 and every product summed in fp32 (see gemm.h; reference twin: gemm_bf16_ref.c).
+ * to bf16 and every product summed in fp32 (see gemm_kernels.h; reference twin: gemm_bf16_ref.c).
  *
  * VDPBF16PS multiplies 16 pairs of bf16 and adds both products into 16 fp32 lanes: 64 FLOP
  * per instruction, twice an fp32 FMA's 32. So both operands are packed as 32-bit words,
@@ -23,8 +23,9 @@
 #include <string.h>
 
 #include "core/frozen.h"
+#include "nn/cpu_features.h"
 #include "nn/gelu_avx512.h"
-#include "nn/gemm.h"
+#include "nn/gemm_kernels.h"
 #include "nn/gemm_util.h"
 #include "nn/kernel_choice.h"
 #include "nn/thread_buf.h"
@@ -32,15 +33,6 @@
 #define BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
 enum { MR = 12, NR = 32, MC = 16 * MR, KC = 256, ITEMS_PER_THREAD = 4 };
-
-int est_cpu_has_avx512_bf16(void) {
-  static int cached = -1; /* a benign race: every thread computes the same value */
-  if (cached < 0) {
-    __builtin_cpu_init();
-    cached = __builtin_cpu_supports("avx512bf16") != 0;
-  }
-  return cached;
-}
 
 /* Packed operands: the calling thread's bf16 scratch slots (nn/thread_buf.h), shared with the
  * tile kernel (a thread runs one GEMM at a time), grown as needed and kept, so the step loop

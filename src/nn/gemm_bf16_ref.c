@@ -1,9 +1,9 @@
-/* bf16 conversions and the reference bf16 GEMM (see gemm.h): the readable twin that the
+/* bf16 conversions and the reference bf16 GEMM (see gemm_kernels.h): the readable twin that the
  * AVX512-BF16 kernel in gemm_bf16.c is tested against. */
 #include <math.h>
 #include <string.h>
 
-#include "nn/gemm.h"
+#include "nn/gemm_kernels.h"
 
 /* bfloat16 is the top half of a float32: sign, 8 exponent bits, 7 mantissa bits (8 bits of
  * precision with the implicit one, so round-to-nearest has a relative error of at most

@@ -36,24 +36,16 @@
 #include <string.h>
 
 #include "core/frozen.h"
+#include "nn/cpu_features.h"
 #include "nn/fastmath.h"
 #include "nn/gelu_avx512.h"
-#include "nn/gemm.h"
+#include "nn/gemm_kernels.h"
 #include "nn/gemm_util.h"
 #include "nn/thread_buf.h"
 
 #define F32_TARGET __attribute__((target("avx512f")))
 
 enum { MR = 12, NR = 32, MC = 16 * MR, KC = 768, GROUP_TILES = 8, ITEMS_PER_THREAD = 4 };
-
-int est_cpu_has_avx512f(void) {
-  static int cached = -1; /* a benign race: every thread computes the same value */
-  if (cached < 0) {
-    __builtin_cpu_init();
-    cached = __builtin_cpu_supports("avx512f") != 0;
-  }
-  return cached;
-}
 
 /* Bp[t][k][j] = op(B)[k][t NR + j] for the tiles t in [t0, t1), zero where t NR + j >= N. */
 F32_TARGET static void pack_b(float *bp, const float *B, int ldb, int trans, int K, int N, int t0, int t1) {

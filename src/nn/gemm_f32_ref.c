@@ -1,7 +1,7 @@
-/* The reference fp32 GEMM with epilogue (see gemm.h): the readable twin that est_sgemm_f32
+/* The reference fp32 GEMM with epilogue (see gemm_kernels.h): the readable twin that est_sgemm_f32
  * (gemm_f32.c) is tested against. Sums in double, k ascending. */
 #include "nn/fastmath.h"
-#include "nn/gemm.h"
+#include "nn/gemm_kernels.h"
 
 void est_sgemm_f32_ref(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A,
                        int lda, const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep) {

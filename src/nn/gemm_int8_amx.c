@@ -1,12 +1,10 @@
-/* The AMX int8 kernel (nn/gemm_int8.h) for CPUs with AMX-INT8 (Sapphire Rapids and later
+/* The AMX int8 kernel (nn/gemm_kernels.h) for CPUs with AMX-INT8 (Sapphire Rapids and later
  * Xeons): TDPBUSD on the tile unit, the body in nn/gemm_int8_amx.h. A TDPBUSD is 16384 u8 x s8
  * multiply-adds; on the Xeons that have it, the tile unit's rate is several times the two
  * VPDPBUSD zmm a cycle of the AVX512-VNNI kernel (bench/bench_peak measures both). */
-#include "nn/gemm_int8.h"
+#include "nn/gemm_kernels.h"
 
 #if defined(__x86_64__) && defined(__linux__)
-#include <pthread.h>
-
 #include "nn/amx.h"
 
 #define AMX8_TARGET __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl")))
@@ -18,24 +16,7 @@
 #define TILE_STORE(t, p, stride) _tile_stored(t, p, stride)
 #define TILE_DPBUSD(c, a, b) _tile_dpbusd(c, a, b)
 #include "nn/gemm_int8_amx.h"
-
-static int amx_int8_usable;
-static pthread_once_t amx_int8_once = PTHREAD_ONCE_INIT;
-
-/* the CPU's flags (the epilogue and the rows' quantization are AVX-512 code), then Linux's
- * grant of the tile state */
-static void amx_int8_probe(void) {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("amx-int8") || !__builtin_cpu_supports("amx-tile") || !est_cpu_has_avx512_vnni()) return;
-  amx_int8_usable = est_amx_permitted();
-}
-
-int est_cpu_has_amx_int8(void) {
-  pthread_once(&amx_int8_once, amx_int8_probe);
-  return amx_int8_usable;
-}
 #else
-int est_cpu_has_amx_int8(void) { return 0; }
 void est_int8_block_amx(est_int8_a_layout layout, const est_int8_weights *w, const uint8_t *qa, const float *sa,
                         const float *bias, float *C, int ldc, int m0, int m1, int n0, int n1) {
   (void)layout, (void)w, (void)qa, (void)sa, (void)bias, (void)C, (void)ldc, (void)m0, (void)m1, (void)n0, (void)n1;

@@ -1,4 +1,4 @@
-/* Internal: the AMX int8 kernel's body (nn/gemm_int8.h), included by the files that give its
+/* Internal: the AMX int8 kernel's body (nn/gemm_kernels.h), included by the files that give its
  * tile operations a form:
  *   gemm_int8_amx.c           the tile unit's instructions (AMX-INT8), the kernel est runs
  *   gemm_int8_amx_emulated.c  the same operations in plain C after the instruction set's
@@ -14,7 +14,7 @@
  * tile of C: 16384 multiply-adds in one instruction, the integer sums VPDPBUSD makes 64 at a
  * time. So the weights' panel-major words (est_int8_weights) are B tiles as they lie: panel
  * p's [groups][32] words hold, for k tile kt, two tiles 128 bytes a row, at word kt 16 32 and
- * 16 more. A comes quantized in the tiles' own layout (EST_INT8_TILES16, nn/gemm_int8.h):
+ * 16 more. A comes quantized in the tiles' own layout (EST_INT8_TILES16, nn/quant_int8.h):
  * 1 KiB tiles [mt][kt][16 m][16 words], zero past K's groups, loaded where they lie. A last
  * k tile that the groups do not fill takes its B rows from a copy zero-padded past them, so
  * that nothing past the weights is read. The sums are then those of the other kernels
@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "nn/gemm_int8.h"
+#include "nn/gemm_kernels.h"
 #include "nn/gemm_util.h"
 
 enum { AMX8_ROWS = 16, AMX8_WORDS = 16, AMX8_TILE = AMX8_ROWS * AMX8_WORDS };

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "nn/gemm_int8.h"
+#include "nn/gemm_kernels.h"
 
 static __thread uint8_t tiles[8][16][64]; /* the eight tile registers of the thread */
 

@@ -1,10 +1,10 @@
-/* The reference int8 GEMM (nn/gemm_int8.h): the definition, element by element, that the
+/* The reference int8 GEMM (nn/gemm_kernels.h, the definition in nn/quant_int8.h): the definition, element by element, that the
  * VNNI and AMX kernels equal bit for bit. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "nn/gelu_avx512.h" /* est_gelu_row */
-#include "nn/gemm_int8.h"
+#include "nn/gemm_kernels.h"
 
 void est_sgemm_int8_ref(CBLAS_TRANSPOSE tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                         float *C, int ldc, const est_gemm_epilogue *ep) {

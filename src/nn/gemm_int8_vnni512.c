@@ -1,4 +1,4 @@
-/* The AVX512-VNNI int8 kernel (nn/gemm_int8.h): VPDPBUSD multiplies 64 u8 activations by
+/* The AVX512-VNNI int8 kernel (nn/gemm_kernels.h): VPDPBUSD multiplies 64 u8 activations by
  * 64 s8 weights and adds each group of four products into one of 16 int32 lanes: 128
  * integer ops per instruction, four times an fp32 FMA's 32 FLOP.
  *
@@ -6,61 +6,16 @@
  * (no k blocking: the sums must stay integers until the end); each step loads two zmm of
  * packed weights (32 columns, 4 k each) and broadcasts one word (4 k) of each row's u8
  * activations. The end of a tile subtracts 128 colsum, converts, and dequantizes with one
- * FMA per lane: fmaf(acc, sa sw, bias), the reference's arithmetic. Also the rows'
- * quantization with AVX-512 (same bits as est_int8_quantize). */
+ * FMA per lane: fmaf(acc, sa sw, bias), the reference's arithmetic. The rows it reads are
+ * quantized by quant_int8.c. */
 #include <immintrin.h>
-#include <math.h>
-#include <string.h>
 
-#include "nn/gemm_int8.h"
+#include "nn/gemm_kernels.h"
 #include "nn/gemm_util.h"
 
 #define VNNI512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 enum { MR = EST_INT8_MR, NR = EST_INT8_NR };
-
-int est_cpu_has_avx512_vnni(void) {
-  static int cached = -1; /* a benign race: every thread computes the same value */
-  if (cached < 0) {
-    __builtin_cpu_init();
-    cached = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl");
-  }
-  return cached;
-}
-
-VNNI512_TARGET void est_int8_quantize_rows_avx512(est_int8_a_layout layout, uint8_t *qa, float *sa, const float *A,
-                                                  int lda, int M, int K, int groups, int from, int to) {
-  const __m512 lim = _mm512_set1_ps(127.0f), abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
-  uint8_t row[4 * (size_t)groups]; /* the row's codes, then placed in qa's tiled words */
-  for (int m = from; m < to; m++) {
-    if (m >= M) {
-      memset(row, 128, (size_t)4 * groups), sa[m] = 0.0f;
-      est_int8_store_row(layout, qa, m, row, groups);
-      continue;
-    }
-    const float *a = A + (size_t)m * lda;
-    __m512 vmax = _mm512_setzero_ps();
-    __mmask16 nan = 0;
-    for (int k = 0; k < K; k += 16) {
-      __m512 x = _mm512_and_ps(abs_mask, _mm512_maskz_loadu_ps(est_lanes16(K - k), a + k));
-      nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-      vmax = _mm512_max_ps(vmax, x);
-    }
-    float amax = _mm512_reduce_max_ps(vmax);
-    sa[m] = nan ? NAN : amax / 127.0f; /* the row's outputs NaN, as est_int8_quantize's */
-    __m512 inv = _mm512_set1_ps(est_int8_inverse(amax));
-    for (int k = 0; k < 4 * groups; k += 16) {
-      __mmask16 in = est_lanes16(K - k);
-      __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(in, a + k), inv),
-                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      r = _mm512_min_ps(_mm512_max_ps(r, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
-      __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), _mm512_set1_epi32(128)); /* lanes beyond K: 128 */
-      _mm_mask_storeu_epi8(row + k, est_lanes16(4 * groups - k), _mm512_cvtepi32_epi8(q));
-    }
-    est_int8_store_row(layout, qa, m, row, groups);
-  }
-}
 
 /* acc + the products of a's u8 and b's s8 bytes, four to a lane: _mm512_dpbusd_epi32, as one
  * instruction that updates acc's register in place. With the intrinsic, GCC 12 kept the

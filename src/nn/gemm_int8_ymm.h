@@ -1,4 +1,4 @@
-/* Internal: the 8-lane (ymm) int8 kernel's body (nn/gemm_int8.h), included by the files that
+/* Internal: the 8-lane (ymm) int8 kernel's body (nn/gemm_kernels.h), included by the files that
  * give it an instruction encoding:
  *   gemm_int8_avxvnni.c       VEX VPDPBUSD (AVX-VNNI: CPUs without AVX-512), the kernel est runs
  *   gemm_int8_ymm_evex.c      EVEX VPDPBUSD ymm (AVX512-VNNI + VL): the same arithmetic, so that
@@ -9,7 +9,7 @@
  * est_int8_quantize_rows. The same integer sums and dequantizing FMA as the AVX-512 kernel. */
 #include <immintrin.h>
 
-#include "nn/gemm_int8.h"
+#include "nn/gemm_kernels.h"
 
 enum { MR = 4, NR = 16 };
 

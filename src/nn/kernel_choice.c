@@ -1,5 +1,6 @@
 /* The kernel choice (nn/kernel_choice.h): EST_KERNEL read once, est_kernel_set, and the
- * dispatch's questions. The CPU facts come from the kernels' own probes (gemm.h). */
+ * dispatch's questions. The CPU facts come from the probes (nn/cpu_features.h); the
+ * kernels ask here, so this file knows none of them. */
 #include "nn/kernel_choice.h"
 
 #include <pthread.h>
@@ -8,8 +9,7 @@
 #include <string.h>
 
 #include "est/log.h"
-#include "nn/gemm.h"
-#include "nn/gemm_int8.h"
+#include "nn/cpu_features.h"
 
 static const char *const names[] = {"auto",    "blas",    "own",     "bf16dp",  "amx",    "noavx512",
                                     "vnni512", "avxvnni", "int8ref", "amxint8", "amxemu"};

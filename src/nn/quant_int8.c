@@ -1,9 +1,14 @@
-/* int8 quantization (nn/gemm_int8.h): the definition in plain C, the weights' packed form,
- * and the scalar quantization of activation rows. */
+/* int8 quantization (nn/quant_int8.h): the definition in plain C, the weights' packed form,
+ * and the quantization of activation rows into the kernels' layouts, in plain C and with
+ * AVX-512 (the same bits). */
+#include <immintrin.h>
 #include <math.h>
 #include <string.h>
 
-#include "nn/gemm_int8.h"
+#include "nn/gemm_util.h" /* est_lanes16 */
+#include "nn/quant_int8.h"
+
+#define VNNI512_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
 /* The packed block: a header (the four ints), then words, colsum and scale, each 64-byte aligned. */
 enum { HEADER = 64 };
@@ -87,6 +92,39 @@ void est_int8_quantize_rows(est_int8_a_layout layout, uint8_t *qa, float *sa, co
       int8_t codes[K > 0 ? K : 1];
       sa[m] = est_int8_quantize(A + (size_t)m * lda, 1, K, codes, 1);
       for (int k = 0; k < K; k++) row[k] = (uint8_t)(codes[k] + 128);
+    }
+    est_int8_store_row(layout, qa, m, row, groups);
+  }
+}
+
+VNNI512_TARGET void est_int8_quantize_rows_avx512(est_int8_a_layout layout, uint8_t *qa, float *sa, const float *A,
+                                                  int lda, int M, int K, int groups, int from, int to) {
+  const __m512 lim = _mm512_set1_ps(127.0f), abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+  uint8_t row[4 * (size_t)groups]; /* the row's codes, then placed in qa's tiled words */
+  for (int m = from; m < to; m++) {
+    if (m >= M) {
+      memset(row, 128, (size_t)4 * groups), sa[m] = 0.0f;
+      est_int8_store_row(layout, qa, m, row, groups);
+      continue;
+    }
+    const float *a = A + (size_t)m * lda;
+    __m512 vmax = _mm512_setzero_ps();
+    __mmask16 nan = 0;
+    for (int k = 0; k < K; k += 16) {
+      __m512 x = _mm512_and_ps(abs_mask, _mm512_maskz_loadu_ps(est_lanes16(K - k), a + k));
+      nan |= _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+      vmax = _mm512_max_ps(vmax, x);
+    }
+    float amax = _mm512_reduce_max_ps(vmax);
+    sa[m] = nan ? NAN : amax / 127.0f; /* the row's outputs NaN, as est_int8_quantize's */
+    __m512 inv = _mm512_set1_ps(est_int8_inverse(amax));
+    for (int k = 0; k < 4 * groups; k += 16) {
+      __mmask16 in = est_lanes16(K - k);
+      __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(in, a + k), inv),
+                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      r = _mm512_min_ps(_mm512_max_ps(r, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim);
+      __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(r), _mm512_set1_epi32(128)); /* lanes beyond K: 128 */
+      _mm_mask_storeu_epi8(row + k, est_lanes16(4 * groups - k), _mm512_cvtepi32_epi8(q));
     }
     est_int8_store_row(layout, qa, m, row, groups);
   }

@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "pretraining_data/pretraining_internal.h"
-#include "text/tokenizer_internal.h"
+#include "text/unicode.h"
 #include "est/log.h"
 
 /* Warnings for skipped lines and one-sentence documents: the first few by file and line,

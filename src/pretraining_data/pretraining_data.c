@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "pretraining_data/pretraining_internal.h"
-#include "text/tokenizer_internal.h"
+#include "text/unicode.h"
 #include "est/file.h"
 #include "est/log.h"
 #include "est/tfrecord.h"

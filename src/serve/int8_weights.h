@@ -5,7 +5,7 @@
  *   <kernel>/int8_codes   DT_INT8  [in, out]  qb = rint(w * 127 / max_k |w[k][n]|), in [-127, 127]
  *   <kernel>/int8_scales  DT_FLOAT [out]      sw[n] = max_k |w[k][n]| / 127
  *
- * (nn/gemm_int8.h's quantization, so a servable loading them packs the very operand it would
+ * (nn/quant_int8.h's quantization, so a servable loading them packs the very operand it would
  * have made from the fp32 kernel: the same outputs, bit for bit). Everything else stays fp32. */
 #ifndef EST_SERVE_INT8_WEIGHTS_H
 #define EST_SERVE_INT8_WEIGHTS_H

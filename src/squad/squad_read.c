@@ -21,7 +21,7 @@
 #include "core/json_error.h"
 #include "est/log.h"
 #include "squad/squad_internal.h"
-#include "text/tokenizer_internal.h"
+#include "text/unicode.h"
 
 /* ---- arena: strings and word tables, freed at once ---------------------------------- */
 

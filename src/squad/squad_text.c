@@ -8,7 +8,7 @@
 #include <utf8proc.h>
 
 #include "squad/squad_internal.h"
-#include "text/tokenizer_internal.h"
+#include "text/unicode.h"
 
 bool squad_buf_reserve(squad_buf *b, size_t extra) {
   if (b->len + extra + 1 <= b->cap) return true;

@@ -8,6 +8,7 @@
 
 #include "est/bert_head.h"
 #include "est/bert_pretraining.h"
+#include "est/run_pretraining.h"
 #include "est/dataset.h"
 #include "est/dist.h"
 #include "est/estimator.h"

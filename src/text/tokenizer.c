@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text/tokenizer_internal.h"
+#include "est/tokenizer.h"
+#include "text/unicode.h"
+#include "text/vocab_internal.h"
 
 struct est_tokenizer {
   const est_vocab *vocab;

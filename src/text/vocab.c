@@ -4,7 +4,8 @@
 #include <string.h>
 
 #include "est/file.h"
-#include "text/tokenizer_internal.h"
+#include "est/tokenizer.h"
+#include "text/unicode.h"
 
 /* 8 bytes per slot so the whole table of a 30k vocab (64k slots) is 512 KiB; the tag (high
  * hash bits) rejects nearly every wrong slot without touching the token pool. */
@@ -110,16 +111,6 @@ static void strip_py_space(const char *s, size_t n, size_t *b, size_t *e) {
   }
   *b = i;
   *e = j;
-}
-
-size_t est_utf8_first_invalid(const char *s, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    size_t adv;
-    if (tok_utf8_next((const uint8_t *)s + i, n - i, &adv) == UINT32_MAX) return i;
-    i += adv;
-  }
-  return SIZE_MAX;
 }
 
 est_status est_vocab_load_buffer(est_vocab **out, const char *data, size_t size, const char *name) {

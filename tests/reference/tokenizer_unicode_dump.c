@@ -3,8 +3,8 @@
  * _is_punctuation, Case_Ignorable, Cased-and-not-ignorable, str.lower(), and NFD with Mn
  * removed -- in the same format as tokenizer_unicode_dump.py prints CPython's answers.
  *
- *   gcc -O2 -Iinclude -Isrc/bert tests/reference/tokenizer_unicode_dump.c \
- *       src/text/tokenizer_unicode.c -lutf8proc -o /tmp/ucdump && /tmp/ucdump > /tmp/c.txt
+ *   gcc -O2 -Iinclude -Isrc tests/reference/tokenizer_unicode_dump.c \
+ *       src/text/unicode.c -lutf8proc -o /tmp/ucdump && /tmp/ucdump > /tmp/c.txt
  *   python3 tests/reference/tokenizer_unicode_dump.py > /tmp/py.txt
  *   diff /tmp/c.txt /tmp/py.txt   # expect differences only on code points new in Unicode 15
  *
@@ -13,7 +13,8 @@
 #include <stdio.h>
 #include <stdint.h>
 #include <stdbool.h>
-#include "text/tokenizer_internal.h"
+#include "est/tokenizer.h"
+#include "text/unicode.h"
 int main(void){
   for (uint32_t c=0;c<=0x10FFFF;c++){
     if (c>=0xD800&&c<=0xDFFF) continue;

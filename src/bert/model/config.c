@@ -1,13 +1,14 @@
-/* BertConfig from bert_config.json (modeling.BertConfig.from_json_file) via jansson. */
+/* BertConfig (modeling.BertConfig): its defaults, its checks, Google's bert_config.json
+ * fields read and written via jansson. Which file a config comes from, Google's
+ * bert_config.json or HuggingFace's config.json, is decided above this layer
+ * (src/hf/hf_config.c, est_bert_config_from_json_file), so the encoder's config knows
+ * nothing of HuggingFace. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "est/bert_classifier.h"
-#include "est/file.h"
-#include "est/hf_model.h"
 #include "bert/model/config_internal.h"
-#include "core/json_error.h"
 
 est_bert_config est_bert_config_default(void) {
   est_bert_config c;
@@ -49,35 +50,32 @@ est_status bert_json_get_real(json_t *root, const char *key, double *out, const 
   return EST_OK;
 }
 
-static est_status from_json(est_bert_config *cfg, json_t *root, const char *src) {
+est_status bert_config_json_fields_read(est_bert_config *c, json_t *root, const char *src) {
   if (!json_is_object(root)) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: expected a JSON object", src);
-  est_bert_config c = est_bert_config_default();
   est_status st;
   if (!json_object_get(root, "vocab_size") || json_is_null(json_object_get(root, "vocab_size")))
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"vocab_size\" is missing (it has no default)", src);
-  if ((st = bert_json_get_int(root, "vocab_size", &c.vocab_size, src)) ||
-      (st = bert_json_get_int(root, "hidden_size", &c.hidden_size, src)) ||
-      (st = bert_json_get_int(root, "num_hidden_layers", &c.num_hidden_layers, src)) ||
-      (st = bert_json_get_int(root, "num_attention_heads", &c.num_attention_heads, src)) ||
-      (st = bert_json_get_int(root, "intermediate_size", &c.intermediate_size, src)) ||
-      (st = bert_json_get_int(root, "max_position_embeddings", &c.max_position_embeddings, src)) ||
-      (st = bert_json_get_int(root, "type_vocab_size", &c.type_vocab_size, src)) ||
-      (st = bert_json_get_real(root, "hidden_dropout_prob", &c.hidden_dropout_prob, src)) ||
-      (st = bert_json_get_real(root, "attention_probs_dropout_prob", &c.attention_probs_dropout_prob, src)) ||
-      (st = bert_json_get_real(root, "initializer_range", &c.initializer_range, src)))
+  if ((st = bert_json_get_int(root, "vocab_size", &c->vocab_size, src)) ||
+      (st = bert_json_get_int(root, "hidden_size", &c->hidden_size, src)) ||
+      (st = bert_json_get_int(root, "num_hidden_layers", &c->num_hidden_layers, src)) ||
+      (st = bert_json_get_int(root, "num_attention_heads", &c->num_attention_heads, src)) ||
+      (st = bert_json_get_int(root, "intermediate_size", &c->intermediate_size, src)) ||
+      (st = bert_json_get_int(root, "max_position_embeddings", &c->max_position_embeddings, src)) ||
+      (st = bert_json_get_int(root, "type_vocab_size", &c->type_vocab_size, src)) ||
+      (st = bert_json_get_real(root, "hidden_dropout_prob", &c->hidden_dropout_prob, src)) ||
+      (st = bert_json_get_real(root, "attention_probs_dropout_prob", &c->attention_probs_dropout_prob, src)) ||
+      (st = bert_json_get_real(root, "initializer_range", &c->initializer_range, src)))
     return st;
+  return EST_OK;
+}
+
+est_status bert_config_json_activation_read(est_bert_config *c, json_t *root, const char *src) {
   json_t *act = json_object_get(root, "hidden_act");
-  if (json_object_get(root, "model_type")) {
-    /* HuggingFace's config.json: hidden_act "gelu" is another function there */
-    if ((st = est_hf_config_from_json(&c, root, src))) return st;
-  } else if (act && !json_is_null(act)) {
-    if (!json_is_string(act))
-      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"hidden_act\" must be a string", src);
-    if (est_activation_from_name(json_string_value(act), &c.hidden_act) != EST_OK)
-      return est_error_prefix("%s: field \"hidden_act\": ", src);
-  }
-  if ((st = est_bert_config_validate(&c, src))) return st;
-  *cfg = c;
+  if (!act || json_is_null(act)) return EST_OK;
+  if (!json_is_string(act))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"hidden_act\" must be a string", src);
+  if (est_activation_from_name(json_string_value(act), &c->hidden_act) != EST_OK)
+    return est_error_prefix("%s: field \"hidden_act\": ", src);
   return EST_OK;
 }
 
@@ -109,30 +107,6 @@ est_status est_bert_config_validate(const est_bert_config *c, const char *source
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"initializer_range\" = %g is negative", src,
                      c->initializer_range);
   return EST_OK;
-}
-
-est_status est_bert_config_from_json_file(est_bert_config *cfg, const char *path) {
-  char in_dir[4096];
-  if (est_is_directory(path)) { /* a HuggingFace model directory */
-    if (est_path_join(in_dir, sizeof in_dir, path, "config.json") != EST_OK) return est_error_code();
-    path = in_dir;
-  }
-  json_error_t err;
-  json_t *root = json_load_file(path, 0, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", path, err.line, est_json_error_text(&err));
-  est_status st = from_json(cfg, root, path);
-  json_decref(root);
-  return st;
-}
-
-est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *text, const char *source) {
-  const char *src = source ? source : "<string>";
-  json_error_t err;
-  json_t *root = json_loads(text, 0, &err);
-  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", src, err.line, est_json_error_text(&err));
-  est_status st = from_json(cfg, root, src);
-  json_decref(root);
-  return st;
 }
 
 void bert_config_json_fields(json_t *o, const est_bert_config *c) {

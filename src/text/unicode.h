@@ -1,14 +1,13 @@
-/* Internals shared by vocab.c, tokenizer.c and tokenizer_unicode.c. */
-#ifndef EST_BERT_TOKENIZER_INTERNAL_H
-#define EST_BERT_TOKENIZER_INTERNAL_H
+/* Internal: the Unicode pieces of the text layer (unicode.c), made to agree with CPython 3:
+ * the UTF-8 decoder, str.isspace(), str.lower(), NFD. The lowest file of src/text: the
+ * vocabulary (vocab.c) and the tokenizers (tokenizer.c) read text through it, and so do
+ * the tasks' text readers (glue, squad, pretraining_data); it includes nothing of them. */
+#ifndef EST_TEXT_UNICODE_H
+#define EST_TEXT_UNICODE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include "est/tokenizer.h"
-
-/* ---- Unicode helpers (tokenizer_unicode.c) ---- */
 
 /* Python's str.isspace(): bidi class WS/B/S or category Zs (what split()/strip() use). */
 bool tok_py_isspace(uint32_t c);
@@ -45,12 +44,5 @@ size_t tok_nfd_strip_mn(const uint32_t *in, size_t n, uint32_t *out);
 /* Python's Cased and Case_Ignorable properties (used for the final-sigma rule). */
 bool tok_is_cased(uint32_t c);
 bool tok_is_case_ignorable(uint32_t c);
-
-/* ---- vocab (vocab.c) ---- */
-
-/* The id of the token ("##" if continuation) + s[0..n), or -1. No copy is made. */
-int32_t vocab_find_piece(const est_vocab *v, bool continuation, const char *s, size_t n);
-/* Longest token in bytes: candidates longer than this cannot match. */
-size_t vocab_max_token_bytes(const est_vocab *v);
 
 #endif

@@ -5,7 +5,8 @@
 #include <string.h>
 #include <utf8proc.h>
 
-#include "text/tokenizer_internal.h"
+#include "est/tokenizer.h"
+#include "text/unicode.h"
 
 /* ---- UTF-8 ----------------------------------------------------------------------- */
 
@@ -69,6 +70,16 @@ size_t est_utf8_decode_lossy(const char *s, size_t len, uint32_t *cps) {
     i += adv;
   }
   return n;
+}
+
+size_t est_utf8_first_invalid(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    size_t adv;
+    if (tok_utf8_next((const uint8_t *)s + i, n - i, &adv) == UINT32_MAX) return i;
+    i += adv;
+  }
+  return SIZE_MAX;
 }
 
 size_t tok_utf8_put(uint32_t cp, char *out) {
