@@ -257,6 +257,28 @@ static void test_position_limits(void **state) {
   close_model(&m);
 }
 
+/* `est embed --model_dir=DIR` opens each family's directory (WordPiece vocab.txt; their own
+ * tokenizers are issue 47's) and prints one hidden_size-wide vector; the default 128 tokens
+ * beyond RoBERTa's 10 positions is refused naming them. */
+static void test_embed_opens_each_family(void **state) {
+  (void)state;
+  const char *names[] = {"roberta", "xlm_roberta", "distilbert", "electra"};
+  const int widths[] = {21, 30, 21, 21};
+  for (size_t i = 0; i < 4; i++) {
+    char *out = test_run_ok("echo 'the movie was good' | " EST_BIN " embed --model_dir=" ENC_DIR "/%s "
+                            "--max_seq_length=10 --num_threads=1 2>/dev/null", names[i]);
+    int commas = 0;
+    for (const char *p = out; *p; p++) commas += *p == ',';
+    if (commas != widths[i] - 1) fail_msg("%s: %d numbers in: %s", names[i], commas + 1, out);
+    free(out);
+  }
+  char *log = NULL;
+  int rc = test_run(&log, 1, "echo hi | " EST_BIN " embed --model_dir=" ENC_DIR "/roberta --max_seq_length=11");
+  assert_int_equal(rc, 1);
+  if (!strstr(log, "--max_seq_length=11: must be in [3, max_position_embeddings 10]")) fail_msg("%s", log);
+  free(log);
+}
+
 /* Only the model_types est runs are lifted: ModernBERT is still refused by name. */
 static void test_modernbert_refused(void **state) {
   (void)state;
@@ -277,6 +299,7 @@ int main(void) {
       cmocka_unit_test(test_position_ids_and_sinusoid),
       cmocka_unit_test(test_position_limits),
       cmocka_unit_test(test_modernbert_refused),
+      cmocka_unit_test(test_embed_opens_each_family),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

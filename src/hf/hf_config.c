@@ -98,7 +98,7 @@ static est_status distilbert_fields(est_bert_config *c, json_t *root, const char
       (st = bert_json_get_real(root, "attention_dropout", &c->attention_probs_dropout_prob, src)))
     return st;
   c->opt.token_types = EST_TYPES_NONE;
-  c->type_vocab_size = 0;
+  c->type_vocab_size = 1; /* no table; requests may still carry segment id 0 */
   c->opt.positions = sinusoidal ? EST_POS_SINUSOIDAL : EST_POS_LEARNED;
   return EST_OK;
 }
