@@ -95,7 +95,8 @@ est_status est_hf_load_vars(est_var_store *vs, const char *path, size_t *loaded)
 /* ---- config.json (src/hf/hf_config.c) ------------------------------------------------ */
 
 /* est_bert_config_from_json_* call this for a config with "model_type" (HF's): model_type
- * must be "bert"; hidden_act "gelu" is the erf GELU, "gelu_new" / "gelu_pytorch_tanh" the
+ * "bert", "roberta", "xlm-roberta", "distilbert" or "electra" (the encoder's options, docs/hf.md
+ * §3), any other an error naming it; hidden_act "gelu" is the erf GELU, "gelu_new" / "gelu_pytorch_tanh" the
  * tanh one; layer_norm_eps, pad_token_id read; a field est cannot honour
  * (position_embedding_type other than "absolute", is_decoder, add_cross_attention, ...) is
  * an error naming it. `root` is a jansson json_t *. */
