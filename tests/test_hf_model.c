@@ -250,8 +250,8 @@ static void test_config_errors(void **state) {
       {"\"is_decoder\": true", "\"is_decoder\" = true"},
       {"\"add_cross_attention\": true", "\"add_cross_attention\""},
       {"\"hidden_act\": \"silu\"", "\"hidden_act\" must be one of"},
-      {"\"layer_norm_eps\": 1e-5", "\"layer_norm_eps\" = 1e-05"},
-      {"\"model_type\": \"roberta\"", "\"model_type\" = \"roberta\" is not supported"},
+      {"\"layer_norm_eps\": -1e-5", "\"layer_norm_eps\" = -1e-05 must be positive"},
+      {"\"model_type\": \"modernbert\"", "\"model_type\" = \"modernbert\" is not supported"},
       {"\"model_type\": 7", "\"model_type\" = 7 is not supported"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -268,6 +268,11 @@ static void test_config_errors(void **state) {
                    EST_OK);
   assert_int_equal(cfg.hidden_act, EST_ACT_GELU);
   assert_int_equal(cfg.pad_token_id, 3);
+  /* layer_norm_eps is honoured (RoBERTa's 1e-5), no longer refused */
+  assert_int_equal(est_bert_config_from_json_string(&cfg, "{\"model_type\": \"bert\", \"vocab_size\": 10, "
+                                                    "\"layer_norm_eps\": 1e-5}", "eps"),
+                   EST_OK);
+  assert_true(cfg.layer_norm_eps == 1e-5);
   /* Google's bert_config.json keeps its meaning: "gelu" is the tanh form there */
   assert_int_equal(est_bert_config_from_json_string(&cfg, "{\"vocab_size\": 10, \"hidden_act\": \"gelu\"}", "g"),
                    EST_OK);

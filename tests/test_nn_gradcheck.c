@@ -660,6 +660,38 @@ static void test_embeddings_scatter_add_and_errors(void **state) {
   free(word); free(type); free(pos); free(out); free(dout); free(dw); free(dt); free(dp);
 }
 
+/* The encoder options' form (est/bert_encoder.h): rows picked by position ids, no token
+ * types, the pad rows left untrained, a position past the table an error. */
+static void test_embeddings_position_ids_no_types_pad_rows(void **state) {
+  (void)state;
+  enum { B = 2, S = 3, H = 67, V = 5, P = 6 };
+  float *word = rand_buf(V * H, 1.0f), *pos = rand_buf(P * H, 1.0f);
+  const int32_t ids[B * S] = {3, 1, 4, 4, 1, 1}; /* 1 is the pad id */
+  int32_t pids[B * S];
+  est_position_ids_after_padding(pids, ids, B, S, 1);
+  const int32_t want_pids[B * S] = {2, 1, 3, 2, 1, 1};
+  assert_memory_equal(pids, want_pids, sizeof pids);
+  float *out = zeros(B * S * H);
+  assert_int_equal(est_embeddings_forward_ex(out, ids, NULL, pids, word, NULL, pos, B, S, H, V, 0, P), EST_OK);
+  for (int bs = 0; bs < B * S; bs++)
+    for (int c = 0; c < H; c++) assert_true(out[bs * H + c] == word[ids[bs] * H + c] + pos[pids[bs] * H + c]);
+  float *dout = rand_buf(B * S * H, 1.0f), *dw = zeros(V * H), *dp = zeros(P * H);
+  est_embeddings_backward_ex(dw, NULL, dp, dout, ids, NULL, pids, B, S, H, V, 0, 1, 1);
+  for (int c = 0; c < H; c++) {
+    assert_float_equal(dw[4 * H + c], dout[2 * H + c] + dout[3 * H + c], 1e-6f);
+    assert_float_equal(dp[2 * H + c], dout[0 * H + c] + dout[3 * H + c], 1e-6f);
+    assert_true(dw[1 * H + c] == 0.0f && dp[1 * H + c] == 0.0f); /* the pad rows: nn.Embedding(padding_idx) */
+  }
+  /* without pad rows, the pad row trains like any other */
+  est_embeddings_backward_ex(dw, NULL, NULL, dout, ids, NULL, pids, B, S, H, V, 0, -1, -1);
+  assert_float_equal(dw[1 * H], dout[1 * H] + dout[4 * H] + dout[5 * H], 1e-6f);
+  const int32_t far[B * S] = {2, 1, 6, 2, 1, 1};
+  assert_int_equal(est_embeddings_forward_ex(out, ids, NULL, far, word, NULL, pos, B, S, H, V, 0, P),
+                   EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "position_ids[0][2] = 6"));
+  free(word); free(pos); free(out); free(dout); free(dw); free(dp);
+}
+
 /* ---- cross-entropy ------------------------------------------------------------------ */
 
 typedef struct {
@@ -806,6 +838,7 @@ int main(void) {
       cmocka_unit_test_setup(test_attention_fully_masked_row, setup),
       cmocka_unit_test_setup(test_attention_gradcheck_with_dropout, setup),
       cmocka_unit_test_setup(test_embeddings_scatter_add_and_errors, setup),
+      cmocka_unit_test_setup(test_embeddings_position_ids_no_types_pad_rows, setup),
       cmocka_unit_test_setup(test_crossentropy_gradcheck, setup),
       cmocka_unit_test_setup(test_dropout_mask_is_counter_based, setup),
       cmocka_unit_test_setup(test_results_independent_of_thread_count, setup),

@@ -81,6 +81,84 @@
 extern "C" {
 #endif
 
+/* ---- the encoder's options (docs/bert.md §11) ---------------------------------------- */
+
+/* One encoder with options, not one copy per architecture. Zeroed options are Google's
+ * BERT: est_bert_config_default() and every reader of bert_config.json leave them so, and
+ * then the encoder is the one it always was, bit for bit. A HuggingFace config.json sets them
+ * from its model_type (src/hf/hf_config.c). */
+
+/* Which family of names and heads (HF's model_type): only names and exports read it; the
+ * maths is the options below. */
+typedef enum est_model_family {
+  EST_FAMILY_BERT = 0,
+  EST_FAMILY_ROBERTA,      /* "roberta" (also CamemBERT's shape) */
+  EST_FAMILY_XLM_ROBERTA,  /* "xlm-roberta": RoBERTa's maths and names */
+  EST_FAMILY_DISTILBERT,   /* "distilbert" */
+  EST_FAMILY_ELECTRA,      /* "electra" (the discriminator's encoder) */
+} est_model_family;
+
+/* Where a layer's LayerNorms sit. Post: x = LN(x + f(x)) after each block. Pre (ModernBERT,
+ * not yet run: refused by est_bert_config_validate): x = x + f(LN(x)), a final LN. */
+typedef enum est_norm_position { EST_NORM_POST = 0, EST_NORM_PRE } est_norm_position;
+
+/* How positions enter the model. */
+typedef enum est_position_encoding {
+  EST_POS_LEARNED = 0, /* a trained table [max_position_embeddings, E] added to the embeddings */
+  EST_POS_SINUSOIDAL,  /* a fixed table of sin/cos (DistilBERT's sinusoidal_pos_embds), not trained */
+  EST_POS_ROTARY,      /* rotary on Q and K, rotary_theta per layer (ModernBERT; not yet run) */
+  EST_POS_NONE,        /* no positions at all (not yet run) */
+} est_position_encoding;
+
+/* The row of the position table a token reads. */
+typedef enum est_position_ids {
+  EST_POS_IDS_INDEX = 0,     /* token s reads row s (BERT, DistilBERT, ELECTRA) */
+  EST_POS_IDS_AFTER_PADDING, /* RoBERTa, XLM-R (transformers' create_position_ids_from_input_ids):
+                                a token whose id is pad_token_id reads row pad_token_id, any other
+                                reads pad_token_id + (the non-padding tokens up to it, itself included) */
+} est_position_ids;
+
+/* What token types (segment ids) do. */
+typedef enum est_token_types {
+  EST_TYPES_SEGMENTS = 0, /* segment_ids pick a row of [type_vocab_size, E] (BERT, ELECTRA) */
+  EST_TYPES_ZERO,         /* every token adds row 0 whatever its segment id (RoBERTa, XLM-R:
+                             type_vocab_size 1; their tokenizers give type 0 to all) */
+  EST_TYPES_NONE,         /* no table (DistilBERT); type_vocab_size unused */
+} est_token_types;
+
+/* The feed-forward block. */
+typedef enum est_ffn_kind {
+  EST_FFN_DENSE = 0, /* act(x Wi + bi) Wo + bo, act = hidden_act */
+  EST_FFN_GLU,       /* act(x Wg) * (x Wu), then Wo: GeGLU with GELU, SwiGLU with SiLU (not yet run) */
+} est_ffn_kind;
+
+typedef struct est_encoder_options {
+  est_model_family family;
+  est_norm_position norm;          /* EST_NORM_POST */
+  est_position_encoding positions; /* EST_POS_LEARNED */
+  est_position_ids position_ids;   /* EST_POS_IDS_INDEX */
+  est_token_types token_types;     /* EST_TYPES_SEGMENTS */
+  est_ffn_kind ffn;                /* EST_FFN_DENSE */
+  int embedding_size;              /* 0: hidden_size. Else the embedding tables and their
+                                      LayerNorm are this wide and a dense [E,H] + bias
+                                      (ELECTRA's embeddings_project) maps them to hidden_size */
+  int pad_rows_frozen;             /* 1: the word table's row pad_token_id (and the position
+                                      table's, under EST_POS_IDS_AFTER_PADDING) gets no gradient,
+                                      as nn.Embedding(padding_idx) in transformers' models; 0:
+                                      every row trains, as in Google's TF BERT */
+  int no_bias;                     /* 1: no dense or LayerNorm biases (ModernBERT; not yet run) */
+  /* ModernBERT's, read by nothing yet (validate refuses non-zero): a layer l is global when
+   * l % global_attn_every_n_layers == 0 (0: every layer), else it attends within
+   * local_attention / 2 tokens on each side with rotary_theta_local; global layers use
+   * rotary_theta. */
+  int global_attn_every_n_layers;
+  int local_attention;
+  double rotary_theta, rotary_theta_local;
+} est_encoder_options;
+
+/* "bert", "roberta", "xlm-roberta", "distilbert", "electra" (HF's model_type spellings). */
+const char *est_model_family_name(est_model_family family);
+
 /* ---- BertConfig ------------------------------------------------------------------- */
 
 typedef struct est_bert_config {
@@ -96,8 +174,9 @@ typedef struct est_bert_config {
   int type_vocab_size;               /* 16 (the constructor default; released models use 2) */
   double initializer_range;          /* 0.02 */
   /* HuggingFace config.json's (est/hf_model.h); Google's bert_config.json has neither */
-  double layer_norm_eps;             /* 1e-12, the only value est's layer norm runs */
-  int pad_token_id;                  /* 0; written back to config.json, not used by the model */
+  double layer_norm_eps;             /* 1e-12 (BERT); every LayerNorm of the encoder uses it */
+  int pad_token_id;                  /* 0; counts positions under EST_POS_IDS_AFTER_PADDING */
+  est_encoder_options opt;           /* zero: Google's BERT */
 } est_bert_config;
 
 /* modeling.BertConfig's constructor defaults, with vocab_size unset (0). */
@@ -116,6 +195,9 @@ est_status est_bert_config_from_json_file(est_bert_config *cfg, const char *path
 est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *json, const char *source);
 /* Checks ranges and the head divisibility; `source` prefixes messages (may be NULL). */
 est_status est_bert_config_validate(const est_bert_config *cfg, const char *source);
+/* The longest sequence the position table allows: max_position_embeddings, less
+ * pad_token_id + 1 under EST_POS_IDS_AFTER_PADDING (RoBERTa's 514 rows give 512 tokens). */
+int est_bert_config_max_seq_length(const est_bert_config *cfg);
 /* to_json_string: all fields, keys sorted, indent 2, trailing newline. Free with free(). */
 char *est_bert_config_to_json_string(const est_bert_config *cfg);
 

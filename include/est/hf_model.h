@@ -44,6 +44,17 @@ int est_hf_name_to_tf(const char *hf, char *tf, size_t size, int *transpose);
 /* The HF name (BertFor*'s, with the "bert." prefix) of a TF variable name; 0 if none. */
 int est_hf_name_from_tf(const char *tf, char *hf, size_t size, int *transpose);
 
+/* The same under model_type `family`'s table (one per model_type: RoBERTa's "roberta."
+ * names, DistilBERT's q_lin / ffn.lin1 / sa_layer_norm, ELECTRA's embeddings_project; the
+ * prefix optional on reading). The two above are BERT's. */
+int est_hf_family_name_to_tf(est_model_family family, const char *hf, char *tf, size_t size, int *transpose);
+int est_hf_family_name_from_tf(est_model_family family, const char *tf, char *hf, size_t size, int *transpose);
+
+/* The family of a HuggingFace directory's config.json "model_type" (path: the directory, a
+ * file in it, or config.json): EST_FAMILY_BERT when there is no config.json or no model_type
+ * est runs (the config reader refuses those by name). */
+est_model_family est_hf_family_of(const char *path);
+
 /* ---- reading ---------------------------------------------------------------------------- */
 
 /* 1 when `path` is a HuggingFace model est can open: a directory with config.json or
@@ -53,7 +64,8 @@ int est_hf_is_checkpoint(const char *path);
 typedef struct est_hf_checkpoint est_hf_checkpoint;
 
 /* Opens DIR (model.safetensors, else model.safetensors.index.json), a .safetensors file or
- * an index (its shards beside it). */
+ * an index (its shards beside it). Names map by the table of the model_type in the
+ * config.json of DIR (or beside the file): est_hf_family_of. */
 est_status est_hf_checkpoint_open(est_hf_checkpoint **out, const char *path);
 void est_hf_checkpoint_close(est_hf_checkpoint *h);   /* NULL is fine */
 
@@ -83,7 +95,8 @@ est_status est_hf_load_vars(est_var_store *vs, const char *path, size_t *loaded)
 /* ---- config.json (src/hf/hf_config.c) ------------------------------------------------ */
 
 /* est_bert_config_from_json_* call this for a config with "model_type" (HF's): model_type
- * must be "bert"; hidden_act "gelu" is the erf GELU, "gelu_new" / "gelu_pytorch_tanh" the
+ * "bert", "roberta", "xlm-roberta", "distilbert" or "electra" (the encoder's options, docs/hf.md
+ * §3), any other an error naming it; hidden_act "gelu" is the erf GELU, "gelu_new" / "gelu_pytorch_tanh" the
  * tanh one; layer_norm_eps, pad_token_id read; a field est cannot honour
  * (position_embedding_type other than "absolute", is_decoder, add_cross_attention, ...) is
  * an error naming it. `root` is a jansson json_t *. */

@@ -127,6 +127,12 @@ void est_layernorm_forward(float *out, float *mean, float *rstd, const float *in
  * rows (x keeps the sum: it is the norm's input that the backward reads). */
 void est_layernorm_forward_residual(float *out, float *mean, float *rstd, float *x, const float *residual,
                                     const float *gamma, const float *beta, int N, int C);
+/* The same two with the config's eps (layer_norm_eps: 1e-12 BERT, 1e-5 RoBERTa). The two
+ * above are these with EST_LAYERNORM_EPS. Backward needs no eps: it reads the saved rstd. */
+void est_layernorm_forward_eps(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                               const float *beta, int N, int C, float eps);
+void est_layernorm_forward_residual_eps(float *out, float *mean, float *rstd, float *x, const float *residual,
+                                        const float *gamma, const float *beta, int N, int C, float eps);
 /* dinp[N,C] +=; dgamma[C], dbeta[C] +=. dinp must not alias dout. */
 void est_layernorm_backward(float *dinp, float *dgamma, float *dbeta, const float *dout, const float *inp,
                             const float *gamma, const float *mean, const float *rstd, int N, int C);
@@ -243,6 +249,30 @@ est_status est_embeddings_forward(float *out, const int32_t *input_ids, const in
 void est_embeddings_backward(float *dword, float *dtype, float *dpos, const float *dout,
                              const int32_t *input_ids, const int32_t *token_type_ids, int B, int S, int H,
                              int V, int T);
+
+/* The general form under the encoder's options (est/bert_encoder.h est_encoder_options):
+ * out[b,s,:] = word[input_ids[b,s]] + type[t] + pos[position_ids[b,s]], with t as above;
+ * type NULL: no token types (DistilBERT); position_ids NULL: row s (BERT's); pos NULL: no
+ * positions. pos has P rows: a position id outside [0,P) is an error naming
+ * position_ids[b][s], as an id outside the vocabulary is. With position_ids NULL and type
+ * given, the very numbers of est_embeddings_forward. */
+est_status est_embeddings_forward_ex(float *out, const int32_t *input_ids, const int32_t *token_type_ids,
+                                     const int32_t *position_ids, const float *word, const float *type,
+                                     const float *pos, int B, int S, int H, int V, int T, int P);
+/* dword, dtype, dpos += for the forward above (each may be NULL). A token whose word id is
+ * word_pad adds nothing into dword, one whose position id is pos_pad nothing into dpos: the
+ * rows torch's nn.Embedding(padding_idx) never trains (-1: none). */
+void est_embeddings_backward_ex(float *dword, float *dtype, float *dpos, const float *dout,
+                                const int32_t *input_ids, const int32_t *token_type_ids,
+                                const int32_t *position_ids, int B, int S, int H, int V, int T,
+                                int32_t word_pad, int32_t pos_pad);
+/* RoBERTa's position ids (transformers' create_position_ids_from_input_ids): per example,
+ * out[b,s] = pad when input_ids[b,s] == pad, else pad + the count of non-pad ids in
+ * input_ids[b,0..s]. */
+void est_position_ids_after_padding(int32_t *out, const int32_t *input_ids, int B, int S, int32_t pad);
+/* DistilBERT's fixed table (create_sinusoidal_embeddings) [P,H]: angle = p / 10000^(2 (j/2) / H)
+ * in double, table[p][j] = sin(angle) for even j, cos(angle) for odd j, rounded to float. */
+void est_sinusoidal_positions(float *table, int P, int H);
 
 /* ---------------------------------------------------------------------------------- */
 /* Softmax and cross-entropy over classes (run_classifier create_model). */

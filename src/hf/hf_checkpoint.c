@@ -19,6 +19,7 @@ typedef struct {
 } hf_entry;
 
 struct est_hf_checkpoint {
+  est_model_family family;      /* whose name table (est_hf_family_of) */
   size_t nfiles;
   est_safetensors **files;
   char **paths;
@@ -88,7 +89,7 @@ static est_status add_file(est_hf_checkpoint *h, const char *path) {
     memset(x, 0, sizeof *x);
     if (!(x->hf = strdup(name))) return est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);
     x->file = f;
-    if (!est_hf_name_to_tf(name, x->tf, sizeof x->tf, &x->transpose)) x->tf[0] = 0;
+    if (!est_hf_family_name_to_tf(h->family, name, x->tf, sizeof x->tf, &x->transpose)) x->tf[0] = 0;
     h->n++;
   }
   return EST_OK;
@@ -153,6 +154,7 @@ est_status est_hf_checkpoint_open(est_hf_checkpoint **out, const char *path) {
   *out = NULL;
   est_hf_checkpoint *h = calloc(1, sizeof *h);
   if (!h) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+  h->family = est_hf_family_of(path);
   est_status st = open_path(h, path);
   if (st != EST_OK) {
     est_hf_checkpoint_close(h);
@@ -273,6 +275,7 @@ est_status est_hf_load_vars(est_var_store *vs, const char *path, size_t *loaded)
 }
 
 est_status est_hf_require_vars(const est_var_store *vs, size_t first, size_t last, const char *path) {
+  const est_model_family family = est_hf_family_of(path);
   for (size_t i = first; i <= last && i < est_vars_count(vs); i++) {
     const est_variable *v = est_vars_at(vs, i);
     if (!v->trainable || v->from_checkpoint) continue;
@@ -280,7 +283,7 @@ est_status est_hf_require_vars(const est_var_store *vs, size_t first, size_t las
      * builds them with add_pooling_layer=False); it keeps its initial values, as there */
     if (!strncmp(v->name, "bert/pooler/", 12)) continue;
     char hf[EST_VAR_NAME_MAX + 32];
-    if (!est_hf_name_from_tf(v->name, hf, sizeof hf, NULL)) snprintf(hf, sizeof hf, "(none for %s)", v->name);
+    if (!est_hf_family_name_from_tf(family, v->name, hf, sizeof hf, NULL)) snprintf(hf, sizeof hf, "(none for %s)", v->name);
     return est_error(EST_ERR_NOT_FOUND, "%s has no tensor %s, which the model needs for variable %s", path, hf,
                      v->name);
   }

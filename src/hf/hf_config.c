@@ -2,8 +2,10 @@
  * of a config file of either kind (est_bert_config_from_json_file / _string, est/bert_encoder.h):
  * a config with "model_type" is HuggingFace's, any other Google's bert_config.json. The
  * fields that share Google's names (vocab_size, hidden_size, ...) are read by
- * src/bert/model/config.c; here what is HuggingFace's own: hidden_act's spelling,
- * layer_norm_eps, pad_token_id, and the fields that ask for a model est does not run. */
+ * src/bert/model/config.c; here what is HuggingFace's own: model_type (bert, roberta,
+ * xlm-roberta, distilbert, electra: the encoder's options), hidden_act's spelling,
+ * layer_norm_eps, pad_token_id, DistilBERT's own names, ELECTRA's embedding_size, and the
+ * fields that ask for a model est does not run. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -43,16 +45,82 @@ static const struct {
     {"pruned_heads", "{}", "est's layers all have num_attention_heads heads"},
 };
 
+/* The model_types est runs (HF's spellings) and their options over BERT's zeros. */
+static const struct {
+  const char *model_type;
+  est_model_family family;
+} FAMILIES[] = {
+    {"bert", EST_FAMILY_BERT},
+    {"roberta", EST_FAMILY_ROBERTA},
+    {"xlm-roberta", EST_FAMILY_XLM_ROBERTA},
+    {"distilbert", EST_FAMILY_DISTILBERT},
+    {"electra", EST_FAMILY_ELECTRA},
+};
+
+est_model_family est_hf_family_of(const char *path) {
+  char p[4096];
+  if (est_is_directory(path)) {
+    if (est_path_join(p, sizeof p, path, "config.json") != EST_OK) return EST_FAMILY_BERT;
+  } else {
+    snprintf(p, sizeof p, "%s", path);
+    char *slash = strrchr(p, '/');
+    if (slash) snprintf(slash + 1, sizeof p - (size_t)(slash + 1 - p), "config.json");
+    else snprintf(p, sizeof p, "config.json");
+  }
+  json_t *root = est_file_exists(p) ? json_load_file(p, 0, NULL) : NULL;
+  est_model_family family = EST_FAMILY_BERT;
+  json_t *type = root ? json_object_get(root, "model_type") : NULL;
+  for (size_t f = 0; json_is_string(type) && f < sizeof FAMILIES / sizeof *FAMILIES; f++)
+    if (!strcmp(json_string_value(type), FAMILIES[f].model_type)) family = FAMILIES[f].family;
+  json_decref(root);
+  return family;
+}
+
+/* DistilBertConfig's own names for BertConfig's fields (its attribute_map), read over the
+ * shared reader's defaults: a DistilBERT config.json has none of BERT's names. */
+static est_status distilbert_fields(est_bert_config *c, json_t *root, const char *src) {
+  int sinusoidal = 0;
+  json_t *sin = json_object_get(root, "sinusoidal_pos_embds");
+  if (sin && !json_is_null(sin)) {
+    if (!json_is_boolean(sin))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"sinusoidal_pos_embds\" must be true or false", src);
+    sinusoidal = json_is_true(sin);
+  }
+  /* DistilBertConfig's defaults where the file is silent */
+  c->hidden_size = 768, c->num_hidden_layers = 6, c->num_attention_heads = 12, c->intermediate_size = 3072;
+  c->hidden_dropout_prob = 0.1, c->attention_probs_dropout_prob = 0.1;
+  est_status st;
+  if ((st = bert_json_get_int(root, "dim", &c->hidden_size, src)) ||
+      (st = bert_json_get_int(root, "n_layers", &c->num_hidden_layers, src)) ||
+      (st = bert_json_get_int(root, "n_heads", &c->num_attention_heads, src)) ||
+      (st = bert_json_get_int(root, "hidden_dim", &c->intermediate_size, src)) ||
+      (st = bert_json_get_real(root, "dropout", &c->hidden_dropout_prob, src)) ||
+      (st = bert_json_get_real(root, "attention_dropout", &c->attention_probs_dropout_prob, src)))
+    return st;
+  c->opt.token_types = EST_TYPES_NONE;
+  c->type_vocab_size = 1; /* no table; requests may still carry segment id 0 */
+  c->opt.positions = sinusoidal ? EST_POS_SINUSOIDAL : EST_POS_LEARNED;
+  return EST_OK;
+}
+
 est_status est_hf_config_from_json(est_bert_config *cfg, const void *json, const char *src) {
   json_t *root = (json_t *)json;
   json_t *type = json_object_get(root, "model_type");
-  if (!json_is_string(type) || strcmp(json_string_value(type), "bert")) {
+  size_t f = 0, nf = sizeof FAMILIES / sizeof *FAMILIES;
+  while (f < nf && !(json_is_string(type) && !strcmp(json_string_value(type), FAMILIES[f].model_type))) f++;
+  if (f == nf) {
     char *text = json_dumps(type, JSON_ENCODE_ANY | JSON_COMPACT);
     est_status st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"model_type\" = %s is not supported (est runs "
-                              "BERT models; it must be \"bert\")", src, text ? text : "?");
+                              "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\" and \"electra\")", src,
+                              text ? text : "?");
     free(text);
     return st;
   }
+  const est_model_family family = FAMILIES[f].family;
+  cfg->opt.family = family;
+  /* their embeddings are nn.Embedding(padding_idx=pad_token_id); BERT's keep Google's TF
+   * training (every row), as est always ran them */
+  cfg->opt.pad_rows_frozen = family != EST_FAMILY_BERT;
   for (size_t i = 0; i < sizeof UNSUPPORTED / sizeof *UNSUPPORTED; i++) {
     json_t *v = json_object_get(root, UNSUPPORTED[i].field);
     if (!v || json_is_null(v)) continue;
@@ -68,7 +136,10 @@ est_status est_hf_config_from_json(est_bert_config *cfg, const void *json, const
       return st;
     }
   }
-  json_t *act = json_object_get(root, "hidden_act");
+  est_status st;
+  if (family == EST_FAMILY_DISTILBERT && (st = distilbert_fields(cfg, root, src))) return st;
+  /* DistilBERT spells it "activation" */
+  json_t *act = json_object_get(root, family == EST_FAMILY_DISTILBERT ? "activation" : "hidden_act");
   if (act && !json_is_null(act)) {
     size_t i = 0, n = sizeof ACTIVATIONS / sizeof *ACTIVATIONS;
     while (i < n && !(json_is_string(act) && !strcmp(json_string_value(act), ACTIVATIONS[i].hf))) i++;
@@ -80,14 +151,22 @@ est_status est_hf_config_from_json(est_bert_config *cfg, const void *json, const
   } else {
     cfg->hidden_act = EST_ACT_GELU_EXACT; /* BertConfig's default "gelu" */
   }
-  est_status st;
-  if ((st = bert_json_get_real(root, "layer_norm_eps", &cfg->layer_norm_eps, src)) ||
-      (st = bert_json_get_int(root, "pad_token_id", &cfg->pad_token_id, src)))
+  /* DistilBERT's LayerNorms are nn.LayerNorm(eps=1e-12) whatever its config says */
+  if (family != EST_FAMILY_DISTILBERT && (st = bert_json_get_real(root, "layer_norm_eps", &cfg->layer_norm_eps, src)))
     return st;
-  /* est's layer norm kernels run one eps; BERT models all use 1e-12 */
-  if (fabs(cfg->layer_norm_eps - EST_LAYERNORM_EPS) > 1e-3 * EST_LAYERNORM_EPS)
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"layer_norm_eps\" = %g is not supported (est's layer "
-                     "norm uses %g)", src, cfg->layer_norm_eps, (double)EST_LAYERNORM_EPS);
+  if ((st = bert_json_get_int(root, "pad_token_id", &cfg->pad_token_id, src))) return st;
+  if (family == EST_FAMILY_ROBERTA || family == EST_FAMILY_XLM_ROBERTA) {
+    /* RobertaEmbeddings: positions after padding_idx = pad_token_id; one token type */
+    cfg->opt.position_ids = EST_POS_IDS_AFTER_PADDING;
+    if (cfg->type_vocab_size == 1) cfg->opt.token_types = EST_TYPES_ZERO;
+  }
+  if (family == EST_FAMILY_ELECTRA) {
+    int e = cfg->hidden_size;
+    if ((st = bert_json_get_int(root, "embedding_size", &e, src))) return st;
+    if (e <= 0)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"embedding_size\" must be positive, got %d", src, e);
+    if (e != cfg->hidden_size) cfg->opt.embedding_size = e; /* ElectraModel's embeddings_project */
+  }
   return EST_OK;
 }
 
@@ -100,7 +179,8 @@ static est_status config_from_json(est_bert_config *cfg, json_t *root, const cha
   if (json_object_get(root, "model_type")) {
     /* HuggingFace's config.json: hidden_act "gelu" is another function there */
     if ((st = est_hf_config_from_json(&c, root, src))) return st;
-  } else if ((st = bert_config_json_activation_read(&c, root, src))) {
+  } else if ((st = bert_config_json_activation_read(&c, root, src)) ||
+             (st = bert_config_json_options_read(&c, root, src))) {
     return st;
   }
   if ((st = est_bert_config_validate(&c, src))) return st;

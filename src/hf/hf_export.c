@@ -118,6 +118,13 @@ static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_h
 }
 
 est_status est_hf_export(const char *ckpt_prefix, const char *out_dir, const est_hf_export_params *p) {
+  /* the names, config.json and heads written are BertFor*'s: another family's export would
+   * load in transformers as a BERT with the wrong maths (issue 48's later stage) */
+  if (p->cfg && (p->cfg->opt.family != EST_FAMILY_BERT || p->cfg->opt.embedding_size ||
+                 p->cfg->opt.position_ids || p->cfg->opt.token_types || p->cfg->opt.positions ||
+                 (float)p->cfg->layer_norm_eps != EST_LAYERNORM_EPS))
+    return est_error(EST_ERR_UNIMPLEMENTED, "--export_format=hf: est writes BERT directories only; this model is "
+                     "\"%s\" (its HuggingFace export is not written yet)", est_model_family_name(p->cfg->opt.family));
   char tmp[4096], old[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out_dir, (long)getpid());
   snprintf(old, sizeof old, "%s.old-%ld", out_dir, (long)getpid());

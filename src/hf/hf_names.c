@@ -1,7 +1,9 @@
-/* The one table between HuggingFace BERT tensor names and Google's TF names (docs/hf.md §2).
+/* The tables between HuggingFace tensor names and Google's TF names (docs/hf.md §2), one per
+ * model_type: every family's encoder maps onto est's one encoder's bert/... variables.
  *
  * "{n}" stands for a layer number. HF names are BertFor*'s, with the "bert." prefix that
- * BertModel alone (e.g. sentence-transformers' all-MiniLM-L6-v2) saves without. nn.Linear
+ * BertModel alone (e.g. sentence-transformers' all-MiniLM-L6-v2) saves without ("roberta.",
+ * "distilbert.", "electra." likewise). nn.Linear
  * stores weight[out,in] and TF's dense layers kernel[in,out]: those rows are transposed. The
  * output layers that BERT's TF code keeps as output_weights[labels,H] (used with
  * transpose_b) are stored as HF's Linear weight [labels,H] is: not transposed. */
@@ -16,33 +18,66 @@ typedef struct {
   int transpose;
 } hf_name_row;
 
-static const hf_name_row TABLE[] = {
-    {"bert.embeddings.word_embeddings.weight", "bert/embeddings/word_embeddings", 0},
-    {"bert.embeddings.position_embeddings.weight", "bert/embeddings/position_embeddings", 0},
-    {"bert.embeddings.token_type_embeddings.weight", "bert/embeddings/token_type_embeddings", 0},
-    {"bert.embeddings.LayerNorm.weight", "bert/embeddings/LayerNorm/gamma", 0},
-    {"bert.embeddings.LayerNorm.bias", "bert/embeddings/LayerNorm/beta", 0},
-    {"bert.encoder.layer.{n}.attention.self.query.weight", "bert/encoder/layer_{n}/attention/self/query/kernel", 1},
-    {"bert.encoder.layer.{n}.attention.self.query.bias", "bert/encoder/layer_{n}/attention/self/query/bias", 0},
-    {"bert.encoder.layer.{n}.attention.self.key.weight", "bert/encoder/layer_{n}/attention/self/key/kernel", 1},
-    {"bert.encoder.layer.{n}.attention.self.key.bias", "bert/encoder/layer_{n}/attention/self/key/bias", 0},
-    {"bert.encoder.layer.{n}.attention.self.value.weight", "bert/encoder/layer_{n}/attention/self/value/kernel", 1},
-    {"bert.encoder.layer.{n}.attention.self.value.bias", "bert/encoder/layer_{n}/attention/self/value/bias", 0},
-    {"bert.encoder.layer.{n}.attention.output.dense.weight", "bert/encoder/layer_{n}/attention/output/dense/kernel",
-     1},
-    {"bert.encoder.layer.{n}.attention.output.dense.bias", "bert/encoder/layer_{n}/attention/output/dense/bias", 0},
-    {"bert.encoder.layer.{n}.attention.output.LayerNorm.weight",
-     "bert/encoder/layer_{n}/attention/output/LayerNorm/gamma", 0},
-    {"bert.encoder.layer.{n}.attention.output.LayerNorm.bias", "bert/encoder/layer_{n}/attention/output/LayerNorm/beta",
+/* BertModel's own tensors, without the "bert." prefix that BertFor* adds. RobertaModel,
+ * XLMRobertaModel and ElectraModel name their encoders the same way. */
+static const hf_name_row BERT_BODY[] = {
+    {"embeddings.word_embeddings.weight", "bert/embeddings/word_embeddings", 0},
+    {"embeddings.position_embeddings.weight", "bert/embeddings/position_embeddings", 0},
+    {"embeddings.token_type_embeddings.weight", "bert/embeddings/token_type_embeddings", 0},
+    {"embeddings.LayerNorm.weight", "bert/embeddings/LayerNorm/gamma", 0},
+    {"embeddings.LayerNorm.bias", "bert/embeddings/LayerNorm/beta", 0},
+    {"encoder.layer.{n}.attention.self.query.weight", "bert/encoder/layer_{n}/attention/self/query/kernel", 1},
+    {"encoder.layer.{n}.attention.self.query.bias", "bert/encoder/layer_{n}/attention/self/query/bias", 0},
+    {"encoder.layer.{n}.attention.self.key.weight", "bert/encoder/layer_{n}/attention/self/key/kernel", 1},
+    {"encoder.layer.{n}.attention.self.key.bias", "bert/encoder/layer_{n}/attention/self/key/bias", 0},
+    {"encoder.layer.{n}.attention.self.value.weight", "bert/encoder/layer_{n}/attention/self/value/kernel", 1},
+    {"encoder.layer.{n}.attention.self.value.bias", "bert/encoder/layer_{n}/attention/self/value/bias", 0},
+    {"encoder.layer.{n}.attention.output.dense.weight", "bert/encoder/layer_{n}/attention/output/dense/kernel", 1},
+    {"encoder.layer.{n}.attention.output.dense.bias", "bert/encoder/layer_{n}/attention/output/dense/bias", 0},
+    {"encoder.layer.{n}.attention.output.LayerNorm.weight", "bert/encoder/layer_{n}/attention/output/LayerNorm/gamma",
      0},
-    {"bert.encoder.layer.{n}.intermediate.dense.weight", "bert/encoder/layer_{n}/intermediate/dense/kernel", 1},
-    {"bert.encoder.layer.{n}.intermediate.dense.bias", "bert/encoder/layer_{n}/intermediate/dense/bias", 0},
-    {"bert.encoder.layer.{n}.output.dense.weight", "bert/encoder/layer_{n}/output/dense/kernel", 1},
-    {"bert.encoder.layer.{n}.output.dense.bias", "bert/encoder/layer_{n}/output/dense/bias", 0},
-    {"bert.encoder.layer.{n}.output.LayerNorm.weight", "bert/encoder/layer_{n}/output/LayerNorm/gamma", 0},
-    {"bert.encoder.layer.{n}.output.LayerNorm.bias", "bert/encoder/layer_{n}/output/LayerNorm/beta", 0},
-    {"bert.pooler.dense.weight", "bert/pooler/dense/kernel", 1},
-    {"bert.pooler.dense.bias", "bert/pooler/dense/bias", 0},
+    {"encoder.layer.{n}.attention.output.LayerNorm.bias", "bert/encoder/layer_{n}/attention/output/LayerNorm/beta", 0},
+    {"encoder.layer.{n}.intermediate.dense.weight", "bert/encoder/layer_{n}/intermediate/dense/kernel", 1},
+    {"encoder.layer.{n}.intermediate.dense.bias", "bert/encoder/layer_{n}/intermediate/dense/bias", 0},
+    {"encoder.layer.{n}.output.dense.weight", "bert/encoder/layer_{n}/output/dense/kernel", 1},
+    {"encoder.layer.{n}.output.dense.bias", "bert/encoder/layer_{n}/output/dense/bias", 0},
+    {"encoder.layer.{n}.output.LayerNorm.weight", "bert/encoder/layer_{n}/output/LayerNorm/gamma", 0},
+    {"encoder.layer.{n}.output.LayerNorm.bias", "bert/encoder/layer_{n}/output/LayerNorm/beta", 0},
+    {"pooler.dense.weight", "bert/pooler/dense/kernel", 1},
+    {"pooler.dense.bias", "bert/pooler/dense/bias", 0},
+    /* ElectraModel's embeddings_project (embedding_size != hidden_size); no other model has it */
+    {"embeddings_project.weight", "bert/embeddings_project/kernel", 1},
+    {"embeddings_project.bias", "bert/embeddings_project/bias", 0},
+};
+
+/* DistilBertModel's tensors (transformers' modeling_distilbert.py), without "distilbert.".
+ * With sinusoidal_pos_embds the position table is saved but est computes it (no variable):
+ * the row maps it, and loading skips it. */
+static const hf_name_row DISTILBERT_BODY[] = {
+    {"embeddings.word_embeddings.weight", "bert/embeddings/word_embeddings", 0},
+    {"embeddings.position_embeddings.weight", "bert/embeddings/position_embeddings", 0},
+    {"embeddings.LayerNorm.weight", "bert/embeddings/LayerNorm/gamma", 0},
+    {"embeddings.LayerNorm.bias", "bert/embeddings/LayerNorm/beta", 0},
+    {"transformer.layer.{n}.attention.q_lin.weight", "bert/encoder/layer_{n}/attention/self/query/kernel", 1},
+    {"transformer.layer.{n}.attention.q_lin.bias", "bert/encoder/layer_{n}/attention/self/query/bias", 0},
+    {"transformer.layer.{n}.attention.k_lin.weight", "bert/encoder/layer_{n}/attention/self/key/kernel", 1},
+    {"transformer.layer.{n}.attention.k_lin.bias", "bert/encoder/layer_{n}/attention/self/key/bias", 0},
+    {"transformer.layer.{n}.attention.v_lin.weight", "bert/encoder/layer_{n}/attention/self/value/kernel", 1},
+    {"transformer.layer.{n}.attention.v_lin.bias", "bert/encoder/layer_{n}/attention/self/value/bias", 0},
+    {"transformer.layer.{n}.attention.out_lin.weight", "bert/encoder/layer_{n}/attention/output/dense/kernel", 1},
+    {"transformer.layer.{n}.attention.out_lin.bias", "bert/encoder/layer_{n}/attention/output/dense/bias", 0},
+    {"transformer.layer.{n}.sa_layer_norm.weight", "bert/encoder/layer_{n}/attention/output/LayerNorm/gamma", 0},
+    {"transformer.layer.{n}.sa_layer_norm.bias", "bert/encoder/layer_{n}/attention/output/LayerNorm/beta", 0},
+    {"transformer.layer.{n}.ffn.lin1.weight", "bert/encoder/layer_{n}/intermediate/dense/kernel", 1},
+    {"transformer.layer.{n}.ffn.lin1.bias", "bert/encoder/layer_{n}/intermediate/dense/bias", 0},
+    {"transformer.layer.{n}.ffn.lin2.weight", "bert/encoder/layer_{n}/output/dense/kernel", 1},
+    {"transformer.layer.{n}.ffn.lin2.bias", "bert/encoder/layer_{n}/output/dense/bias", 0},
+    {"transformer.layer.{n}.output_layer_norm.weight", "bert/encoder/layer_{n}/output/LayerNorm/gamma", 0},
+    {"transformer.layer.{n}.output_layer_norm.bias", "bert/encoder/layer_{n}/output/LayerNorm/beta", 0},
+};
+
+/* BertFor*'s heads: the names outside "bert.". */
+static const hf_name_row BERT_HEADS[] = {
     /* BertForPreTraining's heads; cls.predictions.decoder.weight is tied to the word
      * embeddings and its bias is cls.predictions.bias: both are skipped on reading. */
     {"cls.predictions.bias", "cls/predictions/output_bias", 0},
@@ -59,6 +94,40 @@ static const hf_name_row TABLE[] = {
     {"qa_outputs.weight", "cls/squad/output_weights", 0},
     {"qa_outputs.bias", "cls/squad/output_bias", 0},
 };
+
+/* The heads of the other families that are est's own heads' maths: *ForQuestionAnswering's
+ * qa_outputs, a Linear on the sequence output. Their classification and masked-LM heads
+ * (RoBERTa's dense + tanh + out_proj, DistilBERT's pre_classifier, ...) are not BERT's and
+ * stay unmapped: a task starts them fresh. */
+static const hf_name_row QA_HEAD[] = {
+    {"qa_outputs.weight", "cls/squad/output_weights", 0},
+    {"qa_outputs.bias", "cls/squad/output_bias", 0},
+};
+
+#define ROWS(a) a, sizeof a / sizeof *a
+
+/* One table per model_type: the encoder's rows (prefix optional on reading: a *Model saved
+ * alone has none; written with it) and the heads' rows. */
+static const struct {
+  est_model_family family;
+  const char *prefix;
+  const hf_name_row *body;
+  size_t nbody;
+  const hf_name_row *heads;
+  size_t nheads;
+} TABLES[] = {
+    {EST_FAMILY_BERT, "bert.", ROWS(BERT_BODY), ROWS(BERT_HEADS)},
+    {EST_FAMILY_ROBERTA, "roberta.", ROWS(BERT_BODY), ROWS(QA_HEAD)},
+    {EST_FAMILY_XLM_ROBERTA, "roberta.", ROWS(BERT_BODY), ROWS(QA_HEAD)},
+    {EST_FAMILY_DISTILBERT, "distilbert.", ROWS(DISTILBERT_BODY), ROWS(QA_HEAD)},
+    {EST_FAMILY_ELECTRA, "electra.", ROWS(BERT_BODY), ROWS(QA_HEAD)},
+};
+
+static size_t table_of(est_model_family family) {
+  for (size_t t = 0; t < sizeof TABLES / sizeof *TABLES; t++)
+    if (TABLES[t].family == family) return t;
+  return 0;
+}
 
 /* Matches `name` against `pattern` (at most one "{n}", a run of digits); *n gets the number.
  * Returns 1 on a match. */
@@ -82,29 +151,50 @@ static int fill(const char *pattern, long n, char *out, size_t size) {
   return len >= 0 && (size_t)len < size;
 }
 
-static const char BERT_PREFIX[] = "bert.";
-
-int est_hf_name_to_tf(const char *hf, char *tf, size_t size, int *transpose) {
-  for (size_t i = 0; i < sizeof TABLE / sizeof *TABLE; i++) {
-    const char *pattern = TABLE[i].hf;
+int est_hf_family_name_to_tf(est_model_family family, const char *hf, char *tf, size_t size, int *transpose) {
+  const size_t t = table_of(family);
+  const char *prefix = TABLES[t].prefix;
+  const size_t plen = strlen(prefix);
+  /* the encoder: with its prefix (*For*), or without (a *Model saved alone) */
+  const char *bare = strncmp(hf, prefix, plen) ? hf : hf + plen;
+  for (size_t i = 0; i < TABLES[t].nbody; i++) {
     long n = 0;
-    int hit = match(pattern, hf, &n);
-    /* BertModel saved alone has no "bert." prefix */
-    if (!hit && !strncmp(pattern, BERT_PREFIX, sizeof BERT_PREFIX - 1))
-      hit = match(pattern + sizeof BERT_PREFIX - 1, hf, &n);
-    if (!hit) continue;
-    if (transpose) *transpose = TABLE[i].transpose;
-    return fill(TABLE[i].tf, n, tf, size);
+    if (!match(TABLES[t].body[i].hf, bare, &n)) continue;
+    if (transpose) *transpose = TABLES[t].body[i].transpose;
+    return fill(TABLES[t].body[i].tf, n, tf, size);
+  }
+  for (size_t i = 0; i < TABLES[t].nheads; i++) {
+    long n = 0;
+    if (!match(TABLES[t].heads[i].hf, hf, &n)) continue;
+    if (transpose) *transpose = TABLES[t].heads[i].transpose;
+    return fill(TABLES[t].heads[i].tf, n, tf, size);
   }
   return 0;
 }
 
-int est_hf_name_from_tf(const char *tf, char *hf, size_t size, int *transpose) {
-  for (size_t i = 0; i < sizeof TABLE / sizeof *TABLE; i++) {
+int est_hf_family_name_from_tf(est_model_family family, const char *tf, char *hf, size_t size, int *transpose) {
+  const size_t t = table_of(family);
+  for (size_t i = 0; i < TABLES[t].nbody; i++) {
     long n = 0;
-    if (!match(TABLE[i].tf, tf, &n)) continue;
-    if (transpose) *transpose = TABLE[i].transpose;
-    return fill(TABLE[i].hf, n, hf, size);
+    if (!match(TABLES[t].body[i].tf, tf, &n)) continue;
+    if (transpose) *transpose = TABLES[t].body[i].transpose;
+    char bare[512];
+    return fill(TABLES[t].body[i].hf, n, bare, sizeof bare) &&
+           (size_t)snprintf(hf, size, "%s%s", TABLES[t].prefix, bare) < size;
+  }
+  for (size_t i = 0; i < TABLES[t].nheads; i++) {
+    long n = 0;
+    if (!match(TABLES[t].heads[i].tf, tf, &n)) continue;
+    if (transpose) *transpose = TABLES[t].heads[i].transpose;
+    return fill(TABLES[t].heads[i].hf, n, hf, size);
   }
   return 0;
+}
+
+int est_hf_name_to_tf(const char *hf, char *tf, size_t size, int *transpose) {
+  return est_hf_family_name_to_tf(EST_FAMILY_BERT, hf, tf, size, transpose);
+}
+
+int est_hf_name_from_tf(const char *tf, char *hf, size_t size, int *transpose) {
+  return est_hf_family_name_from_tf(EST_FAMILY_BERT, tf, hf, size, transpose);
 }

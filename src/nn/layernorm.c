@@ -1,4 +1,4 @@
-/* Layer norm over the last axis, as TF contrib layer_norm in BERT (eps 1e-12).
+/* Layer norm over the last axis, as TF contrib layer_norm in BERT (eps 1e-12, or the config's).
  *
  * forward:  xhat = (x - mean) * rstd,  rstd = 1/sqrt(var + eps) with the biased variance,
  *           y = xhat * gamma + beta.
@@ -13,7 +13,7 @@
 
 /* One row: y = LayerNorm(x), the row's mean and rstd returned. */
 static inline void layernorm_row(float *y, float *mean, float *rstd, const float *x, const float *gamma,
-                                 const float *beta, int C) {
+                                 const float *beta, int C, float eps) {
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
   for (int c = 0; c < C; c++) sum += x[c];
@@ -25,19 +25,24 @@ static inline void layernorm_row(float *y, float *mean, float *rstd, const float
     float d = x[c] - m;
     sq += d * d;
   }
-  float s = 1.0f / sqrtf(sq / (float)C + EST_LAYERNORM_EPS);
+  float s = 1.0f / sqrtf(sq / (float)C + eps);
 #pragma omp simd
   for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * gamma[c] + beta[c];
   if (mean) *mean = m;
   if (rstd) *rstd = s;
 }
 
-void est_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
-                           const float *beta, int N, int C) {
+void est_layernorm_forward_eps(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                               const float *beta, int N, int C, float eps) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; n++)
     layernorm_row(out + (size_t)n * C, mean ? mean + n : NULL, rstd ? rstd + n : NULL, inp + (size_t)n * C, gamma,
-                  beta, C);
+                  beta, C, eps);
+}
+
+void est_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
+                           const float *beta, int N, int C) {
+  est_layernorm_forward_eps(out, mean, rstd, inp, gamma, beta, N, C, EST_LAYERNORM_EPS);
 }
 
 /* The residual add and the norm in one pass over the rows: each row of x += residual is
@@ -45,13 +50,18 @@ void est_layernorm_forward(float *out, float *mean, float *rstd, const float *in
  * wrote all of x once more). The same float operations as add, then est_layernorm_forward. */
 void est_layernorm_forward_residual(float *out, float *mean, float *rstd, float *x, const float *residual,
                                     const float *gamma, const float *beta, int N, int C) {
+  est_layernorm_forward_residual_eps(out, mean, rstd, x, residual, gamma, beta, N, C, EST_LAYERNORM_EPS);
+}
+
+void est_layernorm_forward_residual_eps(float *out, float *mean, float *rstd, float *x, const float *residual,
+                                        const float *gamma, const float *beta, int N, int C, float eps) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; n++) {
     float *xr = x + (size_t)n * C;
     const float *r = residual + (size_t)n * C;
 #pragma omp simd
     for (int c = 0; c < C; c++) xr[c] += r[c];
-    layernorm_row(out + (size_t)n * C, mean ? mean + n : NULL, rstd ? rstd + n : NULL, xr, gamma, beta, C);
+    layernorm_row(out + (size_t)n * C, mean ? mean + n : NULL, rstd ? rstd + n : NULL, xr, gamma, beta, C, eps);
   }
 }
 

@@ -71,9 +71,9 @@ est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_opti
   meta->max_seq_length = o->max_seq_length;
   if (!meta->max_seq_length && (st = sentence_bert_max_seq_length(dir, &meta->max_seq_length)) != EST_OK) return st;
   if (!meta->max_seq_length) meta->max_seq_length = 128;
-  if (meta->max_seq_length < 3 || meta->max_seq_length > meta->bert_config.max_position_embeddings)
+  if (meta->max_seq_length < 3 || meta->max_seq_length > est_bert_config_max_seq_length(&meta->bert_config))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--max_seq_length=%d: must be in [3, max_position_embeddings %d]",
-                     meta->max_seq_length, meta->bert_config.max_position_embeddings);
+                     meta->max_seq_length, est_bert_config_max_seq_length(&meta->bert_config));
   meta->do_lower_case = o->do_lower_case;
   char tokenizer_json[4096]; /* a tokenizer.json's lower-casing is the model's (est_tokenizer_open_any) */
   if ((st = est_tokenizer_json_of(o->vocab_file, tokenizer_json, sizeof tokenizer_json)) != EST_OK) return st;

@@ -28,6 +28,33 @@ est_bert_config est_bert_config_default(void) {
   return c;
 }
 
+const char *est_model_family_name(est_model_family family) {
+  switch (family) {
+    case EST_FAMILY_BERT: return "bert";
+    case EST_FAMILY_ROBERTA: return "roberta";
+    case EST_FAMILY_XLM_ROBERTA: return "xlm-roberta";
+    case EST_FAMILY_DISTILBERT: return "distilbert";
+    case EST_FAMILY_ELECTRA: return "electra";
+  }
+  return "?";
+}
+
+/* The spellings of the options in est's bert_config.json ("encoder_options", written only
+ * when an option differs from BERT's, so a BERT's file stays Google's). */
+static const char *const FAMILIES[] = {"bert", "roberta", "xlm-roberta", "distilbert", "electra"};
+static const char *const POSITIONS[] = {"learned", "sinusoidal", "rotary", "none"};
+static const char *const POSITION_IDS[] = {"index", "after_padding"};
+static const char *const TOKEN_TYPES[] = {"segments", "zero", "none"};
+static const char *const NORMS[] = {"post", "pre"};
+static const char *const FFNS[] = {"dense", "glu"};
+#define COUNT(a) (int)(sizeof a / sizeof *a)
+
+static int options_default(const est_encoder_options *o) {
+  est_encoder_options zero;
+  memset(&zero, 0, sizeof zero);
+  return !memcmp(o, &zero, sizeof zero);
+}
+
 est_status bert_json_get_int(json_t *root, const char *key, int *out, const char *src) {
   json_t *v = json_object_get(root, key);
   if (!v) return EST_OK;
@@ -79,8 +106,120 @@ est_status bert_config_json_activation_read(est_bert_config *c, json_t *root, co
   return EST_OK;
 }
 
+/* One enum option by name: absent leaves *out; an unknown name is an error listing the names. */
+static est_status get_enum(json_t *o, const char *key, const char *const *names, int n, int *out, const char *src) {
+  json_t *v = json_object_get(o, key);
+  if (!v) return EST_OK;
+  for (int i = 0; i < n; i++)
+    if (json_is_string(v) && !strcmp(json_string_value(v), names[i])) {
+      *out = i;
+      return EST_OK;
+    }
+  char list[256] = "";
+  for (int i = 0; i < n; i++)
+    snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "", names[i]);
+  return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"encoder_options.%s\" must be one of %s", src, key, list);
+}
+
+est_status bert_config_json_options_read(est_bert_config *c, json_t *root, const char *src) {
+  est_status st;
+  if ((st = bert_json_get_real(root, "layer_norm_eps", &c->layer_norm_eps, src)) ||
+      (st = bert_json_get_int(root, "pad_token_id", &c->pad_token_id, src)))
+    return st;
+  json_t *o = json_object_get(root, "encoder_options");
+  if (!o || json_is_null(o)) return EST_OK;
+  if (!json_is_object(o))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"encoder_options\" must be an object", src);
+  est_encoder_options *x = &c->opt;
+  int family = (int)x->family, positions = (int)x->positions, ids = (int)x->position_ids;
+  int types = (int)x->token_types, norm = (int)x->norm, ffn = (int)x->ffn;
+  if ((st = get_enum(o, "family", FAMILIES, COUNT(FAMILIES), &family, src)) ||
+      (st = get_enum(o, "positions", POSITIONS, COUNT(POSITIONS), &positions, src)) ||
+      (st = get_enum(o, "position_ids", POSITION_IDS, COUNT(POSITION_IDS), &ids, src)) ||
+      (st = get_enum(o, "token_types", TOKEN_TYPES, COUNT(TOKEN_TYPES), &types, src)) ||
+      (st = get_enum(o, "norm", NORMS, COUNT(NORMS), &norm, src)) ||
+      (st = get_enum(o, "ffn", FFNS, COUNT(FFNS), &ffn, src)) ||
+      (st = bert_json_get_int(o, "embedding_size", &x->embedding_size, src)) ||
+      (st = bert_json_get_int(o, "no_bias", &x->no_bias, src)) ||
+      (st = bert_json_get_int(o, "pad_rows_frozen", &x->pad_rows_frozen, src)) ||
+      (st = bert_json_get_int(o, "global_attn_every_n_layers", &x->global_attn_every_n_layers, src)) ||
+      (st = bert_json_get_int(o, "local_attention", &x->local_attention, src)) ||
+      (st = bert_json_get_real(o, "rotary_theta", &x->rotary_theta, src)) ||
+      (st = bert_json_get_real(o, "rotary_theta_local", &x->rotary_theta_local, src)))
+    return st;
+  x->family = (est_model_family)family;
+  x->positions = (est_position_encoding)positions;
+  x->position_ids = (est_position_ids)ids;
+  x->token_types = (est_token_types)types;
+  x->norm = (est_norm_position)norm;
+  x->ffn = (est_ffn_kind)ffn;
+  return EST_OK;
+}
+
+/* The options that differ from BERT's, and layer_norm_eps / pad_token_id with them. */
+static void options_json(json_t *root, const est_bert_config *c) {
+  if ((float)c->layer_norm_eps != EST_LAYERNORM_EPS) json_object_set_new(root, "layer_norm_eps", json_real(c->layer_norm_eps));
+  if (options_default(&c->opt)) return;
+  const est_encoder_options *x = &c->opt;
+  json_t *o = json_object();
+  json_object_set_new(o, "family", json_string(FAMILIES[x->family]));
+  json_object_set_new(o, "positions", json_string(POSITIONS[x->positions]));
+  json_object_set_new(o, "position_ids", json_string(POSITION_IDS[x->position_ids]));
+  json_object_set_new(o, "token_types", json_string(TOKEN_TYPES[x->token_types]));
+  json_object_set_new(o, "norm", json_string(NORMS[x->norm]));
+  json_object_set_new(o, "ffn", json_string(FFNS[x->ffn]));
+  json_object_set_new(o, "embedding_size", json_integer(x->embedding_size));
+  json_object_set_new(o, "no_bias", json_integer(x->no_bias));
+  json_object_set_new(o, "pad_rows_frozen", json_integer(x->pad_rows_frozen));
+  json_object_set_new(o, "global_attn_every_n_layers", json_integer(x->global_attn_every_n_layers));
+  json_object_set_new(o, "local_attention", json_integer(x->local_attention));
+  json_object_set_new(o, "rotary_theta", json_real(x->rotary_theta));
+  json_object_set_new(o, "rotary_theta_local", json_real(x->rotary_theta_local));
+  json_object_set_new(root, "encoder_options", o);
+  json_object_set_new(root, "pad_token_id", json_integer(c->pad_token_id));
+}
+
+/* The options est runs today; the rest are named and refused (docs/bert.md §11). */
+static est_status options_validate(const est_bert_config *c, const char *src) {
+  const est_encoder_options *x = &c->opt;
+  if ((unsigned)x->family >= (unsigned)COUNT(FAMILIES) || (unsigned)x->positions >= (unsigned)COUNT(POSITIONS) ||
+      (unsigned)x->position_ids >= (unsigned)COUNT(POSITION_IDS) ||
+      (unsigned)x->token_types >= (unsigned)COUNT(TOKEN_TYPES) || (unsigned)x->norm >= (unsigned)COUNT(NORMS) ||
+      (unsigned)x->ffn >= (unsigned)COUNT(FFNS))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: an encoder option is out of range", src);
+  const char *later = x->norm == EST_NORM_PRE                   ? "norm \"pre\" (pre-LayerNorm)"
+                      : x->positions == EST_POS_ROTARY          ? "positions \"rotary\""
+                      : x->positions == EST_POS_NONE            ? "positions \"none\""
+                      : x->ffn == EST_FFN_GLU                   ? "ffn \"glu\" (GeGLU / SwiGLU)"
+                      : x->no_bias                              ? "no_bias"
+                      : x->global_attn_every_n_layers || x->local_attention ? "sliding-window attention"
+                      : x->rotary_theta || x->rotary_theta_local ? "rotary_theta"
+                                                                : NULL;
+  if (later)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: encoder option %s is not supported yet (est runs post-LayerNorm "
+                     "encoders with learned or sinusoidal positions)", src, later);
+  if (x->embedding_size < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"embedding_size\" must be positive, got %d", src,
+                     x->embedding_size);
+  if (!(c->layer_norm_eps > 0.0))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"layer_norm_eps\" = %g must be positive", src,
+                     c->layer_norm_eps);
+  if (x->position_ids == EST_POS_IDS_AFTER_PADDING &&
+      (c->pad_token_id < 0 || c->pad_token_id + 1 >= c->max_position_embeddings))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"pad_token_id\" = %d leaves no positions after it "
+                     "(max_position_embeddings %d)", src, c->pad_token_id, c->max_position_embeddings);
+  return EST_OK;
+}
+
+int est_bert_config_max_seq_length(const est_bert_config *c) {
+  if (c->opt.position_ids == EST_POS_IDS_AFTER_PADDING) return c->max_position_embeddings - c->pad_token_id - 1;
+  return c->max_position_embeddings;
+}
+
 est_status est_bert_config_validate(const est_bert_config *c, const char *source) {
   const char *src = source ? source : "BertConfig";
+  est_status st = options_validate(c, src);
+  if (st) return st;
 #define POSITIVE(field)                                                                              \
   if (c->field <= 0)                                                                                 \
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"" #field "\" must be positive, got %d", src, \
@@ -91,7 +230,7 @@ est_status est_bert_config_validate(const est_bert_config *c, const char *source
   POSITIVE(num_attention_heads)
   POSITIVE(intermediate_size)
   POSITIVE(max_position_embeddings)
-  POSITIVE(type_vocab_size)
+  if (c->opt.token_types != EST_TYPES_NONE) POSITIVE(type_vocab_size)
 #undef POSITIVE
   if (c->hidden_size % c->num_attention_heads != 0)
     return est_error(EST_ERR_INVALID_ARGUMENT,
@@ -126,6 +265,7 @@ void bert_config_json_fields(json_t *o, const est_bert_config *c) {
 char *est_bert_config_to_json_string(const est_bert_config *c) {
   json_t *o = json_object();
   bert_config_json_fields(o, c);
+  options_json(o, c);
   char *text = json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(15));
   json_decref(o);
   if (!text) return NULL;

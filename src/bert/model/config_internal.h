@@ -22,6 +22,11 @@ est_status bert_config_json_fields_read(est_bert_config *c, json_t *root, const 
  * when present and not null. */
 est_status bert_config_json_activation_read(est_bert_config *c, json_t *root, const char *src);
 
+/* est's own keys of its bert_config.json, written by est_bert_config_to_json_string only
+ * when they differ from BERT's: layer_norm_eps, pad_token_id and "encoder_options" (the
+ * est_encoder_options by name). Absent keys leave *c as it is. */
+est_status bert_config_json_options_read(est_bert_config *c, json_t *root, const char *src);
+
 /* BertConfig's fields (Google's bert_config.json, hidden_act in est's spelling) into o. */
 void bert_config_json_fields(json_t *o, const est_bert_config *c);
 

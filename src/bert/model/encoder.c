@@ -45,15 +45,36 @@ est_status est_bert_encoder_create(est_bert_encoder **out, const est_bert_config
     return est_error(EST_ERR_NO_MEMORY, "out of memory creating the BERT encoder");
   }
   const int64_t H = cfg->hidden_size, I = cfg->intermediate_size;
+  const int64_t E = cfg->opt.embedding_size ? cfg->opt.embedding_size : H;
+  e->E = (int)E;
+  e->type = e->pos = e->proj_w = e->proj_b = -1;
   const est_initializer W = est_init_truncated_normal((float)cfg->initializer_range);
   const est_initializer Z = est_init_zeros(), O = est_init_ones();
+  if (cfg->opt.positions == EST_POS_SINUSOIDAL) {
+    /* DistilBERT's table is fixed: computed once here, never a variable, never trained */
+    e->sin_table = malloc((size_t)cfg->max_position_embeddings * (size_t)E * sizeof(float));
+    if (!e->sin_table) {
+      est_bert_encoder_free(e);
+      return est_error(EST_ERR_NO_MEMORY, "out of memory creating the BERT encoder");
+    }
+    est_sinusoidal_positions(e->sin_table, cfg->max_position_embeddings, (int)E);
+  }
 #define D(...) \
   if ((st = declare(vs, __VA_ARGS__))) goto fail
-  D(&e->word, W, 2, cfg->vocab_size, H, "bert/embeddings/word_embeddings");
-  D(&e->type, W, 2, cfg->type_vocab_size, H, "bert/embeddings/token_type_embeddings");
-  D(&e->pos, W, 2, cfg->max_position_embeddings, H, "bert/embeddings/position_embeddings");
-  D(&e->emb_b, Z, 1, H, 0, "bert/embeddings/LayerNorm/beta");
-  D(&e->emb_g, O, 1, H, 0, "bert/embeddings/LayerNorm/gamma");
+  /* the options drop or narrow these (est/bert_encoder.h); BERT declares them all, H wide */
+  D(&e->word, W, 2, cfg->vocab_size, E, "bert/embeddings/word_embeddings");
+  if (cfg->opt.token_types != EST_TYPES_NONE)
+    D(&e->type, W, 2, cfg->type_vocab_size, E, "bert/embeddings/token_type_embeddings");
+  if (cfg->opt.positions == EST_POS_LEARNED)
+    D(&e->pos, W, 2, cfg->max_position_embeddings, E, "bert/embeddings/position_embeddings");
+  D(&e->emb_b, Z, 1, E, 0, "bert/embeddings/LayerNorm/beta");
+  D(&e->emb_g, O, 1, E, 0, "bert/embeddings/LayerNorm/gamma");
+  e->emb_last = e->emb_g;
+  if (E != H) { /* ELECTRA's embeddings_project: a dense E -> H after the embeddings' dropout */
+    D(&e->proj_w, W, 2, E, H, "bert/embeddings_project/kernel");
+    D(&e->proj_b, Z, 1, H, 0, "bert/embeddings_project/bias");
+    e->emb_last = e->proj_b;
+  }
   for (int l = 0; l < cfg->num_hidden_layers; l++) {
     enc_layer_vars *v = &e->lv[l];
     const char *p = "bert/encoder/layer_";
@@ -87,6 +108,7 @@ fail:
 void est_bert_encoder_free(est_bert_encoder *e) {
   if (!e) return;
   est_free(e->buf);
+  free(e->sin_table);
   free(e->la);
   free(e->lv);
   free(e);
@@ -179,16 +201,18 @@ static void layout_layer(enc_layer_acts *a, carver *c, size_t B, size_t S, size_
 static void layout(est_bert_encoder *e, carver *c) {
   const size_t B = (size_t)e->max_B, S = (size_t)e->max_S, T = B * S;
   const size_t H = (size_t)e->cfg.hidden_size, I = (size_t)e->cfg.intermediate_size;
-  const size_t N = (size_t)e->cfg.num_attention_heads;
-  const int bw = e->with_backward;
+  const size_t N = (size_t)e->cfg.num_attention_heads, E = (size_t)e->E;
+  const int bw = e->with_backward, proj = e->proj_w >= 0;
   e->ids = (int32_t *)carve(c, T * sizeof(int32_t));
   e->types = (int32_t *)carve(c, T * sizeof(int32_t));
-  e->emb_sum = CARVE_F(c, T * H);
+  e->pos_ids = e->cfg.opt.position_ids == EST_POS_IDS_AFTER_PADDING ? (int32_t *)carve(c, T * sizeof(int32_t)) : NULL;
+  e->emb_sum = CARVE_F(c, T * E);
   e->emb_mean = CARVE_F(c, T);
   e->emb_rstd = CARVE_F(c, T);
-  e->emb_ln = CARVE_F(c, T * H);
-  e->emb_out = CARVE_F(c, T * H);
-  e->emb_mask = bw ? CARVE_U8(c, T * H) : NULL;
+  e->emb_ln = CARVE_F(c, T * E);
+  e->emb_out = CARVE_F(c, T * E);
+  e->x0 = proj ? CARVE_F(c, T * H) : e->emb_out;
+  e->emb_mask = bw ? CARVE_U8(c, T * E) : NULL;
   e->mask = bw ? (int32_t *)carve(c, T * sizeof(int32_t)) : NULL;
   float *probs = CARVE_F(c, B * N * S * S);
   uint8_t *pmask = bw ? CARVE_U8(c, B * N * S * S) : NULL;
@@ -219,18 +243,19 @@ static void layout(est_bert_encoder *e, carver *c) {
   d->q = CARVE_F(c, 3 * T * H);
   d->k = d->q ? d->q + T * H : NULL;
   d->v = d->q ? d->q + 2 * T * H : NULL;
-  d->emb_ln = d->ffn_out;
-  d->emb_sum = d->attn_out;
+  d->emb_out = proj ? CARVE_F(c, T * E) : NULL;
+  d->emb_ln = E == H ? d->ffn_out : CARVE_F(c, T * E);
+  d->emb_sum = E == H ? d->attn_out : CARVE_F(c, T * E);
 }
 
 est_status est_bert_encoder_reserve(est_bert_encoder *e, int max_batch, int max_seq_len, int with_backward) {
   if (max_batch <= 0 || max_seq_len <= 0)
     return est_error(EST_ERR_INVALID_ARGUMENT, "reserve: batch %d and sequence length %d must be positive",
                      max_batch, max_seq_len);
-  if (max_seq_len > e->cfg.max_position_embeddings)
+  if (max_seq_len > est_bert_config_max_seq_length(&e->cfg))
     return est_error(EST_ERR_INVALID_ARGUMENT,
                      "Cannot use sequence length %d because the BERT model was only trained up to sequence "
-                     "length %d", max_seq_len, e->cfg.max_position_embeddings);
+                     "length %d", max_seq_len, est_bert_config_max_seq_length(&e->cfg));
   with_backward = with_backward || e->with_backward;
   const int rc = with_backward && e->recompute;
   if (e->buf && max_batch <= e->max_B && max_seq_len <= e->max_S && with_backward == e->with_backward &&
@@ -296,19 +321,28 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
   const float p_h = training ? (float)cfg->hidden_dropout_prob : 0.0f;
   const float p_a = training ? (float)cfg->attention_probs_dropout_prob : 0.0f;
   /* dropout masks at the rows' places in the global batch (est_bert_encoder_set_first_row) */
-  const size_t row0 = (size_t)e->first_row, row0_th = row0 * (size_t)S * (size_t)H;
+  const size_t row0 = (size_t)e->first_row;
 #define V(idx) enc_value(e, idx)
 
-  /* embeddings -> LayerNorm -> dropout */
-  est_status st = est_embeddings_forward(e->emb_sum, input_ids, segment_ids, V(e->word), V(e->type), V(e->pos), B,
-                                         S, H, cfg->vocab_size, cfg->type_vocab_size);
+  /* embeddings [T,E] (word + token type + position, as the options say) -> LayerNorm ->
+   * dropout -> ELECTRA's projection to [T,H] */
+  const int E = e->E;
+  const float eps = (float)cfg->layer_norm_eps;
+  if (cfg->opt.token_types != EST_TYPES_SEGMENTS) segment_ids = NULL; /* ZERO: row 0 for all; NONE: no table */
+  if (e->pos_ids) est_position_ids_after_padding(e->pos_ids, input_ids, B, S, (int32_t)cfg->pad_token_id);
+  const float *pos_table = e->sin_table ? e->sin_table : e->pos >= 0 ? V(e->pos) : NULL;
+  est_status st = est_embeddings_forward_ex(e->emb_sum, input_ids, segment_ids, e->pos_ids, V(e->word),
+                                            e->type >= 0 ? V(e->type) : NULL, pos_table, B, S, E, cfg->vocab_size,
+                                            cfg->type_vocab_size, cfg->max_position_embeddings);
   if (st) return est_error_prefix("BERT embeddings: ");
   memcpy(e->ids, input_ids, (size_t)T * sizeof(int32_t));
   e->has_types = segment_ids != NULL;
   if (segment_ids) memcpy(e->types, segment_ids, (size_t)T * sizeof(int32_t));
-  est_layernorm_forward(e->emb_ln, e->emb_mean, e->emb_rstd, e->emb_sum, V(e->emb_g), V(e->emb_b), T, H);
-  est_dropout_forward_at(e->emb_out, e->emb_mask, e->emb_ln, (size_t)T * H, row0_th, p_h, dropout_seed, step,
-                         EST_BERT_DROPOUT_EMBEDDINGS);
+  est_layernorm_forward_eps(e->emb_ln, e->emb_mean, e->emb_rstd, e->emb_sum, V(e->emb_g), V(e->emb_b), T, E, eps);
+  est_dropout_forward_at(e->emb_out, e->emb_mask, e->emb_ln, (size_t)T * E, row0 * (size_t)S * (size_t)E, p_h,
+                         dropout_seed, step, EST_BERT_DROPOUT_EMBEDDINGS);
+  if (e->proj_w >= 0)
+    est_matmul_forward(e->x0, e->emb_out, V(e->proj_w), V(e->proj_b), T, E, H, 0, e->precision);
 
   /* what backward needs to run a layer's attention or whole forward again */
   e->seed = dropout_seed;
@@ -316,7 +350,7 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
   e->row0 = (int64_t)row0;
   e->has_mask = input_mask != NULL;
   if (input_mask && e->mask) memcpy(e->mask, input_mask, (size_t)T * sizeof(int32_t));
-  enc_layers_forward(e, 0, cfg->num_hidden_layers, e->emb_out, input_mask, B, S, p_h, p_a, dropout_seed, step,
+  enc_layers_forward(e, 0, cfg->num_hidden_layers, e->x0, input_mask, B, S, p_h, p_a, dropout_seed, step,
                      (int64_t)row0);
 
   /* pooler: tanh(first token . Wp + bp) [B,H] */
@@ -343,6 +377,7 @@ void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x
   const est_bert_config *cfg = &e->cfg;
   const int T = B * S, H = cfg->hidden_size, I = cfg->intermediate_size;
   const int N = cfg->num_attention_heads, Dh = H / N;
+  const float eps = (float)cfg->layer_norm_eps;
   const size_t row0 = (size_t)first_row, row0_th = row0 * (size_t)S * (size_t)H;
 #define V(idx) enc_value(e, idx)
   for (int l = first; l < last; l++) {
@@ -358,7 +393,8 @@ void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x
     /* A = LayerNorm(dropout(ctx Wao + bao) + x) */
     est_matmul_forward(a->a_pre, a->ctx, V(w->ao_w), V(w->ao_b), T, H, H, 0, e->precision);
     est_dropout_forward_at(a->a_pre, a->amask, a->a_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 1);
-    est_layernorm_forward_residual(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, x, V(w->ln1_g), V(w->ln1_b), T, H);
+    est_layernorm_forward_residual_eps(a->a, a->ln1_mean, a->ln1_rstd, a->a_pre, x, V(w->ln1_g), V(w->ln1_b), T, H,
+                                       eps);
     /* Y = LayerNorm(dropout(act(A Wi + bi) Wo + bo) + A) */
     if (cfg->hidden_act == EST_ACT_GELU) { /* GELU fused into the first GEMM's epilogue */
       est_ffn_forward(a->y_pre, e->h, a->h_pre, a->a, V(w->i_w), V(w->i_b), V(w->o_w), V(w->o_b), T, H, I,
@@ -369,7 +405,8 @@ void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x
       est_matmul_forward(a->y_pre, e->h, V(w->o_w), V(w->o_b), T, I, H, 0, e->precision);
     }
     est_dropout_forward_at(a->y_pre, a->omask, a->y_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 2);
-    est_layernorm_forward_residual(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, a->a, V(w->ln2_g), V(w->ln2_b), T, H);
+    est_layernorm_forward_residual_eps(a->y, a->ln2_mean, a->ln2_rstd, a->y_pre, a->a, V(w->ln2_g), V(w->ln2_b), T,
+                                       H, eps);
     x = a->y;
   }
 #undef V
@@ -377,7 +414,7 @@ void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x
 
 /* ---- views -------------------------------------------------------------------------- */
 
-const float *est_bert_encoder_embedding_output(const est_bert_encoder *e) { return e->emb_out; }
+const float *est_bert_encoder_embedding_output(const est_bert_encoder *e) { return e->x0; }
 
 const float *est_bert_encoder_layer_output(const est_bert_encoder *e, int layer) {
   if (layer < 0 || layer >= e->cfg.num_hidden_layers || !e->la) return NULL;
@@ -385,7 +422,7 @@ const float *est_bert_encoder_layer_output(const est_bert_encoder *e, int layer)
 }
 
 const float *est_bert_encoder_sequence_output(const est_bert_encoder *e) {
-  return e->cfg.num_hidden_layers ? e->la[e->cfg.num_hidden_layers - 1].y : e->emb_out;
+  return e->cfg.num_hidden_layers ? e->la[e->cfg.num_hidden_layers - 1].y : e->x0;
 }
 
 const float *est_bert_encoder_pooled_output(const est_bert_encoder *e) { return e->pooled; }

@@ -29,7 +29,7 @@ static void layer_backward(est_bert_encoder *e, int l, int B, int S) {
   const size_t TH = (size_t)T * H, TI = (size_t)T * I;
   const enc_layer_vars *w = &e->lv[l];
   const enc_layer_acts *a = &e->la[l];
-  const float *x = l ? e->la[l - 1].y : e->emb_out;
+  const float *x = l ? e->la[l - 1].y : e->x0;
   enc_grads *d = &e->d;
 #define V(idx) enc_value(e, idx)
 #define G(idx) enc_grad(e, idx)
@@ -84,7 +84,7 @@ est_status est_bert_encoder_backward(est_bert_encoder *e) {
                      "with backward");
   const est_bert_config *cfg = &e->cfg;
   const int B = e->B, S = e->S, H = cfg->hidden_size;
-  const size_t TH = (size_t)B * S * H, BH = (size_t)B * H;
+  const size_t BH = (size_t)B * H;
   enc_grads *d = &e->d;
   /* zeroed here when no head added into them */
   float *d_seq = est_bert_encoder_sequence_output_grad(e);
@@ -109,19 +109,30 @@ est_status est_bert_encoder_backward(est_bert_encoder *e) {
     /* recompute: the shared scratch still holds the top layer's activations; every layer
      * below runs its forward again from its kept input, the same masks, the same numbers */
     if (e->rc && l < cfg->num_hidden_layers - 1)
-      enc_layers_forward(e, l, l + 1, l ? e->la[l - 1].y : e->emb_out, e->has_mask ? e->mask : NULL, B, S,
+      enc_layers_forward(e, l, l + 1, l ? e->la[l - 1].y : e->x0, e->has_mask ? e->mask : NULL, B, S,
                          e->p_hidden, e->p_attn, e->seed, e->step, e->row0);
     layer_backward(e, l, B, S);
     est_bert_report_grads_ready(e->vs, (size_t)e->lv[l].q_w, (size_t)e->lv[l].ln2_g, e->ready_fn, e->ready_ctx);
   }
 
-  /* embeddings: dropout -> LayerNorm -> scatter-add into the three tables */
-  const float *d_ln = dropout_grad(d->emb_ln, d->hidden, e->emb_mask, TH, e->p_hidden);
+  /* embeddings: (projection ->) dropout -> LayerNorm -> scatter-add into the tables */
+  const int E = e->E;
+  const size_t TE = (size_t)B * S * E;
+  const float *d_emb = d->hidden;
+  if (e->proj_w >= 0) {
+    est_matmul_backward_mode(d->emb_out, G(e->proj_w), G(e->proj_b), d->hidden, e->emb_out, V(e->proj_w), B * S, E,
+                             H, 0, EST_GRAD_WRITE, e->precision);
+    d_emb = d->emb_out;
+  }
+  const float *d_ln = dropout_grad(d->emb_ln, d_emb, e->emb_mask, TE, e->p_hidden);
   est_layernorm_backward_mode(d->emb_sum, G(e->emb_g), G(e->emb_b), d_ln, e->emb_sum, V(e->emb_g), e->emb_mean,
-                              e->emb_rstd, B * S, H, EST_GRAD_WRITE);
-  est_embeddings_backward(G(e->word), G(e->type), G(e->pos), d->emb_sum, e->ids, e->has_types ? e->types : NULL, B,
-                          S, H, cfg->vocab_size, cfg->type_vocab_size);
-  est_bert_report_grads_ready(e->vs, (size_t)e->word, (size_t)e->emb_g, e->ready_fn, e->ready_ctx);
+                              e->emb_rstd, B * S, E, EST_GRAD_WRITE);
+  /* the sinusoidal table is no variable: no gradient */
+  est_embeddings_backward_ex(G(e->word), e->type >= 0 ? G(e->type) : NULL, e->pos >= 0 ? G(e->pos) : NULL,
+                             d->emb_sum, e->ids, e->has_types ? e->types : NULL, e->pos_ids, B, S, E,
+                             cfg->vocab_size, cfg->type_vocab_size, cfg->opt.pad_rows_frozen ? cfg->pad_token_id : -1,
+                             cfg->opt.pad_rows_frozen && e->pos_ids ? cfg->pad_token_id : -1);
+  est_bert_report_grads_ready(e->vs, (size_t)e->word, (size_t)e->emb_last, e->ready_fn, e->ready_ctx);
 #undef V
 #undef G
   /* the output gradients are consumed: one backward per forward */

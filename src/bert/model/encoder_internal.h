@@ -45,14 +45,20 @@ typedef struct enc_grads {
   float *attn_dense;  /* [T,H] d(ctx Wao + bao), after the attention-output dropout's backward */
   float *ctx;         /* [T,H] d ctx */
   float *q, *k, *v;   /* [T,H] each, consecutive: d Q, d K, d V */
-  float *emb_ln;      /* [T,H] d LayerNorm(embedding sum) = the ffn_out buffer, free by then */
-  float *emb_sum;     /* [T,H] d embedding sum = the attn_out buffer, free by then */
+  float *emb_out;     /* [T,E] d embedding output before embeddings_project (NULL without one) */
+  float *emb_ln;      /* [T,E] d LayerNorm(embedding sum) = the ffn_out buffer, free by then
+                         (its own buffer when E != H) */
+  float *emb_sum;     /* [T,E] d embedding sum = the attn_out buffer, free by then (idem) */
 } enc_grads;
 
 struct est_bert_encoder {
   est_bert_config cfg;
   est_var_store *vs;
-  int word, type, pos, emb_g, emb_b;
+  int word, type, pos, emb_g, emb_b;       /* type -1: no token types; pos -1: no trained table */
+  int proj_w, proj_b;                     /* embeddings_project [E,H], [H]; -1 without one */
+  int emb_last;                           /* the last embedding variable (report group) */
+  int E;                                  /* embedding width: opt.embedding_size or H */
+  float *sin_table;                       /* [P,E] EST_POS_SINUSOIDAL's fixed table, else NULL */
   enc_layer_vars *lv;
   int pool_w, pool_b;
   est_precision precision;                /* of every GEMM of the encoder and its heads */
@@ -66,7 +72,9 @@ struct est_bert_encoder {
   size_t buf_bytes;
   int32_t *ids, *types;                   /* copies of the last batch, for backward */
   int32_t *mask;                          /* input_mask copy [T] with backward, for recomputes */
-  float *emb_sum, *emb_mean, *emb_rstd, *emb_ln, *emb_out;
+  int32_t *pos_ids;                       /* [T] EST_POS_IDS_AFTER_PADDING's rows, else NULL */
+  float *emb_sum, *emb_mean, *emb_rstd, *emb_ln, *emb_out; /* [T,E] ([T] stats) */
+  float *x0;                              /* [T,H] layer 0's input: emb_out, or its projection */
   uint8_t *emb_mask;
   enc_layer_acts *la;
   float *first, *pool_pre, *pooled;       /* [B,H] */

@@ -1,0 +1,305 @@
+/* The encoder's options against transformers (docs/bert.md §11): tests/data/encoders' tiny
+ * RobertaModel, XLMRobertaModel, DistilBertModel and ElectraModel directories, written with
+ * their outputs and gradients by tests/reference/encoder_golden.py (transformers 4.44.2,
+ * torch 2.4.1), load through config.json and model.safetensors as any HF directory does;
+ * est's embeddings and every layer's hidden states (and RoBERTa's pooled output) are
+ * transformers' within 1e-5, and a training step's parameter gradients torch autograd's
+ * within 1e-4 (both absolute, on values of order 1; fp32). Also: what each config.json turns
+ * on, est's own bert_config.json round trip of the options, the position-id rule, the
+ * sinusoidal table, and ModernBERT still refused by model_type. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/bert_encoder.h"
+#include "est/hf_model.h"
+#include "est/nn.h"
+#include "est/safetensors.h"
+#include "test_util.h"
+
+#define ENC_DIR EST_TEST_DATA "/encoders"
+
+typedef struct {
+  const char *dir;
+  est_bert_config cfg;
+  est_safetensors *golden;
+  est_var_store *vs;
+  est_bert_encoder *enc;
+} model;
+
+static est_tensor read_golden(est_safetensors *g, const char *name) {
+  est_tensor t;
+  if (est_safetensors_read(g, name, &t) != EST_OK) fail_msg("golden tensor %s: %s", name, est_error_message());
+  return t;
+}
+
+static void open_model(model *m, const char *name) {
+  static char dir[1024];
+  snprintf(dir, sizeof dir, ENC_DIR "/%s", name);
+  m->dir = dir;
+  if (est_bert_config_from_json_file(&m->cfg, dir) != EST_OK) fail_msg("%s: %s", dir, est_error_message());
+  char path[1200];
+  snprintf(path, sizeof path, "%s/golden.safetensors", dir);
+  assert_int_equal(est_safetensors_open(&m->golden, path), EST_OK);
+  assert_int_equal(est_vars_create(&m->vs), EST_OK);
+  assert_int_equal(est_bert_encoder_create(&m->enc, &m->cfg, m->vs), EST_OK);
+  assert_int_equal(est_vars_finalize(m->vs, 1), EST_OK);
+  size_t loaded = 0;
+  if (est_hf_load_vars(m->vs, dir, &loaded) != EST_OK) fail_msg("%s: %s", dir, est_error_message());
+  /* every encoder variable but the pooler, which only RoBERTa's models have */
+  assert_int_equal(est_hf_require_vars(m->vs, est_bert_encoder_first_variable(m->enc),
+                                       est_bert_encoder_last_variable(m->enc), dir),
+                   EST_OK);
+}
+
+static void close_model(model *m) {
+  est_bert_encoder_free(m->enc);
+  est_vars_free(m->vs);
+  est_safetensors_close(m->golden);
+}
+
+static void assert_close(const char *what, const float *got, const est_tensor *want, double tol) {
+  size_t n = (size_t)est_tensor_num_elements(want);
+  const float *w = want->data;
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - w[i]);
+    if (!(d <= worst)) worst = d, at = i;
+  }
+  if (!(worst <= tol)) fail_msg("%s: max |est - transformers| = %g at %zu (est %g, transformers %g) > %g", what, worst,
+                                at, got[at], w[at], tol);
+}
+
+/* Forward every hidden state, then a backward of sum(seq * probe) + sum(pooled * probe):
+ * each gradient the golden has, mapped by the family's name table. */
+static void check_model(const char *name, int has_pooler) {
+  model m;
+  open_model(&m, name);
+  est_tensor ids = read_golden(m.golden, "input_ids"), mask = read_golden(m.golden, "input_mask"),
+             segs = read_golden(m.golden, "segment_ids");
+  const int B = (int)ids.dims[0], S = (int)ids.dims[1], H = m.cfg.hidden_size, L = m.cfg.num_hidden_layers;
+  assert_int_equal(est_bert_encoder_reserve(m.enc, B, S, 1), EST_OK);
+  assert_int_equal(est_bert_encoder_forward(m.enc, ids.data, mask.data, segs.data, B, S, 0, 0, 0), EST_OK);
+  char key[64], what[128];
+  for (int i = 0; i <= L; i++) {
+    snprintf(key, sizeof key, "hidden_states.%d", i);
+    est_tensor want = read_golden(m.golden, key);
+    assert_int_equal(est_tensor_num_elements(&want), (int64_t)B * S * H);
+    snprintf(what, sizeof what, "%s %s", name, key);
+    assert_close(what, i ? est_bert_encoder_layer_output(m.enc, i - 1) : est_bert_encoder_embedding_output(m.enc),
+                 &want, 1e-5);
+    est_tensor_free(&want);
+  }
+  if (has_pooler) {
+    est_tensor want = read_golden(m.golden, "pooled_output");
+    snprintf(what, sizeof what, "%s pooled_output", name);
+    assert_close(what, est_bert_encoder_pooled_output(m.enc), &want, 1e-5);
+    est_tensor_free(&want);
+  }
+
+  /* the training step */
+  est_vars_zero_grads(m.vs);
+  est_tensor probe = read_golden(m.golden, "probe_sequence");
+  float *dseq = est_bert_encoder_sequence_output_grad(m.enc);
+  for (size_t i = 0; i < (size_t)B * S * H; i++) dseq[i] += ((const float *)probe.data)[i];
+  est_tensor_free(&probe);
+  if (has_pooler) {
+    probe = read_golden(m.golden, "probe_pooled");
+    float *dpool = est_bert_encoder_pooled_output_grad(m.enc);
+    for (size_t i = 0; i < (size_t)B * H; i++) dpool[i] += ((const float *)probe.data)[i];
+    est_tensor_free(&probe);
+  }
+  assert_int_equal(est_bert_encoder_backward(m.enc), EST_OK);
+  size_t checked = 0;
+  for (size_t i = 0; i < est_safetensors_count(m.golden); i++) {
+    const char *gname = est_safetensors_name(m.golden, i);
+    if (strncmp(gname, "grad.", 5)) continue;
+    char tf[EST_VAR_NAME_MAX];
+    int transpose = 0;
+    if (!est_hf_family_name_to_tf(m.cfg.opt.family, gname + 5, tf, sizeof tf, &transpose))
+      fail_msg("%s: no est name for %s", name, gname + 5);
+    int v = est_vars_find(m.vs, tf);
+    if (v < 0) fail_msg("%s: %s maps to %s, which est does not declare", name, gname + 5, tf);
+    const est_variable *var = est_vars_at(m.vs, (size_t)v);
+    est_tensor want = read_golden(m.golden, gname);
+    assert_int_equal((size_t)est_tensor_num_elements(&want), var->count);
+    const float *g = est_vars_grad(m.vs, (size_t)v);
+    float *got = malloc(var->count * sizeof(float));
+    if (transpose) { /* est's kernel [in,out] -> torch's weight [out,in] */
+      const int64_t I = var->dims[0], O = var->dims[1];
+      for (int64_t o = 0; o < O; o++)
+        for (int64_t k = 0; k < I; k++) got[o * I + k] = g[k * O + o];
+    } else {
+      memcpy(got, g, var->count * sizeof(float));
+    }
+    snprintf(what, sizeof what, "%s d %s", name, gname + 5);
+    assert_close(what, got, &want, 1e-4);
+    free(got);
+    est_tensor_free(&want);
+    checked++;
+  }
+  assert_true(checked >= 30); /* every parameter of two layers and the embeddings */
+  est_tensor_free(&ids), est_tensor_free(&mask), est_tensor_free(&segs);
+  close_model(&m);
+}
+
+static void test_roberta(void **state) {
+  (void)state;
+  check_model("roberta", 1);
+}
+static void test_xlm_roberta(void **state) {
+  (void)state;
+  check_model("xlm_roberta", 1);
+}
+static void test_distilbert_sinusoidal(void **state) {
+  (void)state;
+  check_model("distilbert", 0);
+}
+static void test_electra_embeddings_project(void **state) {
+  (void)state;
+  check_model("electra", 0);
+}
+
+/* What each config.json turns on. */
+static void test_configs_set_the_options(void **state) {
+  (void)state;
+  est_bert_config c;
+  assert_int_equal(est_bert_config_from_json_file(&c, ENC_DIR "/roberta"), EST_OK);
+  assert_int_equal(c.opt.family, EST_FAMILY_ROBERTA);
+  assert_int_equal(c.opt.position_ids, EST_POS_IDS_AFTER_PADDING);
+  assert_int_equal(c.opt.token_types, EST_TYPES_ZERO);
+  assert_int_equal(c.pad_token_id, 1);
+  assert_true(fabs(c.layer_norm_eps - 1e-5) < 1e-12);
+  assert_int_equal(est_bert_config_max_seq_length(&c), c.max_position_embeddings - 2);
+  assert_int_equal(est_bert_config_from_json_file(&c, ENC_DIR "/distilbert/config.json"), EST_OK);
+  assert_int_equal(c.opt.family, EST_FAMILY_DISTILBERT);
+  assert_int_equal(c.opt.positions, EST_POS_SINUSOIDAL);
+  assert_int_equal(c.opt.token_types, EST_TYPES_NONE);
+  assert_int_equal(c.hidden_size, 21);
+  assert_int_equal(c.num_attention_heads, 3);
+  assert_int_equal(c.intermediate_size, 37);
+  assert_int_equal(c.num_hidden_layers, 2);
+  assert_int_equal(c.hidden_act, EST_ACT_GELU_EXACT);
+  assert_int_equal(est_bert_config_from_json_file(&c, ENC_DIR "/electra"), EST_OK);
+  assert_int_equal(c.opt.family, EST_FAMILY_ELECTRA);
+  assert_int_equal(c.opt.embedding_size, 13);
+  assert_int_equal(c.opt.token_types, EST_TYPES_SEGMENTS);
+  assert_int_equal(est_hf_family_of(ENC_DIR "/electra/model.safetensors"), EST_FAMILY_ELECTRA);
+  assert_int_equal(est_hf_family_of(EST_TEST_DATA "/hf/cls_gelu"), EST_FAMILY_BERT);
+}
+
+/* est's own bert_config.json (exports) keeps the options: written only when they differ
+ * from BERT's, read back equal. */
+static void test_bert_config_json_keeps_the_options(void **state) {
+  (void)state;
+  const char *names[] = {"roberta", "xlm_roberta", "distilbert", "electra"};
+  for (size_t i = 0; i < 4; i++) {
+    char dir[512];
+    snprintf(dir, sizeof dir, ENC_DIR "/%s", names[i]);
+    est_bert_config c, back;
+    assert_int_equal(est_bert_config_from_json_file(&c, dir), EST_OK);
+    char *text = est_bert_config_to_json_string(&c);
+    assert_non_null(strstr(text, "\"encoder_options\""));
+    if (est_bert_config_from_json_string(&back, text, "est") != EST_OK) fail_msg("%s: %s", text, est_error_message());
+    assert_memory_equal(&back.opt, &c.opt, sizeof c.opt);
+    assert_true((float)back.layer_norm_eps == (float)c.layer_norm_eps); /* est runs a float eps */
+    assert_int_equal(back.pad_token_id, c.pad_token_id);
+    free(text);
+  }
+  est_bert_config bert = est_bert_config_default();
+  bert.vocab_size = 10;
+  char *text = est_bert_config_to_json_string(&bert);
+  assert_null(strstr(text, "encoder_options"));
+  assert_null(strstr(text, "layer_norm_eps"));
+  free(text);
+  /* an option est does not run yet is named */
+  const char *pre = "{\"vocab_size\": 9, \"hidden_size\": 8, \"num_attention_heads\": 2, "
+                    "\"encoder_options\": {\"norm\": \"pre\"}}";
+  assert_int_equal(est_bert_config_from_json_string(&bert, pre, "pre.json"), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "pre-LayerNorm"));
+  const char *bad = "{\"vocab_size\": 9, \"encoder_options\": {\"positions\": \"alibi\"}}";
+  assert_int_equal(est_bert_config_from_json_string(&bert, bad, "bad.json"), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "encoder_options.positions"));
+}
+
+/* transformers' create_position_ids_from_input_ids, and DistilBERT's fixed table. */
+static void test_position_ids_and_sinusoid(void **state) {
+  (void)state;
+  const int32_t ids[2 * 5] = {0, 7, 8, 2, 1, 1, 7, 1, 9, 1};
+  int32_t pos[10];
+  est_position_ids_after_padding(pos, ids, 2, 5, 1);
+  const int32_t want[10] = {2, 3, 4, 5, 1, 1, 2, 1, 3, 1};
+  assert_memory_equal(pos, want, sizeof want);
+  float t[3 * 4];
+  est_sinusoidal_positions(t, 3, 4);
+  assert_true(t[0] == 0.0f && t[1] == 1.0f && t[2] == 0.0f && t[3] == 1.0f);
+  assert_true(t[4] == (float)sin(1.0) && t[5] == (float)cos(1.0));
+  assert_true(t[6] == (float)sin(1.0 / 100.0) && t[7] == (float)cos(1.0 / 100.0));
+}
+
+/* A position past the table is an error naming it; RoBERTa's reservation allows 2 fewer. */
+static void test_position_limits(void **state) {
+  (void)state;
+  model m;
+  open_model(&m, "roberta");
+  const int P = m.cfg.max_position_embeddings;
+  assert_int_equal(est_bert_encoder_reserve(m.enc, 1, P - 1, 0), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "Cannot use sequence length"));
+  assert_int_equal(est_bert_encoder_reserve(m.enc, 1, P - 2, 0), EST_OK);
+  close_model(&m);
+}
+
+/* `est embed --model_dir=DIR` opens each family's directory (WordPiece vocab.txt; their own
+ * tokenizers are issue 47's) and prints one hidden_size-wide vector; the default 128 tokens
+ * beyond RoBERTa's 10 positions is refused naming them. */
+static void test_embed_opens_each_family(void **state) {
+  (void)state;
+  const char *names[] = {"roberta", "xlm_roberta", "distilbert", "electra"};
+  const int widths[] = {21, 30, 21, 21};
+  for (size_t i = 0; i < 4; i++) {
+    char *out = test_run_ok("echo 'the movie was good' | " EST_BIN " embed --model_dir=" ENC_DIR "/%s "
+                            "--max_seq_length=10 --num_threads=1 2>/dev/null", names[i]);
+    int commas = 0;
+    for (const char *p = out; *p; p++) commas += *p == ',';
+    if (commas != widths[i] - 1) fail_msg("%s: %d numbers in: %s", names[i], commas + 1, out);
+    free(out);
+  }
+  char *log = NULL;
+  int rc = test_run(&log, 1, "echo hi | " EST_BIN " embed --model_dir=" ENC_DIR "/roberta --max_seq_length=11");
+  assert_int_equal(rc, 1);
+  if (!strstr(log, "--max_seq_length=11: must be in [3, max_position_embeddings 10]")) fail_msg("%s", log);
+  free(log);
+}
+
+/* Only the model_types est runs are lifted: ModernBERT is still refused by name. */
+static void test_modernbert_refused(void **state) {
+  (void)state;
+  est_bert_config c;
+  const char *text = "{\"model_type\": \"modernbert\", \"vocab_size\": 9}";
+  assert_int_equal(est_bert_config_from_json_string(&c, text, "mb/config.json"), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "mb/config.json: field \"model_type\" = \"modernbert\" is not supported"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_roberta),
+      cmocka_unit_test(test_xlm_roberta),
+      cmocka_unit_test(test_distilbert_sinusoidal),
+      cmocka_unit_test(test_electra_embeddings_project),
+      cmocka_unit_test(test_configs_set_the_options),
+      cmocka_unit_test(test_bert_config_json_keeps_the_options),
+      cmocka_unit_test(test_position_ids_and_sinusoid),
+      cmocka_unit_test(test_position_limits),
+      cmocka_unit_test(test_modernbert_refused),
+      cmocka_unit_test(test_embed_opens_each_family),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
