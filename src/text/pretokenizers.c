@@ -132,7 +132,10 @@ int bytelevel_byte(uint32_t c) {
 
 static const char GPT2_RE[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-static const char WHITESPACE_RE[] = "\\w+|[^\\w\\s]+";
+/* `\w+|[^\w\s]+` with Oniguruma's Unicode \w (letters, marks, decimal digits, connector
+ * punctuation, Join_Control U+200C/U+200D); PCRE2's \w leaves marks and joiners out. */
+#define WORD "\\p{L}\\p{Nl}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}"
+static const char WHITESPACE_RE[] = "[" WORD "]+|[^" WORD "\\s]+";
 
 /* ---- the pre-tokenizer tree ---- */
 
