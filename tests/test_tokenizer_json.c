@@ -1,4 +1,4 @@
-/* tokenizer.json pipelines (docs/tokenizer.md §6-§10) against HuggingFace `tokenizers`
+/* tokenizer.json pipelines (docs/tokenizer.md §8) against HuggingFace `tokenizers`
  * 0.22.1: files that tests/reference/tokenizers_golden.py trained and saved (Unigram with
  * NFKC + Replace + Metaspace and a template; byte-level BPE with RobertaProcessing's
  * trim_offsets; WordLevel with StripAccents + Lowercase + Whitespace + Digits, BertProcessing

@@ -1,7 +1,9 @@
 /* `est tokenize --vocab_file=F [--do_lower_case=B] [--output=tokens|ids]`: BERT's
  * FullTokenizer as a filter; `est tokenize --tokenizer_file=tokenizer.json [--pair]
  * [--max_length=N --truncation=S --stride=K] [--output=json|ids|tokens]`: HuggingFace
- * `tokenizers`' Tokenizer.encode (docs/tokenizer.md §11). One input per stdin line ('\n' separated), one output line each:
+ * `tokenizers`' Tokenizer.encode (docs/tokenizer.md §8).
+ *
+ * The vocab_file form: one input per stdin line ('\n' separated), one output line each:
  * WordPiece tokens or their ids, separated by single spaces (an empty line for no tokens).
  * A '\r' before the '\n' is left in the text: the tokenizer treats it as whitespace, as the
  * reference would, so CRLF input gives the same tokens as LF input. */

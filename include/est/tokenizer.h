@@ -93,7 +93,7 @@ est_status est_tokenizer_create_with(est_tokenizer **out, const est_vocab *vocab
 /* Hands v to tok, which frees it with itself. */
 void est_tokenizer_own_vocab(est_tokenizer *tok, est_vocab *v);
 
-/* A HuggingFace tokenizer.json (docs/tokenizer.md §6-§10): models WordPiece, WordLevel,
+/* A HuggingFace tokenizer.json (docs/tokenizer.md §8): models WordPiece, WordLevel,
  * Unigram, BPE; its normalizer, pre-tokenizer, post-processor, added_tokens, truncation and
  * padding, as HuggingFace `tokenizers` runs them. A type or field value est does not
  * implement is INVALID_ARGUMENT naming the file and the field. The decoder is not read (est

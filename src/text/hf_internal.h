@@ -1,4 +1,4 @@
-/* The tokenizer.json pipeline (docs/tokenizer.md §6-§9): HuggingFace `tokenizers`' Tokenizer
+/* The tokenizer.json pipeline (docs/tokenizer.md §8): HuggingFace `tokenizers`' Tokenizer
  * rebuilt in C, one file per component family.
  *
  *   text --added tokens (normalized:false)--> segments --normalizer--> --added tokens

@@ -1,4 +1,4 @@
-/* The tokenizer.json pipeline (tokenizers' tokenizer/mod.rs encode; docs/tokenizer.md §6):
+/* The tokenizer.json pipeline (tokenizers' tokenizer/mod.rs encode; docs/tokenizer.md §8):
  * added tokens, normalizer, pre-tokenizer, model, truncation, post-processor, padding, with
  * code point offsets into the input. */
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* The model's vocabulary (id <-> token), the model dispatch, and the two simplest models of
- * tokenizers' models/ (docs/tokenizer.md §9): WordLevel (a split is one token or unk) and
+ * tokenizers' models/ (docs/tokenizer.md §8): WordLevel (a split is one token or unk) and
  * WordPiece (greedy longest match first, continuing_subword_prefix, unk for a word longer
  * than max_input_chars_per_word or with no cover). Unigram and BPE are unigram.c and bpe.c. */
 #include <stdlib.h>

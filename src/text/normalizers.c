@@ -1,4 +1,4 @@
-/* Normalized strings and the normalizers of tokenizers' normalizers/ (docs/tokenizer.md §7):
+/* Normalized strings and the normalizers of tokenizers' normalizers/ (docs/tokenizer.md §8):
  * NormalizedString's transform / replace / prepend with alignments, string and regex
  * patterns (PCRE2, 32-bit code units: matches are code point ranges), and BertNormalizer,
  * NFC/NFD/NFKC/NFKD, Lowercase, StripAccents, Strip, Replace, Prepend, Precompiled, Sequence. */

@@ -1,4 +1,4 @@
-/* Post-processors (tokenizers' processors/, docs/tokenizer.md §10): TemplateProcessing,
+/* Post-processors (tokenizers' processors/, docs/tokenizer.md §8): TemplateProcessing,
  * BertProcessing, RobertaProcessing (trim_offsets), ByteLevel (trim_offsets) and Sequence.
  * Special tokens get offsets (0, 0) and special_tokens_mask 1; without a post-processor the
  * pair is simply joined (the second sequence keeps type id 1). */

@@ -1,5 +1,5 @@
 /* SentencePiece's precompiled charsmap (tokenizers' Precompiled normalizer; the format is
- * sentencepiece's normalizer.cc, the reading spm_precompiled's; docs/tokenizer.md §7.2).
+ * sentencepiece's normalizer.cc, the reading spm_precompiled's; docs/tokenizer.md §8).
  *
  * The blob, base64 in the JSON: u32 LE trie size in bytes, the trie (a darts-clone double
  * array of u32 units), then the replacement strings, each NUL-terminated. A lookup walks the
