@@ -5,7 +5,7 @@
 set -eu
 
 PKGS="build-essential cmake pkg-config libopenblas-dev zlib1g-dev libsnappy-dev \
-libjansson-dev libutf8proc-dev libcmocka-dev openmpi-bin libopenmpi-dev libmicrohttpd-dev"
+libjansson-dev libutf8proc-dev libpcre2-dev libcmocka-dev openmpi-bin libopenmpi-dev libmicrohttpd-dev"
 
 missing=""
 for p in $PKGS; do

@@ -92,10 +92,13 @@ static void assert_variant_fails(const char *from, const char *to, const char *e
 
 static void test_other_types_refused(void **state) {
   (void)state;
-  assert_variant_fails("\"type\": \"WordPiece\"", "\"type\": \"BPE\"", "model.type is \"BPE\"");
-  assert_variant_fails("\"type\": \"BertNormalizer\"", "\"type\": \"NFKC\"", "normalizer.type is \"NFKC\"");
-  assert_variant_fails("\"type\": \"BertPreTokenizer\"", "\"type\": \"Whitespace\"",
-                       "pre_tokenizer.type is \"Whitespace\"");
+  /* every tokenizer.json type est implements opens (test_tokenizer_json.c); others are named */
+  assert_variant_fails("\"type\": \"WordPiece\"", "\"type\": \"CharBPE\"",
+                       "model.type \"CharBPE\": est does not implement this model");
+  assert_variant_fails("\"type\": \"BertNormalizer\"", "\"type\": \"ByteLevel\"",
+                       "normalizer.type \"ByteLevel\": est does not implement this normalizer");
+  assert_variant_fails("\"type\": \"BertPreTokenizer\"", "\"type\": \"UnicodeScripts\"",
+                       "pre_tokenizer.type \"UnicodeScripts\": est does not implement this pre-tokenizer");
   assert_variant_fails("\"continuing_subword_prefix\": \"##\"", "\"continuing_subword_prefix\": \"@@\"",
                        "continuing_subword_prefix must be \"##\"");
   assert_variant_fails("\"[UNK]\": 100", "\"[UNK]\": 0", "ids must be 0..");

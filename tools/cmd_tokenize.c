@@ -1,5 +1,9 @@
 /* `est tokenize --vocab_file=F [--do_lower_case=B] [--output=tokens|ids]`: BERT's
- * FullTokenizer as a filter. One input per stdin line ('\n' separated), one output line each:
+ * FullTokenizer as a filter; `est tokenize --tokenizer_file=tokenizer.json [--pair]
+ * [--max_length=N --truncation=S --stride=K] [--output=json|ids|tokens]`: HuggingFace
+ * `tokenizers`' Tokenizer.encode (docs/tokenizer.md §8).
+ *
+ * The vocab_file form: one input per stdin line ('\n' separated), one output line each:
  * WordPiece tokens or their ids, separated by single spaces (an empty line for no tokens).
  * A '\r' before the '\n' is left in the text: the tokenizer treats it as whitespace, as the
  * reference would, so CRLF input gives the same tokens as LF input. */
@@ -16,19 +20,152 @@ static const char *USAGE =
     "Tokenizes each line of standard input with BERT's FullTokenizer (tokenization.py) and prints\n"
     "one line per input line: the WordPiece tokens, or their vocab ids, separated by spaces.\n"
     "Lines end at '\\n' only; a '\\r' before it is whitespace to the tokenizer, so CRLF input gives\n"
-    "the same tokens. Invalid UTF-8 bytes are dropped, as the reference's decode(errors=\"ignore\").\n";
+    "the same tokens. Invalid UTF-8 bytes are dropped, as the reference's decode(errors=\"ignore\").\n\n"
+    "   or: est tokenize --tokenizer_file=tokenizer.json [--pair] [--max_length=N\n"
+    "         --truncation=longest_first|only_first|only_second [--stride=K]] [--output=json|ids|tokens] < text\n\n"
+    "Prints what HuggingFace tokenizers' Tokenizer.encode(line) gives (with special tokens; the file's\n"
+    "own truncation and padding apply unless --max_length overrides the truncation). --pair reads\n"
+    "text_a<TAB>text_b lines. --output=json prints one object a line: ids, tokens, type_ids,\n"
+    "attention_mask, special_tokens_mask and offsets (code points of the input, of text_b for its tokens).\n";
+
+static void put_json_string(const char *s) {
+  putchar_unlocked('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') putchar_unlocked('\\'), putchar_unlocked((int)c);
+    else if (c < 0x20) printf("\\u%04x", c);
+    else putchar_unlocked((int)c);
+  }
+  putchar_unlocked('"');
+}
+
+static void put_ints(const char *name, const int32_t *v, size_t n, bool first) {
+  printf("%s\"%s\":[", first ? "" : ",", name);
+  for (size_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", v[i]);
+  putchar_unlocked(']');
+}
+
+/* --tokenizer_file: one encoding a line. */
+static int encode_lines(est_tokenizer *tok, const char *output, bool pair) {
+  char *line = NULL;
+  size_t cap = 0, lineno = 0;
+  ssize_t len;
+  int rc = 0;
+  while ((len = getline(&line, &cap, stdin)) >= 0) {
+    lineno++;
+    if (len > 0 && line[len - 1] == '\n') len--;
+    const char *b = NULL;
+    size_t alen = (size_t)len, blen = 0;
+    if (pair) {
+      char *tab = memchr(line, '\t', (size_t)len);
+      if (!tab) {
+        fprintf(stderr, "est tokenize: line %zu: --pair expects text_a<TAB>text_b\n", lineno);
+        rc = 1;
+        break;
+      }
+      alen = (size_t)(tab - line);
+      b = tab + 1;
+      blen = (size_t)len - alen - 1;
+    }
+    est_encoding e;
+    if (est_tokenizer_encode_pair(tok, line, alen, b, blen, true, &e) != EST_OK) {
+      fprintf(stderr, "est tokenize: line %zu: %s\n", lineno, est_error_message());
+      rc = 1;
+      break;
+    }
+    if (!strcmp(output, "json")) {
+      putchar_unlocked('{');
+      put_ints("ids", e.ids, e.n, true);
+      fputs(",\"tokens\":[", stdout);
+      for (size_t i = 0; i < e.n; i++) {
+        if (i) putchar_unlocked(',');
+        put_json_string(e.tokens[i]);
+      }
+      putchar_unlocked(']');
+      put_ints("type_ids", e.type_ids, e.n, false);
+      put_ints("attention_mask", e.attention_mask, e.n, false);
+      put_ints("special_tokens_mask", e.special_tokens_mask, e.n, false);
+      fputs(",\"offsets\":[", stdout);
+      for (size_t i = 0; i < e.n; i++) printf(i ? ",[%d,%d]" : "[%d,%d]", e.offset_start[i], e.offset_end[i]);
+      puts("]}");
+      continue;
+    }
+    bool ids = !strcmp(output, "ids");
+    for (size_t i = 0; i < e.n; i++) {
+      if (i) putchar_unlocked(' ');
+      if (ids) printf("%d", e.ids[i]);
+      else fputs(e.tokens[i], stdout);
+    }
+    putchar_unlocked('\n');
+  }
+  free(line);
+  return rc;
+}
 
 int est_cmd_tokenize(int argc, char **argv) {
-  const char *vocab_file = NULL, *output = "tokens";
-  bool lower = true;
+  const char *vocab_file = NULL, *output = "tokens", *tokenizer_file = NULL, *truncation = NULL;
+  bool lower = true, pair = false;
+  int max_length = -1, stride = 0;
   est_flag flags[] = {
-    EST_FLAG_STRING("vocab_file", &vocab_file, "The WordPiece vocabulary (one token per line).", 1),
+    EST_FLAG_STRING("vocab_file", &vocab_file, "The WordPiece vocabulary (one token per line).", 0),
+    EST_FLAG_STRING("tokenizer_file", &tokenizer_file, "A HuggingFace tokenizer.json (instead of --vocab_file).", 0),
+    EST_FLAG_BOOL("pair", &pair, "Lines are text_a<TAB>text_b (--tokenizer_file).", 0),
+    EST_FLAG_INT("max_length", &max_length, "Truncate to this many tokens (--tokenizer_file; -1: the file's).", 0),
+    EST_FLAG_STRING("truncation", &truncation, "longest_first, only_first or only_second (with --max_length).", 0),
+    EST_FLAG_INT("stride", &stride, "Truncation stride (with --max_length).", 0),
     EST_FLAG_BOOL("do_lower_case", &lower, "Lower-case and strip accents (true for uncased models).", 0),
-    EST_FLAG_STRING("output", &output, "What to print per line: tokens or ids.", 0),
+    EST_FLAG_STRING("output", &output, "What to print per line: tokens or ids (json with --tokenizer_file).", 0),
   };
   const int nflags = (int)(sizeof flags / sizeof *flags);
   int rc = est_cli_parse("tokenize", USAGE, flags, nflags, argc, argv, NULL, NULL, 0, 1);
   if (rc >= 0) return rc;
+  if (!vocab_file == !tokenizer_file) {
+    fprintf(stderr, "est tokenize: give one of --vocab_file or --tokenizer_file\n");
+    return 2;
+  }
+  if (tokenizer_file) {
+    if (strcmp(output, "json") && strcmp(output, "ids") && strcmp(output, "tokens")) {
+      fprintf(stderr, "est tokenize: --output=%s: expected json, ids or tokens\n", output);
+      return 2;
+    }
+    if ((truncation || stride) && max_length < 0) {
+      fprintf(stderr, "est tokenize: --truncation and --stride go with --max_length\n");
+      return 2;
+    }
+    est_truncation_strategy strategy = EST_TRUNCATE_LONGEST_FIRST;
+    if (truncation && !strcmp(truncation, "only_first")) strategy = EST_TRUNCATE_ONLY_FIRST;
+    else if (truncation && !strcmp(truncation, "only_second")) strategy = EST_TRUNCATE_ONLY_SECOND;
+    else if (truncation && strcmp(truncation, "longest_first")) {
+      fprintf(stderr, "est tokenize: --truncation=%s: expected longest_first, only_first or only_second\n", truncation);
+      return 2;
+    }
+    if (stride < 0) {
+      fprintf(stderr, "est tokenize: --stride=%d must be >= 0\n", stride);
+      return 2;
+    }
+    est_tokenizer *tok;
+    if (est_tokenizer_from_json(&tok, tokenizer_file) != EST_OK) {
+      fprintf(stderr, "est tokenize: %s\n", est_error_message());
+      return 1;
+    }
+    if (max_length >= 0) {
+      est_truncation *t = est_tokenizer_truncation(tok);
+      bool left = t->enabled && t->left;
+      *t = (est_truncation){.enabled = true, .max_length = (size_t)max_length, .strategy = strategy,
+                            .stride = (size_t)stride, .left = left};
+    }
+    rc = encode_lines(tok, output, pair);
+    est_tokenizer_free(tok);
+    if (fflush(stdout) != 0) {
+      perror("est tokenize: writing output");
+      rc = 1;
+    }
+    return rc;
+  }
+  if (pair || max_length >= 0 || truncation) {
+    fprintf(stderr, "est tokenize: --pair, --max_length and --truncation need --tokenizer_file\n");
+    return 2;
+  }
   bool ids_out = !strcmp(output, "ids");
   if (!ids_out && strcmp(output, "tokens")) {
     fprintf(stderr, "est tokenize: --output=%s: expected tokens or ids\n", output);

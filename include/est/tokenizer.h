@@ -93,11 +93,65 @@ est_status est_tokenizer_create_with(est_tokenizer **out, const est_vocab *vocab
 /* Hands v to tok, which frees it with itself. */
 void est_tokenizer_own_vocab(est_tokenizer *tok, est_vocab *v);
 
-/* A HuggingFace tokenizer.json whose model is WordPiece (continuing_subword_prefix "##")
- * with a BertNormalizer and a BertPreTokenizer (src/text/tokenizer_json.c, docs/hf.md §5):
- * the tokenizer owns the file's vocab. Any other model / normalizer / pre-tokenizer type is
- * INVALID_ARGUMENT naming the file and the field. */
+/* A HuggingFace tokenizer.json (docs/tokenizer.md §8): models WordPiece, WordLevel,
+ * Unigram, BPE; its normalizer, pre-tokenizer, post-processor, added_tokens, truncation and
+ * padding, as HuggingFace `tokenizers` runs them. A type or field value est does not
+ * implement is INVALID_ARGUMENT naming the file and the field. The decoder is not read (est
+ * does not decode yet).
+ * - A WordPiece file with a BertNormalizer and a BertPreTokenizer is also Google's
+ *   FullTokenizer (src/text/tokenizer_json.c, docs/hf.md §5): est_tokenizer_encode and the
+ *   vocab are that, bit for bit as before; est_tokenizer_encode_pair is `tokenizers`'.
+ * - Any other file: est_tokenizer_encode gives encode(text, add_special_tokens=False).ids,
+ *   est_tokenizer_vocab is NULL and est_tokenizer_basic / _wordpiece fail. */
 est_status est_tokenizer_from_json(est_tokenizer **out, const char *path);
+
+/* ---- tokenizers' Encoding (tokenizer.json files) ----------------------------------- */
+
+typedef enum {
+  EST_TRUNCATE_LONGEST_FIRST = 0,
+  EST_TRUNCATE_ONLY_FIRST,
+  EST_TRUNCATE_ONLY_SECOND
+} est_truncation_strategy;
+
+/* TruncationParams; max_length counts the special tokens the post-processor adds. The
+ * stride only shapes the overflowing windows, which est does not return. */
+typedef struct est_truncation {
+  bool enabled;
+  size_t max_length;
+  est_truncation_strategy strategy;
+  size_t stride;
+  bool left;                      /* direction Left: keep the end */
+} est_truncation;
+
+/* PaddingParams of one encode: pad to `fixed` (0: BatchLongest, i.e. the encoding's own
+ * length) rounded up to multiple_of. */
+typedef struct est_padding {
+  bool enabled;
+  size_t fixed, multiple_of;
+  bool left;
+  int32_t pad_id, pad_type_id;
+  const char *pad_token;
+} est_padding;
+
+/* One tokenizers.Encoding: n tokens, offsets in code points of the input (of text_b for
+ * the pair's tokens), [0, 0) for special and pad tokens. Owned by the tokenizer until its
+ * next call. */
+typedef struct est_encoding {
+  size_t n;
+  const int32_t *ids, *type_ids, *special_tokens_mask, *attention_mask;
+  const int32_t *offset_start, *offset_end;
+  const char *const *tokens;
+} est_encoding;
+
+/* Tokenizer.encode(text, pair, add_special_tokens) of a tokenizer.json tokenizer; pair NULL
+ * for a single text. FAILED_PRECONDITION for a tokenizer made from a vocab.txt. */
+est_status est_tokenizer_encode_pair(est_tokenizer *tok, const char *text, size_t len, const char *pair,
+                                     size_t pair_len, bool add_special_tokens, est_encoding *out);
+/* The file's truncation / padding, to read or change (NULL for a vocab.txt tokenizer). */
+est_truncation *est_tokenizer_truncation(est_tokenizer *tok);
+est_padding *est_tokenizer_padding(est_tokenizer *tok);
+/* The token of an id for any tokenizer (added tokens included), or NULL. */
+const char *est_tokenizer_id_to_token(const est_tokenizer *tok, int32_t id);
 
 /* --vocab_file as est's commands take it: a vocab.txt (Google's, with do_lower_case), a
  * tokenizer.json (its own settings win over do_lower_case, which is logged when it differs),

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "est/tokenizer.h"
+#include "text/hf_tokenizer.h"
 #include "text/unicode.h"
 #include "text/vocab_internal.h"
 
@@ -32,6 +33,8 @@ struct est_tokenizer {
   char *text;                           /* est_tokenizer_basic's output */
   size_t ntext, text_cap, ntokens;
   int mode;                             /* what emit() does with a basic token */
+  tok_pipeline *pipe;                   /* a tokenizer.json's pipeline (hf_tokenizer.c) or NULL */
+  bool pipe_only;                       /* no FullTokenizer: encode is the pipeline's */
 };
 
 enum { MODE_IDS = 0, MODE_TEXT = 1 };
@@ -119,6 +122,7 @@ est_status est_tokenizer_open(est_tokenizer **out, const char *vocab_file, bool 
 
 void est_tokenizer_free(est_tokenizer *t) {
   if (!t) return;
+  tok_pipeline_free(t->pipe);
   est_vocab_free(t->owned_vocab);
   free(t->cps);
   free(t->low);
@@ -277,6 +281,15 @@ static bool run_basic(est_tokenizer *t, const char *text, size_t len) {
 
 est_status est_tokenizer_encode(est_tokenizer *t, const char *text, size_t len, const int32_t **ids,
                                 size_t *n) {
+  if (t->pipe_only) {
+    est_encoding e;
+    if (len == SIZE_MAX) len = strlen(text);
+    est_status st = tok_pipeline_encode(t->pipe, text, len, NULL, 0, false, &e);
+    if (st) return st;
+    *ids = e.ids;
+    *n = e.n;
+    return EST_OK;
+  }
   t->nids = 0;
   t->mode = MODE_IDS;
   if (!run_basic(t, text, len)) return est_error(EST_ERR_NO_MEMORY, "tokenizing %zu bytes", len);
@@ -286,6 +299,10 @@ est_status est_tokenizer_encode(est_tokenizer *t, const char *text, size_t len, 
 }
 
 const char *est_tokenizer_basic(est_tokenizer *t, const char *text, size_t len, size_t *ntokens) {
+  if (t->pipe_only) {
+    est_error(EST_ERR_FAILED_PRECONDITION, "a %s tokenizer.json has no BasicTokenizer", tok_pipeline_model_type(t->pipe));
+    return NULL;
+  }
   t->ntext = 0;
   t->ntokens = 0;
   t->mode = MODE_TEXT;
@@ -298,6 +315,9 @@ const char *est_tokenizer_basic(est_tokenizer *t, const char *text, size_t len, 
 
 est_status est_tokenizer_wordpiece(est_tokenizer *t, const char *text, size_t len, const int32_t **ids,
                                    size_t *n) {
+  if (t->pipe_only)
+    return est_error(EST_ERR_FAILED_PRECONDITION, "a %s tokenizer.json is not Google's WordPiece",
+                     tok_pipeline_model_type(t->pipe));
   if (len == SIZE_MAX) len = strlen(text);
   t->nids = 0;
   if (!grow((void **)&t->cps, &t->cps_cap, len + 1, sizeof *t->cps))
@@ -313,4 +333,39 @@ est_status est_tokenizer_wordpiece(est_tokenizer *t, const char *text, size_t le
   *ids = t->ids;
   *n = t->nids;
   return EST_OK;
+}
+
+/* ---- tokenizer.json pipelines (hf_tokenizer.c) ---- */
+
+est_status tokenizer_from_pipeline(est_tokenizer **out, tok_pipeline *p) {
+  est_tokenizer *t = calloc(1, sizeof *t);
+  if (!t) {
+    tok_pipeline_free(p);
+    return est_error(EST_ERR_NO_MEMORY, "creating a tokenizer");
+  }
+  t->pipe = p;
+  t->pipe_only = true;
+  t->lower = tok_pipeline_lowercases(p);
+  *out = t;
+  return EST_OK;
+}
+
+void tokenizer_attach_pipeline(est_tokenizer *t, tok_pipeline *p) { t->pipe = p; }
+
+est_status est_tokenizer_encode_pair(est_tokenizer *t, const char *text, size_t len, const char *pair, size_t pair_len,
+                                     bool add_special_tokens, est_encoding *out) {
+  if (!t->pipe)
+    return est_error(EST_ERR_FAILED_PRECONDITION, "this tokenizer comes from a vocab.txt: encodings with offsets and "
+                     "special tokens need a tokenizer.json");
+  if (len == SIZE_MAX) len = strlen(text);
+  if (pair && pair_len == SIZE_MAX) pair_len = strlen(pair);
+  return tok_pipeline_encode(t->pipe, text, len, pair, pair_len, add_special_tokens, out);
+}
+
+est_truncation *est_tokenizer_truncation(est_tokenizer *t) { return t->pipe ? tok_pipeline_truncation(t->pipe) : NULL; }
+est_padding *est_tokenizer_padding(est_tokenizer *t) { return t->pipe ? tok_pipeline_padding(t->pipe) : NULL; }
+
+const char *est_tokenizer_id_to_token(const est_tokenizer *t, int32_t id) {
+  if (t->pipe) return tok_pipeline_token(t->pipe, id);
+  return est_vocab_token(t->vocab, id);
 }

@@ -11,6 +11,7 @@
 #include "est/file.h"
 #include "est/log.h"
 #include "est/tokenizer.h"
+#include "text/hf_tokenizer.h"
 
 static est_status bad(const char *path, const char *what) {
   return est_error(EST_ERR_INVALID_ARGUMENT, "%s: %s", path, what);
@@ -110,20 +111,43 @@ static est_status read_json(const char *path, json_t *root, est_tokenizer_option
   return vocab_text(path, json_object_get(model, "vocab"), text, size);
 }
 
+/* Whether root is the FullTokenizer's shape: WordPiece behind BertNormalizer + BertPreTokenizer. */
+static bool is_bert_shape(json_t *root) {
+  json_t *m = json_object_get(root, "model"), *n = json_object_get(root, "normalizer"), *p = json_object_get(root, "pre_tokenizer");
+  const char *mt = json_string_value(json_object_get(m, "type")), *nt = json_string_value(json_object_get(n, "type")),
+             *pt = json_string_value(json_object_get(p, "type"));
+  return mt && nt && pt && !strcmp(mt, "WordPiece") && !strcmp(nt, "BertNormalizer") && !strcmp(pt, "BertPreTokenizer");
+}
+
 est_status est_tokenizer_from_json(est_tokenizer **out, const char *path) {
   *out = NULL;
   json_error_t err;
   json_t *root = json_load_file(path, 0, &err);
   if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%d: %s", path, err.line, est_json_error_text(&err));
+  if (!json_is_object(root)) {
+    json_decref(root);
+    return bad(path, "expected a JSON object");
+  }
+  tok_pipeline *pipe = NULL;
+  est_status st = tok_pipeline_from_json(&pipe, root, path);
+  if (st == EST_OK && !is_bert_shape(root)) {
+    json_decref(root);
+    return tokenizer_from_pipeline(out, pipe);
+  }
   est_tokenizer_options o = est_tokenizer_options_default(true);
   char *text = NULL;
   size_t size = 0;
   est_vocab *v = NULL;
-  est_status st = read_json(path, root, &o, &text, &size);
+  if (st == EST_OK) st = read_json(path, root, &o, &text, &size);
   if (st == EST_OK) st = est_vocab_load_buffer(&v, text, size, path);
   if (st == EST_OK) st = est_tokenizer_create_with(out, v, &o); /* o.unk_token points into root */
-  if (st == EST_OK) est_tokenizer_own_vocab(*out, v);
-  else est_vocab_free(v);
+  if (st == EST_OK) {
+    est_tokenizer_own_vocab(*out, v);
+    tokenizer_attach_pipeline(*out, pipe);
+  } else {
+    est_vocab_free(v);
+    tok_pipeline_free(pipe);
+  }
   free(text);
   json_decref(root);
   return st;
@@ -144,6 +168,12 @@ est_status est_tokenizer_open_any(est_tokenizer **out, const char *vocab_file, b
   }
   if (!ends_with(vocab_file, ".json")) return est_tokenizer_open(out, vocab_file, do_lower_case);
   est_status st = est_tokenizer_from_json(out, vocab_file);
+  if (st == EST_OK && !est_tokenizer_vocab(*out)) {
+    est_tokenizer_free(*out);
+    *out = NULL;
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: its model is not WordPiece with a BertNormalizer and a "
+                     "BertPreTokenizer; est's task programs read only those so far (est tokenize reads it)", vocab_file);
+  }
   if (st == EST_OK && est_tokenizer_do_lower_case(*out) != do_lower_case)
     EST_LOG_INFO("%s lower-cases: %s; it is followed, not --do_lower_case=%s", vocab_file,
                  est_tokenizer_do_lower_case(*out) ? "true" : "false", do_lower_case ? "true" : "false");

@@ -1,0 +1,102 @@
+/* tokenizer.json pipelines (docs/tokenizer.md §8) against HuggingFace `tokenizers`
+ * 0.22.1: files that tests/reference/tokenizers_golden.py trained and saved (Unigram with
+ * NFKC + Replace + Metaspace and a template; byte-level BPE with RobertaProcessing's
+ * trim_offsets; WordLevel with StripAccents + Lowercase + Whitespace + Digits, BertProcessing
+ * and the file's truncation), and their encodings of multilingual text, single and pair:
+ * ids, type ids, special-token masks and code point offsets must be identical. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "est/file.h"
+#include "est/tokenizer.h"
+#include "test_util.h"
+
+#define DIR EST_TEST_DATA "/tokenizers"
+
+/* Space-separated ints of `s` as a line "a b c" (offsets "s:e" give both). */
+static void check_list(const char *field, const char *want, const int32_t *a, const int32_t *b, size_t n, int row) {
+  char got[8192];
+  size_t k = 0;
+  got[0] = 0;
+  for (size_t i = 0; i < n && k < sizeof got - 32; i++) {
+    if (b) k += (size_t)snprintf(got + k, sizeof got - k, i ? " %d:%d" : "%d:%d", a[i], b[i]);
+    else k += (size_t)snprintf(got + k, sizeof got - k, i ? " %d" : "%d", a[i]);
+  }
+  if (strcmp(got, want)) fail_msg("golden row %d: %s\n  want %s\n  got  %s", row, field, want, got);
+}
+
+static void test_goldens(void **state) {
+  (void)state;
+  uint8_t *data;
+  size_t size;
+  assert_int_equal(est_read_file(DIR "/golden.tsv", &data, &size), EST_OK);
+  char *text = realloc(data, size + 1);
+  text[size] = 0;
+  est_tokenizer *tok = NULL;
+  char current[64] = "";
+  int rows = 0;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    char *f[8];
+    char *p = line;
+    for (int i = 0; i < 8; i++) {
+      f[i] = p;
+      p = strchr(p, '\t');
+      if (p) *p++ = 0;
+      else assert_int_equal(i, 7);
+    }
+    if (strcmp(current, f[0])) {
+      est_tokenizer_free(tok);
+      char path[512];
+      snprintf(path, sizeof path, DIR "/%s", f[0]);
+      if (est_tokenizer_from_json(&tok, path) != EST_OK) fail_msg("%s", est_error_message());
+      snprintf(current, sizeof current, "%s", f[0]);
+    }
+    json_t *a = json_loads(f[2], JSON_DECODE_ANY, NULL), *b = json_loads(f[3], JSON_DECODE_ANY, NULL);
+    assert_non_null(a);
+    assert_non_null(b);
+    est_encoding e;
+    bool pair = f[1][0] == '1';
+    assert_int_equal(est_tokenizer_encode_pair(tok, json_string_value(a), json_string_length(a),
+                                               pair ? json_string_value(b) : NULL, json_string_length(b), true, &e),
+                     EST_OK);
+    check_list("ids", f[4], e.ids, NULL, e.n, rows);
+    check_list("type_ids", f[5], e.type_ids, NULL, e.n, rows);
+    check_list("special_tokens_mask", f[6], e.special_tokens_mask, NULL, e.n, rows);
+    check_list("offsets", f[7], e.offset_start, e.offset_end, e.n, rows);
+    json_decref(a);
+    json_decref(b);
+    rows++;
+  }
+  assert_int_equal(rows, 96);
+  est_tokenizer_free(tok);
+  free(text);
+}
+
+/* A type est does not run is an error naming the field, never another tokenizer. */
+static void test_unknown_type_named(void **state) {
+  (void)state;
+  const char *path = test_tmp_path("tokenizer.json");
+  const char *doc = "{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0.0]], \"unk_id\": 0},"
+                    " \"normalizer\": null, \"pre_tokenizer\": {\"type\": \"UnicodeScripts\"}}";
+  test_write_bytes(path, doc, strlen(doc));
+  est_tokenizer *tok = NULL;
+  assert_int_not_equal(est_tokenizer_from_json(&tok, path), EST_OK);
+  assert_non_null(strstr(est_error_message(), "pre_tokenizer.type \"UnicodeScripts\""));
+  assert_null(tok);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_goldens),
+    cmocka_unit_test(test_unknown_type_named),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
