@@ -1,6 +1,6 @@
 /* The one BERT model_fn (est/bert_head.h): the encoder plus any head, plugged into the
  * Estimator. What run_classifier.py's and run_pretraining.py's model_fn_builders share is
- * here once; what differs is the head (head_classifier.c, head_pretraining.c).
+ * here once; what differs is the head (src/bert/heads/head_*.c).
  *
  *   build   encoder variables, then the head's; activations for the mode's batch (forward
  *           only outside TRAIN); recompute, gradient-ready reports and the rank's first row
