@@ -36,6 +36,7 @@
 
 #include "est/bert_classifier.h"
 #include "est/bert_task.h"
+#include "est/float_format.h"
 #include "est/precision.h"
 #include "est/run_classifier.h"
 #include "est/sentence_embedding.h"
@@ -286,16 +287,6 @@ est_status est_encoder_layers_run(est_encoder_layers *e, const int32_t *input_id
                                   const int32_t *segment_ids, int batch, int seq_len, float *const *out);
 
 /* ---- extract_features' output, as Python's json.dumps writes it ------------------------ */
-
-/* repr(round(v, ndigits)) for 0 <= ndigits <= 15: the value rounded half-even on its exact
- * binary value (as Python's round), printed as the shortest string that reads back
- * ("0.25", "-1.0", "1.2e-05", "-0.0"). Returns buf. */
-char *est_py_round_repr(double v, int ndigits, char *buf, size_t size);
-
-/* A JSON string as json.dumps(ensure_ascii=True) writes it: \" \\ \n \r \t \b \f, other
- * controls and every non-ASCII code point as \uXXXX (lower-case hex, surrogate pairs above
- * U+FFFF). `s` is UTF-8. */
-void est_py_json_string(FILE *out, const char *s);
 
 /* One extract_features.py output line (with its '\n'):
  * {"linex_index": I, "features": [{"token": T, "layers": [{"index": L, "values": [...]}, ...]}, ...]}
