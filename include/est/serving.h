@@ -4,7 +4,7 @@
  *
  *     // after run_classifier trained into out/: write out/export/<version>/
  *     char dir[4096];
- *     est_export_classifier(&rc_config, NULL, dir, sizeof dir);
+ *     est_export_classifier(&rc_config, NULL, dir, sizeof dir);   // est/run_classifier.h
  *
  *     est_servable *s;
  *     est_servable_load(&s, "out/export", 32);          // a base dir: its highest version
@@ -34,11 +34,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "est/bert_classifier.h"
-#include "est/bert_task.h"
+#include "est/bert_encoder.h"
 #include "est/float_format.h"
 #include "est/precision.h"
-#include "est/run_classifier.h"
 #include "est/sentence_embedding.h"
 #include "est/status.h"
 #include "est/tokenizer.h"
@@ -86,31 +84,12 @@ est_status est_model_meta_parse(est_model_meta *m, const char *text, size_t size
 char *est_model_meta_to_json(const est_model_meta *m);
 
 /* Writes a new version under export_base from checkpoint `ckpt_prefix`: the variables the
- * classifier of meta's shape declares (each must be in the checkpoint with its shape),
- * vocab_file as assets/vocab.txt, and est_model.json. The version is the current time in
- * seconds, or the next free number after the newest existing one. The version directory
- * path goes to version_dir (may be NULL). */
+ * model of meta's shape declares (the encoder and its head; each must be in the checkpoint
+ * with its shape), vocab_file as assets/vocab.txt, and est_model.json. The version is the
+ * current time in seconds, or the next free number after the newest existing one. The
+ * version directory path goes to version_dir (may be NULL). */
 est_status est_export_write(const char *export_base, const char *ckpt_prefix, const est_model_meta *meta,
                             const char *vocab_file, char *version_dir, size_t size);
-
-/* run_classifier --do_export: exports the newest checkpoint of c->output_dir (labels from
- * the task, as run_classifier's processor gives them) to export_dir, default
- * <output_dir>/export. Checks the flags it needs (task_name, output_dir, vocab_file,
- * bert_config_file, max_seq_length) and says which is wrong. */
-est_status est_export_classifier(const est_run_classifier_config *c, const char *export_dir, char *version_dir,
-                                 size_t size);
-
-/* What every task's --do_export shares: checks the flags it needs (vocab_file,
- * bert_config_file, output_dir, max_seq_length <= max_position_embeddings), fills meta's
- * bert_config, max_seq_length and precision from them, and exports output_dir's newest
- * checkpoint to f->export_dir (default <output_dir>/export). The caller has filled the
- * head's own fields (head, task, labels or squad, do_lower_case). */
-est_status est_export_task(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *version_dir,
-                           size_t size);
-/* Its first half, for exports of other formats (--export_format=hf): the checks, meta's
- * bert_config, max_seq_length and precision, and output_dir's newest checkpoint in ckpt. */
-est_status est_export_prepare(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *ckpt,
-                              size_t ckpt_size);
 
 /* The highest complete version under export_base (a directory named by digits holding
  * est_model.json and variables/variables.index): its path and number. NOT_FOUND when none.

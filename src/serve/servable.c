@@ -39,39 +39,7 @@ struct est_servable {
   uint64_t forwards;          /* forward passes run */
 };
 
-/* Restores every variable of vs from the bundle at prefix (each must be there; a checkpoint's
- * extra variables, e.g. Adam slots or a pre-training head, are ignored). With int8_stored
- * non-NULL, a variable the bundle holds as int8 codes + scales (an int8 export,
- * serve/int8_weights.h) is left for restore_int8 and counted there. */
-static est_status restore_vars(est_var_store *vs, const char *prefix, int *int8_stored) {
-  if (est_hf_is_checkpoint(prefix)) { /* a HuggingFace model (docs/hf.md) */
-    est_status st = est_hf_load_vars(vs, prefix, NULL);
-    if (st == EST_OK && est_vars_count(vs)) st = est_hf_require_vars(vs, 0, est_vars_count(vs) - 1, prefix);
-    return st;
-  }
-  est_ckpt_reader *r;
-  est_status st = est_ckpt_reader_open(&r, prefix);
-  if (st != EST_OK) return st;
-  for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
-    const est_variable *v = est_vars_at(vs, i);
-    if (!est_ckpt_reader_has(r, v->name) && int8_stored && est_int8_stored(v) && est_int8_weights_present(r, v)) {
-      ++*int8_stored;
-      continue;
-    }
-    if (!est_ckpt_reader_has(r, v->name)) {
-      st = est_error(EST_ERR_NOT_FOUND, "%s: no variable %s", prefix, v->name);
-      break;
-    }
-    st = est_ckpt_reader_read_into(r, v->name, EST_DT_FLOAT, est_vars_value(vs, i), v->count * sizeof(float));
-    if (st != EST_OK) st = est_error_prefix("%s, variable %s: ", prefix, v->name);
-  }
-  est_ckpt_reader_close(r);
-  return st;
-}
-
-est_status est_servable_model_restore(est_var_store *vs, const char *prefix) { return restore_vars(vs, prefix, NULL); }
-
-/* The int8-stored variables restore_vars left: their packed form from the bundle (vs read-only). */
+/* The int8-stored variables est_servable_model_restore left: their packed form from the bundle (vs read-only). */
 static est_status restore_int8(est_var_store *vs, const char *prefix) {
   est_ckpt_reader *r = NULL;
   est_status st = est_ckpt_reader_open(&r, prefix);
@@ -99,7 +67,7 @@ static est_status servable_build(est_servable *s, est_model_meta *meta, const ch
   /* every value is restored, but a HuggingFace model may lack the pooler, which then keeps
    * its initial values (est_hf_require_vars) */
   if (st == EST_OK) st = est_hf_is_checkpoint(ckpt_prefix) ? est_vars_finalize(s->vs, 1) : est_vars_finalize_zero(s->vs);
-  if (st == EST_OK) st = restore_vars(s->vs, ckpt_prefix, &s->int8_weights);
+  if (st == EST_OK) st = est_servable_model_restore(s->vs, ckpt_prefix, &s->int8_weights);
   if (st == EST_OK) est_vars_set_read_only(s->vs, 1); /* served weights never change */
   if (st == EST_OK && s->int8_weights && !est_vars_read_only(s->vs))
     st = est_error(EST_ERR_NO_MEMORY, "%s: too many models loaded to keep an int8 export's weights", ckpt_prefix);
@@ -365,7 +333,7 @@ est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_conf
   if (st == EST_OK) st = est_bert_encoder_create(&e->enc, &cut, e->vs);
   if (st == EST_OK) est_bert_encoder_set_precision(e->enc, precision);
   if (st == EST_OK) st = est_vars_finalize(e->vs, 1);
-  if (st == EST_OK) st = restore_vars(e->vs, ckpt_prefix, NULL);
+  if (st == EST_OK) st = est_servable_model_restore(e->vs, ckpt_prefix, NULL);
   if (st == EST_OK) est_vars_set_read_only(e->vs, 1);
   if (st == EST_OK) st = est_bert_encoder_reserve(e->enc, max_batch, seq_len, 0);
   if (st != EST_OK) {

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/ckpt.h"
+#include "est/hf_model.h"
+#include "serve/int8_weights.h"
 #include "serve/servable_model.h"
 
 /* est_model.json's "head" -> the head type, the prediction served and its parameters. */
@@ -122,4 +125,30 @@ void est_servable_model_free(est_servable_model *m) {
   est_bert_encoder_free(m->enc);
   free(m->row_ids);
   memset(m, 0, sizeof *m);
+}
+
+est_status est_servable_model_restore(est_var_store *vs, const char *prefix, int *int8_stored) {
+  if (est_hf_is_checkpoint(prefix)) { /* a HuggingFace model (docs/hf.md) */
+    est_status st = est_hf_load_vars(vs, prefix, NULL);
+    if (st == EST_OK && est_vars_count(vs)) st = est_hf_require_vars(vs, 0, est_vars_count(vs) - 1, prefix);
+    return st;
+  }
+  est_ckpt_reader *r;
+  est_status st = est_ckpt_reader_open(&r, prefix);
+  if (st != EST_OK) return st;
+  for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
+    const est_variable *v = est_vars_at(vs, i);
+    if (!est_ckpt_reader_has(r, v->name) && int8_stored && est_int8_stored(v) && est_int8_weights_present(r, v)) {
+      ++*int8_stored;
+      continue;
+    }
+    if (!est_ckpt_reader_has(r, v->name)) {
+      st = est_error(EST_ERR_NOT_FOUND, "%s: no variable %s", prefix, v->name);
+      break;
+    }
+    st = est_ckpt_reader_read_into(r, v->name, EST_DT_FLOAT, est_vars_value(vs, i), v->count * sizeof(float));
+    if (st != EST_OK) st = est_error_prefix("%s, variable %s: ", prefix, v->name);
+  }
+  est_ckpt_reader_close(r);
+  return st;
 }

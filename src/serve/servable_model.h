@@ -37,7 +37,9 @@ void est_servable_model_free(est_servable_model *m);
 
 /* Restores every variable of vs (finalized) from the bundle at prefix: a TF checkpoint (each
  * variable must be there; extra ones, e.g. Adam slots or a pre-training head, are ignored) or
- * a HuggingFace model (est_hf_is_checkpoint; docs/hf.md). src/serve/servable.c. */
-est_status est_servable_model_restore(est_var_store *vs, const char *prefix);
+ * a HuggingFace model (est_hf_is_checkpoint; docs/hf.md). With int8_stored non-NULL, a
+ * variable the bundle holds as int8 codes + scales (an int8 export, serve/int8_weights.h) is
+ * left for est_int8_weights_restore and counted in *int8_stored. */
+est_status est_servable_model_restore(est_var_store *vs, const char *prefix, int *int8_stored);
 
 #endif
