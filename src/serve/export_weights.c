@@ -20,13 +20,13 @@ est_status est_export_weights(const char *dst, const char *ckpt_prefix, const es
   const int int8 = !strcmp(meta->precision, "int8");
   void **keep = NULL; /* the int8 tensors' memory, until finish */
   est_status st = est_vars_create(&vs);
-  if (st == EST_OK) st = est_servable_model_create(&m, meta, vs, "est_model.json");
+  if (st == EST_OK) st = est_servable_model_create(&m, meta, vs);
   if (st == EST_OK) st = est_vars_finalize(vs, 1);
   if (st == EST_OK && (st = est_servable_model_restore(vs, ckpt_prefix, NULL)) == EST_ERR_NOT_FOUND) {
     char missing[1024], shape[48] = "";
     snprintf(missing, sizeof missing, "%s", est_error_message());
     if (meta->num_labels) snprintf(shape, sizeof shape, " with %zu labels", meta->num_labels);
-    st = est_error(st, "checkpoint %s (is it a %s%s of this bert_config?)", missing, meta->head, shape);
+    st = est_error(st, "checkpoint %s (is it a %s%s of this bert_config?)", missing, est_model_meta_head(meta)->name, shape);
   }
   if (st == EST_OK) st = est_ckpt_writer_open(&w, dst);
   if (st == EST_OK && !(keep = calloc(est_vars_count(vs) + 1, sizeof *keep))) st = est_error(EST_ERR_NO_MEMORY, "export");

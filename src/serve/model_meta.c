@@ -1,6 +1,8 @@
-/* est_model.json: what a servable is (est_model_meta, est/serving.h), read and written. The
- * one place its JSON is parsed and printed (keys sorted, indent 2, trailing newline), so an
- * export, a servable and est embed's checkpoint route agree on every field. */
+/* est_model.json: what a servable is (est_model_meta, est/served_head.h), read and written.
+ * The one place its JSON is parsed and printed (keys sorted, indent 2, trailing newline), so
+ * an export, a servable and est embed's checkpoint route agree on every field. The fields of
+ * every export are here; "head" is looked up in the table of served heads, and that head reads
+ * and writes its own fields (est_served_head.read_config, .write_config). */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@ void est_model_meta_clear(est_model_meta *m) {
 }
 
 char *est_model_meta_to_json(const est_model_meta *m) {
+  const est_served_head *head = est_model_meta_head(m);
   char *cfg_text = est_bert_config_to_json_string(&m->bert_config);
   if (!cfg_text) return NULL;
   json_t *cfg = json_loads(cfg_text, 0, NULL);
@@ -28,22 +31,12 @@ char *est_model_meta_to_json(const est_model_meta *m) {
   json_object_set_new(root, "max_seq_length", json_integer(m->max_seq_length));
   json_object_set_new(root, "do_lower_case", json_boolean(m->do_lower_case));
   json_object_set_new(root, "task", json_string(m->task));
-  json_object_set_new(root, "head", json_string(m->head[0] ? m->head : "classifier"));
+  json_object_set_new(root, "head", json_string(head->name));
   json_object_set_new(root, "precision", json_string(m->precision[0] ? m->precision : "fp32"));
-  if (!strcmp(m->head, "squad")) {
-    const est_model_squad *q = &m->squad;
-    json_object_set_new(root, "squad",
-                        json_pack("{s:i, s:i, s:i, s:i, s:b, s:f}", "doc_stride", q->doc_stride, "max_query_length",
-                                  q->max_query_length, "n_best_size", q->n_best_size, "max_answer_length",
-                                  q->max_answer_length, "version_2_with_negative", q->version_2_with_negative,
-                                  "null_score_diff_threshold", q->null_score_diff_threshold));
-  }
-  if (!strcmp(m->head, est_bert_pooling_head_type.name)) {
-    char modes[64];
-    json_object_set_new(root, "pooling", json_pack("{s:s,s:b}", "modes", est_pooling_modes_string(&m->pooling, modes,
-                        sizeof modes), "normalize", m->pooling.normalize));
-  }
-  char *text = json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2));
+  /* the head's own fields ("squad": {...}, "pooling": {...}) */
+  char *text = !head->write_config || head->write_config(est_model_meta_head_config(m), root) == EST_OK
+                   ? json_dumps(root, JSON_SORT_KEYS | JSON_INDENT(2))
+                   : NULL;
   json_decref(root);
   if (!text) return NULL;
   size_t n = strlen(text);
@@ -57,41 +50,6 @@ char *est_model_meta_to_json(const est_model_meta *m) {
   return out;
 }
 
-/* est_model.json's "squad" object: run_squad's prediction flags (head "squad"). */
-static est_status squad_from_json(est_model_squad *q, const json_t *o, const char *path) {
-  if (!json_is_object(o)) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"squad\" must be an object", path);
-  const struct {
-    const char *name;
-    int *dst, lo;
-  } ints[] = {{"doc_stride", &q->doc_stride, 1}, {"max_query_length", &q->max_query_length, 0},
-              {"n_best_size", &q->n_best_size, 1}, {"max_answer_length", &q->max_answer_length, 1}};
-  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-    const json_t *v = json_object_get(o, ints[i].name);
-    if (!json_is_integer(v) || json_integer_value(v) < ints[i].lo || json_integer_value(v) > 1 << 20)
-      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"squad\".\"%s\" must be an integer >= %d", path, ints[i].name,
-                       ints[i].lo);
-    *ints[i].dst = (int)json_integer_value(v);
-  }
-  const json_t *v2 = json_object_get(o, "version_2_with_negative"), *thr = json_object_get(o, "null_score_diff_threshold");
-  if (!json_is_boolean(v2))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"squad\".\"version_2_with_negative\" must be true or false", path);
-  if (!json_is_number(thr))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"squad\".\"null_score_diff_threshold\" must be a number", path);
-  q->version_2_with_negative = json_is_true(v2);
-  q->null_score_diff_threshold = json_number_value(thr);
-  return EST_OK;
-}
-
-/* "pooling": {"modes": "cls,mean", "normalize": false} of a pooling export. */
-static est_status pooling_from_json(est_pooling_params *p, const json_t *v, const char *path) {
-  const json_t *modes = json_object_get(v, "modes"), *normalize = json_object_get(v, "normalize");
-  if (!json_is_object(v) || !json_is_string(modes) || !json_is_boolean(normalize))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: a \"pooling\" head needs \"pooling\": {\"modes\": \"mean\", "
-                     "\"normalize\": true} (modes: cls, max, mean, mean_sqrt_len, comma-separated)", path);
-  est_status st = est_pooling_params_parse(p, json_string_value(modes), json_is_true(normalize));
-  return st == EST_OK ? st : est_error_prefix("%s: \"pooling\".\"modes\": ", path);
-}
-
 /* The fields of a parsed est_model.json (root is consumed); `path` names it in errors. */
 static est_status meta_from_json(est_model_meta *m, json_t *root, const char *path) {
   est_status st = EST_OK;
@@ -102,16 +60,15 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
   json_t *task = json_object_get(root, "task");
   json_t *head = json_object_get(root, "head");
   json_t *precision = json_object_get(root, "precision");
-  /* labels: a classifier's (required there); other heads have none */
-  const bool is_classifier = !head || (json_is_string(head) && !strcmp(json_string_value(head), "classifier"));
-  const bool is_squad = json_is_string(head) && !strcmp(json_string_value(head), "squad");
+  /* the head the file names (none: the table's first, the classifier); its labels are
+   * required when its outputs are per label */
+  const est_served_head *served = head ? est_served_head_find(json_string_value(head)) : est_served_head_at(0);
   est_precision parsed_precision;
-  /* a pooling (sentence-embedding) export has no labels and says how it pools */
-  const int pooling = json_is_string(head) && !strcmp(json_string_value(head), est_bert_pooling_head_type.name);
+  char names[256];
   if (!json_is_object(cfg)) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"bert_config\" must be an object", path);
   else if (labels && !json_is_array(labels))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be an array of strings", path);
-  else if (is_classifier && json_array_size(labels) < 1)
+  else if (served && served->labels && json_array_size(labels) < 1)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"labels\" must be a non-empty array of strings", path);
   else if (!json_is_integer(seq) || json_integer_value(seq) < 3 || json_integer_value(seq) > 1 << 20)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"max_seq_length\" must be an integer >= 3", path);
@@ -119,8 +76,11 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"do_lower_case\" must be true or false", path);
   else if (task && !json_is_string(task))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"task\" must be a string", path);
-  else if (head && (!json_is_string(head) || json_string_length(head) >= sizeof m->head))
+  else if (head && (!json_is_string(head) || json_string_length(head) >= 32))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"head\" must be a head's name (e.g. \"classifier\")", path);
+  else if (!served)
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"head\": \"%s\" cannot be served (servable heads: %s)", path,
+                   json_string_value(head), est_served_head_names(names, sizeof names));
   else if (precision && (!json_is_string(precision) || est_precision_parse(json_string_value(precision), &parsed_precision)))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"precision\" must be \"fp32\", \"bf16\" or \"int8\"", path);
   if (st == EST_OK) {
@@ -129,8 +89,10 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
                   : est_error(EST_ERR_NO_MEMORY, "%s: bert_config", path);
     free(cfg_text);
   }
-  if (st == EST_OK && is_squad) st = squad_from_json(&m->squad, json_object_get(root, "squad"), path);
-  if (st == EST_OK && pooling) st = pooling_from_json(&m->pooling, json_object_get(root, "pooling"), path);
+  if (st == EST_OK) {
+    est_model_meta_set_head(m, served, NULL);
+    if (served->read_config) st = served->read_config(m->head_config.bytes, root, path);
+  }
   if (st == EST_OK) {
     m->num_labels = labels ? json_array_size(labels) : 0;
     m->labels = calloc(m->num_labels ? m->num_labels : 1, sizeof *m->labels);
@@ -145,7 +107,6 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
     m->max_seq_length = (int)json_integer_value(seq);
     m->do_lower_case = json_is_true(lower);
     snprintf(m->task, sizeof m->task, "%s", task ? json_string_value(task) : "");
-    snprintf(m->head, sizeof m->head, "%s", head ? json_string_value(head) : "classifier");
     snprintf(m->precision, sizeof m->precision, "%s", precision ? json_string_value(precision) : "fp32");
     if (m->max_seq_length > m->bert_config.max_position_embeddings)
       st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: max_seq_length %d is above max_position_embeddings %d", path,
@@ -155,7 +116,6 @@ static est_status meta_from_json(est_model_meta *m, json_t *root, const char *pa
   if (st != EST_OK) est_model_meta_clear(m);
   return st;
 }
-
 est_status est_model_meta_read(est_model_meta *m, const char *path) {
   memset(m, 0, sizeof *m);
   json_error_t err;

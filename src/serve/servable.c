@@ -49,10 +49,10 @@ static est_status restore_int8(est_var_store *vs, const char *prefix) {
   return st;
 }
 
-/* The servable of meta's model from the bundle at ckpt_prefix and vocab_file; `source`
- * names where meta came from in errors. Takes meta over (cleared on failure too). */
+/* The servable of meta's model from the bundle at ckpt_prefix and vocab_file. Takes meta over
+ * (cleared on failure too). */
 static est_status servable_build(est_servable *s, est_model_meta *meta, const char *ckpt_prefix,
-                                 const char *vocab_file, const char *source) {
+                                 const char *vocab_file) {
   s->meta = *meta;
   memset(meta, 0, sizeof *meta);
   /* a vocab.txt, a tokenizer.json or a HuggingFace model directory (its tokenizer.json wins) */
@@ -63,7 +63,7 @@ static est_status servable_build(est_servable *s, est_model_meta *meta, const ch
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s has %d tokens, above vocab_size %d", vocab_file,
                    est_vocab_size(vocab), s->meta.bert_config.vocab_size);
   if (st == EST_OK) st = est_vars_create(&s->vs);
-  if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs, source);
+  if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs);
   /* every value is restored, but a HuggingFace model may lack the pooler, which then keeps
    * its initial values (est_hf_require_vars) */
   if (st == EST_OK) st = est_hf_is_checkpoint(ckpt_prefix) ? est_vars_finalize(s->vs, 1) : est_vars_finalize_zero(s->vs);
@@ -100,7 +100,7 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
   if (st == EST_OK && !est_file_exists(vocab)) st = est_path_join(vocab, sizeof vocab, s->dir, "assets/vocab.txt");
   if (st == EST_OK) st = est_path_join(vars, sizeof vars, s->dir, "variables/variables");
   if (st == EST_OK) st = est_model_meta_read(&meta, json);
-  if (st == EST_OK) st = servable_build(s, &meta, vars, vocab, json);
+  if (st == EST_OK) st = servable_build(s, &meta, vars, vocab);
   if (st != EST_OK) {
     est_error_prefix("loading %s: ", path);
     est_servable_free(s);
@@ -122,7 +122,7 @@ est_status est_servable_open(est_servable **out, const est_model_meta *meta, con
   if (!copy.labels) st = est_error(EST_ERR_NO_MEMORY, "servable labels");
   for (size_t i = 0; st == EST_OK && i < meta->num_labels; i++, copy.num_labels++)
     if (!(copy.labels[i] = strdup(meta->labels[i]))) st = est_error(EST_ERR_NO_MEMORY, "servable labels");
-  if (st == EST_OK) st = servable_build(s, &copy, ckpt_prefix, vocab_file, "the model's metadata");
+  if (st == EST_OK) st = servable_build(s, &copy, ckpt_prefix, vocab_file);
   est_model_meta_clear(&copy);
   if (st != EST_OK) {
     est_error_prefix("opening %s: ", ckpt_prefix);

@@ -32,7 +32,7 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   st = est_processor_get_labels(proc, c->data_dir, &labels, &nlabels);
   if (st == EST_OK) {
     snprintf(meta.task, sizeof meta.task, "%s", est_processor_name(proc));
-    snprintf(meta.head, sizeof meta.head, "%s", est_bert_classifier_head_type.name);
+    est_model_meta_set_head(&meta, &est_served_classifier, NULL);
     meta.labels = calloc(nlabels, sizeof *meta.labels);
     if (!meta.labels) st = est_error(EST_ERR_NO_MEMORY, "export labels");
     for (size_t i = 0; st == EST_OK && i < nlabels; i++, meta.num_labels++)

@@ -11,7 +11,10 @@
  *            included, as the reference).
  *   EVAL     eval_accuracy and eval_loss weighted by is_real_example; eval_f1 (MRPC) or
  *            eval_mcc (CoLA) as extra metrics.
- *   PREDICT  "probabilities" [B, C] = softmax(logits). */
+ *   PREDICT  "probabilities" [B, C] = softmax(logits).
+ *
+ * Served (est/served_head.h): est_model.json's "labels" name the probabilities; requests and
+ * input lines of the text form (a text pair or tokens); :classify answers per label. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +23,7 @@
 #include "est/bert_head.h"
 #include "est/metrics.h"
 #include "est/processors.h"
+#include "est/served_head.h"
 
 /* ---- the layer ----------------------------------------------------------------------- */
 
@@ -327,4 +331,23 @@ const est_bert_head_type est_bert_classifier_head_type = {
   .set_grads_ready = classifier_set_grads_ready,
   .set_first_row = classifier_set_first_row,
   .free = classifier_free,
+};
+
+/* ---- serving ----------------------------------------------------------------------------- */
+
+/* est_model.json's "labels" are its outputs: one probability per label. */
+static int classifier_served_params(void *params, const est_model_meta *meta) {
+  *(est_bert_classifier_head_params *)params = (est_bert_classifier_head_params){.num_labels = (int)meta->num_labels};
+  return (int)meta->num_labels;
+}
+
+const est_served_head est_served_classifier = {
+  .name = "classifier",
+  .type = &est_bert_classifier_head_type,
+  .labels = true,
+  .params = classifier_served_params,
+  .outputs = {"probabilities"},
+  .inputs = EST_SERVED_TEXT_INPUTS,
+  .signature = est_served_text_signature,
+  EST_SERVED_TEXT_BATCH,
 };

@@ -12,13 +12,19 @@
  *   PREDICT  "embeddings" [B, W] = est_pooling_forward(sequence output [B, S, H], input_mask)
  *
  * The head declares no variables and has no loss: a sentence embedding is read off a trained
- * encoder as it is, so TRAIN and EVAL are refused with the head's name. */
+ * encoder as it is, so TRAIN and EVAL are refused with the head's name.
+ *
+ * Served (est/served_head.h): est_model.json's "pooling" holds its modes and normalisation;
+ * requests of the text form answered with the vectors; the embedding APIs (est embed, POST
+ * /embed, POST /v1/embeddings); no :classify, no est predict lines. */
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "est/sentence_embedding.h"
+#include "est/served_head.h"
 
 /* ---- the pooling --------------------------------------------------------------------- */
 
@@ -181,4 +187,60 @@ const est_bert_head_type est_bert_pooling_head_type = {
   .forward = pooling_forward,
   .predictions = pooling_predictions,
   .free = pooling_free,
+};
+
+/* ---- serving ----------------------------------------------------------------------------- */
+
+/* est_model.json's "pooling": {"modes": "cls,mean", "normalize": false}. */
+static est_status pooling_read_config(void *config, const json_t *root, const char *path) {
+  const json_t *v = json_object_get(root, "pooling");
+  const json_t *modes = json_object_get(v, "modes"), *normalize = json_object_get(v, "normalize");
+  if (!json_is_object(v) || !json_is_string(modes) || !json_is_boolean(normalize))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: a \"pooling\" head needs \"pooling\": {\"modes\": \"mean\", "
+                     "\"normalize\": true} (modes: cls, max, mean, mean_sqrt_len, comma-separated)", path);
+  est_status st = est_pooling_params_parse(config, json_string_value(modes), json_is_true(normalize));
+  return st == EST_OK ? st : est_error_prefix("%s: \"pooling\".\"modes\": ", path);
+}
+
+static est_status pooling_write_config(const void *config, json_t *root) {
+  const est_pooling_params *p = config;
+  char modes[64];
+  json_t *o = json_pack("{s:s,s:b}", "modes", est_pooling_modes_string(p, modes, sizeof modes), "normalize",
+                        p->normalize);
+  return o && !json_object_set_new(root, "pooling", o) ? EST_OK : est_error(EST_ERR_NO_MEMORY, "est_model.json");
+}
+
+/* The embedding's width. */
+static int pooling_served_params(void *params, const est_model_meta *meta) {
+  const est_pooling_params *p = est_model_meta_head_config(meta);
+  *(est_pooling_params *)params = *p;
+  return est_pooling_width(p, meta->bert_config.hidden_size);
+}
+
+static bool pooling_normalized(const est_model_meta *meta) {
+  return ((const est_pooling_params *)est_model_meta_head_config(meta))->normalize;
+}
+
+const est_served_head est_served_pooling = {
+  .name = "pooling",
+  .type = &est_bert_pooling_head_type,
+  .config_size = sizeof(est_pooling_params),
+  .read_config = pooling_read_config,
+  .write_config = pooling_write_config,
+  .params = pooling_served_params,
+  .outputs = {"embeddings"},
+  .inputs = EST_SERVED_TEXT_INPUTS,
+  .signature = est_served_text_signature,
+  .no_classify = "the model has no classification signature (its head is \"pooling\"); use :predict, POST /embed or "
+                 "POST /v1/embeddings",
+  /* the text form's batch, without input lines */
+  .batch_create = est_served_text_batch_create,
+  .add_instance = est_served_text_add_instance,
+  .rows = est_served_text_rows,
+  .answer = est_served_text_answer,
+  .write = est_served_text_write,
+  .batch_free = est_served_text_batch_free,
+  .no_predict = "est predict answers a classifier's probabilities or a squad model's answers (an embedding export: "
+                "est embed --model_dir)",
+  .embedding_normalized = pooling_normalized,
 };
