@@ -174,6 +174,10 @@ est_status est_bert_classifier_head_backward(est_bert_classifier_head *h, float 
   return EST_OK;
 }
 
+void est_bert_classifier_probabilities(float *probabilities, const float *logits, int batch, int num_labels) {
+  est_softmax_forward(probabilities, logits, batch, num_labels);
+}
+
 /* ---- the head ------------------------------------------------------------------------ */
 
 typedef struct classifier {
