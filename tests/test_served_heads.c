@@ -5,9 +5,10 @@
  *   - the table is the one place a head is looked up: no file outside src/bert/heads
  *     compares a head's name (a scan of src/ and tools/);
  *   - a head made up here, registered and nothing else (a sigmoid score on the pooled
- *     output, with its own inputs {"query", "document"} and its own est_model.json field),
- *     is exported, served (a :predict body, est_served_batch) and predicted (input lines) by
- *     the code est serve and est predict run. */
+ *     output, with its own inputs {"query", "document"}, its own est_model.json field and its
+ *     own answer on the text form's batch), is exported, served (a :predict body,
+ *     est_served_batch) and predicted (input lines) by the code est serve and est predict
+ *     run. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -251,6 +252,19 @@ static int scorer_params(void *params, const est_model_meta *meta) {
   return 1;
 }
 
+/* Its own answer on the text form's batch: {"score": s, "tokens": n} (:predict), the score
+ * alone (est predict's line). */
+static void scorer_answer(const void *batch, size_t i, est_served_form form, FILE *out) {
+  const int32_t *mask;
+  const float *score;
+  est_served_text_row(batch, i, NULL, &mask, &score);
+  const int S = est_served_text_context(batch)->meta->max_seq_length;
+  int tokens = 0;
+  for (int t = 0; t < S; t++) tokens += mask[t] != 0;
+  if (form == EST_SERVED_LINE) fprintf(out, "%.9g", score[0]);
+  else fprintf(out, "{\"score\": %.9g, \"tokens\": %d}", score[0], tokens);
+}
+
 static const est_served_head served_scorer = {
   .name = "scorer",
   .type = &scorer_type,
@@ -262,7 +276,14 @@ static const est_served_head served_scorer = {
   .inputs = {.texts = {"query", "document"}, .required = 2, .model = "a scoring model"},
   .signature = est_served_text_signature,
   .no_classify = "the model scores: use :predict",
-  EST_SERVED_TEXT_BATCH,
+  /* the text form's batch, with its own answers */
+  .batch_create = est_served_text_batch_create,
+  .add_instance = est_served_text_add_instance,
+  .add_line = est_served_text_add_line,
+  .rows = est_served_text_rows,
+  .answer = est_served_text_answer,
+  .write = scorer_answer,
+  .batch_free = est_served_text_batch_free,
 };
 
 /* A checkpoint of keras_bert_tiny's encoder (random) with the scorer on it. */
@@ -350,10 +371,13 @@ static void test_a_new_head_is_one_descriptor(void **state) {
   est_served_batch_free(b);
   est_request_clear(&req);
   float score[2];
+  int tokens[2];
   for (int i = 0; i < 2; i++) {
-    if (sscanf(served[i], "[%f]", &score[i]) != 1) fail_msg("answer %d: %s", i, served[i]);
+    if (sscanf(served[i], "{\"score\": %f, \"tokens\": %d}", &score[i], &tokens[i]) != 2)
+      fail_msg("answer %d: %s", i, served[i]);
     assert_true(score[i] > 0 && score[i] < 1);
   }
+  assert_int_equal(tokens[0], 2 + 2 + 5 + 1); /* [CLS] all work [SEP] jack is a dull boy [SEP] */
   /* the same as the featurized rows through the servable */
   est_featurizer *f;
   int32_t ids[16], mask[16], segs[16];

@@ -229,6 +229,12 @@ est_status est_served_text_rows(void *batch, est_served_rows *rows);
 est_status est_served_text_answer(void *batch, const float *outputs);
 void est_served_text_write(const void *batch, size_t i, est_served_form form, FILE *out);
 void est_served_text_batch_free(void *batch);
+/* For a head that keeps the text form's batch but writes its own answers (e.g. a label per
+ * token): instance i's row (input_ids, input_mask: max_seq_length each) and, after answer,
+ * its outputs [width] (each may be NULL); and the context the batch was made with. */
+void est_served_text_row(const void *batch, size_t i, const int32_t **input_ids, const int32_t **input_mask,
+                         const float **outputs);
+const est_served_context *est_served_text_context(const void *batch);
 /* outputs[0] as a [-1, width] float tensor, and "labels" (the meta's, [] when none). */
 void est_served_text_signature(const est_model_meta *meta, int width, struct json_t *outputs, struct json_t *metadata);
 

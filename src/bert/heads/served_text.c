@@ -146,6 +146,17 @@ est_status est_served_text_answer(void *batch, const float *outputs) {
   return EST_OK;
 }
 
+void est_served_text_row(const void *batch, size_t i, const int32_t **input_ids, const int32_t **input_mask,
+                         const float **outputs) {
+  const text_batch *b = batch;
+  const size_t off = i * (size_t)b->S;
+  if (input_ids) *input_ids = b->ids + off;
+  if (input_mask) *input_mask = b->mask + off;
+  if (outputs) *outputs = b->outputs ? b->outputs + i * (size_t)b->W : NULL;
+}
+
+const est_served_context *est_served_text_context(const void *batch) { return ((const text_batch *)batch)->ctx; }
+
 /* A label as a JSON string (json.dumps' escapes); `fallback` when it cannot be encoded. */
 static void write_label(FILE *out, const est_model_meta *meta, int c, const char *fallback) {
   if ((size_t)c >= meta->num_labels) { /* a head without labels: the output's index */
