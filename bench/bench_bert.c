@@ -11,7 +11,9 @@
  * every position, loss = mean of the start and end cross-entropies); "infer" is its PREDICT
  * call (start and end logits). bench/run_squad_model.sh runs it next to bert_torch.py
  * --head squad.
- * Prints one line: "est <model> <mode> <ex/s> ex/s (<ms> ms/step, <MiB> MiB activations)".
+ * Both heads run through the one BERT model_fn, as `est run_classifier` and `est run_squad` run
+ * them. Prints one line: "est <model> <mode> <ex/s> ex/s (<ms> ms/step, <MiB> MiB activations,
+ * ...)" (the activations: the encoder's).
  * bench/run_bert.sh runs it next to bench/bert_torch.py and prints the ratios; see
  * bench/README.md for how to read them. */
 #include <stdio.h>
@@ -28,14 +30,6 @@
 #include "est/threads.h"
 #include "est/variables.h"
 #include "nn/kernel_choice.h" /* est_kernel_set: --gemm blas is the OpenBLAS-only "before" */
-
-/* AdamWeightDecay as BERT's create_optimizer sets it up, with the model's exclusions. */
-static inline est_adam_weight_decay_config bert_awd_config(void) {
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
-  c.exclude_from_weight_decay = est_bert_exclude_from_weight_decay;
-  c.num_exclude = EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY;
-  return c;
-}
 
 static double now(void) {
   struct timespec ts;
@@ -75,8 +69,11 @@ static void random_batch(int batch, int seq, int vocab_size, int32_t **ids, int3
 
 /* One head through est_bert_model_fn, driven as the Estimator drives it (build, finalize,
  * create_optimizer; per step: zero grads, call, apply), on the random batch of
- * random_batch(), plus start_positions / end_positions / unique_ids [B] for the SQuAD head.
- * Prints the line main() prints. */
+ * random_batch(), plus label_ids [B] for the classifier and start_positions / end_positions /
+ * unique_ids [B] for the SQuAD head (each head reads its own). Inference reserves what est
+ * serve and est predict reserve (PREDICT: forward-only activations) and its weights are
+ * read-only, as theirs are (packed weights kept; the warm-up packs them). Prints the line
+ * main() prints. */
 static int bench_model_fn(const est_bert_model_params *p, const char *model, int train, int batch, int iters,
                           int warmup) {
   const int seq = p->max_seq_length;
@@ -94,21 +91,24 @@ static int bench_model_fn(const est_bert_model_params *p, const char *model, int
   else est_vars_set_read_only(vs, 1);
   int32_t *ids, *mask, *segs;
   random_batch(batch, seq, p->bert_config.vocab_size, &ids, &mask, &segs);
-  int32_t *rows = malloc(3 * (size_t)batch * sizeof(int32_t)); /* start, end positions; unique ids */
+  /* start, end positions; unique ids; labels */
+  int32_t *rows = malloc(4 * (size_t)batch * sizeof(int32_t));
   est_rng r;
   est_rng_init(&r, 5);
   for (int b = 0; b < batch; b++) {
     rows[b] = (int32_t)est_rng_below(&r, (uint64_t)seq);
     rows[batch + b] = (int32_t)est_rng_below(&r, (uint64_t)seq);
     rows[2 * batch + b] = 1000000000 + b;
+    rows[3 * batch + b] = b % 2;
   }
-  const char *names[6] = {"input_ids", "input_mask", "segment_ids", "start_positions", "end_positions", "unique_ids"};
-  int32_t *data[6] = {ids, mask, segs, rows, rows + batch, rows + 2 * batch};
-  est_tensor tensors[6];
-  for (int k = 0; k < 6; k++)
+  const char *names[7] = {"input_ids", "input_mask", "segment_ids", "start_positions", "end_positions", "unique_ids",
+                          "label_ids"};
+  int32_t *data[7] = {ids, mask, segs, rows, rows + batch, rows + 2 * batch, rows + 3 * batch};
+  est_tensor tensors[7];
+  for (int k = 0; k < 7; k++)
     tensors[k] = k < 3 ? (est_tensor){.dtype = EST_DT_INT32, .rank = 2, .dims = {batch, seq}, .data = data[k]}
                        : (est_tensor){.dtype = EST_DT_INT32, .rank = 1, .dims = {batch}, .data = data[k]};
-  const est_features features = {.batch_size = batch, .count = 6, .names = names, .tensors = tensors};
+  const est_features features = {.batch_size = batch, .count = 7, .names = names, .tensors = tensors};
   est_estimator_spec spec;
   double t0 = 0;
   for (int it = 0; it < warmup + iters; it++) {
@@ -119,8 +119,9 @@ static int bench_model_fn(const est_bert_model_params *p, const char *model, int
     if (train) CHECK(est_optimizer_apply(opt, it));
   }
   double dt = now() - t0;
-  printf("est %s %s %.2f ex/s (%.1f ms/step, %d iters, %s head, loss %.4f)\n", model, train ? "train" : "infer",
-         (double)batch * iters / dt, 1e3 * dt / iters, iters, p->head->name, spec.loss);
+  printf("est %s %s %.2f ex/s (%.1f ms/step, %d iters, %.0f MiB activations, %s head, loss %.4f)\n", model,
+         train ? "train" : "infer", (double)batch * iters / dt, 1e3 * dt / iters, iters,
+         (double)est_bert_encoder_activation_bytes(est_bert_model_encoder(m)) / 1048576.0, p->head->name, spec.loss);
   est_optimizer_free(opt);
   fn.destroy(m);
   est_vars_free(vs);
@@ -170,62 +171,12 @@ int main(int argc, char **argv) {
   if (!train && strcmp(mode, "infer")) return usage();
   if (iters <= 0) iters = !strcmp(model, "base") ? (train ? 3 : 6) : (train ? 20 : 50);
   est_set_num_threads(threads);
-  if (!strcmp(head, "squad")) {
-    est_bert_model_params p = {.bert_config = cfg, .head = &est_bert_squad_head_type, .max_seq_length = seq,
-                               .learning_rate = 2e-5, .num_train_steps = 1000, .num_warmup_steps = 100,
-                               .recompute = recompute, .precision = precision};
-    return bench_model_fn(&p, model, train, batch, iters, warmup);
-  }
-  if (strcmp(head, "classifier")) return usage();
-
-  est_var_store *vs;
-  est_bert_classifier *m;
-  CHECK(est_vars_create(&vs));
-  CHECK(est_bert_classifier_create(&m, &cfg, 2, vs));
-  est_bert_classifier_set_precision(m, precision);
-  CHECK(est_vars_finalize(vs, 1));
-  est_bert_encoder_set_recompute(est_bert_classifier_encoder(m), recompute);
-  /* Inference reserves what est serve and est predict reserve: forward-only activations. */
-  CHECK(train ? est_bert_classifier_reserve(m, batch, seq) : est_bert_classifier_reserve_forward_only(m, batch, seq));
-  /* and its weights are read-only, as theirs are (packed weights kept; the warm-up packs them) */
-  if (!train) est_vars_set_read_only(vs, 1);
-  est_optimizer *opt = NULL;
-  if (train) {
-    est_adam_weight_decay_config oc = bert_awd_config();
-    oc.init_lr = 2e-5;
-    oc.schedule = est_lr_schedule_bert(1000, 100);
-    CHECK(est_optimizer_create_adam_weight_decay(&opt, vs, &oc));
-  }
-
-  int32_t *ids, *mask, *segs, *labels = malloc((size_t)batch * sizeof(int32_t));
-  random_batch(batch, seq, cfg.vocab_size, &ids, &mask, &segs);
-  for (int b = 0; b < batch; b++) labels[b] = b % 2;
-  float *logits = malloc((size_t)batch * 2 * sizeof(float)), loss = 0;
-
-  double t0 = 0;
-  for (int it = 0; it < warmup + iters; it++) {
-    if (it == warmup) t0 = now();
-    if (train) {
-      est_vars_zero_grads(vs);
-      CHECK(est_bert_classifier_forward(m, ids, mask, segs, labels, batch, seq, 1, 42, (uint64_t)it, logits, NULL,
-                                        &loss));
-      CHECK(est_bert_classifier_backward(m));
-      CHECK(est_optimizer_apply(opt, it));
-    } else {
-      CHECK(est_bert_classifier_forward(m, ids, mask, segs, NULL, batch, seq, 0, 0, 0, logits, NULL, NULL));
-    }
-  }
-  double dt = now() - t0;
-  printf("est %s %s %.2f ex/s (%.1f ms/step, %d iters, %.0f MiB activations, loss %.4f)\n", model, mode,
-         (double)batch * iters / dt, 1e3 * dt / iters, iters,
-         (double)est_bert_classifier_activation_bytes(m) / 1048576.0, loss);
-  est_optimizer_free(opt);
-  est_bert_classifier_free(m);
-  est_vars_free(vs);
-  free(ids);
-  free(mask);
-  free(segs);
-  free(labels);
-  free(logits);
-  return 0;
+  est_bert_model_params p = {.bert_config = cfg, .max_seq_length = seq, .learning_rate = 2e-5,
+                             .num_train_steps = 1000, .num_warmup_steps = 100, .recompute = recompute,
+                             .precision = precision};
+  const est_bert_classifier_head_params classifier = {.num_labels = 2};
+  if (!strcmp(head, "squad")) p.head = &est_bert_squad_head_type;
+  else if (!strcmp(head, "classifier")) p.head = &est_bert_classifier_head_type, p.head_params = &classifier;
+  else return usage();
+  return bench_model_fn(&p, model, train, batch, iters, warmup);
 }

@@ -5,8 +5,9 @@
  *
  * Launches itself under mpirun once per rank count (loopback TCP, as the tests; each
  * rank gets cores/ranks threads) and for each BERT size (vocab 30522, 2 labels):
- *   1. trains: the real BERT classifier (est/bert_classifier.h) + AdamWeightDecay, global
- *      batch --batch split over the ranks, random token ids, dropout on. Per step it
+ *   1. trains: the real BERT classifier (the BERT model_fn with the classifier head, as
+ *      run_classifier trains it) + its AdamWeightDecay, global batch --batch split over the
+ *      ranks, random token ids, dropout on. Per step it
  *      times forward+backward, the gradient all-reduce (est_dist_grad_sync) and the
  *      optimizer, and reports examples/sec and the all-reduce's share of the step;
  *   2. times the all-reduce alone over that parameter count (bucketed via grad_sync, and
@@ -23,18 +24,11 @@
 #include "core/alloc.h"
 #include "dist/dist_internal.h"
 #include "est/bert_classifier.h"
+#include "est/bert_head.h"
 #include "est/dist.h"
 #include "est/optimizer.h"
 #include "est/rng.h"
 #include "est/threads.h"
-
-/* AdamWeightDecay as BERT's create_optimizer sets it up, with the model's exclusions. */
-static inline est_adam_weight_decay_config bert_awd_config(void) {
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
-  c.exclude_from_weight_decay = est_bert_exclude_from_weight_decay;
-  c.num_exclude = EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY;
-  return c;
-}
 
 #ifndef EST_MPIEXEC
 #define EST_MPIEXEC "mpirun"
@@ -94,33 +88,46 @@ static double median(double *v, int n) {
 static int train_one(const model_size *ms, int steps, int global_batch, int seq) {
   const int rank = est_dist_rank(), world = est_dist_world_size();
   const int local = (int)est_dist_local_batch(global_batch, rank, world);
-  est_bert_config cfg = bert_config(ms);
+  /* the BERT model_fn with the classifier head, driven as the Estimator drives it (its
+   * gradient-ready reports off: the all-reduce runs after backward, timed on its own) */
+  const est_bert_classifier_head_params hp = {.num_labels = 2};
+  const est_bert_model_params p = {.bert_config = bert_config(ms), .head = &est_bert_classifier_head_type,
+                                   .head_params = &hp, .max_seq_length = seq, .learning_rate = 1e-4,
+                                   .num_train_steps = 1000};
+  const est_model_fn fn = est_bert_model_fn(&p);
+  const est_model_context ctx = {.mode = EST_MODE_TRAIN, .batch_size = local, .seed = 1, .params = (void *)&p,
+                                 .first_row = (int64_t)rank * local};
   est_var_store *vs;
-  est_bert_classifier *m;
+  void *m = NULL;
   BCHECK(est_vars_create(&vs));
-  BCHECK(est_bert_classifier_create(&m, &cfg, 2, vs));
+  BCHECK(fn.build(&ctx, vs, &m));
   BCHECK(est_vars_finalize(vs, 1));
-  BCHECK(est_bert_classifier_reserve(m, local, seq));
-  est_adam_weight_decay_config oc = bert_awd_config();
   est_optimizer *opt;
-  BCHECK(est_optimizer_create_adam_weight_decay(&opt, vs, &oc));
+  BCHECK(fn.create_optimizer(m, vs, &opt));
   est_dist_grad_sync *sync;
   BCHECK(est_dist_grad_sync_create_for_vars(&sync, vs, NULL));
-  int32_t *ids = malloc(sizeof(int32_t) * (size_t)local * seq), *labels = malloc(sizeof(int32_t) * (size_t)local);
+  const size_t T = (size_t)local * seq;
+  int32_t *ids = malloc(sizeof(int32_t) * T), *mask = malloc(sizeof(int32_t) * T), *segs = calloc(T, sizeof(int32_t));
+  int32_t *labels = malloc(sizeof(int32_t) * (size_t)local);
   est_rng rng;
   est_rng_init(&rng, 7 + (uint64_t)rank);
-  for (int i = 0; i < local * seq; i++) ids[i] = (int32_t)est_rng_below(&rng, 30522);
+  for (size_t i = 0; i < T; i++) ids[i] = (int32_t)est_rng_below(&rng, 30522), mask[i] = 1;
   for (int i = 0; i < local; i++) labels[i] = (int32_t)est_rng_below(&rng, 2);
+  const char *names[4] = {"input_ids", "input_mask", "segment_ids", "label_ids"};
+  int32_t *data[4] = {ids, mask, segs, labels};
+  est_tensor tensors[4];
+  for (int k = 0; k < 4; k++)
+    tensors[k] = k < 3 ? (est_tensor){.dtype = EST_DT_INT32, .rank = 2, .dims = {local, seq}, .data = data[k]}
+                       : (est_tensor){.dtype = EST_DT_INT32, .rank = 1, .dims = {local}, .data = data[k]};
+  const est_features features = {.batch_size = local, .count = 4, .names = names, .tensors = tensors};
   double tc[64], ta[64], to[64], ts[64];
   if (steps > 64) steps = 64;
   for (int it = -1; it < steps; it++) { /* it = -1: warm-up (first touch of activations) */
     BCHECK(est_dist_barrier());
     double t0 = est_dist_now();
     est_vars_zero_grads(vs);
-    float loss;
-    BCHECK(est_bert_classifier_forward(m, ids, NULL, NULL, labels, local, seq, 1, 3, (uint64_t)(it + 1), NULL, NULL,
-                                       &loss));
-    BCHECK(est_bert_classifier_backward(m));
+    est_estimator_spec spec = {0};
+    BCHECK(fn.call(m, vs, &features, EST_MODE_TRAIN, it + 1, &spec)); /* forward + backward */
     double t1 = est_dist_now();
     BCHECK(est_dist_grad_sync_begin(sync, (double)local / global_batch));
     BCHECK(est_dist_grad_sync_finish(sync));
@@ -139,11 +146,10 @@ static int train_one(const model_size *ms, int steps, int global_batch, int seq)
   if (est_dist_is_chief())
     printf("TRAIN %s %zu %d %.3f %.3f %.3f %.3f\n", ms->name, est_vars_num_parameters(vs), world, 1e3 * med[0],
            1e3 * med[1], 1e3 * med[2], 1e3 * med[3]);
-  free(ids);
-  free(labels);
+  free(ids), free(mask), free(segs), free(labels);
   est_dist_grad_sync_free(sync);
   est_optimizer_free(opt);
-  est_bert_classifier_free(m);
+  fn.destroy(m);
   est_vars_free(vs);
   return 0;
 }

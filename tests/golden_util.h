@@ -14,6 +14,7 @@
 
 #include "est/bert_classifier.h"
 #include "est/variables.h"
+#include "bert_fn_util.h"
 
 /* ---- golden files --------------------------------------------------------------------- */
 
@@ -119,19 +120,53 @@ static inline void golden_expect_exactly_params(const golden *g, const est_var_s
   assert_int_equal(nparams, (int)est_vars_count(vs));
 }
 
-/* The golden `name` loaded into *g, and its classifier built in precision p (which this CPU
- * must run: the caller skips otherwise) with the golden's parameters. */
-static inline void golden_classifier_open(golden *g, const char *name, est_precision p, est_bert_config *cfg,
-                                          est_var_store **vs, est_bert_classifier **m) {
+/* The golden `name` loaded into *g, and its classifier (the BERT model_fn with the classifier
+ * head, bert_fn_util.h) built for `mode` in precision p (which this CPU must run: the caller
+ * skips otherwise), dropout off as the reference runs, with the golden's parameters. */
+static inline void golden_classifier_open(golden *g, const char *name, est_precision p, est_mode mode, bert_fn *m) {
   golden_load(g, name);
   char path[1200];
+  est_bert_config cfg;
   snprintf(path, sizeof path, "%s/bert_config.json", g->dir);
-  assert_int_equal(est_bert_config_from_json_file(cfg, path), EST_OK);
-  assert_int_equal(est_vars_create(vs), EST_OK);
-  assert_int_equal(est_bert_classifier_create(m, cfg, g->num_labels, *vs), EST_OK);
-  assert_int_equal(est_bert_classifier_set_precision(*m, p), p);
-  assert_int_equal(est_vars_finalize(*vs, 1), EST_OK);
-  golden_set_params(g, *vs);
+  assert_int_equal(est_bert_config_from_json_file(&cfg, path), EST_OK);
+  bert_fn_init(m, &cfg, g->num_labels, g->seq_len);
+  m->params.precision = p;
+  m->params.no_dropout = 1;
+  m->params.learning_rate = g->init_lr;
+  m->params.num_train_steps = g->num_train_steps;
+  m->params.num_warmup_steps = g->num_warmup_steps;
+  assert_int_equal(bert_fn_build(m, mode, g->batch, 1), EST_OK);
+  assert_int_equal(est_bert_encoder_precision(bert_fn_encoder(m)), p);
+  golden_expect_exactly_params(g, m->vs);
+  golden_set_params(g, m->vs);
+}
+
+/* log_softmax of each row of logits [rows, C], into out (what a model's probabilities give
+ * back: log p = logit - logsumexp, in double). */
+static inline void golden_log_softmax(double *out, const float *logits, int rows, int C) {
+  for (int r = 0; r < rows; r++) {
+    const float *z = logits + (size_t)r * C;
+    double mx = z[0], sum = 0;
+    for (int c = 1; c < C; c++) mx = fmax(mx, z[c]);
+    for (int c = 0; c < C; c++) sum += exp((double)z[c] - mx);
+    for (int c = 0; c < C; c++) out[(size_t)r * C + c] = (double)z[c] - mx - log(sum);
+  }
+}
+
+/* Largest |log p - log_softmax(ref_logits)| over [rows, C], relative to `tol` times the
+ * largest |ref logit|: a log-probability moves with its logit and the row's logsumexp, so
+ * each is off by at most twice the logits' error, and the scale is the logits'. <= 1 passes. */
+static inline double golden_logp_error(const float *probabilities, const float *ref_logits, int rows, int C,
+                                       double tol) {
+  double *ref = malloc((size_t)rows * C * sizeof(double)), scale = 0, worst = 0;
+  golden_log_softmax(ref, ref_logits, rows, C);
+  for (int i = 0; i < rows * C; i++) scale = fmax(scale, fabs(ref_logits[i]));
+  for (int i = 0; i < rows * C; i++) {
+    double r = fabs(log((double)probabilities[i]) - ref[i]) / (2 * tol * scale + 1e-30);
+    if (!(r <= worst)) worst = isnan(r) ? INFINITY : r;
+  }
+  free(ref);
+  return worst;
 }
 
 /* ---- comparisons ---------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
-/* The encoder API (est/bert_encoder.h) as a head other than the classifier uses it: the
- * classifier is exactly encoder + head; the sequence-output gradient and a tied
+/* The encoder API (est/bert_encoder.h) as a head other than the classifier uses it: the BERT
+ * model_fn with the classifier head is exactly encoder + head; the sequence-output gradient and a tied
  * word-embedding gradient reach the parameters (finite differences); output gradients
  * accumulate over several heads; a shorter forward equals an exact-size reservation; a
  * forward-only reservation gives the same outputs in less memory and refuses backward. */
@@ -17,6 +17,7 @@
 #include "est/bert_classifier.h"
 #include "est/rng.h"
 #include "est/threads.h"
+#include "bert_fn_util.h"
 
 enum { B = 3, S = 9, H = 16, L = 2, V = 41, C = 3 };
 
@@ -64,25 +65,19 @@ static void test_classifier_is_encoder_plus_head(void **state) {
   est_bert_config cfg = small_config();
   batch in;
   make_batch(&in);
-  /* the composed API */
-  est_var_store *vs1;
-  est_bert_classifier *m;
-  assert_int_equal(est_vars_create(&vs1), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&m, &cfg, C, vs1), EST_OK);
-  assert_int_equal(est_vars_finalize(vs1, 5), EST_OK);
-  assert_int_equal(est_bert_classifier_reserve(m, B, S), EST_OK);
-  float logits1[B * C], loss1, logits2[B * C], loss2;
+  /* the one BERT model_fn with the classifier head: a TRAIN step (dropout on, seed 5, step 4) */
+  bert_fn m;
+  bert_fn_init(&m, &cfg, C, S);
+  assert_int_equal(bert_fn_build(&m, EST_MODE_TRAIN, B, 5), EST_OK);
+  est_var_store *vs1 = m.vs;
   est_vars_zero_grads(vs1);
-  assert_int_equal(est_bert_classifier_forward(m, in.ids, in.mask, in.segs, in.labels, B, S, 1, 3, 4, logits1, NULL,
-                                               &loss1),
-                   EST_OK);
-  assert_int_equal(est_bert_classifier_backward(m), EST_OK);
-  /* one backward per forward */
-  assert_int_equal(est_bert_classifier_backward(m), EST_ERR_FAILED_PRECONDITION);
+  assert_int_equal(bert_fn_call(&m, in.ids, in.mask, in.segs, in.labels, B, 4), EST_OK);
+  const float loss1 = m.spec.loss;
   /* the two parts by hand, same variables in the same order */
   est_var_store *vs2;
   est_bert_encoder *enc;
   est_bert_classifier_head *head;
+  float logits2[B * C], loss2;
   assert_int_equal(est_vars_create(&vs2), EST_OK);
   assert_int_equal(est_bert_encoder_create(&enc, &cfg, vs2), EST_OK);
   assert_int_equal(est_bert_classifier_head_create(&head, H, C, vs2), EST_OK);
@@ -95,50 +90,44 @@ static void test_classifier_is_encoder_plus_head(void **state) {
   assert_int_equal(est_bert_encoder_reserve(enc, B, S, 1), EST_OK);
   assert_int_equal(est_bert_classifier_head_reserve(head, B), EST_OK);
   est_vars_zero_grads(vs2);
-  assert_int_equal(est_bert_encoder_forward(enc, in.ids, in.mask, in.segs, B, S, 1, 3, 4), EST_OK);
+  assert_int_equal(est_bert_encoder_forward(enc, in.ids, in.mask, in.segs, B, S, 1, 5, 4), EST_OK);
   assert_int_equal(est_bert_encoder_batch(enc), B);
   assert_int_equal(est_bert_encoder_seq_len(enc), S);
-  assert_int_equal(est_bert_classifier_head_forward(head, est_bert_encoder_pooled_output(enc), in.labels, B, 1, 3, 4,
+  assert_int_equal(est_bert_classifier_head_forward(head, est_bert_encoder_pooled_output(enc), in.labels, B, 1, 5, 4,
                                                     logits2, NULL, &loss2),
                    EST_OK);
   assert_int_equal(est_bert_classifier_head_backward(head, est_bert_encoder_pooled_output_grad(enc)), EST_OK);
   assert_int_equal(est_bert_encoder_backward(enc), EST_OK);
-  assert_memory_equal(logits1, logits2, sizeof logits1);
   assert_memory_equal(&loss1, &loss2, sizeof loss1);
   assert_memory_equal(est_vars_grads(vs1), est_vars_grads(vs2), est_vars_size(vs1) * sizeof(float));
-  assert_memory_equal(est_bert_classifier_sequence_output(m), est_bert_encoder_sequence_output(enc),
+  assert_memory_equal(est_bert_encoder_sequence_output(bert_fn_encoder(&m)), est_bert_encoder_sequence_output(enc),
                       sizeof(float) * B * S * H);
   assert_ptr_equal(est_bert_encoder_layer_output(enc, L - 1), est_bert_encoder_sequence_output(enc));
   assert_null(est_bert_encoder_layer_output(enc, L));
+  /* one backward per forward */
   assert_int_equal(est_bert_encoder_backward(enc), EST_ERR_FAILED_PRECONDITION);
-  /* the classifier reserved forward-only: the same logits, less memory, no backward */
-  est_bert_classifier *mf;
-  est_var_store *vs3;
-  float logits3[B * C];
-  assert_int_equal(est_vars_create(&vs3), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&mf, &cfg, C, vs3), EST_OK);
-  assert_int_equal(est_vars_finalize(vs3, 5), EST_OK);
-  assert_int_equal(est_bert_classifier_reserve_forward_only(mf, B, S), EST_OK);
-  assert_true(est_bert_classifier_activation_bytes(mf) < est_bert_classifier_activation_bytes(m));
-  assert_int_equal(est_bert_classifier_forward(m, in.ids, in.mask, in.segs, in.labels, B, S, 0, 0, 0, logits1, NULL,
-                                               &loss1),
+  /* PREDICT reserves forward-only: the same logits (as probabilities), less memory, no
+   * backward */
+  bert_fn mf;
+  bert_fn_init(&mf, &cfg, C, S);
+  assert_int_equal(bert_fn_build(&mf, EST_MODE_PREDICT, B, 5), EST_OK);
+  est_bert_encoder *encf = bert_fn_encoder(&mf);
+  assert_true(est_bert_encoder_activation_bytes(encf) < est_bert_encoder_activation_bytes(bert_fn_encoder(&m)));
+  assert_int_equal(est_bert_encoder_forward(enc, in.ids, in.mask, in.segs, B, S, 0, 0, 0), EST_OK);
+  assert_int_equal(est_bert_classifier_head_forward(head, est_bert_encoder_pooled_output(enc), NULL, B, 0, 0, 0,
+                                                    logits2, NULL, NULL),
                    EST_OK);
-  assert_int_equal(est_bert_classifier_forward(mf, in.ids, in.mask, in.segs, in.labels, B, S, 0, 0, 0, logits3, NULL,
-                                               &loss2),
-                   EST_OK);
-  assert_memory_equal(logits1, logits3, sizeof logits1);
-  assert_memory_equal(&loss1, &loss2, sizeof loss1);
-  assert_int_equal(est_bert_classifier_backward(mf), EST_ERR_FAILED_PRECONDITION);
-  assert_int_equal(est_bert_classifier_forward(mf, in.ids, in.mask, in.segs, in.labels, B, S, 1, 0, 0, NULL, NULL,
-                                               NULL),
-                   EST_ERR_FAILED_PRECONDITION);
-  est_bert_classifier_free(mf);
-  est_vars_free(vs3);
+  float probs2[B * C];
+  est_bert_classifier_probabilities(probs2, logits2, B, C);
+  assert_int_equal(bert_fn_call(&mf, in.ids, in.mask, in.segs, NULL, B, 0), EST_OK);
+  assert_memory_equal(bert_fn_probabilities(&mf), probs2, sizeof probs2);
+  assert_int_equal(est_bert_encoder_backward(encf), EST_ERR_FAILED_PRECONDITION);
+  assert_int_equal(est_bert_encoder_forward(encf, in.ids, in.mask, in.segs, B, S, 1, 0, 0), EST_ERR_FAILED_PRECONDITION);
+  bert_fn_free(&mf);
 
-  est_bert_classifier_free(m);
+  bert_fn_free(&m);
   est_bert_classifier_head_free(head);
   est_bert_encoder_free(enc);
-  est_vars_free(vs1);
   est_vars_free(vs2);
 }
 

@@ -1,7 +1,10 @@
-/* bf16 golden: est's BERT classifier with --precision=bf16 (every matmul layer's GEMM,
- * forward and backward, on bfloat16 inputs with fp32 sums) against the fp32 PyTorch tensors
- * of tests/data/golden/ (tests/reference/bert_golden.py) that test_bert_golden checks to
- * 1e-5. Skipped on a CPU without AVX512-BF16 (bf16 falls back to fp32 there).
+/* bf16 golden: est's BERT classifier (the BERT model_fn with the classifier head) with
+ * --precision=bf16 (every matmul layer's GEMM, forward and backward, on bfloat16 inputs with
+ * fp32 sums) against the fp32 PyTorch tensors of tests/data/golden/
+ * (tests/reference/bert_golden.py) that test_bert_golden checks to 1e-5: the logits through
+ * PREDICT's probabilities (log p against the golden's log_softmax, at twice the logits'
+ * tolerance), the per-example losses, every gradient of a TRAIN call. Skipped on a CPU
+ * without AVX512-BF16 (bf16 falls back to fp32 there).
  *
  * Tolerances, from bf16's 8-bit significand (unit roundoff u = 2^-8):
  *   - One matmul y = sum_k a_k b_k on rounded operands: each product is off by a relative
@@ -23,8 +26,8 @@
  *     6 sigma over a few thousand entries leaves room for the tails of the sum, for
  *     tanh/GELU/softmax slopes above 1 and for the scale exceeding the rms; a bf16 path that
  *     rounded to fewer bits, skipped the fp32 sums, or mixed up an operand would not fit.
- * And the test makes sure bf16 ran at all: the logits must differ from the fp32 golden by
- * more than the fp32 test's own tolerance (1e-5 relative) somewhere. */
+ * And the test makes sure bf16 ran at all: the log probabilities must differ from the fp32
+ * golden's by more than the fp32 test's own tolerance somewhere. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -62,24 +65,23 @@ static double scaled_error(const float *a, const float *b, size_t n, double rel)
 
 static void check_config(const char *name) {
   golden g;
-  est_bert_config cfg;
-  est_var_store *vs;
-  est_bert_classifier *m;
-  golden_classifier_open(&g, name, EST_PRECISION_BF16, &cfg, &vs, &m);
+  bert_fn train, predict;
+  golden_classifier_open(&g, name, EST_PRECISION_BF16, EST_MODE_TRAIN, &train);
+  golden_free(&g);
+  golden_classifier_open(&g, name, EST_PRECISION_BF16, EST_MODE_PREDICT, &predict);
   char key[400];
-  const int B = g.batch, S = g.seq_len, C = g.num_labels, L = cfg.num_hidden_layers;
-  assert_int_equal(est_bert_classifier_reserve(m, B, S), EST_OK);
+  const int B = g.batch, C = g.num_labels, L = train.params.bert_config.num_hidden_layers;
   int32_t *ids = golden_ints(&g, "input_ids"), *mask = golden_ints(&g, "input_mask");
   int32_t *segs = golden_ints(&g, "segment_ids"), *labels = golden_ints(&g, "label_ids");
-  float *logits = malloc((size_t)B * C * sizeof(float)), *losses = malloc((size_t)B * sizeof(float)), loss;
 
-  est_vars_zero_grads(vs);
-  assert_int_equal(est_bert_classifier_forward(m, ids, mask, segs, labels, B, S, 0, 0, 0, logits, losses, &loss),
-                   EST_OK);
+  assert_int_equal(bert_fn_call(&predict, ids, mask, segs, NULL, B, 0), EST_OK);
+  const float *probs = bert_fn_probabilities(&predict);
   const float *ref_logits = golden_get(&g, "logits", NULL);
   const int per_layer = est_kernel_amx() ? 6 : 4; /* the attention's products on tiles, or fp32 */
   const double tol_fwd = bf16_tolerance(per_layer * L + 2);
-  double r_logits = scaled_error(logits, ref_logits, (size_t)B * C, tol_fwd);
+  /* the logits through the probabilities: log p against log_softmax of the golden's, at
+   * twice the logits' tolerance (golden_logp_error) */
+  double r_logits = golden_logp_error(probs, ref_logits, B, C, tol_fwd);
   /* the loss is -log softmax(logits)[label]: its slope in each logit is below 1 in size,
    * two logits move it, so it gets twice the logits' absolute tolerance */
   double logit_scale = 0;
@@ -87,24 +89,24 @@ static void check_config(const char *name) {
   const float *ref_losses = golden_get(&g, "per_example_loss", NULL);
   double r_loss = 0;
   for (int b = 0; b < B; b++)
-    r_loss = fmax(r_loss, fabs((double)losses[b] - ref_losses[b]) / (2 * tol_fwd * logit_scale));
-  /* bf16 really ran: somewhere the logits are off by more than fp32 rounding */
-  assert_true(worst_ratio(logits, ref_logits, (size_t)B * C, 1e-5, 1e-6, NULL) > 1.0);
+    r_loss = fmax(r_loss, fabs(-log((double)probs[(size_t)b * C + labels[b]]) - ref_losses[b]) /
+                              (2 * tol_fwd * logit_scale));
+  /* bf16 really ran: somewhere the probabilities are off by more than fp32 rounding */
+  assert_true(golden_logp_error(probs, ref_logits, B, C, 1e-5) > 1.0);
 
-  assert_int_equal(est_bert_classifier_backward(m), EST_OK);
+  est_vars_zero_grads(train.vs);
+  assert_int_equal(bert_fn_call(&train, ids, mask, segs, labels, B, 0), EST_OK);
   const double tol_bwd = bf16_tolerance(2 * (per_layer * L + 2) + 1);
   double r_grad = 0;
   const char *worst_name = "";
-  for (size_t i = 0; i < est_vars_count(vs); i++) {
-    const est_variable *v = est_vars_at(vs, i);
+  for (size_t i = 0; i < est_vars_count(train.vs); i++) {
+    const est_variable *v = est_vars_at(train.vs, i);
     snprintf(key, sizeof key, "grad:%s", v->name);
     const float *ref = golden_get(&g, key, NULL);
-    double scale = 0;
-    for (size_t j = 0; j < v->count; j++) scale = fmax(scale, fabs(ref[j]));
     /* The key bias's true gradient is zero (a constant added to a row of scores leaves its
      * softmax unchanged): both sides are rounding noise, bf16's far larger. No check. */
     if (strstr(v->name, "/key/bias")) continue;
-    double r = scaled_error(est_vars_grad(vs, i), ref, v->count, tol_bwd);
+    double r = scaled_error(est_vars_grad(train.vs, i), ref, v->count, tol_bwd);
     if (r > r_grad) r_grad = r, worst_name = v->name;
   }
   printf("%s: bf16 vs fp32 torch at %.3f (logits), %.3f (loss), %.3f (gradients, worst %s) of the tolerance "
@@ -114,9 +116,9 @@ static void check_config(const char *name) {
   if (r_loss > 1) fail_msg("%s: per-example loss off by %.2fx the bf16 tolerance", name, r_loss);
   if (r_grad > 1) fail_msg("%s: gradient of %s off by %.2fx the bf16 tolerance", name, worst_name, r_grad);
 
-  free(logits), free(losses), free(ids), free(mask), free(segs), free(labels);
-  est_bert_classifier_free(m);
-  est_vars_free(vs);
+  free(ids), free(mask), free(segs), free(labels);
+  bert_fn_free(&train);
+  bert_fn_free(&predict);
   golden_free(&g);
 }
 
@@ -140,7 +142,7 @@ static void test_bf16_golden_h36_l2_s40_c3(void **state) {
 }
 
 int main(void) {
-  (void)expect_close; /* golden_util.h's fp32 check; this test has its own */
+  (void)expect_close, (void)worst_ratio; /* golden_util.h's fp32 checks; this test has its own */
   test_forced_kernel_or_skip(); /* ctest runs it per bf16 kernel too (docs/testing.md §3) */
   est_set_num_threads(2);
   const struct CMUnitTest tests[] = {

@@ -1,8 +1,10 @@
-/* int8 golden: est's BERT classifier forward with --precision=int8 (the dense layers' GEMMs on
- * int8 codes with int32 sums, nn/quant_int8.h) against the fp32 PyTorch tensors of
- * tests/data/golden/ (tests/reference/bert_golden.py), and against the same model run with
- * the int8 reference twin (EST_KERNEL=int8ref): equal bit for bit. Skipped where int8 runs
- * fp32 (no VNNI, or EST_KERNEL=noavx512 on a CPU without AVX-VNNI).
+/* int8 golden: est's BERT classifier (the BERT model_fn with the classifier head, PREDICT)
+ * with --precision=int8 (the dense layers' GEMMs on int8 codes with int32 sums,
+ * nn/quant_int8.h) against the fp32 PyTorch tensors of tests/data/golden/
+ * (tests/reference/bert_golden.py), the logits through the probabilities (log p against
+ * the golden's log_softmax, at twice the logits' tolerance), and against the same model run
+ * with the int8 reference twin (EST_KERNEL=int8ref): equal bit for bit. Skipped where int8
+ * runs fp32 (no VNNI, or EST_KERNEL=noavx512 on a CPU without AVX-VNNI).
  *
  * Tolerance. One int8 matmul y = sum_k a_k b_k quantizes a to steps of sa = max|a| / 127 and
  * b to steps of sw = max|b| / 127; the rounding errors are uniform within half a step,
@@ -42,26 +44,24 @@ static double int8_tolerance(int depth) { return 6.0 * sqrt(50.0 / 12.0) / 127.0
 
 static void check_config(const char *name) {
   golden g;
-  est_bert_config cfg;
-  est_var_store *vs = NULL;
-  est_bert_classifier *m = NULL;
-  golden_classifier_open(&g, name, EST_PRECISION_INT8, &cfg, &vs, &m);
-  est_vars_set_read_only(vs, 1); /* as inference runs it: the weights packed once */
-  const int B = g.batch, S = g.seq_len, C = g.num_labels, L = cfg.num_hidden_layers;
-  assert_int_equal(est_bert_classifier_reserve(m, B, S), EST_OK);
+  bert_fn m;
+  golden_classifier_open(&g, name, EST_PRECISION_INT8, EST_MODE_PREDICT, &m);
+  est_vars_set_read_only(m.vs, 1); /* as inference runs it: the weights packed once */
+  const int B = g.batch, C = g.num_labels, L = m.params.bert_config.num_hidden_layers;
   int32_t *ids = golden_ints(&g, "input_ids"), *mask = golden_ints(&g, "input_mask");
-  int32_t *segs = golden_ints(&g, "segment_ids"), *labels = golden_ints(&g, "label_ids");
-  float *logits = malloc((size_t)B * C * sizeof(float)), *twin = malloc((size_t)B * C * sizeof(float));
-  float *losses = malloc((size_t)B * sizeof(float)), loss;
-  assert_int_equal(est_bert_classifier_forward(m, ids, mask, segs, labels, B, S, 0, 0, 0, logits, losses, &loss),
-                   EST_OK);
+  int32_t *segs = golden_ints(&g, "segment_ids");
+  float *probs = malloc((size_t)B * C * sizeof(float));
+  assert_int_equal(bert_fn_call(&m, ids, mask, segs, NULL, B, 0), EST_OK);
+  memcpy(probs, bert_fn_probabilities(&m), (size_t)B * C * sizeof(float));
   const float *ref_logits = golden_get(&g, "logits", NULL);
   const double tol = int8_tolerance(4 * L + 1);
-  double r = worst_ratio(logits, ref_logits, (size_t)B * C, 0.0, tol, NULL);
+  /* the logits through the probabilities: log p against log_softmax of the golden's, at
+   * twice the logits' tolerance (golden_logp_error) */
+  double r = golden_logp_error(probs, ref_logits, B, C, tol);
   printf("%s: int8 vs fp32 torch logits at %.3f of the tolerance (%.2f%% of their scale)\n", name, r, 100 * tol);
   if (r > 1) fail_msg("%s: logits off by %.2fx the int8 tolerance", name, r);
-  /* int8 really ran: somewhere the logits are off by more than fp32 rounding */
-  assert_true(worst_ratio(logits, ref_logits, (size_t)B * C, 1e-5, 1e-6, NULL) > 1.0);
+  /* int8 really ran: somewhere the probabilities are off by more than fp32 rounding */
+  assert_true(golden_logp_error(probs, ref_logits, B, C, 1e-5) > 1.0);
 
   /* the same model through the reference twin: the same bits. Not under noavx512: there
    * the fp32 ops around the products (GELU, LayerNorm, softmax) run their AVX2 paths, which
@@ -70,15 +70,13 @@ static void check_config(const char *name) {
   est_kernel was = est_kernel_get();
   if (was == EST_KERNEL_NOAVX512) goto done;
   assert_int_equal(est_kernel_set(EST_KERNEL_INT8REF), EST_OK);
-  assert_int_equal(est_bert_classifier_forward(m, ids, mask, segs, labels, B, S, 0, 0, 0, twin, losses, &loss),
-                   EST_OK);
+  assert_int_equal(bert_fn_call(&m, ids, mask, segs, NULL, B, 0), EST_OK);
   assert_int_equal(est_kernel_set(was), EST_OK);
-  assert_memory_equal(logits, twin, (size_t)B * C * sizeof(float));
+  assert_memory_equal(probs, bert_fn_probabilities(&m), (size_t)B * C * sizeof(float));
 
 done:
-  free(logits), free(twin), free(losses), free(ids), free(mask), free(segs), free(labels);
-  est_bert_classifier_free(m);
-  est_vars_free(vs);
+  free(probs), free(ids), free(mask), free(segs);
+  bert_fn_free(&m);
   golden_free(&g);
 }
 
@@ -91,7 +89,7 @@ static void test_int8_golden(void **state) {
 }
 
 int main(void) {
-  (void)expect_close; /* golden_util.h's fp32 check; this test has its own */
+  (void)expect_close, (void)worst_ratio; /* golden_util.h's fp32 checks; this test has its own */
   test_forced_kernel_or_skip(); /* ctest runs it per int8 kernel too (docs/testing.md §3) */
   est_set_num_threads(2);
   const struct CMUnitTest tests[] = {cmocka_unit_test(test_int8_golden)};

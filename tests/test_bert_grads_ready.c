@@ -1,8 +1,9 @@
-/* est_bert_classifier_set_grads_ready: backward reports each group of parameter gradients
- * (head, pooler, layers top-down, embeddings) once, when it is final, as exact variable
- * ranges (never padding), and reporting changes no gradient. This is what lets N ranks
- * start each bucket's all-reduce during backward (tests/test_mpi_run_classifier.c runs it
- * end to end). */
+/* The BERT model_fn's gradient-ready reports (est_model_context.grads, est_grads_ready): a
+ * TRAIN call's backward reports each group of parameter gradients (head, pooler, layers
+ * top-down, embeddings) once, when it is final, as exact variable ranges (never padding), and
+ * reporting changes no gradient. This is what lets N ranks start each bucket's all-reduce
+ * during backward (tests/test_mpi_run_classifier.c runs it end to end). Here the notifier
+ * is the Estimator's, inside a step, over a distribution that records the calls. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,8 @@
 
 #include "est/bert_classifier.h"
 #include "est/rng.h"
+#include "bert_fn_util.h"
+#include "train/estimator_internal.h" /* est_grads_notifier: the Estimator gives a model one */
 
 enum { B = 3, S = 8, LABELS = 3, MAX_CALLS = 64 };
 
@@ -37,9 +40,15 @@ static void record(void *ctx, size_t offset, size_t count) {
   r->n++;
 }
 
-/* A model of `hidden` units and 2 layers, with dropout, on a fixed random batch; runs
- * forward + backward, recording if `r`. Returns a copy of the gradient buffer. */
-static float *run(int hidden, recorder *r, est_var_store **vs_out, est_bert_classifier **m_out) {
+/* The distribution's grads_ready, as the Estimator's notifier forwards it during a step. */
+static est_status record_ready(void *ctx, size_t offset, size_t count) {
+  record(ctx, offset, count);
+  return EST_OK;
+}
+
+/* A model of `hidden` units and 2 layers, with dropout, on a fixed random batch; runs one
+ * TRAIN call (forward + backward), recording if `r`. Returns a copy of the gradient buffer. */
+static float *run(int hidden, recorder *r, bert_fn *m) {
   est_bert_config cfg = est_bert_config_default();
   cfg.vocab_size = 50;
   cfg.hidden_size = hidden;
@@ -48,12 +57,16 @@ static float *run(int hidden, recorder *r, est_var_store **vs_out, est_bert_clas
   cfg.intermediate_size = 2 * hidden;
   cfg.max_position_embeddings = 16;
   cfg.type_vocab_size = 2;
-  est_var_store *vs;
-  est_bert_classifier *m;
-  assert_int_equal(est_vars_create(&vs), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&m, &cfg, LABELS, vs), EST_OK);
-  assert_int_equal(est_vars_finalize(vs, 7), EST_OK);
-  assert_int_equal(est_bert_classifier_reserve(m, B, S), EST_OK);
+  static est_distribution dist;
+  static est_grads_notifier notifier;
+  bert_fn_init(m, &cfg, LABELS, S);
+  if (r) {
+    dist = (est_distribution){.ctx = r, .grads_ready = record_ready};
+    notifier = (est_grads_notifier){.dist = &dist, .in_step = 1};
+    m->grads = &notifier;
+  }
+  assert_int_equal(bert_fn_build(m, EST_MODE_TRAIN, B, 7), EST_OK);
+  if (r) r->vs = m->vs;
   int32_t ids[B * S], mask[B * S], segs[B * S], labels[B];
   est_rng rng;
   est_rng_init(&rng, 11);
@@ -63,20 +76,11 @@ static float *run(int hidden, recorder *r, est_var_store **vs_out, est_bert_clas
     segs[i] = i % S >= S / 2;
   }
   for (int b = 0; b < B; b++) labels[b] = b % LABELS;
-  if (r) {
-    r->vs = vs;
-    est_bert_classifier_set_grads_ready(m, record, r);
-  }
-  est_vars_zero_grads(vs);
-  float loss;
-  assert_int_equal(est_bert_classifier_forward(m, ids, mask, segs, labels, B, S, 1, 3, 5, NULL, NULL, &loss),
-                   EST_OK);
-  assert_int_equal(est_bert_classifier_backward(m), EST_OK);
-  float *g = malloc(est_vars_size(vs) * sizeof(float));
+  est_vars_zero_grads(m->vs);
+  assert_int_equal(bert_fn_call(m, ids, mask, segs, labels, B, 5), EST_OK);
+  float *g = malloc(est_vars_size(m->vs) * sizeof(float));
   assert_non_null(g);
-  memcpy(g, est_vars_grads(vs), est_vars_size(vs) * sizeof(float));
-  *vs_out = vs;
-  *m_out = m;
+  memcpy(g, est_vars_grads(m->vs), est_vars_size(m->vs) * sizeof(float));
   return g;
 }
 
@@ -89,10 +93,10 @@ static const est_variable *var(est_var_store *vs, const char *name) {
 
 static void check(int hidden, int want_calls) {
   recorder r = {0};
-  est_var_store *vs, *vs0;
-  est_bert_classifier *m, *m0;
-  float *with = run(hidden, &r, &vs, &m);
-  float *without = run(hidden, NULL, &vs0, &m0);
+  bert_fn m, m0;
+  float *with = run(hidden, &r, &m);
+  float *without = run(hidden, NULL, &m0);
+  est_var_store *vs = m.vs;
   const size_t n = est_vars_size(vs);
 
   /* Reporting is observation only: the same gradients, bit for bit. */
@@ -150,10 +154,8 @@ static void check(int hidden, int want_calls) {
   free(seen);
   free(with);
   free(without);
-  est_bert_classifier_free(m);
-  est_bert_classifier_free(m0);
-  est_vars_free(vs);
-  est_vars_free(vs0);
+  bert_fn_free(&m);
+  bert_fn_free(&m0);
 }
 
 /* H = 32: every variable's count is a multiple of 16 floats except output_bias (3), which

@@ -1,6 +1,7 @@
-/* BertConfig loading and the classifier's contract: modeling_test.py's shapes with dropout
- * on, variable names and counts, dropout determinism, error paths. (Numerical agreement
- * with PyTorch is test_bert_golden.c.) */
+/* BertConfig loading and the classifier's contract, through the one BERT model_fn with the
+ * classifier head (est_bert_model_fn, bert_fn_util.h): modeling_test.py's shapes with
+ * dropout on, variable names and counts, dropout determinism, error paths. (Numerical
+ * agreement with PyTorch is test_bert_golden.c.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,7 @@
 #include "est/bert_classifier.h"
 #include "est/rng.h"
 #include "est/threads.h"
+#include "bert_fn_util.h"
 #include "test_util.h"
 
 /* ---- config ----------------------------------------------------------------------------- */
@@ -99,16 +101,25 @@ static void test_config_from_file(void **state) {
 
 /* ---- variables ------------------------------------------------------------------------- */
 
+/* The model_fn's variables for cfg and C labels, declared only (built for PREDICT: no
+ * finalize, so BERT-Base's table is cheap). */
+static void declare(bert_fn *m, const est_bert_config *cfg, int num_labels) {
+  bert_fn_init(m, cfg, num_labels, 8);
+  m->fn = est_bert_model_fn(&m->params);
+  m->mode = EST_MODE_PREDICT;
+  assert_int_equal(est_vars_create(&m->vs), EST_OK);
+  const est_model_context ctx = {.mode = EST_MODE_PREDICT, .batch_size = 1, .params = &m->params};
+  assert_int_equal(m->fn.build(&ctx, m->vs, &m->model), EST_OK);
+}
+
 static void test_variable_names_and_counts(void **state) {
   (void)state;
-  /* Declaring only (no finalize) allocates nothing, so BERT-Base's table is cheap. */
   est_bert_config c = est_bert_config_default();
   c.vocab_size = 30522;
   c.type_vocab_size = 2;
-  est_var_store *vs;
-  est_bert_classifier *m;
-  assert_int_equal(est_vars_create(&vs), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&m, &c, 2, vs), EST_OK);
+  bert_fn m;
+  declare(&m, &c, 2);
+  est_var_store *vs = m.vs;
   /* spec 3.4: BERT-Base uncased has 109,482,240 parameters; the head adds 2*768 + 2 */
   assert_int_equal(est_vars_num_parameters(vs), 109482240 + 2 * 768 + 2);
   assert_int_equal(est_vars_count(vs), 5 + 12 * 16 + 2 + 2);
@@ -135,43 +146,48 @@ static void test_variable_names_and_counts(void **state) {
                   ->init.kind == EST_INIT_ONES);
   assert_true(est_vars_find(vs, "bert/embeddings/token_type_embeddings") >= 0);
   assert_true(est_vars_find(vs, "bert/pooler/dense/bias") >= 0);
-  est_bert_classifier_free(m);
-  est_vars_free(vs);
+  bert_fn_free(&m);
 
   /* BERT-Tiny: 4,385,920 */
   c.hidden_size = 128;
   c.num_hidden_layers = 2;
   c.num_attention_heads = 2;
   c.intermediate_size = 512;
-  assert_int_equal(est_vars_create(&vs), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&m, &c, 3, vs), EST_OK);
-  assert_int_equal(est_vars_num_parameters(vs), 4385920 + 3 * 128 + 3);
-  est_bert_classifier_free(m);
-  est_vars_free(vs);
+  declare(&m, &c, 3);
+  assert_int_equal(est_vars_num_parameters(m.vs), 4385920 + 3 * 128 + 3);
+  bert_fn_free(&m);
 }
 
 /* ---- modeling_test.py test_default ------------------------------------------------------ */
 
 typedef struct tiny {
   est_bert_config cfg;
-  est_var_store *vs;
-  est_bert_classifier *m;
+  bert_fn train;
   int32_t ids[13 * 7], mask[13 * 7], types[13 * 7], labels[13];
 } tiny;
 
-static void tiny_open(tiny *t) {
+static est_bert_config tiny_config(void) {
   /* BertModelTester defaults: batch 13, seq 7, vocab 99, hidden 32, 5 layers, 4 heads,
    * intermediate 37, gelu, dropouts 0.1, type_vocab 16, init 0.02. */
-  t->cfg = est_bert_config_default();
-  t->cfg.vocab_size = 99;
-  t->cfg.hidden_size = 32;
-  t->cfg.num_hidden_layers = 5;
-  t->cfg.num_attention_heads = 4;
-  t->cfg.intermediate_size = 37;
-  assert_int_equal(est_vars_create(&t->vs), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&t->m, &t->cfg, 2, t->vs), EST_OK);
-  assert_int_equal(est_vars_finalize(t->vs, 12345), EST_OK);
-  assert_int_equal(est_bert_classifier_reserve(t->m, 13, 7), EST_OK);
+  est_bert_config cfg = est_bert_config_default();
+  cfg.vocab_size = 99;
+  cfg.hidden_size = 32;
+  cfg.num_hidden_layers = 5;
+  cfg.num_attention_heads = 4;
+  cfg.intermediate_size = 37;
+  return cfg;
+}
+
+/* The model for `mode` (seed: initial values and dropout) with tiny's batch. */
+static void tiny_model(bert_fn *m, est_mode mode, uint64_t seed) {
+  const est_bert_config cfg = tiny_config();
+  bert_fn_init(m, &cfg, 2, 7);
+  assert_int_equal(bert_fn_build(m, mode, 13, seed), EST_OK);
+}
+
+static void tiny_open(tiny *t) {
+  t->cfg = tiny_config();
+  tiny_model(&t->train, EST_MODE_TRAIN, 12345);
   est_rng r;
   est_rng_init(&r, 7);
   for (int i = 0; i < 13 * 7; i++) {
@@ -183,40 +199,35 @@ static void tiny_open(tiny *t) {
   for (int b = 0; b < 13; b++) t->labels[b] = b % 2;
 }
 
-static void tiny_close(tiny *t) {
-  est_bert_classifier_free(t->m);
-  est_vars_free(t->vs);
+static void tiny_close(tiny *t) { bert_fn_free(&t->train); }
+
+/* TRAIN's loss at global step `step`, gradients zeroed first. */
+static float train_loss(tiny *t, int64_t step) {
+  est_vars_zero_grads(t->train.vs);
+  assert_int_equal(bert_fn_call(&t->train, t->ids, t->mask, t->types, t->labels, 13, step), EST_OK);
+  return t->train.spec.loss;
 }
 
 static void test_modeling_default_shapes_finite_and_all_params_used(void **state) {
   (void)state;
   tiny t;
   tiny_open(&t);
-  float logits[13 * 2], losses[13], loss;
-  est_vars_zero_grads(t.vs);
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, t.labels, 13, 7, 1, 99, 0, logits,
-                                               losses, &loss),
-                   EST_OK);
-  const float *emb = est_bert_classifier_embedding_output(t.m), *seq = est_bert_classifier_sequence_output(t.m);
-  const float *pooled = est_bert_classifier_pooled_output(t.m);
+  const float loss = train_loss(&t, 0); /* forward, then backward: the model_fn's TRAIN call */
+  assert_true(isfinite(loss) && loss > 0);
+  const est_bert_encoder *enc = bert_fn_encoder(&t.train);
+  const float *emb = est_bert_encoder_embedding_output(enc), *seq = est_bert_encoder_sequence_output(enc);
+  const float *pooled = est_bert_encoder_pooled_output(enc);
   for (int i = 0; i < 13 * 7 * 32; i++) assert_true(isfinite(emb[i]) && isfinite(seq[i]));
   for (int i = 0; i < 13 * 32; i++) assert_true(isfinite(pooled[i]) && fabsf(pooled[i]) <= 1.0f);
-  double sum = 0;
-  for (int b = 0; b < 13; b++) {
-    assert_true(isfinite(losses[b]) && losses[b] > 0);
-    sum += losses[b];
-  }
-  assert_float_equal(loss, sum / 13, 1e-6);
   /* Dropout is on (training): some embedding outputs are exactly zero, about 10%. */
   int zeros = 0;
   for (int i = 0; i < 13 * 7 * 32; i++) zeros += emb[i] == 0.0f;
   assert_true(zeros > 13 * 7 * 32 / 20 && zeros < 13 * 7 * 32 / 5);
 
   /* "every op is reachable from the outputs": every variable gets a gradient. */
-  assert_int_equal(est_bert_classifier_backward(t.m), EST_OK);
-  for (size_t i = 0; i < est_vars_count(t.vs); i++) {
-    const est_variable *v = est_vars_at(t.vs, i);
-    const float *g = est_vars_grad(t.vs, i);
+  for (size_t i = 0; i < est_vars_count(t.train.vs); i++) {
+    const est_variable *v = est_vars_at(t.train.vs, i);
+    const float *g = est_vars_grad(t.train.vs, i);
     int nonzero = 0;
     for (size_t j = 0; j < v->count; j++) {
       assert_true(isfinite(g[j]));
@@ -224,6 +235,22 @@ static void test_modeling_default_shapes_finite_and_all_params_used(void **state
     }
     if (!nonzero) fail_msg("%s has an all-zero gradient", v->name);
   }
+
+  /* EVAL's loss is the batch mean of PREDICT's -log p(label), without dropout */
+  bert_fn eval, predict;
+  tiny_model(&eval, EST_MODE_EVAL, 12345);
+  tiny_model(&predict, EST_MODE_PREDICT, 12345);
+  assert_int_equal(bert_fn_call(&eval, t.ids, t.mask, t.types, t.labels, 13, 0), EST_OK);
+  assert_int_equal(bert_fn_call(&predict, t.ids, t.mask, t.types, NULL, 13, 0), EST_OK);
+  const float *p = bert_fn_probabilities(&predict);
+  double sum = 0;
+  for (int b = 0; b < 13; b++) {
+    assert_float_equal(p[2 * b] + p[2 * b + 1], 1.0f, 1e-6f);
+    sum += -log((double)p[2 * b + t.labels[b]]);
+  }
+  assert_float_equal(eval.spec.loss, sum / 13, 1e-5);
+  bert_fn_free(&eval);
+  bert_fn_free(&predict);
   tiny_close(&t);
 }
 
@@ -231,30 +258,49 @@ static void test_dropout_reproducible_and_eval_deterministic(void **state) {
   (void)state;
   tiny t;
   tiny_open(&t);
-  float a[26], b[26], c[26], e1[26], e2[26];
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 3, a, NULL, NULL), EST_OK);
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 3, b, NULL, NULL), EST_OK);
-  assert_memory_equal(a, b, sizeof a);
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 4, c, NULL, NULL), EST_OK);
-  assert_true(memcmp(a, c, sizeof a) != 0);
-  /* eval: no dropout, seed and step do not matter */
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 0, 5, 3, e1, NULL, NULL), EST_OK);
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 0, 9, 8, e2, NULL, NULL), EST_OK);
-  assert_memory_equal(e1, e2, sizeof e1);
-  assert_true(memcmp(a, e1, sizeof a) != 0);
-  /* probabilities helper */
-  float p[26];
-  est_bert_classifier_probabilities(p, e1, 13, 2);
-  for (int i = 0; i < 13; i++) {
-    assert_float_equal(p[2 * i] + p[2 * i + 1], 1.0f, 1e-6f);
-    assert_float_equal(logf(p[2 * i + 1] / p[2 * i]), e1[2 * i + 1] - e1[2 * i], 1e-4f);
-  }
-  /* NULL mask = all ones, NULL segments = all zeros */
+  const size_t P = 13 * 32 * sizeof(float);
+  float pa[13 * 32], pc[13 * 32];
+  const float a = train_loss(&t, 3);
+  memcpy(pa, est_bert_encoder_pooled_output(bert_fn_encoder(&t.train)), P);
+  const float b = train_loss(&t, 3);
+  assert_memory_equal(&a, &b, sizeof a);
+  assert_memory_equal(pa, est_bert_encoder_pooled_output(bert_fn_encoder(&t.train)), P);
+  const float c = train_loss(&t, 4); /* another step: other masks */
+  memcpy(pc, est_bert_encoder_pooled_output(bert_fn_encoder(&t.train)), P);
+  assert_true(a != c && memcmp(pa, pc, P) != 0);
+  /* another seed: other masks at the same step */
+  bert_fn other;
+  tiny_model(&other, EST_MODE_TRAIN, 99);
+  memcpy(est_vars_params(other.vs), est_vars_params(t.train.vs), est_vars_size(t.train.vs) * sizeof(float));
+  est_vars_zero_grads(other.vs);
+  assert_int_equal(bert_fn_call(&other, t.ids, t.mask, t.types, t.labels, 13, 3), EST_OK);
+  assert_true(other.spec.loss != a);
+  bert_fn_free(&other);
+  /* eval: no dropout, the step does not matter */
+  bert_fn eval;
+  tiny_model(&eval, EST_MODE_EVAL, 12345);
+  assert_int_equal(bert_fn_call(&eval, t.ids, t.mask, t.types, t.labels, 13, 3), EST_OK);
+  const float e1 = eval.spec.loss;
+  assert_int_equal(bert_fn_call(&eval, t.ids, t.mask, t.types, t.labels, 13, 8), EST_OK);
+  assert_memory_equal(&e1, &eval.spec.loss, sizeof e1);
+  assert_true(e1 != a);
+  /* the encoder: a NULL mask is all ones, NULL segments all zeros */
+  est_bert_encoder *enc = bert_fn_encoder(&eval);
   int32_t ones[13 * 7], zeros[13 * 7] = {0};
   for (int i = 0; i < 13 * 7; i++) ones[i] = 1;
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, ones, zeros, NULL, 13, 7, 0, 0, 0, e1, NULL, NULL), EST_OK);
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, NULL, NULL, NULL, 13, 7, 0, 0, 0, e2, NULL, NULL), EST_OK);
-  assert_memory_equal(e1, e2, sizeof e1);
+  float p1[13 * 32];
+  assert_int_equal(est_bert_encoder_forward(enc, t.ids, ones, zeros, 13, 7, 0, 0, 0), EST_OK);
+  memcpy(p1, est_bert_encoder_pooled_output(enc), P);
+  assert_int_equal(est_bert_encoder_forward(enc, t.ids, NULL, NULL, 13, 7, 0, 0, 0), EST_OK);
+  assert_memory_equal(p1, est_bert_encoder_pooled_output(enc), P);
+  bert_fn_free(&eval);
+  /* the probabilities helper: softmax */
+  const float logits[4] = {0.5f, -1.0f, 3.0f, 3.0f};
+  float p[4];
+  est_bert_classifier_probabilities(p, logits, 2, 2);
+  assert_float_equal(p[0] + p[1], 1.0f, 1e-6f);
+  assert_float_equal(logf(p[0] / p[1]), 1.5f, 1e-5f);
+  assert_float_equal(p[2], 0.5f, 1e-7f);
   tiny_close(&t);
 }
 
@@ -265,13 +311,16 @@ static void test_thread_count_changes_only_gemm_rounding(void **state) {
    * not depend on the thread count at all. */
   tiny t;
   tiny_open(&t);
-  float a[26], b[26];
+  float a[13 * 32];
   est_set_num_threads(1);
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 3, a, NULL, NULL), EST_OK);
+  const float la = train_loss(&t, 3);
+  memcpy(a, est_bert_encoder_pooled_output(bert_fn_encoder(&t.train)), sizeof a);
   est_set_num_threads(2);
   if (test_threads_that_ran() != 2) fail_msg("the second run did not get 2 OpenMP threads");
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 1, 5, 3, b, NULL, NULL), EST_OK);
-  for (int i = 0; i < 26; i++) assert_float_equal(a[i], b[i], 1e-6f * (1.0f + fabsf(a[i])));
+  const float lb = train_loss(&t, 3);
+  const float *b = est_bert_encoder_pooled_output(bert_fn_encoder(&t.train));
+  for (int i = 0; i < 13 * 32; i++) assert_float_equal(a[i], b[i], 1e-6f * (1.0f + fabsf(a[i])));
+  assert_float_equal(la, lb, 1e-6f * (1.0f + fabsf(la)));
   tiny_close(&t);
 }
 
@@ -279,22 +328,28 @@ static void test_bad_inputs_are_errors(void **state) {
   (void)state;
   tiny t;
   tiny_open(&t);
-  float logits[26];
+  bert_fn eval;
+  tiny_model(&eval, EST_MODE_EVAL, 1);
   t.ids[3 * 7 + 2] = 99;
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 13, 7, 0, 0, 0, logits, NULL, NULL),
-                   EST_ERR_INVALID_ARGUMENT);
+  assert_int_equal(bert_fn_call(&eval, t.ids, t.mask, t.types, t.labels, 13, 0), EST_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(est_error_message(), "input_ids[3][2] = 99"));
   t.ids[3 * 7 + 2] = 1;
   t.labels[5] = 2;
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, t.labels, 13, 7, 0, 0, 0, logits, NULL, NULL),
-                   EST_ERR_INVALID_ARGUMENT);
+  assert_int_equal(bert_fn_call(&eval, t.ids, t.mask, t.types, t.labels, 13, 0), EST_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(est_error_message(), "label_ids[5] = 2"));
-  assert_int_equal(est_bert_classifier_backward(t.m), EST_ERR_FAILED_PRECONDITION);
+  assert_int_equal(bert_fn_call(&t.train, t.ids, t.mask, t.types, t.labels, 13, 0), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "label_ids[5] = 2"));
+  t.labels[5] = 1;
+  bert_fn_free(&eval);
   /* beyond the reservation, beyond the position table */
-  assert_int_equal(est_bert_classifier_forward(t.m, t.ids, t.mask, t.types, NULL, 14, 7, 0, 0, 0, logits, NULL, NULL),
-                   EST_ERR_INVALID_ARGUMENT);
-  assert_int_equal(est_bert_classifier_reserve(t.m, 1, 513), EST_ERR_INVALID_ARGUMENT);
+  static int32_t more[14 * 7];
+  assert_int_equal(bert_fn_call(&t.train, more, more, more, t.labels, 14, 0), EST_ERR_INVALID_ARGUMENT);
+  bert_fn wide;
+  const est_bert_config cfg = tiny_config();
+  bert_fn_init(&wide, &cfg, 2, 513);
+  assert_int_equal(bert_fn_build(&wide, EST_MODE_PREDICT, 1, 0), EST_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(est_error_message(), "Cannot use sequence length 513"));
+  bert_fn_free(&wide);
   tiny_close(&t);
 }
 

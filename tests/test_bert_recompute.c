@@ -1,8 +1,9 @@
-/* Per-layer recomputation (est_bert_encoder_set_recompute): training with it is bit for bit
- * training without it (gradients, logits, loss and the parameters after AdamWeightDecay,
- * step after step, with dropout on, padded rows, a non-zero first row, no input mask, in
- * fp32 and, where the CPU has it, bf16), turning it on between steps reallocates and stays
- * identical, and the reservation holds less memory. */
+/* Per-layer recomputation (est_bert_model_params.recompute, est_bert_encoder_set_recompute):
+ * training the BERT model_fn with it is bit for bit training without it (gradients, pooled
+ * output, loss and the parameters after the model_fn's AdamWeightDecay, step after step, with
+ * dropout on, padded rows and a batch without padding, a non-zero first row, in fp32 and,
+ * where the CPU has it, bf16), turning it on between steps reallocates and stays identical,
+ * and the reservation holds less memory. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "est/bert_classifier.h"
+#include "bert_fn_util.h"
 #include "est/optimizer.h"
 #include "est/precision.h"
 #include "est/rng.h"
@@ -34,47 +36,44 @@ static est_bert_config small_config(void) {
 }
 
 typedef struct run {
-  est_var_store *vs;
-  est_bert_classifier *m;
+  bert_fn m;
   est_optimizer *opt;
 } run;
 
+/* The BERT model_fn with the classifier head, TRAIN, dropout on, rows at first row 5 of a
+ * larger global batch (as rank 1 of 2 would be), and the model_fn's optimizer. */
 static void run_open(run *r, int recompute, est_precision precision) {
   est_bert_config cfg = small_config();
-  assert_int_equal(est_vars_create(&r->vs), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&r->m, &cfg, C, r->vs), EST_OK);
-  assert_int_equal(est_vars_finalize(r->vs, 5), EST_OK);
-  assert_int_equal(est_bert_classifier_set_precision(r->m, precision), precision);
-  est_bert_encoder_set_recompute(est_bert_classifier_encoder(r->m), recompute);
-  assert_int_equal(est_bert_classifier_reserve(r->m, B, S), EST_OK);
-  est_adam_weight_decay_config oc = est_adam_weight_decay_config_default();
-  oc.init_lr = 1e-2;  /* large, so a wrong gradient moves the parameters visibly */
-  assert_int_equal(est_optimizer_create_adam_weight_decay(&r->opt, r->vs, &oc), EST_OK);
+  bert_fn_init(&r->m, &cfg, C, S);
+  r->m.params.recompute = recompute;
+  r->m.params.precision = precision;
+  r->m.params.learning_rate = 1e-2; /* large, so a wrong gradient moves the parameters visibly */
+  r->m.params.num_train_steps = 100;
+  r->m.first_row = 5;
+  assert_int_equal(bert_fn_build(&r->m, EST_MODE_TRAIN, B, 7), EST_OK);
+  assert_int_equal(est_bert_encoder_precision(bert_fn_encoder(&r->m)), precision);
+  assert_int_equal(r->m.fn.create_optimizer(r->m.model, r->m.vs, &r->opt), EST_OK);
 }
 
 static void run_close(run *r) {
   est_optimizer_free(r->opt);
-  est_bert_classifier_free(r->m);
-  est_vars_free(r->vs);
+  bert_fn_free(&r->m);
 }
 
-/* One training step on batch `step` (random ids, padded tails; step 2 without a mask). */
-static void train_step(run *r, int step, float *logits, float *loss) {
+/* One training step on batch `step` (random ids, padded tails; step 2 without padding). */
+static void train_step(run *r, int step, float *loss) {
   int32_t ids[B * S], mask[B * S], segs[B * S], labels[B];
   est_rng g;
   est_rng_init(&g, 100 + (uint64_t)step);
   for (int i = 0; i < B * S; i++) {
     ids[i] = (int32_t)est_rng_below(&g, V);
-    mask[i] = i % S < S - 2 * (i / S);
+    mask[i] = step == 2 || i % S < S - 2 * (i / S);
     segs[i] = i % S >= S / 2;
   }
   for (int i = 0; i < B; i++) labels[i] = (i + step) % C;
-  est_bert_classifier_set_first_row(r->m, step == 3 ? 5 : 0);
-  est_vars_zero_grads(r->vs);
-  assert_int_equal(est_bert_classifier_forward(r->m, ids, step == 2 ? NULL : mask, segs, labels, B, S, 1, 7,
-                                               (uint64_t)step, logits, NULL, loss),
-                   EST_OK);
-  assert_int_equal(est_bert_classifier_backward(r->m), EST_OK);
+  est_vars_zero_grads(r->m.vs);
+  assert_int_equal(bert_fn_call(&r->m, ids, mask, segs, labels, B, step), EST_OK);
+  *loss = r->m.spec.loss;
   assert_int_equal(est_optimizer_apply(r->opt, step), EST_OK);
 }
 
@@ -82,23 +81,25 @@ static void assert_same_training(int switch_on_later, est_precision precision) {
   run keep, rc;
   run_open(&keep, 0, precision);
   run_open(&rc, !switch_on_later, precision);
-  const size_t n = est_vars_size(keep.vs);
-  assert_int_equal(est_vars_size(rc.vs), n);
+  est_var_store *vk = keep.m.vs, *vr = rc.m.vs;
+  const size_t n = est_vars_size(vk);
+  assert_int_equal(est_vars_size(vr), n);
+  est_bert_encoder *ek = bert_fn_encoder(&keep.m), *er = bert_fn_encoder(&rc.m);
   for (int step = 0; step < STEPS; step++) {
-    if (switch_on_later && step == 2) {
-      est_bert_encoder_set_recompute(est_bert_classifier_encoder(rc.m), 1);
-      assert_int_equal(est_bert_classifier_reserve(rc.m, B, S), EST_OK);
+    if (switch_on_later && step == 2) { /* the encoder's own switch: it reallocates */
+      est_bert_encoder_set_recompute(er, 1);
+      assert_int_equal(est_bert_encoder_reserve(er, B, S, 1), EST_OK);
     }
-    float lk[B * C], lr[B * C], loss_k, loss_r;
-    train_step(&keep, step, lk, &loss_k);
-    train_step(&rc, step, lr, &loss_r);
-    assert_memory_equal(lk, lr, sizeof lk);
+    float loss_k, loss_r;
+    train_step(&keep, step, &loss_k);
+    train_step(&rc, step, &loss_r);
     assert_memory_equal(&loss_k, &loss_r, sizeof loss_k);
-    assert_memory_equal(est_vars_grads(keep.vs), est_vars_grads(rc.vs), n * sizeof(float));
-    assert_memory_equal(est_vars_params(keep.vs), est_vars_params(rc.vs), n * sizeof(float));
+    assert_memory_equal(est_bert_encoder_pooled_output(ek), est_bert_encoder_pooled_output(er), B * H * sizeof(float));
+    assert_memory_equal(est_vars_grads(vk), est_vars_grads(vr), n * sizeof(float));
+    assert_memory_equal(est_vars_params(vk), est_vars_params(vr), n * sizeof(float));
   }
   /* one layer's scratch instead of L: less memory */
-  assert_true(est_bert_classifier_activation_bytes(rc.m) < est_bert_classifier_activation_bytes(keep.m));
+  assert_true(est_bert_encoder_activation_bytes(er) < est_bert_encoder_activation_bytes(ek));
   run_close(&keep);
   run_close(&rc);
 }

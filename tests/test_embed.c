@@ -132,10 +132,11 @@ static void test_export_then_model_dir(void **state) {
   char json[1100];
   snprintf(json, sizeof json, "%s/est_model.json", dir);
   assert_int_equal(est_model_meta_read(&meta, json), EST_OK);
-  assert_string_equal(meta.head, "pooling");
+  assert_ptr_equal(meta.head, &est_served_pooling);
   assert_int_equal(meta.num_labels, 0);
-  assert_int_equal(meta.pooling.modes, EST_POOLING_CLS | EST_POOLING_MEAN);
-  assert_true(meta.pooling.normalize);
+  const est_pooling_params *pooling = est_model_meta_head_config(&meta);
+  assert_int_equal(pooling->modes, EST_POOLING_CLS | EST_POOLING_MEAN);
+  assert_true(pooling->normalize);
   assert_int_equal(meta.max_seq_length, 16);
   est_model_meta_clear(&meta);
   /* the export embeds exactly as the checkpoint it came from */

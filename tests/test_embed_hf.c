@@ -39,9 +39,10 @@ static void test_directory_embeds_like_transformers(void **state) {
   est_servable *s;
   if (est_embed_model_open(&s, &o) != EST_OK) fail_msg("%s", est_error_message());
   const est_model_meta *meta = est_servable_meta(s);
-  assert_string_equal(meta->head, "pooling");
-  assert_int_equal(meta->pooling.modes, EST_POOLING_MEAN);
-  assert_true(meta->pooling.normalize);
+  assert_string_equal(meta->head->name, "pooling");
+  const est_pooling_params *pooling = est_model_meta_head_config(meta);
+  assert_int_equal(pooling->modes, EST_POOLING_MEAN);
+  assert_true(pooling->normalize);
   assert_int_equal(meta->max_seq_length, 16);
   enum { B = 2, S = 8, H = 32 };
   assert_int_equal(est_servable_output_width(s), H);

@@ -19,6 +19,7 @@
 #include "est/hf_model.h"
 #include "est/safetensors.h"
 #include "est/serving.h"
+#include "bert_fn_util.h"
 #include "test_util.h"
 
 #define HF_DIR EST_TEST_DATA "/hf"
@@ -43,34 +44,38 @@ static void assert_close(const float *got, const est_tensor *want, double tol) {
   if (worst > tol) fail_msg("max |est - transformers| = %g > %g", worst, tol);
 }
 
-/* BertForSequenceClassification, erf GELU: est's classifier gives its pooled output and logits. */
+/* BertForSequenceClassification, erf GELU: est's classifier (the BERT model_fn with the
+ * classifier head, PREDICT) gives its pooled output, and its probabilities are the softmax of
+ * its logits. */
 static void test_classifier_matches_transformers(void **state) {
   (void)state;
   est_bert_config cfg;
   assert_int_equal(est_bert_config_from_json_file(&cfg, HF_DIR "/cls_gelu"), EST_OK);
   assert_int_equal(cfg.hidden_act, EST_ACT_GELU_EXACT);
-  est_var_store *vs;
-  est_bert_classifier *m;
-  assert_int_equal(est_vars_create(&vs), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&m, &cfg, 3, vs), EST_OK);
-  assert_int_equal(est_vars_finalize(vs, 1), EST_OK);
+  bert_fn m;
+  bert_fn_init(&m, &cfg, 3, 8);
+  assert_int_equal(bert_fn_build(&m, EST_MODE_PREDICT, 2, 1), EST_OK);
   size_t loaded = 0;
-  assert_int_equal(est_hf_load_vars(vs, HF_DIR "/cls_gelu", &loaded), EST_OK);
-  assert_int_equal(loaded, est_vars_count(vs)); /* every variable, the classifier's included */
+  assert_int_equal(est_hf_load_vars(m.vs, HF_DIR "/cls_gelu", &loaded), EST_OK);
+  assert_int_equal(loaded, est_vars_count(m.vs)); /* every variable, the classifier's included */
   est_tensor ids = golden("cls_gelu", "input_ids"), mask = golden("cls_gelu", "input_mask"),
              segs = golden("cls_gelu", "segment_ids"), logits = golden("cls_gelu", "logits"),
              pooled = golden("cls_gelu", "pooled_output");
-  assert_int_equal(est_bert_classifier_reserve_forward_only(m, 2, 8), EST_OK);
-  float out[6];
-  assert_int_equal(est_bert_classifier_forward(m, ids.data, mask.data, segs.data, NULL, 2, 8, 0, 0, 0, out, NULL,
-                                               NULL),
-                   EST_OK);
-  assert_close(est_bert_classifier_pooled_output(m), &pooled, 1e-5);
-  assert_close(out, &logits, 1e-5);
+  assert_int_equal(bert_fn_call(&m, ids.data, mask.data, segs.data, NULL, 2, 0), EST_OK);
+  assert_close(est_bert_encoder_pooled_output(bert_fn_encoder(&m)), &pooled, 1e-5);
+  /* log p = logit - logsumexp: within twice the logits' 1e-5 of transformers' */
+  const float *p = bert_fn_probabilities(&m), *z = logits.data;
+  for (int r = 0; r < 2; r++) {
+    double mx = fmax(fmax(z[3 * r], z[3 * r + 1]), z[3 * r + 2]), sum = 0;
+    for (int c = 0; c < 3; c++) sum += exp((double)z[3 * r + c] - mx);
+    for (int c = 0; c < 3; c++) {
+      const double want = (double)z[3 * r + c] - mx - log(sum), got = log((double)p[3 * r + c]);
+      if (fabs(got - want) > 2e-5) fail_msg("log p[%d][%d]: est %.9g vs transformers %.9g", r, c, got, want);
+    }
+  }
   est_tensor_free(&ids), est_tensor_free(&mask), est_tensor_free(&segs), est_tensor_free(&logits);
   est_tensor_free(&pooled);
-  est_bert_classifier_free(m);
-  est_vars_free(vs);
+  bert_fn_free(&m);
 }
 
 /* BertForQuestionAnswering, tanh GELU ("gelu_new"), no pooler saved: the encoder's sequence
@@ -181,15 +186,12 @@ static void write_variant(const char *dir, const char *drop, const char *change,
 static est_status load_classifier(const char *dir) {
   est_bert_config cfg;
   assert_int_equal(est_bert_config_from_json_file(&cfg, HF_DIR "/cls_gelu"), EST_OK);
-  est_var_store *vs;
-  est_bert_classifier *m;
-  assert_int_equal(est_vars_create(&vs), EST_OK);
-  assert_int_equal(est_bert_classifier_create(&m, &cfg, 3, vs), EST_OK);
-  assert_int_equal(est_vars_finalize(vs, 1), EST_OK);
-  est_status st = est_hf_load_vars(vs, dir, NULL);
-  if (st == EST_OK) st = est_hf_require_vars(vs, 0, est_vars_count(vs) - 1, dir);
-  est_bert_classifier_free(m);
-  est_vars_free(vs);
+  bert_fn m;
+  bert_fn_init(&m, &cfg, 3, 8);
+  assert_int_equal(bert_fn_build(&m, EST_MODE_PREDICT, 1, 1), EST_OK);
+  est_status st = est_hf_load_vars(m.vs, dir, NULL);
+  if (st == EST_OK) st = est_hf_require_vars(m.vs, 0, est_vars_count(m.vs) - 1, dir);
+  bert_fn_free(&m);
   return st;
 }
 

@@ -51,15 +51,16 @@ static void test_request_bodies(void **state) {
   const est_request_limits limits = {.max_seq_length = 16, .vocab_size = 100, .type_vocab_size = 2};
   static const struct {
     est_request_kind kind;
+    const est_served_head *head;
     const char *body;
   } bodies[] = {
-    {EST_REQUEST_PREDICT, "{\"instances\": [\"a\\u0000b\"]}"},
-    {EST_REQUEST_CLASSIFY, "{\"examples\": [{\"text_a\": \"\\u0000\"}]}"},
-    {EST_REQUEST_ANSWER, "{\"instances\": [{\"question\": \"who?\", \"context\": \"x\\u0000\"}]}"},
+    {EST_REQUEST_PREDICT, &est_served_classifier, "{\"instances\": [\"a\\u0000b\"]}"},
+    {EST_REQUEST_CLASSIFY, &est_served_classifier, "{\"examples\": [{\"text_a\": \"\\u0000\"}]}"},
+    {EST_REQUEST_PREDICT, &est_served_squad, "{\"instances\": [{\"question\": \"who?\", \"context\": \"x\\u0000\"}]}"},
   };
   for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
     est_request r;
-    expect_nul_error(est_request_parse(&r, bodies[i].kind, bodies[i].body, strlen(bodies[i].body), &limits),
+    expect_nul_error(est_request_parse(&r, bodies[i].kind, &bodies[i].head->inputs, bodies[i].body, strlen(bodies[i].body), &limits),
                      "JSON parse error at line 1, column", bodies[i].body);
     est_request_clear(&r);
   }

@@ -90,6 +90,7 @@ static const struct {
     {"est/bert_head.h", "src/bert/heads/"},
     {"est/bert_pretraining.h", "src/bert/heads/"},
     {"est/sentence_embedding.h", "src/bert/heads/"},
+    {"est/served_head.h", "src/bert/heads/"},
     {"est/hf_model.h", "src/hf/"},          {"est/processors.h", "src/glue/"},
     {"est/classifier_features.h", "src/glue/"},
     {"est/squad.h", "src/squad/"},          {"est/pretraining_data.h", "src/pretraining_data/"},
@@ -134,8 +135,6 @@ static const struct {
 static const struct {
   const char *file, *include, *until;
 } KNOWN[] = {
-    {"include/est/serving.h", "est/bert_task.h", "issue 46: export and serve stop taking the task driver's flags"},
-    {"include/est/serving.h", "est/run_classifier.h", "issue 46: the classifier's export moves into its task"},
 };
 enum { NKNOWN = sizeof KNOWN / sizeof *KNOWN };
 

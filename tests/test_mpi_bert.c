@@ -1,9 +1,10 @@
-/* The BERT classifier (est/bert_classifier.h) trained data-parallel with BERT's
- * AdamWeightDecay (global-norm clipping at 1.0 after the all-reduce): 2 ranks with a
- * global batch of 8 (4 each, record-sharded) end with the same parameters as one
- * process with batch 8, to float reassociation, step for step. Dropout is off
- * (training = 0 in forward, and the config's dropout probabilities 0), which is what
- * makes the two runs comparable: dropout masks are drawn per batch position.
+/* The BERT classifier (the BERT model_fn with the classifier head, est/bert_head.h) trained
+ * data-parallel with the model_fn's optimizer, BERT's AdamWeightDecay (global-norm clipping
+ * at 1.0 after the all-reduce): 2 ranks with a global batch of 8 (4 each, record-sharded) end
+ * with the same parameters as one process with batch 8, to float reassociation, step for
+ * step. Dropout is off (est_bert_model_params.no_dropout, and the config's dropout
+ * probabilities 0), which is what makes the two runs comparable: dropout masks are drawn
+ * per batch position.
  *
  *   test_mpi_bert                           the cmocka launcher
  *   test_mpi_bert --worker STEPS OUT_PREFIX one rank (under mpirun or alone); the chief
@@ -26,15 +27,8 @@
 #include "est/file.h"
 #include "est/optimizer.h"
 #include "est/rng.h"
+#include "bert_fn_util.h"
 #include "test_util.h"
-
-/* AdamWeightDecay as BERT's create_optimizer sets it up, with the model's exclusions. */
-static inline est_adam_weight_decay_config bert_awd_config(void) {
-  est_adam_weight_decay_config c = est_adam_weight_decay_config_default();
-  c.exclude_from_weight_decay = est_bert_exclude_from_weight_decay;
-  c.num_exclude = EST_BERT_NUM_EXCLUDE_FROM_WEIGHT_DECAY;
-  return c;
-}
 
 enum { S = 16, NEX = 64, BATCH = 8, LABELS = 3, VOCAB = 120 };
 
@@ -89,20 +83,19 @@ static int worker(int steps, const char *out_prefix) {
   static int32_t ids[NEX * S], mask[NEX * S], seg[NEX * S], labels[NEX];
   make_data(ids, mask, seg, labels);
   est_bert_config cfg = small_config();
-  est_var_store *vs;
-  est_bert_classifier *m;
-  WCHECK(est_vars_create(&vs));
-  WCHECK(est_bert_classifier_create(&m, &cfg, LABELS, vs));
+  static bert_fn m;
+  bert_fn_init(&m, &cfg, LABELS, S);
+  m.params.no_dropout = 1;
+  m.params.learning_rate = 1e-3;
+  m.params.num_train_steps = steps;
+  m.params.num_warmup_steps = 2;
   /* a different initialisation per rank: only the chief's broadcast makes them agree */
-  WCHECK(est_vars_finalize(vs, 100 + (uint64_t)rank));
+  WCHECK(bert_fn_build(&m, EST_MODE_TRAIN, BATCH, 100 + (uint64_t)rank));
+  est_var_store *vs = m.vs;
   const size_t P = est_vars_size(vs);
   WCHECK(est_dist_broadcast(est_vars_params(vs), P * sizeof(float), 0));
-  WCHECK(est_bert_classifier_reserve(m, BATCH, S));
-  est_adam_weight_decay_config oc = bert_awd_config();
-  oc.init_lr = 1e-3;
-  oc.schedule = est_lr_schedule_bert(steps, 2);
   est_optimizer *opt;
-  WCHECK(est_optimizer_create_adam_weight_decay(&opt, vs, &oc));
+  WCHECK(m.fn.create_optimizer(m.model, vs, &opt));
   est_dist_grad_sync *sync;
   est_dist_grad_sync_config gc = {.bucket_bytes = 4096}; /* several buckets even for this small model */
   WCHECK(est_dist_grad_sync_create_for_vars(&sync, vs, &gc));
@@ -119,10 +112,7 @@ static int worker(int steps, const char *out_prefix) {
       blab[i] = labels[e];
     }
     est_vars_zero_grads(vs);
-    float loss = 0;
-    WCHECK(est_bert_classifier_forward(m, bids, bmask, bseg, blab, local, S, 0, 0, (uint64_t)step, NULL, NULL,
-                                       &loss));
-    WCHECK(est_bert_classifier_backward(m));
+    WCHECK(bert_fn_call(&m, bids, bmask, bseg, blab, local, step)); /* forward + backward */
     /* the local loss is a mean over `local` examples: weight local / B sums to the mean
      * over the global batch */
     WCHECK(est_dist_grad_sync_begin(sync, (double)local / BATCH));
@@ -137,8 +127,7 @@ static int worker(int steps, const char *out_prefix) {
   WCHECK(est_dist_check_same(est_vars_params(vs), P * sizeof(float), "trained BERT parameters"));
   est_dist_grad_sync_free(sync);
   est_optimizer_free(opt);
-  est_bert_classifier_free(m);
-  est_vars_free(vs);
+  bert_fn_free(&m);
   est_dist_finalize();
   return 0;
 }

@@ -189,13 +189,15 @@ static void test_export_names_the_squad_head(void **state) {
   snprintf(path, sizeof path, "%s/est_model.json", dir);
   est_model_meta m;
   assert_int_equal(est_model_meta_read(&m, path), EST_OK);
-  assert_string_equal(m.head, "squad");
+  assert_ptr_equal(m.head, &est_served_squad);
+  assert_string_equal(m.head->name, "squad");
+  const est_model_squad *q = est_model_meta_head_config(&m);
   assert_int_equal(m.max_seq_length, 64);
-  assert_int_equal(m.squad.doc_stride, 16);
-  assert_int_equal(m.squad.max_query_length, 12);
-  assert_int_equal(m.squad.n_best_size, 20);
-  assert_int_equal(m.squad.max_answer_length, 30);
-  assert_false(m.squad.version_2_with_negative);
+  assert_int_equal(q->doc_stride, 16);
+  assert_int_equal(q->max_query_length, 12);
+  assert_int_equal(q->n_best_size, 20);
+  assert_int_equal(q->max_answer_length, 30);
+  assert_false(q->version_2_with_negative);
   assert_true(m.do_lower_case);
   est_model_meta_clear(&m);
   snprintf(path, sizeof path, "%s/assets/vocab.txt", dir);
@@ -203,8 +205,9 @@ static void test_export_names_the_squad_head(void **state) {
   assert_int_equal(est_export_resolve(export_v2, dir, sizeof dir, NULL), EST_OK);
   snprintf(path, sizeof path, "%s/est_model.json", dir);
   assert_int_equal(est_model_meta_read(&m, path), EST_OK);
-  assert_true(m.squad.version_2_with_negative);
-  assert_true(m.squad.null_score_diff_threshold == -1000);
+  q = est_model_meta_head_config(&m);
+  assert_true(q->version_2_with_negative);
+  assert_true(q->null_score_diff_threshold == -1000);
   est_model_meta_clear(&m);
   /* a HuggingFace directory is a classifier's only */
   char *out;
@@ -400,16 +403,32 @@ static void test_long_context_one_pass(void **state) {
   const char *q = "who was the leader?";
   est_servable *sv;
   assert_int_equal(est_servable_load(&sv, export_base, 256), EST_OK);
-  est_qa_batch *b;
-  assert_int_equal(est_qa_batch_create(&b, sv, &q, (const char *const *)&long_context, 1), EST_OK);
-  const int rows = est_qa_batch_rows(b);
-  est_qa_batch_free(b);
+  /* the library's path (est/serving.h est_served_batch, as est predict and est serve run it) */
+  est_served_batch *b;
+  assert_int_equal(est_served_batch_create(&b, sv, NULL, NULL), EST_OK);
+  const est_instance instance = {.texts = {q, long_context}};
+  assert_int_equal(est_served_batch_add_instance(b, &instance), EST_OK);
+  est_served_rows windows;
+  assert_int_equal(est_served_batch_rows(b, &windows), EST_OK);
+  const int rows = windows.n;
   print_message("the 2000-word context has %d windows\n", rows);
   if (rows < 16 || rows > 256) fail_msg("the 2000-word context has %d windows; the test wants 16 to 256", rows);
   const uint64_t before = est_servable_forward_count(sv);
-  est_qa_answer lib;
-  assert_int_equal(est_qa_answer_questions(sv, &q, (const char *const *)&long_context, 1, &lib), EST_OK);
+  assert_int_equal(est_served_batch_run(b, sv), EST_OK);
   assert_int_equal(est_servable_forward_count(sv) - before, 1);
+  char *written = NULL;
+  size_t written_size = 0;
+  FILE *mem = open_memstream(&written, &written_size);
+  est_served_batch_write(b, 0, EST_SERVED_LINE, mem);
+  fclose(mem);
+  est_served_batch_free(b);
+  json_error_t err;
+  json_t *o = json_loads(written, 0, &err);
+  if (!o) fail_msg("not JSON: %s", written);
+  answer lib;
+  parse_answer(o, &lib, written);
+  json_decref(o);
+  free(written);
   est_servable_free(sv);
 
   /* est serve: one batch of `rows` examples for the request */
@@ -424,12 +443,11 @@ static void test_long_context_one_pass(void **state) {
   assert_true(metric(s.port, "est_serving_batch_size_count{model_name=\"jack\"} ") == batches + 1);
   assert_true(metric(s.port, "est_serving_batch_size_sum{model_name=\"jack\"} ") == examples + rows);
   assert_int_equal(server_stop(&s), 0);
-  answer want = {.text = lib.text, .start = lib.start, .end = lib.end, .score = lib.score};
-  expect_same(&want, &served, "serve vs est_qa_answer_questions, long context", 0);
+  expect_same(&lib, &served, "serve vs est_served_batch_run, long context", 0);
   char *span = substring_cp(long_context, lib.start, lib.end);
   assert_string_equal(span, lib.text);
   free(span);
-  est_qa_answer_clear(&lib);
+  free(lib.text);
   free(served.text);
 }
 

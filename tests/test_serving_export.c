@@ -94,7 +94,7 @@ static void test_export_layout(void **state) {
   assert_int_equal(m.max_seq_length, 32);
   assert_true(m.do_lower_case);
   assert_string_equal(m.task, "tsv");
-  assert_string_equal(m.head, "classifier");
+  assert_ptr_equal(m.head, &est_served_classifier);
   assert_int_equal(m.bert_config.hidden_size, 32);
   assert_int_equal(m.bert_config.vocab_size, 30522);
   est_model_meta_clear(&m);
@@ -123,7 +123,7 @@ static void test_servable_loads_the_named_head(void **state) {
   est_servable *a, *b;
   assert_int_equal(est_servable_load(&a, dir, 4), EST_OK);
   assert_int_equal(est_servable_load(&b, copy, 4), EST_OK);
-  assert_string_equal(est_servable_meta(b)->head, "classifier");
+  assert_string_equal(est_model_meta_head(est_servable_meta(b))->name, "classifier");
   int32_t ids[2 * 8] = {101, 2023, 2003, 102, 0, 0, 0, 0, 101, 7592, 2088, 999, 102, 0, 0, 0};
   int32_t mask[2 * 8] = {1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0};
   float pa[4], pb[4];

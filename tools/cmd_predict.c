@@ -1,21 +1,18 @@
-/* `est predict`: class probabilities of new text with an exported classifier (est/serving.h),
- * or answers to questions with an exported question-answering model (predict_answers.c).
- * Streams: reads --batch_size lines, predicts them at the batch's own length (its longest
- * example rounded up to 8), writes them, and reads on, so memory does not grow with the
- * input. Output lines are in input order. */
+/* `est predict`: the answers of an exported model to input lines, as its head reads and writes
+ * them (est/served_head.h): class probabilities of new text with a classifier, answers to
+ * questions with a question-answering model. Streams: reads --batch_size lines, runs them as
+ * one batch of the head (est_served_batch: at the batch's own length, its longest row rounded
+ * up to 8), writes their answers, and reads on, so memory does not grow with the input.
+ * Output lines are in input order. */
 #include <errno.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
-#include "core/json_error.h"
-#include "est/float_format.h"
 #include "est/flags.h"
 #include "est/log.h"
 #include "est/precision.h"
-#include "est/run_classifier.h"
 #include "est/serving.h"
 #include "est/threads.h"
 
@@ -34,86 +31,19 @@ static const char usage[] =
     "character offsets in the context (end exclusive) and its n-best probability; --input_format\n"
     "and --output_format do not apply, --batch_size counts windows per forward pass.";
 
-typedef struct predict_ctx {
-  est_servable *s;
-  est_featurizer *f;
-  int S, C, cap;
-  const char *output_format;
-  int32_t *ids, *mask, *segs;
-  float *probs;
-  int n, longest;
-  json_t **held;               /* jsonl input: parsed lines kept until their batch ran */
-} predict_ctx;
-
-static est_status flush_batch(predict_ctx *p, FILE *out) {
-  if (p->n == 0) return EST_OK;
-  const est_model_meta *m = est_servable_meta(p->s);
-  int L = est_serving_bucket_length(p->longest, p->S);
-  est_status st = est_servable_predict_strided(p->s, p->ids, p->mask, p->segs, p->n, p->S, L, p->probs);
-  if (st != EST_OK) return st;
-  char num[48];
-  for (int i = 0; i < p->n; i++) {
-    const float *pr = p->probs + (size_t)i * p->C;
-    int best = 0;
-    for (int c = 1; c < p->C; c++)
-      if (pr[c] > pr[best]) best = c;
-    if (!strcmp(p->output_format, "label")) {
-      fprintf(out, "%s\n", m->labels[best]);
-      continue;
-    }
-    int json = !strcmp(p->output_format, "jsonl");
-    if (json) fputs("{\"probabilities\": [", out);
-    for (int c = 0; c < p->C; c++) {
-      if (c) fputs(json ? ", " : "\t", out);
-      fputs(est_format_float32(pr[c], num, sizeof num), out);
-    }
-    if (json) {
-      json_t *l = json_string(m->labels[best]);
-      char *enc = json_dumps(l, JSON_ENCODE_ANY);
-      fprintf(out, "], \"label\": %s}", enc ? enc : "null");
-      free(enc);
-      json_decref(l);
-    }
+/* Runs the lines read so far and writes their answers, one line each. */
+static est_status flush_batch(est_served_batch **b, est_servable *s, FILE *out) {
+  if (!*b) return EST_OK;
+  est_status st = est_served_batch_run(*b, s);
+  for (size_t i = 0; st == EST_OK && i < est_served_batch_count(*b); i++) {
+    est_served_batch_write(*b, i, EST_SERVED_LINE, out);
     fputc('\n', out);
   }
-  for (int i = 0; i < p->n; i++) json_decref(p->held[i]), p->held[i] = NULL;
-  p->n = 0;
-  p->longest = 0;
+  est_served_batch_free(*b);
+  *b = NULL;
   /* errno is the failed write's: the calls since then succeeded, and success leaves errno. */
-  return ferror(out) ? est_error(EST_ERR_IO, "writing the predictions to stdout: %s", strerror(errno)) : EST_OK;
-}
-
-/* One input line -> the batch's next row. */
-static est_status add_line(predict_ctx *p, char *line, const char *input_format, const char *src, long lineno) {
-  const char *a = line, *b = NULL;
-  if (!strcmp(input_format, "jsonl")) {
-    json_error_t err;
-    json_t *o = json_loads(line, 0, &err);
-    if (!json_is_object(o)) {
-      json_decref(o);
-      return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%ld: not a JSON object (%s)", src, lineno,
-                       o ? "another JSON value" : est_json_error_text(&err));
-    }
-    json_t *ja = json_object_get(o, "text_a"), *jb = json_object_get(o, "text_b");
-    if (!json_is_string(ja) || (jb && !json_is_null(jb) && !json_is_string(jb))) {
-      json_decref(o);
-      return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%ld: needs a string \"text_a\" (and optionally \"text_b\")", src,
-                       lineno);
-    }
-    a = json_string_value(ja);
-    b = json_is_string(jb) ? json_string_value(jb) : NULL;
-    p->held[p->n] = o;
-  } else {
-    char *tab = strchr(line, '\t');
-    if (tab) *tab = 0, b = tab + 1;
-  }
-  size_t off = (size_t)p->n * p->S;
-  int len;
-  est_status st = est_featurizer_run(p->f, a, b, p->ids + off, p->mask + off, p->segs + off, &len);
-  if (st != EST_OK) return est_error_prefix("%s:%ld: ", src, lineno);
-  if (len > p->longest) p->longest = len;
-  p->n++;
-  return EST_OK;
+  if (st == EST_OK && ferror(out)) st = est_error(EST_ERR_IO, "writing the predictions to stdout: %s", strerror(errno));
+  return st;
 }
 
 int est_cmd_predict(int argc, char **argv) {
@@ -144,54 +74,39 @@ int est_cmd_predict(int argc, char **argv) {
                                    (long long)batch_size);
   if ((rc = est_cli_apply_runtime_flags("predict", r == EST_FLAGS_OK, precision, num_threads)) >= 0) return rc;
 
-  predict_ctx p = {.output_format = output_format, .cap = (int)batch_size};
   FILE *in = input_file ? fopen(input_file, "rb") : stdin;
   const char *src = input_file ? input_file : "<stdin>";
+  est_servable *s = NULL;
+  est_served_batch *b = NULL;
   est_status st = in ? EST_OK : est_error(EST_ERR_NOT_FOUND, "--input_file=%s: cannot open", input_file);
-  if (st == EST_OK) st = est_servable_load(&p.s, export_dir, p.cap);
+  if (st == EST_OK) st = est_servable_load(&s, export_dir, (int)batch_size);
   if (st == EST_OK) /* as est serve logs the version it serves (stderr; stdout is the predictions) */
-    EST_LOG_INFO("predicting with version %lld from %s", (long long)est_servable_version(p.s), est_servable_dir(p.s));
-  /* probabilities per label, or answers to questions (squad): an export of another head
-   * (sentence embeddings) has neither */
-  if (st == EST_OK && strcmp(est_servable_meta(p.s)->head, est_bert_classifier_head_type.name) &&
-      strcmp(est_servable_meta(p.s)->head, est_bert_squad_head_type.name))
-    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: the export's head is \"%s\"; est predict answers a classifier's "
-                   "probabilities or a squad model's answers (an embedding export: est embed --model_dir)",
-                   est_servable_dir(p.s), est_servable_meta(p.s)->head);
-  if (st == EST_OK) st = est_cli_apply_model_precision(precision, p.s);
-  const bool answers = st == EST_OK && !strcmp(est_servable_meta(p.s)->head, "squad");
-  if (answers) st = est_cli_predict_answers(p.s, in, src, p.cap, stdout);
-  if (st == EST_OK && !answers) st = est_featurizer_create(&p.f, p.s);
-  if (st == EST_OK && !answers) {
-    p.S = est_servable_meta(p.s)->max_seq_length;
-    p.C = (int)est_servable_meta(p.s)->num_labels;
-    size_t rows = (size_t)p.cap * p.S;
-    p.ids = malloc(rows * sizeof(int32_t));
-    p.mask = malloc(rows * sizeof(int32_t));
-    p.segs = malloc(rows * sizeof(int32_t));
-    p.probs = malloc((size_t)p.cap * p.C * sizeof(float));
-    p.held = calloc((size_t)p.cap, sizeof *p.held);
-    if (!p.ids || !p.mask || !p.segs || !p.probs || !p.held) st = est_error(EST_ERR_NO_MEMORY, "predict buffers");
-  }
+    EST_LOG_INFO("predicting with version %lld from %s", (long long)est_servable_version(s), est_servable_dir(s));
+  /* a head that answers input lines (a classifier's probabilities, a squad model's answers);
+   * one that does not (sentence embeddings) says where to go instead */
+  const est_served_head *head = st == EST_OK ? est_model_meta_head(est_servable_meta(s)) : NULL;
+  if (st == EST_OK && !head->add_line)
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: the export's head is \"%s\"; %s", est_servable_dir(s), head->name,
+                   head->no_predict ? head->no_predict : "est predict has no input lines for it");
+  if (st == EST_OK) st = est_cli_apply_model_precision(precision, s);
   char *line = NULL;
   size_t linecap = 0;
   long lineno = 0;
   ssize_t got;
-  while (st == EST_OK && !answers && (got = getline(&line, &linecap, in)) >= 0) {
+  while (st == EST_OK && (got = getline(&line, &linecap, in)) >= 0) {
     lineno++;
     while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = 0;
-    st = add_line(&p, line, input_format, src, lineno);
-    if (st == EST_OK && p.n == p.cap) st = flush_batch(&p, stdout);
+    if (!b) st = est_served_batch_create(&b, s, input_format, output_format);
+    if (st == EST_OK) st = est_served_batch_add_line(b, line, src, lineno);
+    if (st == EST_OK && est_served_batch_count(b) == (size_t)batch_size) st = flush_batch(&b, s, stdout);
   }
   if (st == EST_OK && in && ferror(in)) st = est_error(EST_ERR_IO, "reading %s failed", src);
-  if (st == EST_OK && !answers) st = flush_batch(&p, stdout);
+  if (st == EST_OK) st = flush_batch(&b, s, stdout);
   if (st == EST_OK && fflush(stdout) != 0)
     st = est_error(EST_ERR_IO, "writing the predictions to stdout: %s", strerror(errno));
-  for (int i = 0; p.held && i < p.cap; i++) json_decref(p.held[i]);
   free(line);
-  free(p.ids), free(p.mask), free(p.segs), free(p.probs), free(p.held);
-  est_featurizer_free(p.f);
-  est_servable_free(p.s);
+  est_served_batch_free(b);
+  est_servable_free(s);
   if (in && in != stdin) fclose(in);
   if (st != EST_OK) {
     fprintf(stderr, "est predict: error: %s\n", est_error_message());

@@ -34,11 +34,6 @@ int est_cli_apply_runtime_flags(const char *cmd, int flags_ok, const char *preci
 struct est_servable;
 est_status est_cli_apply_model_precision(const char *flag, struct est_servable *s);
 
-/* predict_answers.c: est predict's question answering (a "squad" export): JSON lines of
- * {"question", "context"} from `in` (`src` names it in errors) to answer lines on `out`, in
- * groups of batch_lines questions whose windows run together. */
-est_status est_cli_predict_answers(struct est_servable *s, FILE *in, const char *src, int batch_lines, FILE *out);
-
 typedef struct est_command {
   const char *name;
   const char *summary;

@@ -1,5 +1,5 @@
 /* `est serve`'s embedding APIs (serve_internal.h, docs/embeddings.md §4), for an export whose
- * head is the pooling head:
+ * head is an embedding model's (est_served_head.embedding_normalized: the pooling head):
  *   POST /embed           HuggingFace text-embeddings-inference: {"inputs": str | [str],
  *                         "normalize": bool (true), "truncate": bool (false)} -> [[f, ...], ...]
  *   POST /v1/embeddings   OpenAI: {"input": str | [str], "model": str} -> {"object": "list",
@@ -118,10 +118,11 @@ char *serve_embed_answer(serve_http *h, est_embed_api api, const char *body, siz
   served_model *m = serve_acquire(h->server);
   if (!m) return *status = MHD_HTTP_SERVICE_UNAVAILABLE, error_body(api, *status, "no model is loaded");
   const est_model_meta *meta = est_servable_meta(m->servable);
-  if (strcmp(meta->head, est_bert_pooling_head_type.name)) {
+  const est_served_head *head = est_model_meta_head(meta);
+  if (!head->embedding_normalized) { /* not an embedding model */
     char msg[256];
     snprintf(msg, sizeof msg, "the served model's head is \"%s\", not an embedding model (est embed --export_dir "
-             "writes one)", meta->head);
+             "writes one)", head->name);
     serve_release(h->server, m);
     return *status = MHD_HTTP_NOT_FOUND, error_body(api, *status, msg);
   }
@@ -133,8 +134,9 @@ char *serve_embed_answer(serve_http *h, est_embed_api api, const char *body, siz
   *status = MHD_HTTP_BAD_REQUEST;
   est_status st = est_embed_request_parse(&req, api, body ? body : "", size, &lim);
   /* TEI's normalize defaults to true; an export that normalises cannot give raw vectors */
-  const bool normalize = api == EST_EMBED_API_TEI && req.normalize != 0 && !meta->pooling.normalize;
-  if (st == EST_OK && api == EST_EMBED_API_TEI && req.normalize == 0 && meta->pooling.normalize)
+  const bool normalized = head->embedding_normalized(meta);
+  const bool normalize = api == EST_EMBED_API_TEI && req.normalize != 0 && !normalized;
+  if (st == EST_OK && api == EST_EMBED_API_TEI && req.normalize == 0 && normalized)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "\"normalize\": false: this export's vectors are L2-normalised "
                    "(est_model.json \"pooling\".\"normalize\"); export without --normalize for raw ones");
   if (st == EST_OK) st = build_rows(&job, m, &req, api, &tokens, status);

@@ -20,8 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "est/float_format.h"
-#include "est/run_classifier.h"
 #include "serve_internal.h"
 
 typedef struct http_req {
@@ -91,136 +89,87 @@ static json_t *model_status(int64_t version) {
                    "status", "error_code", "OK", "error_message", "");
 }
 
-static json_t *tensor_info(const char *name, const char *dtype, long long d0, long long d1) {
-  char a[32], b[32], n[80];
-  snprintf(a, sizeof a, "%lld", d0);
-  snprintf(b, sizeof b, "%lld", d1);
-  snprintf(n, sizeof n, "%s:0", name);
-  json_t *dims = json_pack("[{s:s,s:s}]", "size", a, "name", "");
-  if (d1) json_array_append_new(dims, json_pack("{s:s,s:s}", "size", b, "name", ""));
-  return json_pack("{s:s,s:{s:o,s:b},s:s}", "dtype", dtype, "tensor_shape", "dim", dims, "unknown_rank", 0, "name", n);
-}
-
+/* The serving_default signature: the head's inputs (its texts as strings, run_classifier's
+ * features as [-1, max_seq_length] ints), its outputs and any metadata of its own
+ * (est/served_head.h). */
 static json_t *model_metadata(const serve_http *h, const served_model *m) {
   const est_model_meta *meta = est_servable_meta(m->servable);
+  const est_served_head *head = est_model_meta_head(meta);
   char v[32];
   snprintf(v, sizeof v, "%lld", (long long)m->version);
   json_t *inputs = json_object();
-  if (!strcmp(meta->head, "squad")) { /* question answering (serve_answer.c) */
-    json_t *outputs = json_object();
-    json_object_set_new(inputs, "question", tensor_info("question", "DT_STRING", -1, 0));
-    json_object_set_new(inputs, "context", tensor_info("context", "DT_STRING", -1, 0));
-    json_object_set_new(outputs, "answer", tensor_info("answer", "DT_STRING", -1, 0));
-    json_object_set_new(outputs, "start", tensor_info("start", "DT_INT64", -1, 0));
-    json_object_set_new(outputs, "end", tensor_info("end", "DT_INT64", -1, 0));
-    json_object_set_new(outputs, "score", tensor_info("score", "DT_FLOAT", -1, 0));
-    json_t *sig = json_pack("{s:o,s:o,s:s}", "inputs", inputs, "outputs", outputs, "method_name",
-                            "tensorflow/serving/predict");
-    return json_pack("{s:{s:s,s:s,s:s},s:{s:{s:{s:o}}}}", "model_spec", "name", h->opt->model_name,
-                     "signature_name", "", "version", v, "metadata", "signature_def", "signature_def",
-                     "serving_default", sig);
-  }
-  json_object_set_new(inputs, "text_a", tensor_info("text_a", "DT_STRING", -1, 0));
-  json_object_set_new(inputs, "text_b", tensor_info("text_b", "DT_STRING", -1, 0));
-  json_object_set_new(inputs, "input_ids", tensor_info("input_ids", "DT_INT32", -1, meta->max_seq_length));
-  json_object_set_new(inputs, "input_mask", tensor_info("input_mask", "DT_INT32", -1, meta->max_seq_length));
-  json_object_set_new(inputs, "segment_ids", tensor_info("segment_ids", "DT_INT32", -1, meta->max_seq_length));
-  json_t *outputs = json_object();
-  const char *output = meta->num_labels ? "probabilities" : "embeddings";
-  json_object_set_new(outputs, output, tensor_info(output, "DT_FLOAT", -1, est_servable_output_width(m->servable)));
-  json_t *labels = json_array();
-  for (size_t i = 0; i < meta->num_labels; i++) json_array_append_new(labels, json_string(meta->labels[i]));
+  for (int k = 0; k < EST_SERVED_MAX_TEXTS && head->inputs.texts[k]; k++)
+    json_object_set_new(inputs, head->inputs.texts[k], est_served_tensor_info(head->inputs.texts[k], "DT_STRING", -1, 0));
+  static const char *const TOKENS[3] = {"input_ids", "input_mask", "segment_ids"};
+  for (int k = 0; head->inputs.tokens && k < 3; k++)
+    json_object_set_new(inputs, TOKENS[k], est_served_tensor_info(TOKENS[k], "DT_INT32", -1, meta->max_seq_length));
+  json_t *outputs = json_object(), *metadata = json_object();
+  head->signature(meta, est_servable_output_width(m->servable), outputs, metadata);
   json_t *sig = json_pack("{s:o,s:o,s:s}", "inputs", inputs, "outputs", outputs, "method_name",
                           "tensorflow/serving/predict");
-  return json_pack("{s:{s:s,s:s,s:s},s:{s:{s:{s:o}},s:o}}", "model_spec", "name", h->opt->model_name,
-                   "signature_name", "", "version", v, "metadata", "signature_def", "signature_def",
-                   "serving_default", sig, "labels", labels);
+  json_t *signature_def = json_pack("{s:{s:o}}", "signature_def", "serving_default", sig);
+  /* "signature_def" first, then the head's keys ("labels") */
+  json_t *ordered = json_pack("{s:o}", "signature_def", signature_def);
+  json_object_update(ordered, metadata);
+  json_decref(metadata);
+  return json_pack("{s:{s:s,s:s,s:s},s:o}", "model_spec", "name", h->opt->model_name, "signature_name", "",
+                   "version", v, "metadata", ordered);
 }
 
 /* ---- predict / classify --------------------------------------------------------------------- */
 
-/* Tokenizes every text instance and copies tokenized ones into rows of max_seq_length. */
-static est_status build_job(serve_job *job, served_model *m, const est_request *req) {
-  const est_model_meta *meta = est_servable_meta(m->servable);
-  const size_t S = (size_t)meta->max_seq_length, n = req->count;
-  job->model = m;
-  job->n = (int)n;
-  job->ids = calloc(n * S, sizeof(int32_t));
-  job->mask = calloc(n * S, sizeof(int32_t));
-  job->segs = calloc(n * S, sizeof(int32_t));
-  job->probs = malloc(n * (size_t)est_servable_output_width(m->servable) * sizeof(float));
-  if (!job->ids || !job->mask || !job->segs || !job->probs) return est_error(EST_ERR_NO_MEMORY, "request");
-  est_featurizer *f = NULL;
-  est_status st = EST_OK;
-  job->longest = 1;
-  for (size_t i = 0; st == EST_OK && i < n; i++) {
-    const est_instance *x = &req->instances[i];
-    int len = x->length;
-    if (x->input_ids) {
-      memcpy(job->ids + i * S, x->input_ids, (size_t)len * sizeof(int32_t));
-      memcpy(job->mask + i * S, x->input_mask, (size_t)len * sizeof(int32_t));
-      memcpy(job->segs + i * S, x->segment_ids, (size_t)len * sizeof(int32_t));
-    } else {
-      if (!f && (st = est_featurizer_create(&f, m->servable)) != EST_OK) break;
-      st = est_featurizer_run(f, x->text_a, x->text_b, job->ids + i * S, job->mask + i * S, job->segs + i * S, &len);
-      if (st != EST_OK) st = est_error_prefix("instance %zu: ", i);
-    }
-    if (len > job->longest) job->longest = len;
+/* A request's instances as the head's batch: its rows, run by the batcher, and its answers in
+ * the response's shape (TF Serving's "predictions", "outputs" by columns, "results" for
+ * :classify). *preparing is cleared when the job is queued (serve_run_job then ends the
+ * request's announcement). */
+static est_status answer_request(serve_http *h, served_model *m, const est_request *req, est_request_kind kind,
+                                 bool *preparing, char **text) {
+  *text = NULL;
+  est_served_batch *b = NULL;
+  serve_job job = {.model = m};
+  est_status st = est_served_batch_create(&b, m->servable, NULL, NULL);
+  for (size_t i = 0; st == EST_OK && i < req->count; i++) st = est_served_batch_add_instance(b, &req->instances[i]);
+  est_served_rows rows = {0};
+  if (st == EST_OK) st = est_served_batch_rows(b, &rows);
+  if (st == EST_OK) {
+    job.n = rows.n;
+    job.ids = (int32_t *)rows.input_ids, job.mask = (int32_t *)rows.input_mask, job.segs = (int32_t *)rows.segment_ids;
+    job.longest = rows.longest;
+    job.probs = malloc(((size_t)job.n + 1) * (size_t)est_servable_output_width(m->servable) * sizeof(float));
+    if (!job.probs) st = est_error(EST_ERR_NO_MEMORY, "request of %d rows", job.n);
   }
-  est_featurizer_free(f);
+  if (st == EST_OK && job.n > 0) { /* e.g. contexts without a word have no window to run */
+    *preparing = false;            /* serve_run_job takes the announcement over */
+    st = serve_run_job(h->server, &job);
+  }
+  if (st == EST_OK) st = est_served_batch_answer(b, job.probs);
+  if (st == EST_OK) {
+    size_t len = 0;
+    FILE *f = open_memstream(text, &len);
+    if (!f) st = est_error(EST_ERR_NO_MEMORY, "answer");
+    const est_served_form form = kind == EST_REQUEST_CLASSIFY ? EST_SERVED_CLASSIFY : EST_SERVED_PREDICT;
+    if (f) fputs(kind == EST_REQUEST_CLASSIFY ? "{\"results\": [" : req->columnar ? "{\"outputs\": [" : "{\"predictions\": [", f);
+    for (size_t i = 0; f && i < req->count; i++) {
+      if (i) fputs(", ", f);
+      est_served_batch_write(b, i, form, f);
+    }
+    if (f) fputs("]}\n", f), fclose(f);
+  }
+  free(job.probs);
+  est_served_batch_free(b);
   return st;
-}
-
-static char *answer_text(const serve_job *job, const est_request *req, est_request_kind kind, const est_model_meta *meta,
-                         int C) {
-  char *buf = NULL, num[48];
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f) return NULL;
-  fputs(kind == EST_REQUEST_CLASSIFY ? "{\"results\": [" : req->columnar ? "{\"outputs\": [" : "{\"predictions\": [", f);
-  for (int i = 0; i < job->n; i++) {
-    fputs(i ? ", [" : "[", f);
-    for (int c = 0; c < C; c++) {
-      const char *v = est_format_float32(job->probs[(size_t)i * C + c], num, sizeof num);
-      if (kind == EST_REQUEST_CLASSIFY) {
-        json_t *l = json_string(meta->labels[c]);
-        char *enc = json_dumps(l, JSON_ENCODE_ANY);
-        json_decref(l);
-        fprintf(f, "%s[%s, %s]", c ? ", " : "", enc ? enc : "\"\"", v);
-        free(enc);
-      } else {
-        fprintf(f, "%s%s", c ? ", " : "", v);
-      }
-    }
-    fputc(']', f);
-  }
-  fputs("]}\n", f);
-  fclose(f);
-  return buf;
 }
 
 static enum MHD_Result handle_predict(struct MHD_Connection *c, serve_http *h, http_req *r, served_model *m,
                                       est_request_kind kind) {
   const est_model_meta *meta = est_servable_meta(m->servable);
-  if (!strcmp(meta->head, "squad")) { /* question answering: serve_answer.c */
-    if (kind != EST_REQUEST_PREDICT)
-      return respond_error(c, h, r, MHD_HTTP_BAD_REQUEST, "the model answers questions: it has no classification "
-                           "signature; use :predict");
-    char *answer = NULL;
-    est_status st = serve_answer(h->server, m, r->body ? r->body : "", r->len, &r->preparing, &answer);
-    if (st == EST_OK) return respond(c, h, r, MHD_HTTP_OK, answer, "application/json");
-    return respond_error(c, h, r, st == EST_ERR_ABORTED ? MHD_HTTP_SERVICE_UNAVAILABLE
-                                  : st == EST_ERR_INVALID_ARGUMENT ? MHD_HTTP_BAD_REQUEST
-                                                                   : MHD_HTTP_INTERNAL_SERVER_ERROR,
-                         "%s", est_error_message());
-  }
+  const est_served_head *head = est_model_meta_head(meta);
+  if (kind == EST_REQUEST_CLASSIFY && head->no_classify) /* e.g. embeddings: nothing to classify */
+    return respond_error(c, h, r, MHD_HTTP_BAD_REQUEST, "%s", head->no_classify);
   est_request_limits lim = {meta->max_seq_length, meta->bert_config.vocab_size, meta->bert_config.type_vocab_size,
                             (size_t)h->opt->max_enqueued_batches * (size_t)h->opt->max_batch_size};
   est_request req;
-  if (kind == EST_REQUEST_CLASSIFY && meta->num_labels == 0) /* an embedding export: nothing to classify */
-    return respond_error(c, h, r, MHD_HTTP_BAD_REQUEST, "the model has no classification signature (its head is "
-                         "\"%s\"); use :predict, POST /embed or POST /v1/embeddings", meta->head);
-  if (est_request_parse(&req, kind, r->body ? r->body : "", r->len, &lim) != EST_OK)
+  if (est_request_parse(&req, kind, &head->inputs, r->body ? r->body : "", r->len, &lim) != EST_OK)
     return respond_error(c, h, r, MHD_HTTP_BAD_REQUEST, "%s", est_error_message());
   if (req.signature_name && *req.signature_name && strcmp(req.signature_name, "serving_default")) {
     enum MHD_Result ret = respond_error(c, h, r, MHD_HTTP_BAD_REQUEST,
@@ -229,21 +178,15 @@ static enum MHD_Result handle_predict(struct MHD_Connection *c, serve_http *h, h
     est_request_clear(&req);
     return ret;
   }
-  serve_job job = {0};
-  est_status st = build_job(&job, m, &req);
-  unsigned status = MHD_HTTP_OK;
   char *text = NULL;
-  if (st == EST_OK) {
-    r->preparing = false; /* serve_run_job takes the announcement over */
-    st = serve_run_job(h->server, &job);
-  }
-  if (st == EST_OK) text = answer_text(&job, &req, kind, meta, est_servable_output_width(m->servable));
-  else status = st == EST_ERR_ABORTED ? MHD_HTTP_SERVICE_UNAVAILABLE
-              : st == EST_ERR_INVALID_ARGUMENT ? MHD_HTTP_BAD_REQUEST : MHD_HTTP_INTERNAL_SERVER_ERROR;
-  free(job.ids), free(job.mask), free(job.segs), free(job.probs);
+  est_status st = answer_request(h, m, &req, kind, &r->preparing, &text);
   est_request_clear(&req);
-  if (status != MHD_HTTP_OK) return respond_error(c, h, r, status, "%s", est_error_message());
-  return respond(c, h, r, status, text, "application/json");
+  if (st == EST_OK) return respond(c, h, r, MHD_HTTP_OK, text, "application/json");
+  free(text);
+  return respond_error(c, h, r, st == EST_ERR_ABORTED ? MHD_HTTP_SERVICE_UNAVAILABLE
+                                : st == EST_ERR_INVALID_ARGUMENT ? MHD_HTTP_BAD_REQUEST
+                                                                 : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                       "%s", est_error_message());
 }
 
 /* The server's metrics and the connections' (serve_limits.c). */

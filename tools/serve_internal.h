@@ -40,7 +40,7 @@ typedef struct served_model {
   int refs;                        /* guarded by the server's lock */
 } served_model;
 
-/* A request's work: n rows of max_seq_length, answered with n x C probabilities. */
+/* A request's work: n rows of max_seq_length, answered with n x C floats (the head's outputs). */
 typedef struct serve_job {
   served_model *model;
   int n;
@@ -91,13 +91,6 @@ void serve_prepare_begin(serve_server *s);
 void serve_prepare_abandon(serve_server *s);
 /* Queues the job and waits for its answer. EST_ERR_ABORTED: the queue is full (503). */
 est_status serve_run_job(serve_server *s, serve_job *job);
-
-/* ---- question answering (serve_answer.c) ---- */
-/* A :predict body for a "squad" model -> the answer JSON in *text (free() it). Errors:
- * INVALID_ARGUMENT (400, naming the field), ABORTED (503: queue full or stopping). Clears
- * *preparing when the request's job is queued (serve_run_job ends its announcement). */
-est_status serve_answer(serve_server *s, served_model *m, const char *body, size_t size, bool *preparing,
-                        char **text);
 
 /* ---- metrics (serve_core.c) ---- */
 void serve_metrics_request(serve_server *s, int http_status, double seconds);

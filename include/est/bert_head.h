@@ -117,12 +117,21 @@ typedef struct est_bert_model_params {
   int64_t num_train_steps, num_warmup_steps;
   int recompute;                /* 1: TRAIN reserves with per-layer recomputation */
   est_precision precision;      /* the encoder's and its head's GEMMs (est/precision.h) */
+  /* 1: TRAIN without dropout (the encoder's and the head's): the gradients of the
+   * deterministic model, as golden references and finite differences compute them. 0 (the
+   * default): BERT's dropout. */
+  int no_dropout;
 } est_bert_model_params;
 
 /* The encoder + params->head as an Estimator model_fn: TRAIN loss and gradients
  * (AdamWeightDecay, weight decay 0.01 except LayerNorm and biases, BERT's warmup + linear
  * decay, clip_by_global_norm 1.0), EVAL the head's metrics, PREDICT the head's outputs. */
 est_model_fn est_bert_model_fn(const est_bert_model_params *params);
+
+/* The encoder inside a model that est_bert_model_fn's build made (the `model` its build
+ * returned): its activations after a call (est_bert_encoder_embedding_output,
+ * _pooled_output, ...), for tests and tools that look inside. */
+est_bert_encoder *est_bert_model_encoder(void *model);
 
 /* ---- the heads est ships ------------------------------------------------------------- */
 

@@ -29,6 +29,7 @@
 #define EST_BERT_TASK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "est/bert_encoder.h"
@@ -153,6 +154,23 @@ est_status est_task_run(const est_task *t, const est_task_flags *f);
 /* `path` must be a readable file; `flag`=`value` is what the user typed that led to it
  * ("--data_dir=glue/MRPC: glue/MRPC/train.tsv: No such file or directory"). */
 est_status est_task_need_file(const char *flag, const char *value, const char *path);
+
+/* ---- --do_export (src/tasks/task_export.c) ---------------------------------------------- */
+
+struct est_model_meta; /* est_model.json (est/serving.h) */
+
+/* What every task's --do_export shares: checks the flags it needs (vocab_file,
+ * bert_config_file, output_dir, max_seq_length <= max_position_embeddings), fills meta's
+ * bert_config, max_seq_length and precision from them, and exports output_dir's newest
+ * checkpoint (or --export_checkpoint) to f->export_dir (default <output_dir>/export) with
+ * est_export_write. The caller has filled the head's own fields (the head and its settings,
+ * task, labels, do_lower_case). */
+est_status est_export_task(const est_task_flags *f, const char *vocab_file, struct est_model_meta *meta,
+                           char *version_dir, size_t size);
+/* Its first half, for exports of other formats (--export_format=hf): the checks, meta's
+ * bert_config, max_seq_length and precision, and the checkpoint to export in ckpt. */
+est_status est_export_prepare(const est_task_flags *f, const char *vocab_file, struct est_model_meta *meta, char *ckpt,
+                              size_t ckpt_size);
 
 #ifdef __cplusplus
 }

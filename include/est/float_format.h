@@ -1,4 +1,5 @@
-/* est/float_format.h — float32 printed as NumPy prints it.
+/* est/float_format.h — float32 printed as NumPy prints it (and, below, a float and a string as
+ * Python's json.dumps writes them).
  *
  * BERT's scripts write their numbers through str(np.float32(x)): eval_results.txt
  * ("eval_accuracy = 0.84558827"), test_results.tsv's probabilities, the "loss = ..." log
@@ -20,6 +21,7 @@
 #define EST_FLOAT_FORMAT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,6 +33,18 @@ enum { EST_FLOAT32_CHARS = 32 };
 /* Writes v into buf (cut to size - 1 characters if smaller than EST_FLOAT32_CHARS) and
  * returns buf, so it can stand in a printf argument list. */
 char *est_format_float32(float v, char *buf, size_t size);
+
+/* ---- Python's json.dumps, for files and answers a Python script would have written ------ */
+
+/* repr(round(v, ndigits)) for 0 <= ndigits <= 15: the value rounded half-even on its exact
+ * binary value (as Python's round), printed as the shortest string that reads back
+ * ("0.25", "-1.0", "1.2e-05", "-0.0"). Returns buf. */
+char *est_py_round_repr(double v, int ndigits, char *buf, size_t size);
+
+/* A JSON string as json.dumps(ensure_ascii=True) writes it: \" \\ \n \r \t \b \f, other
+ * controls and every non-ASCII code point as \uXXXX (lower-case hex, surrogate pairs above
+ * U+FFFF). `s` is UTF-8. */
+void est_py_json_string(FILE *out, const char *s);
 
 #ifdef __cplusplus
 }

@@ -85,6 +85,15 @@ int64_t est_run_classifier_num_warmup_steps(int64_t num_train_steps, double warm
 est_status est_run_classifier_write_test_results(const char *path, const float *probabilities,
                                                  size_t num_examples, int num_classes);
 
+/* --do_export (src/tasks/run_classifier_export.c): exports the newest checkpoint of
+ * c->output_dir (labels from the task, as run_classifier's processor gives them) to
+ * export_dir, default <output_dir>/export (an est servable, est/serving.h) or <output_dir>/hf
+ * (--export_format=hf, docs/hf.md §6). Checks the flags it needs (task_name, output_dir,
+ * vocab_file, bert_config_file, max_seq_length) and says which is wrong. The version or HF
+ * directory written goes to version_dir (may be NULL). */
+est_status est_export_classifier(const est_run_classifier_config *c, const char *export_dir, char *version_dir,
+                                 size_t size);
+
 #ifdef __cplusplus
 }
 #endif

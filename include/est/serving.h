@@ -1,10 +1,11 @@
-/* est/serving.h — using a trained classifier: export it as TF's export_saved_model lays a
- * servable out, load that export, and predict probabilities for new text. A question-
- * answering export (run_squad --do_export) answers questions about a context (est_qa_*).
+/* est/serving.h — using a trained model: export it as TF's export_saved_model lays a servable
+ * out, load that export, and predict with it. What a servable predicts and how it reads and
+ * answers a request is its head's (est/served_head.h: probabilities of a classifier, answers
+ * of a question-answering model, sentence embeddings); est_served_batch runs any of them.
  *
  *     // after run_classifier trained into out/: write out/export/<version>/
  *     char dir[4096];
- *     est_export_classifier(&rc_config, NULL, dir, sizeof dir);
+ *     est_export_classifier(&rc_config, NULL, dir, sizeof dir);   // est/run_classifier.h
  *
  *     est_servable *s;
  *     est_servable_load(&s, "out/export", 32);          // a base dir: its highest version
@@ -34,11 +35,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "est/bert_classifier.h"
-#include "est/bert_task.h"
+#include "est/bert_encoder.h"
+#include "est/float_format.h"
 #include "est/precision.h"
-#include "est/run_classifier.h"
 #include "est/sentence_embedding.h"
+#include "est/served_head.h"
 #include "est/status.h"
 #include "est/tokenizer.h"
 
@@ -48,34 +49,10 @@ extern "C" {
 
 /* ---- export ------------------------------------------------------------------------ */
 
-/* A "squad" servable's prediction settings: run_squad's flags of the same names, as the
- * model was exported with (est_model.json's "squad" object). */
-typedef struct est_model_squad {
-  int doc_stride, max_query_length, n_best_size, max_answer_length;
-  bool version_2_with_negative;
-  double null_score_diff_threshold;
-} est_model_squad;
-
-/* What a servable is, as est_model.json says it. */
-typedef struct est_model_meta {
-  est_bert_config bert_config;
-  size_t num_labels;
-  char **labels;               /* label strings in output order (a classifier's; else none) */
-  int max_seq_length;
-  bool do_lower_case;
-  char task[64];
-  /* The head on the encoder (est/bert_head.h): "classifier" or "squad" (question
-   * answering); exports written before heads were named have none and are classifiers. */
-  char head[32];
-  est_model_squad squad;       /* head "squad" only */
-  /* The --precision the model was trained and exported with ("fp32" or "bf16"; exports
-   * without it: "fp32"). est predict / est serve run it unless --precision says otherwise. */
-  char precision[8];
-  /* "head": "pooling" (sentence embeddings, docs/embeddings.md): est_model.json's
-   * "pooling": {"modes": "mean", "normalize": true}. Such an export has no labels. */
-  est_pooling_params pooling;
-} est_model_meta;
-
+/* est_model.json's fields: est_model_meta (est/served_head.h), the head's own fields read and
+ * written by its est_served_head (read_config, write_config). "head" names a head of the
+ * table (est_served_head_find); one est cannot serve is an error naming the file and the
+ * served heads. */
 void est_model_meta_clear(est_model_meta *m);
 /* Reads est_model.json (errors name the file and the field). */
 est_status est_model_meta_read(est_model_meta *m, const char *path);
@@ -85,31 +62,12 @@ est_status est_model_meta_parse(est_model_meta *m, const char *text, size_t size
 char *est_model_meta_to_json(const est_model_meta *m);
 
 /* Writes a new version under export_base from checkpoint `ckpt_prefix`: the variables the
- * classifier of meta's shape declares (each must be in the checkpoint with its shape),
- * vocab_file as assets/vocab.txt, and est_model.json. The version is the current time in
- * seconds, or the next free number after the newest existing one. The version directory
- * path goes to version_dir (may be NULL). */
+ * model of meta's shape declares (the encoder and its head; each must be in the checkpoint
+ * with its shape), vocab_file as assets/vocab.txt, and est_model.json. The version is the
+ * current time in seconds, or the next free number after the newest existing one. The
+ * version directory path goes to version_dir (may be NULL). */
 est_status est_export_write(const char *export_base, const char *ckpt_prefix, const est_model_meta *meta,
                             const char *vocab_file, char *version_dir, size_t size);
-
-/* run_classifier --do_export: exports the newest checkpoint of c->output_dir (labels from
- * the task, as run_classifier's processor gives them) to export_dir, default
- * <output_dir>/export. Checks the flags it needs (task_name, output_dir, vocab_file,
- * bert_config_file, max_seq_length) and says which is wrong. */
-est_status est_export_classifier(const est_run_classifier_config *c, const char *export_dir, char *version_dir,
-                                 size_t size);
-
-/* What every task's --do_export shares: checks the flags it needs (vocab_file,
- * bert_config_file, output_dir, max_seq_length <= max_position_embeddings), fills meta's
- * bert_config, max_seq_length and precision from them, and exports output_dir's newest
- * checkpoint to f->export_dir (default <output_dir>/export). The caller has filled the
- * head's own fields (head, task, labels or squad, do_lower_case). */
-est_status est_export_task(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *version_dir,
-                           size_t size);
-/* Its first half, for exports of other formats (--export_format=hf): the checks, meta's
- * bert_config, max_seq_length and precision, and output_dir's newest checkpoint in ckpt. */
-est_status est_export_prepare(const est_task_flags *f, const char *vocab_file, est_model_meta *meta, char *ckpt,
-                              size_t ckpt_size);
 
 /* The highest complete version under export_base (a directory named by digits holding
  * est_model.json and variables/variables.index): its path and number. NOT_FOUND when none.
@@ -152,9 +110,9 @@ est_precision est_servable_precision(const est_servable *s);
  * another (est_servable_predict refuses then too); EST_OK otherwise and for every other export. */
 int est_servable_int8_weights(const est_servable *s);
 est_status est_servable_check_precision(const est_servable *s);
-/* Floats per example of what it serves: num_labels probabilities (classifier), the
- * embedding's width (pooling), 2 x max_seq_length for squad (start logits, then end
- * logits, zero past the run length). */
+/* Floats per example of what it serves (its head's est_served_head.params): num_labels
+ * probabilities (classifier), the embedding's width (pooling), 2 x max_seq_length for squad
+ * (start logits, then end logits, zero past the run length). */
 int est_servable_output_width(const est_servable *s);
 
 /* A servable straight from a checkpoint, without an export: meta says what the model is
@@ -210,9 +168,9 @@ est_embed_model_options est_embed_model_resolve(const est_embed_model_options *o
 /* The est_model.json of the checkpoint route (head "pooling", no labels, precision fp32).
  * Errors name the flag (--bert_config_file, --pooling, --max_seq_length). */
 est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_options *o);
-/* The one way est opens an embedding model: the export at o->model_dir (its head must be
- * "pooling"; the checkpoint's flags must then be unset), else est_servable_open on the
- * checkpoint with est_embed_model_meta. */
+/* The one way est opens an embedding model: the export at o->model_dir (its head must be an
+ * embedding model's, est_served_head.embedding_normalized: "pooling"; the checkpoint's flags
+ * must then be unset), else est_servable_open on the checkpoint with est_embed_model_meta. */
 est_status est_embed_model_open(est_servable **out, const est_embed_model_options *o);
 
 /* ---- text -> features ----------------------------------------------------------------- */
@@ -232,46 +190,33 @@ est_status est_featurizer_run(est_featurizer *f, const char *text_a, const char 
  * truncation to max_seq_length: above max_seq_length means est_featurizer_run cuts it. */
 est_status est_featurizer_count_tokens(est_featurizer *f, const char *text_a, const char *text_b, int *tokens);
 
-/* ---- question answering: a "squad" servable (docs/squad.md §11) ----------------------- */
+/* ---- a head's batch: instances or input lines -> rows -> answers (est/served_head.h) ----- */
 
-/* One answer: write_predictions' choice for the question (predictions.json's text). */
-typedef struct est_qa_answer {
-  char *text;                  /* UTF-8, malloc'ed; "" when a version 2 model finds no answer */
-  /* Code point (Python character) offsets of the answer in the context, end exclusive:
-   * context[start:end] is the answer, up to the whitespace between its words (the answer
-   * joins them with one space). -1, -1 when text is "" or "empty" (no span qualified). */
-  int64_t start, end;
-  double score;                /* its probability among the n-best (nbest_predictions.json's) */
-} est_qa_answer;
+/* What est predict and est serve run for a servable, whatever its head: a request's instances
+ * (est_request_parse by the head's inputs) or a group of input lines, as the head reads them
+ * into rows, run, and answered as the head writes them. Holds a tokenizer: one per thread. */
+typedef struct est_served_batch est_served_batch;
 
-void est_qa_answer_clear(est_qa_answer *a);
-/* {"answer": "...", "start": S, "end": E, "score": P} (no newline): est predict's line and
- * est serve's prediction. The string is escaped as json.dumps does (ensure_ascii); the
- * score is the shortest text that reads back as the same float32. */
-void est_qa_answer_write_json(FILE *out, const est_qa_answer *a);
-
-/* Questions about contexts as features: each context split into words and cut into
- * doc_stride windows of max_seq_length tokens as run_squad.py does, with the settings of
- * the servable's est_model.json ("squad"). Thread-safe against other batches of the same
- * servable (it only reads it). */
-typedef struct est_qa_batch est_qa_batch;
-
-est_status est_qa_batch_create(est_qa_batch **out, const est_servable *s, const char *const *questions,
-                               const char *const *contexts, size_t count);
-void est_qa_batch_free(est_qa_batch *b);
-/* The windows of all questions, in order: rows of max_seq_length int32s, and the real
- * tokens of the longest. */
-int est_qa_batch_rows(const est_qa_batch *b);
-void est_qa_batch_features(const est_qa_batch *b, const int32_t **input_ids, const int32_t **input_mask,
-                           const int32_t **segment_ids, int *longest);
-/* The answers [count] from the servable's outputs for those rows ([rows,
- * est_servable_output_width]). Each question's span is chosen over its real tokens only. */
-est_status est_qa_batch_answers(est_qa_batch *b, const float *outputs, est_qa_answer *answers);
-
-/* All of it: the batch, its windows run together (one forward pass when they fit in the
- * servable's max_batch), the answers. */
-est_status est_qa_answer_questions(est_servable *s, const char *const *questions, const char *const *contexts,
-                                   size_t count, est_qa_answer *answers);
+/* input_format / output_format: est predict's flags (NULL in est serve). */
+est_status est_served_batch_create(est_served_batch **out, const est_servable *s, const char *input_format,
+                                   const char *output_format);
+void est_served_batch_free(est_served_batch *b);
+/* Instance i of a request / one input line (no newline; src and lineno name it in errors).
+ * est_served_batch_add_line is FAILED_PRECONDITION for a head without input lines. */
+est_status est_served_batch_add_instance(est_served_batch *b, const est_instance *in);
+est_status est_served_batch_add_line(est_served_batch *b, char *line, const char *src, long lineno);
+/* Instances or lines added so far. */
+size_t est_served_batch_count(const est_served_batch *b);
+/* The rows of what was added (made now if the head makes them at once, e.g. squad's windows). */
+est_status est_served_batch_rows(est_served_batch *b, est_served_rows *rows);
+/* The answers from the rows' outputs [rows, est_servable_output_width], which must stay
+ * valid until the answers are written. */
+est_status est_served_batch_answer(est_served_batch *b, const float *outputs);
+/* Rows, one run of the servable over them (est_servable_predict_strided at the batch's bucket
+ * length; one forward pass when they fit in max_batch) and the answers. */
+est_status est_served_batch_run(est_served_batch *b, est_servable *s);
+/* Answer i (the i-th instance or line) in `form`. */
+void est_served_batch_write(const est_served_batch *b, size_t i, est_served_form form, FILE *out);
 
 /* ---- encoder layers (extract_features) -------------------------------------------------- */
 
@@ -291,16 +236,6 @@ est_status est_encoder_layers_run(est_encoder_layers *e, const int32_t *input_id
 
 /* ---- extract_features' output, as Python's json.dumps writes it ------------------------ */
 
-/* repr(round(v, ndigits)) for 0 <= ndigits <= 15: the value rounded half-even on its exact
- * binary value (as Python's round), printed as the shortest string that reads back
- * ("0.25", "-1.0", "1.2e-05", "-0.0"). Returns buf. */
-char *est_py_round_repr(double v, int ndigits, char *buf, size_t size);
-
-/* A JSON string as json.dumps(ensure_ascii=True) writes it: \" \\ \n \r \t \b \f, other
- * controls and every non-ASCII code point as \uXXXX (lower-case hex, surrogate pairs above
- * U+FFFF). `s` is UTF-8. */
-void est_py_json_string(FILE *out, const char *s);
-
 /* One extract_features.py output line (with its '\n'):
  * {"linex_index": I, "features": [{"token": T, "layers": [{"index": L, "values": [...]}, ...]}, ...]}
  * for the first num_tokens tokens; layer k's values come from values[k] + t * hidden,
@@ -310,16 +245,9 @@ void est_extract_features_write(FILE *out, int64_t linex_index, const char *cons
 
 /* ---- TF Serving REST request bodies ------------------------------------------------------ */
 
-/* One instance of a predict/classify request: either texts or already-tokenized rows. */
-typedef struct est_instance {
-  const char *text_a, *text_b;      /* text form (text_b may be NULL) */
-  const char *question, *context;   /* EST_REQUEST_ANSWER's form */
-  int32_t *input_ids, *input_mask, *segment_ids; /* tokenized form: `length` each, else NULL */
-  int length;
-} est_instance;
-
-/* ANSWER: a :predict body for a question-answering (squad) model. */
-typedef enum est_request_kind { EST_REQUEST_PREDICT, EST_REQUEST_CLASSIFY, EST_REQUEST_ANSWER } est_request_kind;
+/* A request's instances are est_instance (est/served_head.h): the texts the head's
+ * est_served_inputs names, or already-tokenized rows. */
+typedef enum est_request_kind { EST_REQUEST_PREDICT, EST_REQUEST_CLASSIFY } est_request_kind;
 
 typedef struct est_request {
   est_instance *instances;
@@ -341,20 +269,22 @@ typedef struct est_request_limits {
 #define EST_REQUEST_MAX_DEPTH 64
 
 /* Parses a :predict ({"instances": [...]} or {"inputs": ...}) or :classify
- * ({"examples": [...]}) body. Instances: a string (text_a), {"text_a", "text_b"}, or
+ * ({"examples": [...]}) body for a head whose signature takes `inputs` (est/served_head.h).
+ * Instances: an object of the head's texts (each a string; the first `required` must be
+ * there), a string (the first text) when inputs->bare_string, or, when inputs->tokens,
  * {"input_ids", "input_mask", "segment_ids"} (lists of integers of equal length, 1 to
  * max_seq_length; ids below vocab_size, mask 0/1, segments below type_vocab_size; mask and
- * segments may be left out: all ones / zeros). Columnar "inputs": a list of strings, or an
- * object of equally long lists named text_a/text_b or input_ids/input_mask/segment_ids.
+ * segments may be left out: all ones / zeros). Columnar "inputs" (inputs->columnar): a list
+ * of strings, or an object of equally long lists named by the texts or
+ * input_ids/input_mask/segment_ids. The classifier's inputs are text_a and text_b
+ * (EST_SERVED_TEXT_INPUTS); squad's {"question", "context"}, by rows only.
  * INVALID_ARGUMENT with a message saying what is wrong and where
- * ("instances[3].input_ids[7]: ..."). Before parsing, a body nested deeper than
- * EST_REQUEST_MAX_DEPTH, or holding a list or object of more than max(max_instances,
- * max_seq_length, 16) entries (when max_instances is set), is refused with the byte offset.
- * EST_REQUEST_ANSWER: {"instances": [{"question": "...", "context": "..."}, ...]} only
- * (each field a string; a missing or mistyped one named: "instances[1].context: ...").
- * On failure *out is empty. */
-est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
-                             const est_request_limits *limits);
+ * ("instances[3].input_ids[7]: ...", "instances[1].context: missing (a string)"). Before
+ * parsing, a body nested deeper than EST_REQUEST_MAX_DEPTH, or holding a list or object of
+ * more than max(max_instances, max_seq_length, 16) entries (when max_instances is set), is
+ * refused with the byte offset. On failure *out is empty. */
+est_status est_request_parse(est_request *out, est_request_kind kind, const est_served_inputs *inputs,
+                             const char *body, size_t size, const est_request_limits *limits);
 void est_request_clear(est_request *r);
 
 /* ---- embedding request bodies (docs/embeddings.md §4) ------------------------------------- */

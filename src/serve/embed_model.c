@@ -84,20 +84,20 @@ est_status est_embed_model_meta(est_model_meta *meta, const est_embed_model_opti
     est_tokenizer_free(tok);
   }
   snprintf(meta->task, sizeof meta->task, "embed");
-  snprintf(meta->head, sizeof meta->head, "%s", est_bert_pooling_head_type.name);
   snprintf(meta->precision, sizeof meta->precision, "fp32");
   /* sentence-transformers' own files, in the directory of the model's config */
   int found = 0;
-  est_pooling_params from_files = {.modes = EST_POOLING_MEAN, .normalize = false};
+  est_pooling_params from_files = {.modes = EST_POOLING_MEAN, .normalize = false}, pooling = {0};
   st = est_pooling_read_sentence_transformers(&from_files, dir, &found);
   if (st != EST_OK) return st;
   if (o->pooling) {
-    st = est_pooling_params_parse(&meta->pooling, o->pooling, false);
+    st = est_pooling_params_parse(&pooling, o->pooling, false);
     if (st != EST_OK) return est_error_prefix("--pooling=%s: ", o->pooling);
   } else {
-    meta->pooling.modes = from_files.modes;
+    pooling.modes = from_files.modes;
   }
-  meta->pooling.normalize = o->normalize >= 0 ? o->normalize != 0 : from_files.normalize;
+  pooling.normalize = o->normalize >= 0 ? o->normalize != 0 : from_files.normalize;
+  est_model_meta_set_head(meta, &est_served_pooling, &pooling);
   return EST_OK;
 }
 
@@ -113,11 +113,11 @@ est_status est_embed_model_open(est_servable **out, const est_embed_model_option
                        "max_seq_length (its est_model.json); give one or the other", o->model_dir, set);
     est_status st = est_servable_load(out, o->model_dir, o->max_batch);
     if (st != EST_OK) return st;
-    const est_model_meta *meta = est_servable_meta(*out);
-    if (strcmp(meta->head, est_bert_pooling_head_type.name)) {
+    const est_served_head *head = est_model_meta_head(est_servable_meta(*out));
+    if (!head->embedding_normalized) { /* not an embedding model */
       st = est_error(EST_ERR_INVALID_ARGUMENT, "--model_dir=%s: the export's head is \"%s\"; an embedding export "
                      "(\"head\": \"pooling\") is written by est embed --export_dir", est_servable_dir(*out),
-                     meta->head);
+                     head->name);
       est_servable_free(*out);
       *out = NULL;
     }

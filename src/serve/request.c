@@ -1,8 +1,9 @@
 /* TF Serving REST request bodies -> est_instance lists (est/serving.h). The row format
  * ({"instances": [...]}, {"examples": [...]}) and the columnar one ({"inputs": ...}) follow
- * TF Serving's REST API (tensorflow_serving/g3doc/api_rest.md); the instance forms are
- * est's: texts, or the three int lists of run_classifier's features. Every failure says
- * where ("instances[2].input_ids[5]: ...") so a client can fix its request. */
+ * TF Serving's REST API (tensorflow_serving/g3doc/api_rest.md); an instance holds what the
+ * served head's signature takes (est_served_inputs, est/served_head.h): its named texts, or
+ * the three int lists of run_classifier's features. Every failure says where
+ * ("instances[2].input_ids[5]: ...") so a client can fix its request. */
 #include <jansson.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -86,55 +87,74 @@ static est_status text_field(const json_t *v, const char *where, int required, c
   return EST_OK;
 }
 
-/* One row-format instance. */
-static est_status row_instance(est_instance *in, const json_t *v, const char *where, const est_request_limits *lim) {
-  if (json_is_string(v)) {
-    in->text_a = json_string_value(v);
-    return EST_OK;
-  }
-  if (!json_is_object(v))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: must be a string or an object with \"text_a\" or \"input_ids\"",
-                     where);
-  const char *key;
-  json_t *val;
-  json_object_foreach((json_t *)v, key, val) {
-    if (strcmp(key, "text_a") && strcmp(key, "text_b") && strcmp(key, "input_ids") && strcmp(key, "input_mask") &&
-        strcmp(key, "segment_ids"))
-      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: unknown input \"%s\" (the signature's inputs: text_a, text_b, "
-                       "input_ids, input_mask, segment_ids)", where, key);
-  }
-  const json_t *ids = json_object_get(v, "input_ids");
-  char w[160];
-  if (ids) {
-    if (json_object_get(v, "text_a") || json_object_get(v, "text_b"))
-      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: give either texts or input_ids, not both", where);
-    return tokenized(in, ids, json_object_get(v, "input_mask"), json_object_get(v, "segment_ids"), where, lim);
-  }
-  if (json_object_get(v, "input_mask") || json_object_get(v, "segment_ids"))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: input_mask/segment_ids without input_ids", where);
-  snprintf(w, sizeof w, "%s.text_a", where);
-  est_status st = text_field(json_object_get(v, "text_a"), w, 1, &in->text_a);
-  snprintf(w, sizeof w, "%s.text_b", where);
-  if (st == EST_OK) st = text_field(json_object_get(v, "text_b"), w, 0, &in->text_b);
-  return st;
+/* The head's string inputs (inputs->texts up to the first NULL). */
+static int num_texts(const est_served_inputs *inputs) {
+  int n = 0;
+  while (n < EST_SERVED_MAX_TEXTS && inputs->texts[n]) n++;
+  return n;
 }
 
-/* One question-answering instance: {"question": "...", "context": "..."}. */
-static est_status qa_instance(est_instance *in, const json_t *v, const char *where) {
-  if (!json_is_object(v))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: must be an object with \"question\" and \"context\"", where);
+static const char *const TOKEN_INPUTS[3] = {"input_ids", "input_mask", "segment_ids"};
+
+/* Names joined: `"a" and "b"` (quoted, with `sep`) or `a, b` (plain), into buf. */
+static const char *join_names(char *buf, size_t size, const char *const *names, int n, const char *sep, int quoted) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int k = 0; k < n && len < size; k++)
+    len += (size_t)snprintf(buf + len, size - len, quoted ? "%s\"%s\"" : "%s%s", k ? sep : "", names[k]);
+  return buf;
+}
+
+/* "text_a, text_b, input_ids, input_mask, segment_ids": what the signature takes. */
+static const char *signature_inputs(char *buf, size_t size, const est_served_inputs *inputs) {
+  const char *names[EST_SERVED_MAX_TEXTS + 3];
+  int n = num_texts(inputs);
+  memcpy(names, inputs->texts, (size_t)n * sizeof *names);
+  if (inputs->tokens) memcpy(names + n, TOKEN_INPUTS, sizeof TOKEN_INPUTS), n += 3;
+  return join_names(buf, size, names, n, ", ", 0);
+}
+
+/* One row-format instance: an object of the head's inputs (or a string, its first text). */
+static est_status row_instance(est_instance *in, const json_t *v, const char *where, const est_request_limits *lim,
+                               const est_served_inputs *inputs) {
+  const int nt = num_texts(inputs);
+  char names[256];
+  if (json_is_string(v) && inputs->bare_string) {
+    in->texts[0] = json_string_value(v);
+    return EST_OK;
+  }
+  if (!json_is_object(v)) /* "must be a string or an object with "text_a" or "input_ids"" */
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: must be %san object with %s%s", where,
+                     inputs->bare_string ? "a string or " : "",
+                     join_names(names, sizeof names, inputs->texts, inputs->required ? inputs->required : nt, " and ", 1),
+                     inputs->tokens ? " or \"input_ids\"" : "");
   const char *key;
   json_t *val;
   json_object_foreach((json_t *)v, key, val) {
-    if (strcmp(key, "question") && strcmp(key, "context"))
-      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: unknown input \"%s\" (the signature's inputs: question, "
-                       "context)", where, key);
+    int known = 0;
+    for (int k = 0; k < nt; k++) known |= !strcmp(key, inputs->texts[k]);
+    for (int k = 0; inputs->tokens && k < 3; k++) known |= !strcmp(key, TOKEN_INPUTS[k]);
+    if (!known)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: unknown input \"%s\" (the signature's inputs: %s)", where, key,
+                       signature_inputs(names, sizeof names, inputs));
   }
-  char w[160];
-  snprintf(w, sizeof w, "%s.question", where);
-  est_status st = text_field(json_object_get(v, "question"), w, 1, &in->question);
-  snprintf(w, sizeof w, "%s.context", where);
-  if (st == EST_OK) st = text_field(json_object_get(v, "context"), w, 1, &in->context);
+  int any_text = 0;
+  for (int k = 0; k < nt; k++) any_text |= json_object_get(v, inputs->texts[k]) != NULL;
+  if (inputs->tokens) {
+    const json_t *ids = json_object_get(v, "input_ids");
+    if (ids) {
+      if (any_text) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: give either texts or input_ids, not both", where);
+      return tokenized(in, ids, json_object_get(v, "input_mask"), json_object_get(v, "segment_ids"), where, lim);
+    }
+    if (json_object_get(v, "input_mask") || json_object_get(v, "segment_ids"))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: input_mask/segment_ids without input_ids", where);
+  }
+  est_status st = EST_OK;
+  for (int k = 0; st == EST_OK && k < nt; k++) {
+    char w[160];
+    snprintf(w, sizeof w, "%s.%s", where, inputs->texts[k]);
+    st = text_field(json_object_get(v, inputs->texts[k]), w, k < inputs->required, &in->texts[k]);
+  }
   return st;
 }
 
@@ -150,40 +170,47 @@ static est_status alloc_instances(est_request *r, size_t n, const char *what, co
 }
 
 static est_status rows(est_request *r, const json_t *list, const char *what, const est_request_limits *lim,
-                       bool qa) {
+                       const est_served_inputs *inputs) {
   if (!json_is_array(list)) return est_error(EST_ERR_INVALID_ARGUMENT, "\"%s\": must be a list", what);
   est_status st = alloc_instances(r, json_array_size(list), what, lim);
   for (size_t i = 0; st == EST_OK && i < r->count; i++) {
     char w[64];
     snprintf(w, sizeof w, "%s[%zu]", what, i);
     const json_t *v = json_array_get(list, i);
-    st = qa ? qa_instance(&r->instances[i], v, w) : row_instance(&r->instances[i], v, w, lim);
+    st = row_instance(&r->instances[i], v, w, lim, inputs);
   }
   return st;
 }
 
 /* {"inputs": ["text", ...]} or {"inputs": {"text_a": [...], "text_b": [...]}} or
- * {"inputs": {"input_ids": [[...], ...], "input_mask": ..., "segment_ids": ...}}. */
-static est_status columns(est_request *r, const json_t *in, const est_request_limits *lim) {
-  if (json_is_array(in)) return rows(r, in, "inputs", lim, false);
-  if (json_is_string(in)) {
+ * {"inputs": {"input_ids": [[...], ...], "input_mask": ..., "segment_ids": ...}}: the head's
+ * inputs by columns. */
+static est_status columns(est_request *r, const json_t *in, const est_request_limits *lim,
+                          const est_served_inputs *inputs) {
+  if (json_is_array(in)) return rows(r, in, "inputs", lim, inputs);
+  if (json_is_string(in) && inputs->bare_string) {
     est_status st = alloc_instances(r, 1, "inputs", lim);
-    if (st == EST_OK) r->instances[0].text_a = json_string_value(in);
+    if (st == EST_OK) r->instances[0].texts[0] = json_string_value(in);
     return st;
   }
   if (!json_is_object(in)) return est_error(EST_ERR_INVALID_ARGUMENT, "\"inputs\": must be a list or an object");
-  static const char *const names[5] = {"text_a", "text_b", "input_ids", "input_mask", "segment_ids"};
-  const json_t *col[5];
+  /* the texts, then input_ids, input_mask, segment_ids */
+  const int nt = num_texts(inputs), ncol = nt + (inputs->tokens ? 3 : 0), ids = nt;
+  const char *names[EST_SERVED_MAX_TEXTS + 3];
+  memcpy(names, inputs->texts, (size_t)nt * sizeof *names);
+  if (inputs->tokens) memcpy(names + nt, TOKEN_INPUTS, sizeof TOKEN_INPUTS);
+  const json_t *col[EST_SERVED_MAX_TEXTS + 3] = {0};
   size_t n = 0;
   int have = 0;
   const char *key;
   json_t *val;
   json_object_foreach((json_t *)in, key, val) {
     int k = 0;
-    while (k < 5 && strcmp(key, names[k])) k++;
-    if (k == 5) return est_error(EST_ERR_INVALID_ARGUMENT, "inputs: unknown input \"%s\"", key);
+    while (k < ncol && strcmp(key, names[k])) k++;
+    if (k == ncol) return est_error(EST_ERR_INVALID_ARGUMENT, "inputs: unknown input \"%s\"", key);
   }
-  for (int k = 0; k < 5; k++) {
+  int any_text = 0;
+  for (int k = 0; k < ncol; k++) {
     col[k] = json_object_get(in, names[k]);
     if (!col[k]) continue;
     if (!json_is_array(col[k])) return est_error(EST_ERR_INVALID_ARGUMENT, "inputs.%s: must be a list", names[k]);
@@ -192,24 +219,29 @@ static est_status columns(est_request *r, const json_t *in, const est_request_li
                        json_array_size(col[k]), n);
     n = json_array_size(col[k]);
     have = 1;
+    any_text |= k < nt;
   }
-  if (col[2] && (col[0] || col[1]))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "inputs: give either texts or input_ids, not both");
-  if (!col[0] && !col[2]) return est_error(EST_ERR_INVALID_ARGUMENT, "inputs: needs \"text_a\" or \"input_ids\"");
+  const int tokens = inputs->tokens && col[ids];
+  if (tokens && any_text) return est_error(EST_ERR_INVALID_ARGUMENT, "inputs: give either texts or input_ids, not both");
+  for (int k = 0; !tokens && k < (inputs->required ? inputs->required : 1); k++)
+    if (!col[k])
+      return est_error(EST_ERR_INVALID_ARGUMENT, "inputs: needs \"%s\"%s", names[k],
+                       k == 0 && inputs->tokens ? " or \"input_ids\"" : "");
   est_status st = alloc_instances(r, n, "inputs", lim);
   for (size_t i = 0; st == EST_OK && i < n; i++) {
     char w[64];
     snprintf(w, sizeof w, "inputs[%zu]", i);
     est_instance *x = &r->instances[i];
-    if (col[2]) {
-      st = tokenized(x, json_array_get(col[2], i), col[3] ? json_array_get(col[3], i) : NULL,
-                     col[4] ? json_array_get(col[4], i) : NULL, w, lim);
-    } else {
-      char wa[80];
-      snprintf(wa, sizeof wa, "inputs.text_a[%zu]", i);
-      st = text_field(json_array_get(col[0], i), wa, 1, &x->text_a);
-      snprintf(wa, sizeof wa, "inputs.text_b[%zu]", i);
-      if (st == EST_OK && col[1]) st = text_field(json_array_get(col[1], i), wa, 0, &x->text_b);
+    if (tokens) {
+      st = tokenized(x, json_array_get(col[ids], i), col[ids + 1] ? json_array_get(col[ids + 1], i) : NULL,
+                     col[ids + 2] ? json_array_get(col[ids + 2], i) : NULL, w, lim);
+      continue;
+    }
+    for (int k = 0; st == EST_OK && k < nt; k++) {
+      if (!col[k]) continue;
+      char wk[80];
+      snprintf(wk, sizeof wk, "inputs.%s[%zu]", names[k], i);
+      st = text_field(json_array_get(col[k], i), wk, k < inputs->required, &x->texts[k]);
     }
   }
   return st;
@@ -272,8 +304,8 @@ est_status est_request_load(json_t **root, const char *body, size_t size, const 
   return EST_OK;
 }
 
-est_status est_request_parse(est_request *out, est_request_kind kind, const char *body, size_t size,
-                             const est_request_limits *limits) {
+est_status est_request_parse(est_request *out, est_request_kind kind, const est_served_inputs *inputs,
+                             const char *body, size_t size, const est_request_limits *limits) {
   memset(out, 0, sizeof *out);
   json_t *root;
   est_status st = est_request_load(&root, body, size, limits);
@@ -282,24 +314,30 @@ est_status est_request_parse(est_request *out, est_request_kind kind, const char
   if (sig && !json_is_string(sig)) st = est_error(EST_ERR_INVALID_ARGUMENT, "\"signature_name\": must be a string");
   if (st == EST_OK && sig && !(out->signature_name = strdup(json_string_value(sig))))
     st = est_error(EST_ERR_NO_MEMORY, "signature_name");
+  /* an instance as an example body shows it: {"question": ..., "context": ...} */
+  char shape[256];
+  size_t len = (size_t)snprintf(shape, sizeof shape, "{");
+  for (int k = 0; k < num_texts(inputs) && len < sizeof shape; k++)
+    len += (size_t)snprintf(shape + len, sizeof shape - len, "%s\"%s\": ...", k ? ", " : "", inputs->texts[k]);
+  if (len < sizeof shape) snprintf(shape + len, sizeof shape - len, "}");
   if (st == EST_OK && kind == EST_REQUEST_CLASSIFY) {
     const json_t *ex = json_object_get(root, "examples");
     if (!ex) st = est_error(EST_ERR_INVALID_ARGUMENT, "a classify request needs \"examples\": [...]");
-    else st = rows(out, ex, "examples", limits, false);
+    else st = rows(out, ex, "examples", limits, inputs);
   } else if (st == EST_OK) {
     const json_t *inst = json_object_get(root, "instances"), *in = json_object_get(root, "inputs");
     if (inst && in) st = est_error(EST_ERR_INVALID_ARGUMENT, "give either \"instances\" or \"inputs\", not both");
-    else if (inst) st = rows(out, inst, "instances", limits, kind == EST_REQUEST_ANSWER);
-    else if (in && kind == EST_REQUEST_ANSWER)
-      st = est_error(EST_ERR_INVALID_ARGUMENT, "a question-answering model takes \"instances\": [{\"question\": "
-                     "..., \"context\": ...}, ...], not \"inputs\"");
+    else if (inst) st = rows(out, inst, "instances", limits, inputs);
+    else if (in && !inputs->columnar)
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "%s takes \"instances\": [%s, ...], not \"inputs\"",
+                     inputs->model ? inputs->model : "the model", shape);
     else if (in) {
       out->columnar = true;
-      st = columns(out, in, limits);
-    } else
-      st = est_error(EST_ERR_INVALID_ARGUMENT, kind == EST_REQUEST_ANSWER
-                         ? "a predict request needs \"instances\": [{\"question\": ..., \"context\": ...}, ...]"
-                         : "a predict request needs \"instances\": [...] or \"inputs\"");
+      st = columns(out, in, limits, inputs);
+    } else if (inputs->columnar)
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "a predict request needs \"instances\": [...] or \"inputs\"");
+    else
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "a predict request needs \"instances\": [%s, ...]", shape);
   }
   if (st != EST_OK) {
     est_request_clear(out);

@@ -39,39 +39,7 @@ struct est_servable {
   uint64_t forwards;          /* forward passes run */
 };
 
-/* Restores every variable of vs from the bundle at prefix (each must be there; a checkpoint's
- * extra variables, e.g. Adam slots or a pre-training head, are ignored). With int8_stored
- * non-NULL, a variable the bundle holds as int8 codes + scales (an int8 export,
- * serve/int8_weights.h) is left for restore_int8 and counted there. */
-static est_status restore_vars(est_var_store *vs, const char *prefix, int *int8_stored) {
-  if (est_hf_is_checkpoint(prefix)) { /* a HuggingFace model (docs/hf.md) */
-    est_status st = est_hf_load_vars(vs, prefix, NULL);
-    if (st == EST_OK && est_vars_count(vs)) st = est_hf_require_vars(vs, 0, est_vars_count(vs) - 1, prefix);
-    return st;
-  }
-  est_ckpt_reader *r;
-  est_status st = est_ckpt_reader_open(&r, prefix);
-  if (st != EST_OK) return st;
-  for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
-    const est_variable *v = est_vars_at(vs, i);
-    if (!est_ckpt_reader_has(r, v->name) && int8_stored && est_int8_stored(v) && est_int8_weights_present(r, v)) {
-      ++*int8_stored;
-      continue;
-    }
-    if (!est_ckpt_reader_has(r, v->name)) {
-      st = est_error(EST_ERR_NOT_FOUND, "%s: no variable %s", prefix, v->name);
-      break;
-    }
-    st = est_ckpt_reader_read_into(r, v->name, EST_DT_FLOAT, est_vars_value(vs, i), v->count * sizeof(float));
-    if (st != EST_OK) st = est_error_prefix("%s, variable %s: ", prefix, v->name);
-  }
-  est_ckpt_reader_close(r);
-  return st;
-}
-
-est_status est_servable_model_restore(est_var_store *vs, const char *prefix) { return restore_vars(vs, prefix, NULL); }
-
-/* The int8-stored variables restore_vars left: their packed form from the bundle (vs read-only). */
+/* The int8-stored variables est_servable_model_restore left: their packed form from the bundle (vs read-only). */
 static est_status restore_int8(est_var_store *vs, const char *prefix) {
   est_ckpt_reader *r = NULL;
   est_status st = est_ckpt_reader_open(&r, prefix);
@@ -81,10 +49,10 @@ static est_status restore_int8(est_var_store *vs, const char *prefix) {
   return st;
 }
 
-/* The servable of meta's model from the bundle at ckpt_prefix and vocab_file; `source`
- * names where meta came from in errors. Takes meta over (cleared on failure too). */
+/* The servable of meta's model from the bundle at ckpt_prefix and vocab_file. Takes meta over
+ * (cleared on failure too). */
 static est_status servable_build(est_servable *s, est_model_meta *meta, const char *ckpt_prefix,
-                                 const char *vocab_file, const char *source) {
+                                 const char *vocab_file) {
   s->meta = *meta;
   memset(meta, 0, sizeof *meta);
   /* a vocab.txt, a tokenizer.json or a HuggingFace model directory (its tokenizer.json wins) */
@@ -95,11 +63,11 @@ static est_status servable_build(est_servable *s, est_model_meta *meta, const ch
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s has %d tokens, above vocab_size %d", vocab_file,
                    est_vocab_size(vocab), s->meta.bert_config.vocab_size);
   if (st == EST_OK) st = est_vars_create(&s->vs);
-  if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs, source);
+  if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs);
   /* every value is restored, but a HuggingFace model may lack the pooler, which then keeps
    * its initial values (est_hf_require_vars) */
   if (st == EST_OK) st = est_hf_is_checkpoint(ckpt_prefix) ? est_vars_finalize(s->vs, 1) : est_vars_finalize_zero(s->vs);
-  if (st == EST_OK) st = restore_vars(s->vs, ckpt_prefix, &s->int8_weights);
+  if (st == EST_OK) st = est_servable_model_restore(s->vs, ckpt_prefix, &s->int8_weights);
   if (st == EST_OK) est_vars_set_read_only(s->vs, 1); /* served weights never change */
   if (st == EST_OK && s->int8_weights && !est_vars_read_only(s->vs))
     st = est_error(EST_ERR_NO_MEMORY, "%s: too many models loaded to keep an int8 export's weights", ckpt_prefix);
@@ -132,7 +100,7 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
   if (st == EST_OK && !est_file_exists(vocab)) st = est_path_join(vocab, sizeof vocab, s->dir, "assets/vocab.txt");
   if (st == EST_OK) st = est_path_join(vars, sizeof vars, s->dir, "variables/variables");
   if (st == EST_OK) st = est_model_meta_read(&meta, json);
-  if (st == EST_OK) st = servable_build(s, &meta, vars, vocab, json);
+  if (st == EST_OK) st = servable_build(s, &meta, vars, vocab);
   if (st != EST_OK) {
     est_error_prefix("loading %s: ", path);
     est_servable_free(s);
@@ -154,7 +122,7 @@ est_status est_servable_open(est_servable **out, const est_model_meta *meta, con
   if (!copy.labels) st = est_error(EST_ERR_NO_MEMORY, "servable labels");
   for (size_t i = 0; st == EST_OK && i < meta->num_labels; i++, copy.num_labels++)
     if (!(copy.labels[i] = strdup(meta->labels[i]))) st = est_error(EST_ERR_NO_MEMORY, "servable labels");
-  if (st == EST_OK) st = servable_build(s, &copy, ckpt_prefix, vocab_file, "the model's metadata");
+  if (st == EST_OK) st = servable_build(s, &copy, ckpt_prefix, vocab_file);
   est_model_meta_clear(&copy);
   if (st != EST_OK) {
     est_error_prefix("opening %s: ", ckpt_prefix);
@@ -365,7 +333,7 @@ est_status est_encoder_layers_open(est_encoder_layers **out, const est_bert_conf
   if (st == EST_OK) st = est_bert_encoder_create(&e->enc, &cut, e->vs);
   if (st == EST_OK) est_bert_encoder_set_precision(e->enc, precision);
   if (st == EST_OK) st = est_vars_finalize(e->vs, 1);
-  if (st == EST_OK) st = restore_vars(e->vs, ckpt_prefix, NULL);
+  if (st == EST_OK) st = est_servable_model_restore(e->vs, ckpt_prefix, NULL);
   if (st == EST_OK) est_vars_set_read_only(e->vs, 1);
   if (st == EST_OK) st = est_bert_encoder_reserve(e->enc, max_batch, seq_len, 0);
   if (st != EST_OK) {

@@ -1,63 +1,26 @@
 /* A servable's model: the encoder plus the head est_model.json names ("head"; exports
  * written before heads were named are classifiers), run forward-only through the head
- * interface (est/bert_head.h), so a new servable head is one row of the table below. */
+ * interface (est/bert_head.h) with the parameters and outputs its est_served_head gives
+ * (est/served_head.h), so a new servable head is a line of the table of served heads. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/ckpt.h"
+#include "est/hf_model.h"
+#include "serve/int8_weights.h"
 #include "serve/servable_model.h"
 
-/* est_model.json's "head" -> the head type, the prediction served and its parameters. */
-typedef struct servable_head {
-  const char *name;
-  const est_bert_head_type *type;
-  const char *output;
-  /* fills m->params from meta; returns the output's floats per example */
-  int (*params)(est_servable_model *m, const est_model_meta *meta);
-  const char *output2;   /* NULL, or a second prediction served after the first in each row */
-} servable_head;
-
-static int classifier_params(est_servable_model *m, const est_model_meta *meta) {
-  m->params.classifier = (est_bert_classifier_head_params){.num_labels = (int)meta->num_labels};
-  return (int)meta->num_labels;
-}
-
-/* question answering: [start_logits | end_logits], max_seq_length each (docs/squad.md §11) */
-static int squad_params(est_servable_model *m, const est_model_meta *meta) {
-  (void)m;
-  return 2 * meta->max_seq_length;
-}
-
-/* est_model.json's "pooling" (sentence embeddings): the embedding's width. */
-static int pooling_params(est_servable_model *m, const est_model_meta *meta) {
-  m->params.pooling = meta->pooling;
-  return est_pooling_width(&meta->pooling, meta->bert_config.hidden_size);
-}
-
-static const servable_head SERVABLE_HEADS[] = {
-  {"classifier", &est_bert_classifier_head_type, "probabilities", classifier_params, NULL},
-  {"pooling", &est_bert_pooling_head_type, "embeddings", pooling_params, NULL},
-  {"squad", &est_bert_squad_head_type, "start_logits", squad_params, "end_logits"},
-};
-enum { NUM_SERVABLE_HEADS = sizeof SERVABLE_HEADS / sizeof *SERVABLE_HEADS };
-
-est_status est_servable_model_create(est_servable_model *m, const est_model_meta *meta, est_var_store *vs,
-                                     const char *source) {
+est_status est_servable_model_create(est_servable_model *m, const est_model_meta *meta, est_var_store *vs) {
   memset(m, 0, sizeof *m);
-  const servable_head *h = NULL;
-  for (int i = 0; i < NUM_SERVABLE_HEADS; i++)
-    if (!strcmp(SERVABLE_HEADS[i].name, meta->head)) h = &SERVABLE_HEADS[i];
-  if (!h)
-    return est_error(EST_ERR_INVALID_ARGUMENT,
-                     "%s: \"head\": \"%s\" cannot be served (servable heads: classifier, pooling, squad)", source, meta->head);
-  m->head_type = h->type;
-  m->output = h->output;
-  m->output2 = h->output2;
-  m->output_width = h->params(m, meta);
+  m->served = est_model_meta_head(meta);
+  m->output_width = m->served->params(m->params.bytes, meta);
   est_status st = est_bert_encoder_create(&m->enc, &meta->bert_config, vs);
   const est_bert_head_context ctx = {.mode = EST_MODE_PREDICT, .max_batch = 1,
                                      .max_seq_length = meta->max_seq_length, .encoder = m->enc, .vars = vs,
-                                     .params = &m->params};
-  if (st == EST_OK) st = h->type->create(&m->head, &ctx);
+                                     .params = m->params.bytes};
+  if (st == EST_OK) st = m->served->type->create(&m->head, &ctx);
+  if (st == EST_OK && m->output_width <= 0) /* the layer has refused such params already, as a rule */
+    st = est_error(EST_ERR_INVALID_ARGUMENT, "the %s head serves no output for this model", m->served->name);
   return st;
 }
 
@@ -70,8 +33,8 @@ est_status est_servable_model_reserve(est_servable_model *m, int max_batch, int 
   est_status st = est_bert_encoder_reserve(m->enc, max_batch, max_seq_length, 0);
   const est_bert_head_context ctx = {.mode = EST_MODE_PREDICT, .max_batch = max_batch,
                                      .max_seq_length = max_seq_length, .encoder = m->enc,
-                                     .vars = est_bert_encoder_vars(m->enc), .params = &m->params};
-  return st == EST_OK ? m->head_type->reserve(m->head, &ctx) : st;
+                                     .vars = est_bert_encoder_vars(m->enc), .params = m->params.bytes};
+  return st == EST_OK ? m->served->type->reserve(m->head, &ctx) : st;
 }
 
 est_status est_servable_model_run(est_servable_model *m, const int32_t *input_ids, const int32_t *input_mask,
@@ -94,19 +57,20 @@ est_status est_servable_model_run(est_servable_model *m, const int32_t *input_id
   const est_features f = {.batch_size = batch, .count = n, .names = present, .tensors = tensors};
   const est_bert_head_batch b = {.mode = EST_MODE_PREDICT, .features = &f, .batch = batch, .seq_len = seq_len};
   est_estimator_spec spec = {0};
-  st = m->head_type->forward(m->head, &b, NULL);
-  if (st == EST_OK) st = m->head_type->predictions(m->head, &b, &spec);
+  const est_bert_head_type *type = m->served->type;
+  st = type->forward(m->head, &b, NULL);
+  if (st == EST_OK) st = type->predictions(m->head, &b, &spec);
   if (st != EST_OK) return st;
-  const char *wanted[2] = {m->output, m->output2};
-  const int parts = m->output2 ? 2 : 1, part_width = m->output_width / parts;
+  const char *const *wanted = m->served->outputs;
+  const int parts = wanted[1] ? 2 : 1, part_width = m->output_width / parts;
   for (int k = 0; k < parts; k++) {
     const est_tensor *t = NULL;
     for (size_t i = 0; i < spec.num_predictions; i++)
       if (!strcmp(spec.prediction_names[i], wanted[k])) t = &spec.predictions[i];
-    if (!t) return est_error(EST_ERR_INTERNAL, "the %s head gave no '%s' prediction", m->head_type->name, wanted[k]);
+    if (!t) return est_error(EST_ERR_INTERNAL, "the %s head gave no '%s' prediction", type->name, wanted[k]);
     const int width = t->rank == 2 ? (int)t->dims[1] : 1;
     if (width > part_width)
-      return est_error(EST_ERR_INTERNAL, "the %s head's '%s' has %d values per example, above %d", m->head_type->name,
+      return est_error(EST_ERR_INTERNAL, "the %s head's '%s' has %d values per example, above %d", type->name,
                        wanted[k], width, part_width);
     for (int r = 0; r < batch; r++) {
       float *dst = out + (size_t)r * m->output_width + (size_t)k * part_width;
@@ -118,8 +82,34 @@ est_status est_servable_model_run(est_servable_model *m, const int32_t *input_id
 }
 
 void est_servable_model_free(est_servable_model *m) {
-  if (m->head) m->head_type->free(m->head);
+  if (m->head) m->served->type->free(m->head);
   est_bert_encoder_free(m->enc);
   free(m->row_ids);
   memset(m, 0, sizeof *m);
+}
+
+est_status est_servable_model_restore(est_var_store *vs, const char *prefix, int *int8_stored) {
+  if (est_hf_is_checkpoint(prefix)) { /* a HuggingFace model (docs/hf.md) */
+    est_status st = est_hf_load_vars(vs, prefix, NULL);
+    if (st == EST_OK && est_vars_count(vs)) st = est_hf_require_vars(vs, 0, est_vars_count(vs) - 1, prefix);
+    return st;
+  }
+  est_ckpt_reader *r;
+  est_status st = est_ckpt_reader_open(&r, prefix);
+  if (st != EST_OK) return st;
+  for (size_t i = 0; st == EST_OK && i < est_vars_count(vs); i++) {
+    const est_variable *v = est_vars_at(vs, i);
+    if (!est_ckpt_reader_has(r, v->name) && int8_stored && est_int8_stored(v) && est_int8_weights_present(r, v)) {
+      ++*int8_stored;
+      continue;
+    }
+    if (!est_ckpt_reader_has(r, v->name)) {
+      st = est_error(EST_ERR_NOT_FOUND, "%s: no variable %s", prefix, v->name);
+      break;
+    }
+    st = est_ckpt_reader_read_into(r, v->name, EST_DT_FLOAT, est_vars_value(vs, i), v->count * sizeof(float));
+    if (st != EST_OK) st = est_error_prefix("%s, variable %s: ", prefix, v->name);
+  }
+  est_ckpt_reader_close(r);
+  return st;
 }

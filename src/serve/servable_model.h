@@ -1,6 +1,6 @@
 /* Internal: the model a servable runs, built from est_model.json by the head it names
- * (servable_model.c). Export declares the same variables to copy them out of a checkpoint,
- * so a servable always finds exactly the weights its head declares. */
+ * (servable_model.c, est/served_head.h). Export declares the same variables to copy them out
+ * of a checkpoint, so a servable always finds exactly the weights its head declares. */
 #ifndef EST_SERVE_SERVABLE_MODEL_H
 #define EST_SERVE_SERVABLE_MODEL_H
 
@@ -8,23 +8,20 @@
 #include "est/serving.h"
 
 typedef struct est_servable_model {
-  const est_bert_head_type *head_type;
-  void *head;
+  const est_served_head *served;      /* the head est_model.json names */
+  void *head;                         /* its layer (served->type) */
   est_bert_encoder *enc;
-  const char *output;                 /* the head's prediction that is served */
-  const char *output2;                /* NULL, or a second one laid after it in each row */
-  int output_width;                   /* floats per example of them (each gets half with output2) */
+  int output_width;                   /* floats per example of served->outputs (each gets half of two) */
   int32_t *row_ids;                   /* [max_batch] 0, 1, ...: the "unique_ids" feature */
   union {
-    est_bert_classifier_head_params classifier;
-    est_pooling_params pooling;
-  } params;                           /* the head's parameters, from the metadata */
+    unsigned char bytes[EST_SERVED_PARAMS_SIZE];
+    double align_double;
+    void *align_pointer;
+  } params;                           /* the layer's parameters, from the metadata (served->params) */
 } est_servable_model;
 
-/* Declares the encoder's and meta->head's variables in vs (not finalized). Errors name the
- * "head" field of est_model.json (`source`) when est cannot serve that head. */
-est_status est_servable_model_create(est_servable_model *m, const est_model_meta *meta, est_var_store *vs,
-                                     const char *source);
+/* Declares the encoder's and meta's head's variables in vs (not finalized). */
+est_status est_servable_model_create(est_servable_model *m, const est_model_meta *meta, est_var_store *vs);
 /* Forward-only activations for batches of up to max_batch rows of max_seq_length tokens. */
 est_status est_servable_model_reserve(est_servable_model *m, int max_batch, int max_seq_length);
 /* out [batch, output_width] = the served prediction for rows of seq_len tokens
@@ -37,7 +34,9 @@ void est_servable_model_free(est_servable_model *m);
 
 /* Restores every variable of vs (finalized) from the bundle at prefix: a TF checkpoint (each
  * variable must be there; extra ones, e.g. Adam slots or a pre-training head, are ignored) or
- * a HuggingFace model (est_hf_is_checkpoint; docs/hf.md). src/serve/servable.c. */
-est_status est_servable_model_restore(est_var_store *vs, const char *prefix);
+ * a HuggingFace model (est_hf_is_checkpoint; docs/hf.md). With int8_stored non-NULL, a
+ * variable the bundle holds as int8 codes + scales (an int8 export, serve/int8_weights.h) is
+ * left for est_int8_weights_restore and counted in *int8_stored. */
+est_status est_servable_model_restore(est_var_store *vs, const char *prefix, int *int8_stored);
 
 #endif

@@ -384,13 +384,13 @@ static est_status task_export(void *self, const est_task_flags *f) {
   if (f->export_format && !strcmp(f->export_format, "hf"))
     return est_error(EST_ERR_INVALID_ARGUMENT, "--export_format=hf: run_squad exports est servables only (a "
                      "HuggingFace directory is run_classifier's); leave --export_format at est");
-  est_model_meta meta = {.do_lower_case = c->do_lower_case,
-                         .squad = {.doc_stride = (int)c->doc_stride, .max_query_length = (int)c->max_query_length,
-                                   .n_best_size = (int)c->n_best_size, .max_answer_length = (int)c->max_answer_length,
-                                   .version_2_with_negative = c->version_2_with_negative,
-                                   .null_score_diff_threshold = c->null_score_diff_threshold}};
+  est_model_meta meta = {.do_lower_case = c->do_lower_case};
+  const est_model_squad q = {.doc_stride = (int)c->doc_stride, .max_query_length = (int)c->max_query_length,
+                             .n_best_size = (int)c->n_best_size, .max_answer_length = (int)c->max_answer_length,
+                             .version_2_with_negative = c->version_2_with_negative,
+                             .null_score_diff_threshold = c->null_score_diff_threshold};
+  est_model_meta_set_head(&meta, &est_served_squad, &q);
   snprintf(meta.task, sizeof meta.task, "squad");
-  snprintf(meta.head, sizeof meta.head, "%s", est_bert_squad_head_type.name);
   return est_export_task(f, c->vocab_file, &meta, NULL, 0);
 }
 

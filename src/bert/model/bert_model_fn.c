@@ -1,6 +1,6 @@
 /* The one BERT model_fn (est/bert_head.h): the encoder plus any head, plugged into the
  * Estimator. What run_classifier.py's and run_pretraining.py's model_fn_builders share is
- * here once; what differs is the head (head_classifier.c, head_pretraining.c).
+ * here once; what differs is the head (src/bert/heads/head_*.c).
  *
  *   build   encoder variables, then the head's; activations for the mode's batch (forward
  *           only outside TRAIN); recompute, gradient-ready reports and the rank's first row
@@ -226,10 +226,11 @@ static est_status bert_call(void *model, est_var_store *vars, const est_features
   if (!st) st = encoder_input(f, "input_mask", S, &mask);
   if (!st) st = encoder_input(f, "segment_ids", S, &segs);
   if (st != EST_OK) return st;
-  const int train = mode == EST_MODE_TRAIN;
-  st = est_bert_encoder_forward(m->enc, ids->data, mask->data, segs->data, B, S, train, m->seed, (uint64_t)global_step);
+  const int train = mode == EST_MODE_TRAIN, dropout = train && !m->p->no_dropout;
+  st = est_bert_encoder_forward(m->enc, ids->data, mask->data, segs->data, B, S, dropout, m->seed,
+                                (uint64_t)global_step);
   if (st != EST_OK) return st;
-  const est_bert_head_batch b = {.mode = mode, .features = f, .batch = B, .seq_len = S, .training = train,
+  const est_bert_head_batch b = {.mode = mode, .features = f, .batch = B, .seq_len = S, .training = dropout,
                                  .seed = m->seed, .step = (uint64_t)global_step};
   st = h->forward(m->head, &b, mode == EST_MODE_PREDICT ? NULL : &spec->loss);
   if (st != EST_OK) return st;
@@ -247,6 +248,8 @@ static est_status bert_metrics(void *model, est_metric *const **metrics, size_t 
   *n = 0;
   return m->p->head->metrics ? m->p->head->metrics(m->head, metrics, n) : EST_OK;
 }
+
+est_bert_encoder *est_bert_model_encoder(void *model) { return ((bert_model *)model)->enc; }
 
 est_model_fn est_bert_model_fn(const est_bert_model_params *params) {
   est_model_fn fn = {
