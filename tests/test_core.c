@@ -8,6 +8,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
+#include "core/base64.h"
 #include "est/est.h"
 #include "test_util.h"
 
@@ -211,6 +212,23 @@ static void test_progress_lines(void **state) {
   assert_int_equal(lines, 2);
 }
 
+/* core/base64.h: RFC 4648's examples, padding optional, the first bad character's index. */
+static void test_base64_decode(void **state) {
+  (void)state;
+  static const struct {
+    const char *in, *out;
+  } cases[] = {{"", ""}, {"Zg==", "f"}, {"Zm8=", "fo"}, {"Zm9v", "foo"}, {"Zm9vYg", "foob"},
+               {"Zm9vYmE=", "fooba"}, {"Zm9vYmFy", "foobar"}, {"+/+/", "\xfb\xff\xbf"}};
+  uint8_t out[16];
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    const long n = est_base64_decode(cases[i].in, out);
+    assert_int_equal(n, (long)strlen(cases[i].out));
+    assert_memory_equal(out, cases[i].out, (size_t)n);
+  }
+  assert_int_equal(est_base64_decode("Zm!v", out), -1 - 2);
+  assert_int_equal(est_base64_decode("-", out), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_status_message_and_prefix),
@@ -221,6 +239,7 @@ int main(void) {
     cmocka_unit_test(test_path_join),
     cmocka_unit_test(test_flags),
     cmocka_unit_test(test_progress_lines),
+    cmocka_unit_test(test_base64_decode),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/base64.h"
 #include "est/example.h"
 #include "est/tfrecord.h"
 #include "tfrecord_parse.h"
@@ -36,33 +37,6 @@ typedef struct parsed_specs {
   void *defaults[MAX_SPECS];      /* owned default buffers */
   uint8_t *default_bytes[MAX_SPECS];
 } parsed_specs;
-
-static int b64_value(int c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-/* Decodes base64 s (padding optional) into out (at least strlen(s) bytes); -1 if invalid. */
-static long b64_decode(const char *s, uint8_t *out) {
-  uint32_t acc = 0;
-  int bits = 0;
-  long n = 0;
-  for (; *s && *s != '='; s++) {
-    int v = b64_value((unsigned char)*s);
-    if (v < 0) return -1;
-    acc = acc << 6 | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[n++] = (uint8_t)(acc >> bits);
-    }
-  }
-  return n;
-}
 
 static int spec_fail(const char *entry, const char *why) {
   fprintf(stderr, "est tfrecord: --spec: entry '%s': %s\n", entry, why);
@@ -100,7 +74,7 @@ static int parse_default(parsed_specs *ps, est_feature_spec *s, char *text, cons
       ((float *)buf)[count] = strtof(v, &end);
       if (end == v || *end) return spec_fail(entry, "bad float default");
     } else {
-      long k = b64_decode(v, bytes + used);
+      long k = est_base64_decode(v, bytes + used);
       if (k < 0) return spec_fail(entry, "bad base64 default");
       ((est_bytes *)buf)[count] = (est_bytes){(size_t)k, bytes + used};
       used += (size_t)k;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "core/base64.h"
 #include "text/hf_internal.h"
 #include "text/unicode.h"
 #include "text/vocab_internal.h"
@@ -28,35 +29,18 @@ void precompiled_free(tok_precompiled *p) {
   free(p);
 }
 
-static int b64(int c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
 est_status precompiled_from_base64(tok_precompiled **out, const char *s, const char *where) {
   *out = NULL;
   size_t len = strlen(s);
   uint8_t *bytes = malloc(len / 4 * 3 + 3);
   if (!bytes) return est_error(EST_ERR_NO_MEMORY, "%s: out of memory", where);
-  size_t n = 0, i = 0;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (; i < len && s[i] != '='; i++) {
-    int v = b64((unsigned char)s[i]);
-    if (v < 0) {
-      free(bytes);
-      return est_error(EST_ERR_INVALID_ARGUMENT, "%s.precompiled_charsmap: invalid base64 at character %zu", where, i);
-    }
-    acc = acc << 6 | (uint32_t)v;
-    if ((bits += 6) >= 8) {
-      bits -= 8;
-      bytes[n++] = (uint8_t)(acc >> bits);
-    }
+  const long decoded = est_base64_decode(s, bytes);
+  if (decoded < 0) {
+    free(bytes);
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s.precompiled_charsmap: invalid base64 at character %ld", where,
+                     -1 - decoded);
   }
+  const size_t n = (size_t)decoded;
   tok_precompiled *p = calloc(1, sizeof *p);
   uint32_t trie = n >= 4 ? (uint32_t)bytes[0] | (uint32_t)bytes[1] << 8 | (uint32_t)bytes[2] << 16 | (uint32_t)bytes[3] << 24 : 0;
   if (!p || n < 4 || trie / 4 == 0 || (size_t)trie / 4 * 4 > n - 4) {
