@@ -8,6 +8,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
+#include "core/alloc.h"
 #include "core/base64.h"
 #include "est/est.h"
 #include "test_util.h"
@@ -229,6 +230,25 @@ static void test_base64_decode(void **state) {
   assert_int_equal(est_base64_decode("-", out), -1);
 }
 
+/* core/alloc.h's est_grow: doubling from first_cap until need fits; the old array and cap
+ * unchanged when the size would overflow. */
+static void test_grow(void **state) {
+  (void)state;
+  size_t cap = 0;
+  int *a = est_grow(NULL, &cap, 9, sizeof *a, 4);
+  assert_non_null(a);
+  assert_int_equal(cap, 16);
+  for (int i = 0; i < 9; i++) a[i] = i;
+  assert_ptr_equal(est_grow(a, &cap, 16, sizeof *a, 4), a);   /* fits: the same array */
+  int *b = est_grow(a, &cap, 17, sizeof *b, 4);
+  assert_non_null(b);
+  assert_int_equal(cap, 32);
+  for (int i = 0; i < 9; i++) assert_int_equal(b[i], i);
+  assert_null(est_grow(b, &cap, SIZE_MAX / 2, sizeof *b, 4));
+  assert_int_equal(cap, 32);
+  free(b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_status_message_and_prefix),
@@ -240,6 +260,7 @@ int main(void) {
     cmocka_unit_test(test_flags),
     cmocka_unit_test(test_progress_lines),
     cmocka_unit_test(test_base64_decode),
+    cmocka_unit_test(test_grow),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,3 +52,16 @@ void est_release_pages(void *p, size_t bytes) {
   uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + bytes) & ~(page - 1);
   if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
+
+void *est_grow(void *items, size_t *cap, size_t need, size_t item_size, size_t first_cap) {
+  if (need <= *cap && items) return items;
+  size_t grown = *cap ? *cap : (first_cap ? first_cap : 1);
+  while (grown < need) {
+    if (grown > SIZE_MAX / 2 / item_size) return NULL;
+    grown *= 2;
+  }
+  if (grown > SIZE_MAX / item_size) return NULL;
+  void *p = realloc(items, grown * item_size);
+  if (p) *cap = grown;
+  return p;
+}

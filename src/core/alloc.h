@@ -16,4 +16,14 @@ void est_free(void *ptr);       /* NULL is fine */
  * fp32 weights of an int8 export, whose packed int8 form is all that runs. */
 void est_release_pages(void *p, size_t bytes);
 
+/* The growing array of every table that is appended to one item at a time: items (of
+ * item_size bytes, *cap of them) grown by doubling, from first_cap, until need fit. Returns
+ * the array to use from now on (items itself when it was big enough), or NULL out of
+ * memory, when items and *cap are left as they were:
+ *
+ *     pending *grown = est_grow(w->items, &w->cap, w->count + 1, sizeof *grown, 64);
+ *     if (!grown) return est_error(EST_ERR_NO_MEMORY, ...);
+ *     w->items = grown; */
+void *est_grow(void *items, size_t *cap, size_t need, size_t item_size, size_t first_cap);
+
 #endif

@@ -50,13 +50,9 @@ static est_status declare(est_var_store *vs, const char *name, int rank, const i
       return est_error(EST_ERR_INVALID_ARGUMENT, "variable %s: dimension %d is %lld", name, i, (long long)dims[i]);
     count *= (size_t)dims[i];
   }
-  if (vs->count == vs->capacity) {
-    size_t cap = vs->capacity ? vs->capacity * 2 : 64;
-    est_variable *grown = realloc(vs->vars, cap * sizeof *grown);
-    if (!grown) return est_error(EST_ERR_NO_MEMORY, "out of memory declaring %s", name);
-    vs->vars = grown;
-    vs->capacity = cap;
-  }
+  est_variable *grown = est_grow(vs->vars, &vs->capacity, vs->count + 1, sizeof *grown, 64);
+  if (!grown) return est_error(EST_ERR_NO_MEMORY, "out of memory declaring %s", name);
+  vs->vars = grown;
   est_variable *v = &vs->vars[vs->count];
   memset(v, 0, sizeof *v);
   strcpy(v->name, name);

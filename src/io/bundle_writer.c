@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "est/crc32c.h"
 #include "est/file.h"
 #include "io/bundle.h"
@@ -65,13 +66,9 @@ est_status est_ckpt_writer_add(est_ckpt_writer *w, const char *name, const est_t
   for (size_t i = 0; i < w->count; i++)
     if (!strcmp(w->items[i].name, name))
       return est_error(EST_ERR_INVALID_ARGUMENT, "%s: Adding duplicate key: %s", w->prefix, name);
-  if (w->count == w->cap) {
-    size_t cap = w->cap ? 2 * w->cap : 64;
-    pending_tensor *p = realloc(w->items, cap * sizeof *p);
-    if (!p) return est_error(EST_ERR_NO_MEMORY, "out of memory adding '%s'", name);
-    w->items = p;
-    w->cap = cap;
-  }
+  pending_tensor *grown = est_grow(w->items, &w->cap, w->count + 1, sizeof *grown, 64);
+  if (!grown) return est_error(EST_ERR_NO_MEMORY, "out of memory adding '%s'", name);
+  w->items = grown;
   pending_tensor *p = &w->items[w->count];
   memset(p, 0, sizeof *p);
   if (!(p->name = strdup(name))) return est_error(EST_ERR_NO_MEMORY, "out of memory adding '%s'", name);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "est/file.h"
 #include "io/protowire.h"
 #include "io/safetensors_internal.h"
@@ -64,13 +65,9 @@ est_status est_safetensors_writer_add(est_safetensors_writer *w, const char *nam
   for (size_t i = 0; i < w->count; i++)
     if (!strcmp(w->items[i].name, name))
       return est_error(EST_ERR_INVALID_ARGUMENT, "%s: duplicate tensor name '%s'", w->path, name);
-  if (w->count == w->cap) {
-    size_t cap = w->cap ? 2 * w->cap : 32;
-    w_tensor *p = realloc(w->items, cap * sizeof *p);
-    if (!p) return est_error(EST_ERR_NO_MEMORY, "out of memory adding '%s'", name);
-    w->items = p;
-    w->cap = cap;
-  }
+  w_tensor *grown = est_grow(w->items, &w->cap, w->count + 1, sizeof *grown, 32);
+  if (!grown) return est_error(EST_ERR_NO_MEMORY, "out of memory adding '%s'", name);
+  w->items = grown;
   w_tensor *it = &w->items[w->count];
   if (!(it->name = strdup(name))) return est_error(EST_ERR_NO_MEMORY, "out of memory adding '%s'", name);
   it->t = *t;

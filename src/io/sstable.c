@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "est/crc32c.h"
 #include "io/fuzzing.h"
 
@@ -132,13 +133,9 @@ static est_status add_data_entry(parse_ctx *c, const uint8_t *key, size_t key_le
       return est_error(EST_ERR_DATA_LOSS, "%s: keys out of order or duplicated at byte %llu", c->what,
                        (unsigned long long)at);
   }
-  if (c->count == c->cap) {
-    size_t cap = c->cap ? 2 * c->cap : 64;
-    raw_entry *e = realloc(c->entries, cap * sizeof *e);
-    if (!e) return est_error(EST_ERR_NO_MEMORY, "%s: out of memory", c->what);
-    c->entries = e;
-    c->cap = cap;
-  }
+  raw_entry *grown = est_grow(c->entries, &c->cap, c->count + 1, sizeof *grown, 64);
+  if (!grown) return est_error(EST_ERR_NO_MEMORY, "%s: out of memory", c->what);
+  c->entries = grown;
   raw_entry *e = &c->entries[c->count++];
   e->key_off = c->arena.size;
   e->key_len = key_len;
