@@ -70,8 +70,7 @@ int est_cmd_convert(int argc, char **argv) {
     EST_FLAG_STRING("tsv_test_file", &test_file, "tsv task: test file name in data_dir.", 0),
     EST_FLAG_STRING("xnli_language", &language, "xnli task: language of the train file and dev rows.", 0),
   };
-  const int nflags = (int)(sizeof flags / sizeof *flags);
-  int rc = est_cli_parse("convert", USAGE, flags, nflags, argc, argv, NULL, NULL, 0, 1);
+  int rc = EST_CLI_PARSE_FLAGS("convert", USAGE, flags, argc, argv, 1);
   if (rc >= 0) return rc;
   if (seq < 3 || seq > 65536 || pad < 0 || !column_ok(col_a, false) || col_a < 0 || !column_ok(col_b, false) ||
       !column_ok(col_label, false) || !column_ok(tcol_a, true) || !column_ok(tcol_b, true) ||

@@ -59,8 +59,7 @@ int est_cmd_create_pretraining_data(int argc, char **argv) {
     EST_FLAG_FLOAT("short_seq_prob", &short_prob, "Probability of creating sequences which are shorter than the "
                                                   "maximum length.", 0),
   };
-  const int nflags = (int)(sizeof flags / sizeof *flags);
-  int rc = est_cli_parse("create_pretraining_data", USAGE, flags, nflags, argc, argv, NULL, NULL, 0, 1);
+  int rc = EST_CLI_PARSE_FLAGS("create_pretraining_data", USAGE, flags, argc, argv, 1);
   if (rc >= 0) return rc;
   if (!fits_int(seq) || !fits_int(pred) || !fits_int(dupe)) {
     fprintf(stderr, "est create_pretraining_data: --max_seq_length, --max_predictions_per_seq and --dupe_factor "

@@ -120,11 +120,9 @@ int est_cmd_extract_features(int argc, char **argv) {
     EST_FLAG_INT("num_tpu_cores", &num_tpu_cores, "Only used if `use_tpu` is True. [TPU only: accepted and ignored]", 0),
     EST_FLAG_BOOL("use_one_hot_embeddings", &one_hot, "If True, tf.one_hot will be used for embedding lookups. "
                   "[est: the same numbers either way; ignored]", 0),
-    EST_FLAG_INT("num_threads", &num_threads, "[est] Threads for the math kernels; 0 = OpenMP's default.", 0),
-    EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
+    EST_CLI_RUNTIME_FLAGS(&num_threads, &precision),
   };
-  const int nflags = (int)(sizeof flags / sizeof flags[0]);
-  int rc = est_cli_parse("extract_features", usage, flags, nflags, argc, argv, NULL, NULL, 0, 0);
+  int rc = EST_CLI_PARSE_FLAGS("extract_features", usage, flags, argc, argv, 0);
   if (rc >= 0) return rc;
   est_flags_result r = EST_FLAGS_OK; /* the checks below turn it into an error */
   if (r == EST_FLAGS_OK && (batch_size < 1 || batch_size > 65536))

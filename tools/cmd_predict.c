@@ -59,8 +59,7 @@ int est_cmd_predict(int argc, char **argv) {
     EST_FLAG_INT("num_threads", &num_threads, "Threads for the math kernels; 0 = OpenMP's default.", 0),
     EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
   };
-  const int nflags = (int)(sizeof flags / sizeof flags[0]);
-  int rc = est_cli_parse("predict", usage, flags, nflags, argc, argv, NULL, NULL, 0, 0);
+  int rc = EST_CLI_PARSE_FLAGS("predict", usage, flags, argc, argv, 0);
   if (rc >= 0) return rc;
   est_flags_result r = EST_FLAGS_OK; /* the checks below turn it into an error */
   if (r == EST_FLAGS_OK && strcmp(input_format, "tsv") && strcmp(input_format, "jsonl"))

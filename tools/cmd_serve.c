@@ -61,11 +61,9 @@ int est_cmd_serve(int argc, char **argv) {
                  "connection. [est] It does not cover the wait for the model (the queue is bounded instead).", 0),
     EST_FLAG_INT("max_connections", &max_connections, "[est] Concurrent connections (one thread each); beyond "
                  "it new connections are refused until one closes.", 0),
-    EST_FLAG_INT("num_threads", &num_threads, "[est] Threads for the math kernels; 0 = OpenMP's default.", 0),
-    EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
+    EST_CLI_RUNTIME_FLAGS(&num_threads, &precision),
   };
-  const int nflags = (int)(sizeof flags / sizeof flags[0]);
-  int rc = est_cli_parse("serve", usage, flags, nflags, argc, argv, NULL, NULL, 0, 0);
+  int rc = EST_CLI_PARSE_FLAGS("serve", usage, flags, argc, argv, 0);
   if (rc >= 0) return rc;
   est_flags_result r = EST_FLAGS_OK; /* the checks below turn it into an error */
   const struct {

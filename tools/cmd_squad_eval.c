@@ -43,8 +43,7 @@ int est_cmd_squad_eval(int argc, char **argv) {
                   "Score as evaluate-v2.0.py (true) or evaluate-v1.1.py (false); default: by the data's \"version\".", 0),
     EST_FLAG_STRING("python", &python, "The Python version whose sum() to match: 3.11 (and older), 3.12, 3.13, 3.14.", 0),
   };
-  const int nflags = (int)(sizeof flags / sizeof *flags);
-  int rc = est_cli_parse("squad_eval", USAGE, flags, nflags, argc, argv, NULL, NULL, 0, 1);
+  int rc = EST_CLI_PARSE_FLAGS("squad_eval", USAGE, flags, argc, argv, 1);
   if (rc >= 0) return rc;
 
   est_squad_eval_config c = est_squad_eval_config_default();

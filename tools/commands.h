@@ -23,6 +23,15 @@ int est_cli_exit_code(est_status st);
  * usage text when usage_on_error). */
 int est_cli_parse(const char *cmd, const char *usage, est_flag *flags, int nflags, int argc, char **argv, char **pos,
                   int *npos, int max_pos, int usage_on_error);
+/* est_cli_parse for a command of flags only (no positional arguments): flags is the array
+ * itself, counted here. */
+#define EST_CLI_PARSE_FLAGS(cmd, usage, flags, argc, argv, usage_on_error) \
+  est_cli_parse(cmd, usage, flags, (int)(sizeof flags / sizeof *flags), argc, argv, NULL, NULL, 0, usage_on_error)
+/* --num_threads and --precision, est's own flags on every command that runs the model
+ * (checked and applied by est_cli_apply_runtime_flags below). */
+#define EST_CLI_RUNTIME_FLAGS(num_threads, precision)                                                   \
+  EST_FLAG_INT("num_threads", num_threads, "[est] Threads for the math kernels; 0 = OpenMP's default.", 0), \
+      EST_FLAG_STRING("precision", precision, EST_PRECISION_FLAG_HELP, 0)
 /* The model-running commands' --precision and --num_threads, after their other checks:
  * flags_ok 0 (a check failed, message in est_error_message()) or a bad --precision prints
  * "est CMD: message" and returns 2; else sets the thread count, logs the precision's lines

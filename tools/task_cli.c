@@ -46,8 +46,7 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
     EST_FLAG_BOOL("init_checkpoint_partial", &f->init_checkpoint_partial,
                   "[est] Accept an --init_checkpoint that initialises only some of the encoder's variables (the "
                   "rest stay random); without it that is an error naming what did not match.", 0),
-    EST_FLAG_INT("num_threads", &f->num_threads, "[est] Threads for the math kernels; 0 = OpenMP's default.", 0),
-    EST_FLAG_STRING("precision", &f->precision, EST_PRECISION_FLAG_HELP, 0),
+    EST_CLI_RUNTIME_FLAGS(&f->num_threads, &f->precision),
     EST_FLAG_BOOL("recompute", &f->recompute,
                   "[est] Training keeps only each layer's output and runs each layer's forward again in "
                   "backward: the same numbers bit for bit, far less activation memory (about a third "

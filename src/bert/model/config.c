@@ -5,6 +5,7 @@
  * nothing of HuggingFace. */
 #include <jansson.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "est/bert_classifier.h"
@@ -77,23 +78,53 @@ est_status bert_json_get_real(json_t *root, const char *key, double *out, const 
   return EST_OK;
 }
 
+/* The numbers of a config file, one table for reading and writing each: the key, whether
+ * it is a real (else an int), and where it sits. BertConfig's in the order they are read (the
+ * first bad one is the one reported); the files are written with sorted keys. */
+typedef struct config_field {
+  const char *key;
+  int real;
+  size_t offset;
+} config_field;
+#define INT_FIELD(type, name) {#name, 0, offsetof(type, name)}
+#define REAL_FIELD(type, name) {#name, 1, offsetof(type, name)}
+static const config_field BERT_FIELDS[] = {
+    INT_FIELD(est_bert_config, vocab_size),           INT_FIELD(est_bert_config, hidden_size),
+    INT_FIELD(est_bert_config, num_hidden_layers),    INT_FIELD(est_bert_config, num_attention_heads),
+    INT_FIELD(est_bert_config, intermediate_size),    INT_FIELD(est_bert_config, max_position_embeddings),
+    INT_FIELD(est_bert_config, type_vocab_size),      REAL_FIELD(est_bert_config, hidden_dropout_prob),
+    REAL_FIELD(est_bert_config, attention_probs_dropout_prob), REAL_FIELD(est_bert_config, initializer_range),
+};
+/* encoder_options' numbers (its enums are read by name, get_enum below) */
+static const config_field OPTION_FIELDS[] = {
+    INT_FIELD(est_encoder_options, embedding_size),   INT_FIELD(est_encoder_options, no_bias),
+    INT_FIELD(est_encoder_options, pad_rows_frozen),  INT_FIELD(est_encoder_options, global_attn_every_n_layers),
+    INT_FIELD(est_encoder_options, local_attention),  REAL_FIELD(est_encoder_options, rotary_theta),
+    REAL_FIELD(est_encoder_options, rotary_theta_local),
+};
+
+static est_status read_fields(void *base, const config_field *f, size_t n, json_t *o, const char *src) {
+  for (size_t i = 0; i < n; i++) {
+    char *at = (char *)base + f[i].offset;
+    est_status st = f[i].real ? bert_json_get_real(o, f[i].key, (double *)at, src)
+                              : bert_json_get_int(o, f[i].key, (int *)at, src);
+    if (st != EST_OK) return st;
+  }
+  return EST_OK;
+}
+
+static void write_fields(json_t *o, const void *base, const config_field *f, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const char *at = (const char *)base + f[i].offset;
+    json_object_set_new(o, f[i].key, f[i].real ? json_real(*(const double *)at) : json_integer(*(const int *)at));
+  }
+}
+
 est_status bert_config_json_fields_read(est_bert_config *c, json_t *root, const char *src) {
   if (!json_is_object(root)) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: expected a JSON object", src);
-  est_status st;
   if (!json_object_get(root, "vocab_size") || json_is_null(json_object_get(root, "vocab_size")))
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"vocab_size\" is missing (it has no default)", src);
-  if ((st = bert_json_get_int(root, "vocab_size", &c->vocab_size, src)) ||
-      (st = bert_json_get_int(root, "hidden_size", &c->hidden_size, src)) ||
-      (st = bert_json_get_int(root, "num_hidden_layers", &c->num_hidden_layers, src)) ||
-      (st = bert_json_get_int(root, "num_attention_heads", &c->num_attention_heads, src)) ||
-      (st = bert_json_get_int(root, "intermediate_size", &c->intermediate_size, src)) ||
-      (st = bert_json_get_int(root, "max_position_embeddings", &c->max_position_embeddings, src)) ||
-      (st = bert_json_get_int(root, "type_vocab_size", &c->type_vocab_size, src)) ||
-      (st = bert_json_get_real(root, "hidden_dropout_prob", &c->hidden_dropout_prob, src)) ||
-      (st = bert_json_get_real(root, "attention_probs_dropout_prob", &c->attention_probs_dropout_prob, src)) ||
-      (st = bert_json_get_real(root, "initializer_range", &c->initializer_range, src)))
-    return st;
-  return EST_OK;
+  return read_fields(c, BERT_FIELDS, COUNT(BERT_FIELDS), root, src);
 }
 
 est_status bert_config_json_activation_read(est_bert_config *c, json_t *root, const char *src) {
@@ -139,13 +170,7 @@ est_status bert_config_json_options_read(est_bert_config *c, json_t *root, const
       (st = get_enum(o, "token_types", TOKEN_TYPES, COUNT(TOKEN_TYPES), &types, src)) ||
       (st = get_enum(o, "norm", NORMS, COUNT(NORMS), &norm, src)) ||
       (st = get_enum(o, "ffn", FFNS, COUNT(FFNS), &ffn, src)) ||
-      (st = bert_json_get_int(o, "embedding_size", &x->embedding_size, src)) ||
-      (st = bert_json_get_int(o, "no_bias", &x->no_bias, src)) ||
-      (st = bert_json_get_int(o, "pad_rows_frozen", &x->pad_rows_frozen, src)) ||
-      (st = bert_json_get_int(o, "global_attn_every_n_layers", &x->global_attn_every_n_layers, src)) ||
-      (st = bert_json_get_int(o, "local_attention", &x->local_attention, src)) ||
-      (st = bert_json_get_real(o, "rotary_theta", &x->rotary_theta, src)) ||
-      (st = bert_json_get_real(o, "rotary_theta_local", &x->rotary_theta_local, src)))
+      (st = read_fields(x, OPTION_FIELDS, COUNT(OPTION_FIELDS), o, src)))
     return st;
   x->family = (est_model_family)family;
   x->positions = (est_position_encoding)positions;
@@ -168,13 +193,7 @@ static void options_json(json_t *root, const est_bert_config *c) {
   json_object_set_new(o, "token_types", json_string(TOKEN_TYPES[x->token_types]));
   json_object_set_new(o, "norm", json_string(NORMS[x->norm]));
   json_object_set_new(o, "ffn", json_string(FFNS[x->ffn]));
-  json_object_set_new(o, "embedding_size", json_integer(x->embedding_size));
-  json_object_set_new(o, "no_bias", json_integer(x->no_bias));
-  json_object_set_new(o, "pad_rows_frozen", json_integer(x->pad_rows_frozen));
-  json_object_set_new(o, "global_attn_every_n_layers", json_integer(x->global_attn_every_n_layers));
-  json_object_set_new(o, "local_attention", json_integer(x->local_attention));
-  json_object_set_new(o, "rotary_theta", json_real(x->rotary_theta));
-  json_object_set_new(o, "rotary_theta_local", json_real(x->rotary_theta_local));
+  write_fields(o, x, OPTION_FIELDS, COUNT(OPTION_FIELDS));
   json_object_set_new(root, "encoder_options", o);
   json_object_set_new(root, "pad_token_id", json_integer(c->pad_token_id));
 }
@@ -249,17 +268,8 @@ est_status est_bert_config_validate(const est_bert_config *c, const char *source
 }
 
 void bert_config_json_fields(json_t *o, const est_bert_config *c) {
-  json_object_set_new(o, "attention_probs_dropout_prob", json_real(c->attention_probs_dropout_prob));
+  write_fields(o, c, BERT_FIELDS, COUNT(BERT_FIELDS));
   json_object_set_new(o, "hidden_act", json_string(est_activation_name(c->hidden_act)));
-  json_object_set_new(o, "hidden_dropout_prob", json_real(c->hidden_dropout_prob));
-  json_object_set_new(o, "hidden_size", json_integer(c->hidden_size));
-  json_object_set_new(o, "initializer_range", json_real(c->initializer_range));
-  json_object_set_new(o, "intermediate_size", json_integer(c->intermediate_size));
-  json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
-  json_object_set_new(o, "num_attention_heads", json_integer(c->num_attention_heads));
-  json_object_set_new(o, "num_hidden_layers", json_integer(c->num_hidden_layers));
-  json_object_set_new(o, "type_vocab_size", json_integer(c->type_vocab_size));
-  json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
 }
 
 char *est_bert_config_to_json_string(const est_bert_config *c) {
