@@ -105,7 +105,7 @@ static int encode_lines(est_tokenizer *tok, const char *output, bool pair) {
 int est_cmd_tokenize(int argc, char **argv) {
   const char *vocab_file = NULL, *output = "tokens", *tokenizer_file = NULL, *truncation = NULL;
   bool lower = true, pair = false;
-  int max_length = -1, stride = 0;
+  int64_t max_length = -1, stride = 0;
   est_flag flags[] = {
     EST_FLAG_STRING("vocab_file", &vocab_file, "The WordPiece vocabulary (one token per line).", 0),
     EST_FLAG_STRING("tokenizer_file", &tokenizer_file, "A HuggingFace tokenizer.json (instead of --vocab_file).", 0),
@@ -140,7 +140,7 @@ int est_cmd_tokenize(int argc, char **argv) {
       return 2;
     }
     if (stride < 0) {
-      fprintf(stderr, "est tokenize: --stride=%d must be >= 0\n", stride);
+      fprintf(stderr, "est tokenize: --stride=%lld must be >= 0\n", (long long)stride);
       return 2;
     }
     est_tokenizer *tok;

@@ -43,10 +43,13 @@ typedef struct est_flag {
                            * whose unset value the command works out (e.g. from the model's files) */
 } est_flag;
 
-#define EST_FLAG_STRING(n, p, h, req) {(n), EST_FLAG_TYPE_STRING, (p), (h), (req), 0, NULL}
-#define EST_FLAG_INT(n, p, h, req) {(n), EST_FLAG_TYPE_INT, (p), (h), (req), 0, NULL}
-#define EST_FLAG_FLOAT(n, p, h, req) {(n), EST_FLAG_TYPE_FLOAT, (p), (h), (req), 0, NULL}
-#define EST_FLAG_BOOL(n, p, h, req) {(n), EST_FLAG_TYPE_BOOL, (p), (h), (req), 0, NULL}
+/* EST_FLAG_AS(T, p) is p, and a compile error when p is not a T *: an `int` behind
+ * EST_FLAG_INT would have its neighbour overwritten by the int64_t the parser stores. */
+#define EST_FLAG_AS(T, p) _Generic((p), T *: (p))
+#define EST_FLAG_STRING(n, p, h, req) {(n), EST_FLAG_TYPE_STRING, EST_FLAG_AS(const char *, p), (h), (req), 0, NULL}
+#define EST_FLAG_INT(n, p, h, req) {(n), EST_FLAG_TYPE_INT, EST_FLAG_AS(int64_t, p), (h), (req), 0, NULL}
+#define EST_FLAG_FLOAT(n, p, h, req) {(n), EST_FLAG_TYPE_FLOAT, EST_FLAG_AS(double, p), (h), (req), 0, NULL}
+#define EST_FLAG_BOOL(n, p, h, req) {(n), EST_FLAG_TYPE_BOOL, EST_FLAG_AS(bool, p), (h), (req), 0, NULL}
 /* An optional flag whose default is a rule, not *p: check is_set to tell "unset" apart. */
 #define EST_FLAG_RULE(type, n, p, h, rule) {(n), (type), (p), (h), 0, 0, (rule)}
 
