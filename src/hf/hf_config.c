@@ -160,6 +160,16 @@ est_status est_hf_config_from_json(est_bert_config *cfg, const void *json, const
     cfg->opt.position_ids = EST_POS_IDS_AFTER_PADDING;
     if (cfg->type_vocab_size == 1) cfg->opt.token_types = EST_TYPES_ZERO;
   }
+  /* the *ForSequenceClassification head's dropout: classifier_dropout when set, else
+   * hidden_dropout_prob; DistilBERT's seq_classif_dropout */
+  cfg->opt.classifier_dropout = family == EST_FAMILY_DISTILBERT ? 0.2 : cfg->hidden_dropout_prob;
+  const char *cd = family == EST_FAMILY_DISTILBERT ? "seq_classif_dropout" : "classifier_dropout";
+  if (!json_is_null(json_object_get(root, cd)) &&
+      (st = bert_json_get_real(root, cd, &cfg->opt.classifier_dropout, src)))
+    return st;
+  if (cfg->opt.classifier_dropout < 0 || cfg->opt.classifier_dropout >= 1)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: the classifier dropout must be in [0, 1), got %g", src,
+                     cfg->opt.classifier_dropout);
   if (family == EST_FAMILY_ELECTRA) {
     int e = cfg->hidden_size;
     if ((st = bert_json_get_int(root, "embedding_size", &e, src))) return st;

@@ -145,7 +145,8 @@ est_status bert_config_json_options_read(est_bert_config *c, json_t *root, const
       (st = bert_json_get_int(o, "global_attn_every_n_layers", &x->global_attn_every_n_layers, src)) ||
       (st = bert_json_get_int(o, "local_attention", &x->local_attention, src)) ||
       (st = bert_json_get_real(o, "rotary_theta", &x->rotary_theta, src)) ||
-      (st = bert_json_get_real(o, "rotary_theta_local", &x->rotary_theta_local, src)))
+      (st = bert_json_get_real(o, "rotary_theta_local", &x->rotary_theta_local, src)) ||
+      (st = bert_json_get_real(o, "classifier_dropout", &x->classifier_dropout, src)))
     return st;
   x->family = (est_model_family)family;
   x->positions = (est_position_encoding)positions;
@@ -175,6 +176,7 @@ static void options_json(json_t *root, const est_bert_config *c) {
   json_object_set_new(o, "local_attention", json_integer(x->local_attention));
   json_object_set_new(o, "rotary_theta", json_real(x->rotary_theta));
   json_object_set_new(o, "rotary_theta_local", json_real(x->rotary_theta_local));
+  json_object_set_new(o, "classifier_dropout", json_real(x->classifier_dropout));
   json_object_set_new(root, "encoder_options", o);
   json_object_set_new(root, "pad_token_id", json_integer(c->pad_token_id));
 }
