@@ -6,7 +6,8 @@
  * model_fn with the classifier head and --init_checkpoint=DIR: the head loads by the family's
  * names (hf_names.c), its logits are transformers' within 1e-5 (fp32), the loss and every
  * parameter's gradient of a training step torch autograd's within 1e-4. Then run_classifier
- * on tests/data/glue_mini from each directory: train, eval, export, `est predict`. */
+ * on tests/data/glue_mini from each directory: train, eval, export, `est predict`, and
+ * --export_format=hf read back (tests/interop/test_hf_models.py has transformers read it). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -60,7 +61,8 @@ static void check_classifier(const char *name, est_classifier_kind kind) {
   est_safetensors *g;
   assert_int_equal(est_safetensors_open(&g, path), EST_OK);
   est_tensor ids = read_golden(g, "input_ids"), mask = read_golden(g, "input_mask"),
-             segs = read_golden(g, "segment_ids"), labels = read_golden(g, "label_ids"), logits = read_golden(g, "logits"), loss = read_golden(g, "loss");
+             segs = read_golden(g, "segment_ids"), labels = read_golden(g, "label_ids"),
+             logits = read_golden(g, "logits"), loss = read_golden(g, "loss");
   const int B = (int)ids.dims[0], S = (int)ids.dims[1], C = 3;
   est_bert_config cfg;
   bert_fn m;
@@ -204,6 +206,26 @@ static void check_cli(const char *name) {
     fail_msg("%s: run_classifier's %s vs est predict's %s", name, want, got);
   for (int i = 0; i < 2; i++)
     if (fabsf(w[i] - g[i]) > 1e-5f) fail_msg("%s: run_classifier's %s vs est predict's %s", name, want, got);
+  free(got);
+
+  /* --export_format=hf: the family's class (config.json's architectures as the source
+   * directory's), read back by est as any HF directory gives run_classifier's probabilities */
+  char hf[1024], again[1024];
+  snprintf(hf, sizeof hf, "%s/hf", test_tmp_path(name));
+  free(test_run_ok(EST_BIN " run_classifier %s --do_export --export_format=hf 2>&1", flags));
+  char *arch = test_run_ok("grep -A1 '\"architectures\"' %s/config.json | tail -1", dir);
+  char *arch_out = test_run_ok("grep -A1 '\"architectures\"' %s/config.json | tail -1", hf);
+  if (strcmp(arch, arch_out)) fail_msg("%s: exported %s, want %s", name, arch_out, arch);
+  free(arch);
+  free(arch_out);
+  snprintf(again, sizeof again, "%s_again", test_tmp_path(name));
+  free(test_run_ok(EST_BIN " run_classifier --task_name=sst-2 --data_dir=" EST_TEST_DATA "/glue_mini/SST-2 "
+                   "--vocab_file=%s/vocab.txt --bert_config_file=%s --init_checkpoint=%s --max_seq_length=32 "
+                   "--num_threads=1 --output_dir=%s --do_predict 2>&1", hf, hf, hf, again));
+  got = test_run_ok("cat '%s/test_results.tsv'", again);
+  if (sscanf(got, "%f\t%f", &g[0], &g[1]) != 2) fail_msg("%s: %s", name, got);
+  for (int i = 0; i < 2; i++)
+    if (fabsf(w[i] - g[i]) > 1e-6f) fail_msg("%s: run_classifier's %s vs from its HF export %s", name, want, got);
   free(want);
   free(got);
 }
@@ -231,6 +253,22 @@ static void test_cli_each_family(void **state) {
   check_loaded("roberta_cls", 39);
 }
 
+/* --export_format=hf writes a family's class only for what that class computes: est's own
+ * bert_config.json may combine options no transformers class has, and those are named. */
+static void test_hf_export_refuses_other_maths(void **state) {
+  (void)state;
+  est_bert_config c;
+  assert_int_equal(est_bert_config_from_json_file(&c, ENC_DIR "/roberta_cls"), EST_OK);
+  c.opt.position_ids = EST_POS_IDS_INDEX;
+  est_hf_export_params p = {.cfg = &c, .vocab_file = ENC_DIR "/roberta_cls/vocab.txt"};
+  assert_int_equal(est_hf_export("/nonexistent/model.ckpt-1", "/nonexistent/hf", &p), EST_ERR_UNIMPLEMENTED);
+  assert_non_null(strstr(est_error_message(), "this \"roberta\" model differs from transformers' in its position ids"));
+  assert_int_equal(est_bert_config_from_json_file(&c, ENC_DIR "/distilbert_cls"), EST_OK);
+  c.opt.embedding_size = 13;
+  assert_int_equal(est_hf_export("/nonexistent/model.ckpt-1", "/nonexistent/hf", &p), EST_ERR_UNIMPLEMENTED);
+  assert_non_null(strstr(est_error_message(), "an embedding projection"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roberta),
@@ -238,6 +276,7 @@ int main(void) {
       cmocka_unit_test(test_distilbert),
       cmocka_unit_test(test_electra),
       cmocka_unit_test(test_classifier_dropout_from_config),
+      cmocka_unit_test(test_hf_export_refuses_other_maths),
       cmocka_unit_test_setup_teardown(test_cli_each_family, test_tmpdir_setup, test_tmpdir_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -89,3 +89,23 @@ def test_minilm_fine_tuned_classifier_loads_in_transformers(minilm, tmp_path):
         f"--output_dir={out}", "--max_seq_length=64", "--train_batch_size=8", "--predict_batch_size=8",
         "--num_train_epochs=1", "--learning_rate=5e-5", "--num_threads=2")
     probabilities_match(str(out / "hf"), os.path.join(SST2, "test.tsv"), str(out / "test_results.tsv"), 64, [1])
+
+
+@pytest.mark.parametrize("family", ["roberta_cls", "xlm_roberta_cls", "distilbert_cls", "electra_cls"])
+def test_family_classifier_export_loads_in_transformers(family, tmp_path):
+    """Each family's *ForSequenceClassification (tests/data/encoders, docs/heads.md §7), fine-tuned
+    by est from its directory and exported as HF: transformers builds the family's class and gives
+    est's probabilities."""
+    src = os.path.join(DATA, "encoders", family)
+    out = tmp_path / "run"
+    est("run_classifier", "--task_name=sst-2", "--do_train", "--do_predict", "--do_export", "--export_format=hf",
+        f"--data_dir={SST2}", f"--bert_config_file={src}", f"--init_checkpoint={src}",
+        f"--vocab_file={os.path.join(src, 'vocab.txt')}", f"--output_dir={out}", "--max_seq_length=32",
+        "--train_batch_size=4", "--predict_batch_size=4", "--num_train_epochs=1", "--learning_rate=1e-3",
+        "--num_threads=2")
+    model = probabilities_match(str(out / "hf"), os.path.join(SST2, "test.tsv"), str(out / "test_results.tsv"),
+                                32, [1])
+    with open(os.path.join(src, "config.json")) as f:
+        want = json.load(f)
+    assert model.config.model_type == want["model_type"]
+    assert type(model).__name__ == want["architectures"][0]
