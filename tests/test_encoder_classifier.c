@@ -7,7 +7,9 @@
  * names (hf_names.c), its logits are transformers' within 1e-5 (fp32), the loss and every
  * parameter's gradient of a training step torch autograd's within 1e-4. Then run_classifier
  * on tests/data/glue_mini from each directory: train, eval, export, `est predict`, and
- * --export_format=hf read back (tests/interop/test_hf_models.py has transformers read it). */
+ * --export_format=hf read back (tests/interop/test_hf_models.py has transformers read it).
+ * And *ForQuestionAnswering of three name tables (roberta_qa, distilbert_qa, electra_qa):
+ * their start / end logits, loss and gradients through the squad head. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -253,6 +255,105 @@ static void test_cli_each_family(void **state) {
   check_loaded("roberta_cls", 39);
 }
 
+/* *ForQuestionAnswering (qa_outputs on every position: est's span head, BERT's maths) of
+ * three name tables: start and end logits within 1e-5, the loss and every gradient within
+ * 1e-4, through the model_fn with the squad head and --init_checkpoint=DIR. */
+static void check_qa(const char *name) {
+  char dir[512], path[600], what[256];
+  snprintf(dir, sizeof dir, ENC_DIR "/%s", name);
+  snprintf(path, sizeof path, "%s/golden.safetensors", dir);
+  est_safetensors *g;
+  assert_int_equal(est_safetensors_open(&g, path), EST_OK);
+  est_tensor t[7];
+  const char *names[7] = {"input_ids", "input_mask", "segment_ids", "start_positions", "end_positions",
+                          "start_logits", "end_logits"};
+  for (int i = 0; i < 7; i++) t[i] = read_golden(g, names[i]);
+  est_tensor loss = read_golden(g, "loss");
+  const int B = (int)t[0].dims[0], S = (int)t[0].dims[1];
+  int32_t unique_ids[2] = {1000, 1001};
+  est_bert_config cfg;
+  if (est_bert_config_from_json_file(&cfg, dir) != EST_OK) fail_msg("%s: %s", dir, est_error_message());
+  for (int mode = 0; mode < 2; mode++) { /* PREDICT, then TRAIN */
+    est_bert_model_params params = {.bert_config = cfg, .head = &est_bert_squad_head_type, .max_seq_length = S,
+                                    .learning_rate = 1e-3, .num_train_steps = 10, .no_dropout = 1,
+                                    .init_checkpoint = dir, .precision = EST_PRECISION_FP32};
+    est_model_fn fn = est_bert_model_fn(&params);
+    const est_mode m = mode ? EST_MODE_TRAIN : EST_MODE_PREDICT;
+    est_var_store *vs;
+    void *model = NULL;
+    assert_int_equal(est_vars_create(&vs), EST_OK);
+    const est_model_context ctx = {.mode = m, .batch_size = B, .seed = 1, .params = &params};
+    if (fn.build(&ctx, vs, &model) != EST_OK || est_vars_finalize(vs, 1) != EST_OK || fn.init(model, vs) != EST_OK)
+      fail_msg("%s: %s", name, est_error_message());
+    est_tensor uid = {.dtype = EST_DT_INT32, .rank = 1, .dims = {B}, .data = unique_ids};
+    const char *fnames[5] = {"input_ids", "input_mask", "segment_ids", mode ? "start_positions" : "unique_ids",
+                             "end_positions"};
+    est_tensor ft[5] = {t[0], t[1], t[2], mode ? t[3] : uid, t[4]};
+    est_features f = {.batch_size = B, .count = mode ? 5 : 4, .names = fnames, .tensors = ft};
+    est_estimator_spec spec;
+    memset(&spec, 0, sizeof spec);
+    est_vars_zero_grads(vs);
+    if (fn.call(model, vs, &f, m, 0, &spec) != EST_OK) fail_msg("%s: %s", name, est_error_message());
+    if (!mode) {
+      int compared = 0;
+      for (size_t i = 0; i < spec.num_predictions; i++)
+        for (int k = 5; k < 7; k++)
+          if (!strcmp(spec.prediction_names[i], names[k])) {
+            snprintf(what, sizeof what, "%s %s", name, names[k]);
+            assert_close(what, spec.predictions[i].data, t[k].data, (size_t)B * S, 1e-5);
+            compared++;
+          }
+      assert_int_equal(compared, 2);
+    } else {
+      snprintf(what, sizeof what, "%s loss", name);
+      assert_close(what, &spec.loss, loss.data, 1, 1e-5);
+      size_t checked = 0, head = 0;
+      for (size_t i = 0; i < est_safetensors_count(g); i++) {
+        const char *gname = est_safetensors_name(g, i);
+        if (strncmp(gname, "grad.", 5)) continue;
+        char tf[EST_VAR_NAME_MAX];
+        int transpose = 0;
+        if (!est_hf_family_name_to_tf(cfg.opt.family, gname + 5, tf, sizeof tf, &transpose))
+          fail_msg("%s: no est name for %s", name, gname + 5);
+        int v = est_vars_find(vs, tf);
+        if (v < 0) fail_msg("%s: %s maps to %s, which est does not declare", name, gname + 5, tf);
+        const est_variable *var = est_vars_at(vs, (size_t)v);
+        est_tensor want = read_golden(g, gname);
+        assert_int_equal((size_t)est_tensor_num_elements(&want), var->count);
+        const float *gr = est_vars_grad(vs, (size_t)v);
+        float *got = malloc(var->count * sizeof(float));
+        if (transpose) {
+          const int64_t I = var->dims[0], O = var->dims[1];
+          for (int64_t o = 0; o < O; o++)
+            for (int64_t k = 0; k < I; k++) got[o * I + k] = gr[k * O + o];
+        } else {
+          memcpy(got, gr, var->count * sizeof(float));
+        }
+        snprintf(what, sizeof what, "%s d %s", name, gname + 5);
+        assert_close(what, got, want.data, var->count, 1e-4);
+        free(got);
+        est_tensor_free(&want);
+        checked++;
+        head += !strncmp(tf, "cls/squad/", 10);
+      }
+      assert_int_equal(head, 2);
+      assert_true(checked >= 20);
+    }
+    fn.destroy(model);
+    est_vars_free(vs);
+  }
+  for (int i = 0; i < 7; i++) est_tensor_free(&t[i]);
+  est_tensor_free(&loss);
+  est_safetensors_close(g);
+}
+
+static void test_question_answering(void **state) {
+  (void)state;
+  check_qa("roberta_qa");
+  check_qa("distilbert_qa");
+  check_qa("electra_qa");
+}
+
 /* --export_format=hf writes a family's class only for what that class computes: est's own
  * bert_config.json may combine options no transformers class has, and those are named. */
 static void test_hf_export_refuses_other_maths(void **state) {
@@ -276,6 +377,7 @@ int main(void) {
       cmocka_unit_test(test_distilbert),
       cmocka_unit_test(test_electra),
       cmocka_unit_test(test_classifier_dropout_from_config),
+      cmocka_unit_test(test_question_answering),
       cmocka_unit_test(test_hf_export_refuses_other_maths),
       cmocka_unit_test_setup_teardown(test_cli_each_family, test_tmpdir_setup, test_tmpdir_teardown),
   };

@@ -90,8 +90,9 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
  * d_pooled [batch, H] (e.g. est_bert_encoder_pooled_output_grad) and output_weights' and
  * output_bias' gradients into the store, then reports that group as ready. */
 est_status est_bert_classifier_head_backward(est_bert_classifier_head *h, float *d_pooled);
-/* Backward then calls fn(ctx, offset, count) once for [classifier/dense +] output_weights + output_bias, as soon as
- * their gradients are final (est_bert_grads_ready_fn: est/bert_encoder.h). */
+/* Backward then calls fn(ctx, offset, count) once for [classifier/dense +] output_weights +
+ * output_bias, as soon as their gradients are final (est_bert_grads_ready_fn:
+ * est/bert_encoder.h). */
 void est_bert_classifier_head_set_grads_ready(est_bert_classifier_head *h, est_bert_grads_ready_fn fn, void *ctx);
 /* As est_bert_encoder_set_first_row, for the head's dropout on the pooled output. */
 void est_bert_classifier_head_set_first_row(est_bert_classifier_head *h, int64_t first_row);

@@ -30,14 +30,19 @@ Then one *ForSequenceClassification per family, num_labels 3, the same shapes wi
 each with golden.safetensors: the inputs as above, label_ids (I32 [2]), logits [2,3], loss
 (the mean cross-entropy, transformers' single_label_classification) and grad.<name> of every
 parameter after loss.backward() (head and encoder).
+
+And one layer's *ForQuestionAnswering for three of the name tables: roberta_qa/ distilbert_qa/
+electra_qa, golden.safetensors with the inputs, start_positions / end_positions (I32 [2]),
+start_logits / end_logits [2,10], loss and grad.<name> of every parameter.
 """
 import os
 import sys
 
 import torch
 from safetensors.torch import save_file
-from transformers import (DistilBertConfig, DistilBertForSequenceClassification, DistilBertModel, ElectraConfig,
-                          ElectraForSequenceClassification, ElectraModel, RobertaConfig,
+from transformers import (DistilBertConfig, DistilBertForQuestionAnswering, DistilBertForSequenceClassification,
+                          DistilBertModel, ElectraConfig, ElectraForQuestionAnswering,
+                          ElectraForSequenceClassification, ElectraModel, RobertaConfig, RobertaForQuestionAnswering,
                           RobertaForSequenceClassification, RobertaModel, XLMRobertaConfig,
                           XLMRobertaForSequenceClassification, XLMRobertaModel)
 
@@ -117,6 +122,27 @@ def write_cls(dirname, model, pad, uses_types):
     save_file(golden, os.path.join(dirname, "golden.safetensors"))
 
 
+def write_qa(dirname, model, pad, uses_types):
+    save_model(dirname, model)
+    g = torch.Generator().manual_seed(13)
+    ids, mask, segs = inputs(g, pad)
+    start, end = torch.tensor([3, 1], dtype=torch.int32), torch.tensor([7, 4], dtype=torch.int32)
+    kwargs = {"input_ids": ids.long(), "attention_mask": mask.long(), "start_positions": start.long(),
+              "end_positions": end.long()}
+    if uses_types:
+        kwargs["token_type_ids"] = segs.long()
+    model.zero_grad()
+    out = model(**kwargs)
+    out.loss.backward()
+    golden = {"input_ids": ids, "input_mask": mask, "segment_ids": segs, "start_positions": start,
+              "end_positions": end, "start_logits": out.start_logits.detach().contiguous(),
+              "end_logits": out.end_logits.detach().contiguous(), "loss": out.loss.detach().reshape(1)}
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            golden["grad." + name] = p.grad.detach().contiguous()
+    save_file(golden, os.path.join(dirname, "golden.safetensors"))
+
+
 def main():
     torch.manual_seed(1234)
     torch.set_num_threads(1)
@@ -162,6 +188,22 @@ def main():
               ElectraForSequenceClassification(ElectraConfig(
                   embedding_size=13, hidden_size=21, num_attention_heads=3, intermediate_size=37,
                   max_position_embeddings=32, type_vocab_size=2, pad_token_id=0, **cls)), 0, True)
+
+    qa = dict(common, num_hidden_layers=1)
+    write_qa(os.path.join(root, "roberta_qa"),
+             RobertaForQuestionAnswering(RobertaConfig(
+                 hidden_size=21, num_attention_heads=3, intermediate_size=37, max_position_embeddings=34,
+                 type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1, bos_token_id=0, eos_token_id=2, **qa)),
+             1, False)
+    write_qa(os.path.join(root, "distilbert_qa"),
+             DistilBertForQuestionAnswering(DistilBertConfig(
+                 vocab_size=len(VOCAB), n_layers=1, n_heads=3, dim=21, hidden_dim=37, max_position_embeddings=32,
+                 sinusoidal_pos_embds=False, dropout=0.0, attention_dropout=0.0, qa_dropout=0.0, pad_token_id=0,
+                 attn_implementation="eager")), 0, False)
+    write_qa(os.path.join(root, "electra_qa"),
+             ElectraForQuestionAnswering(ElectraConfig(
+                 embedding_size=13, hidden_size=21, num_attention_heads=3, intermediate_size=37,
+                 max_position_embeddings=32, type_vocab_size=2, pad_token_id=0, **qa)), 0, True)
 
 
 if __name__ == "__main__":
