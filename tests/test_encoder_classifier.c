@@ -354,6 +354,46 @@ static void test_question_answering(void **state) {
   check_qa("electra_qa");
 }
 
+/* run_squad from each *ForQuestionAnswering directory: its head loads (every variable but the
+ * pooler those classes lack), trains, predicts, exports; `est ckpt export_hf` of the trained
+ * checkpoint writes the family's class, and run_squad from that directory predicts the same
+ * nbest_predictions.json byte for byte. */
+static void test_run_squad_each_family(void **state) {
+  (void)state;
+  const char *names[] = {"roberta_qa", "distilbert_qa", "electra_qa"};
+  const char *classes[] = {"RobertaForQuestionAnswering", "DistilBertForQuestionAnswering",
+                           "ElectraForQuestionAnswering"};
+  const char *squad = " --do_predict --predict_file=" EST_TEST_DATA "/squad/edge_v1.json --max_seq_length=32"
+                      " --doc_stride=16 --max_query_length=8 --num_threads=1";
+  for (size_t i = 0; i < 3; i++) {
+    char dir[512], run[1024], hf[1040], again[1040];
+    snprintf(dir, sizeof dir, ENC_DIR "/%s", names[i]);
+    snprintf(run, sizeof run, "%s", test_tmp_path(names[i]));
+    snprintf(hf, sizeof hf, "%s-hf", run);
+    snprintf(again, sizeof again, "%s-again", run);
+    est_bert_config cfg;
+    assert_int_equal(est_bert_config_from_json_file(&cfg, dir), EST_OK);
+    char *log = test_run_ok(EST_BIN " run_squad --vocab_file=%s/vocab.txt --bert_config_file=%s --init_checkpoint=%s"
+                            " --do_train --train_file=" EST_TEST_DATA "/squad/edge_v1.json --train_batch_size=2"
+                            " --num_train_epochs=1 --do_export --output_dir=%s%s 2>&1", dir, dir, dir, run, squad);
+    /* 5 embedding tensors (+2 for ELECTRA's projection, -1 for DistilBERT's types) + 16 per
+     * layer + qa_outputs (2) of the variables, all but the pooler's 2 */
+    const int vars = 5 + (cfg.opt.embedding_size ? 2 : 0) - (cfg.opt.token_types == EST_TYPES_NONE) + 16 + 2 + 2;
+    char line[128];
+    snprintf(line, sizeof line, "Initialized %d of %d variables", vars - 2, vars);
+    if (!strstr(log, line)) fail_msg("%s: want \"%s\" in:\n%s", names[i], line, log);
+    free(log);
+    free(test_run_ok(EST_BIN " ckpt export_hf %s/model.ckpt-8 %s --bert_config_file=%s --vocab_file=%s/vocab.txt 2>&1",
+                     run, hf, dir, dir));
+    char *arch = test_run_ok("grep -A1 '\"architectures\"' %s/config.json | tail -1", hf);
+    if (!strstr(arch, classes[i])) fail_msg("%s: exported %s", names[i], arch);
+    free(arch);
+    free(test_run_ok(EST_BIN " run_squad --vocab_file=%s/vocab.txt --bert_config_file=%s --init_checkpoint=%s"
+                     " --output_dir=%s%s 2>&1", hf, hf, hf, again, squad));
+    free(test_run_ok("cmp %s/nbest_predictions.json %s/nbest_predictions.json", run, again));
+  }
+}
+
 /* --export_format=hf writes a family's class only for what that class computes: est's own
  * bert_config.json may combine options no transformers class has, and those are named. */
 static void test_hf_export_refuses_other_maths(void **state) {
@@ -380,6 +420,7 @@ int main(void) {
       cmocka_unit_test(test_question_answering),
       cmocka_unit_test(test_hf_export_refuses_other_maths),
       cmocka_unit_test_setup_teardown(test_cli_each_family, test_tmpdir_setup, test_tmpdir_teardown),
+      cmocka_unit_test_setup_teardown(test_run_squad_each_family, test_tmpdir_setup, test_tmpdir_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

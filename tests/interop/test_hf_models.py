@@ -109,3 +109,31 @@ def test_family_classifier_export_loads_in_transformers(family, tmp_path):
         want = json.load(f)
     assert model.config.model_type == want["model_type"]
     assert type(model).__name__ == want["architectures"][0]
+
+
+@pytest.mark.parametrize("family", ["roberta_qa", "distilbert_qa", "electra_qa"])
+def test_family_qa_export_loads_in_transformers(family, tmp_path):
+    """run_squad's first checkpoint (model.ckpt-0: the directory's weights as est loaded them),
+    written back by `est ckpt export_hf`, is the family's *ForQuestionAnswering in transformers
+    with the golden start / end logits (tests/data/encoders, 1e-5)."""
+    from safetensors.torch import load_file
+    from transformers import AutoModelForQuestionAnswering
+
+    src = os.path.join(DATA, "encoders", family)
+    out = tmp_path / "run"
+    squad = os.path.join(DATA, "squad", "edge_v1.json")
+    est("run_squad", f"--vocab_file={os.path.join(src, 'vocab.txt')}", f"--bert_config_file={src}",
+        f"--init_checkpoint={src}", "--do_train", f"--train_file={squad}", "--train_batch_size=2",
+        "--num_train_epochs=1", "--max_seq_length=32", "--doc_stride=16", "--max_query_length=8",
+        "--num_threads=2", f"--output_dir={out}")
+    est("ckpt", "export_hf", str(out / "model.ckpt-0"), str(tmp_path / "hf"), f"--bert_config_file={src}",
+        f"--vocab_file={os.path.join(src, 'vocab.txt')}")
+    model = AutoModelForQuestionAnswering.from_pretrained(str(tmp_path / "hf"), attn_implementation="eager").eval()
+    g = load_file(os.path.join(src, "golden.safetensors"))
+    kwargs = {"input_ids": g["input_ids"].long(), "attention_mask": g["input_mask"].long()}
+    if model.config.model_type == "electra":
+        kwargs["token_type_ids"] = g["segment_ids"].long()
+    with torch.no_grad():
+        o = model(**kwargs)
+    assert (o.start_logits - g["start_logits"]).abs().max() < 1e-5
+    assert (o.end_logits - g["end_logits"]).abs().max() < 1e-5
