@@ -179,6 +179,11 @@ static void test_classifier_dropout_from_config(void **state) {
   const char *bad = "{\"model_type\": \"roberta\", \"vocab_size\": 9, \"classifier_dropout\": 1.5}";
   assert_int_equal(est_bert_config_from_json_string(&c, bad, "r.json"), EST_ERR_INVALID_ARGUMENT);
   assert_non_null(strstr(est_error_message(), "r.json: the classifier dropout must be in [0, 1), got 1.5"));
+  /* est's own bert_config.json (exports) keeps it, checked the same way */
+  const char *own = "{\"vocab_size\": 9, \"encoder_options\": {\"family\": \"roberta\", "
+                    "\"classifier_dropout\": -0.5}}";
+  assert_int_equal(est_bert_config_from_json_string(&c, own, "own.json"), EST_ERR_INVALID_ARGUMENT);
+  assert_non_null(strstr(est_error_message(), "own.json: field \"encoder_options.classifier_dropout\" = -0.5"));
 }
 
 /* run_classifier from each family's directory (--bert_config_file = --init_checkpoint = DIR,

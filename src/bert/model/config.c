@@ -210,6 +210,9 @@ static est_status options_validate(const est_bert_config *c, const char *src) {
       (c->pad_token_id < 0 || c->pad_token_id + 1 >= c->max_position_embeddings))
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"pad_token_id\" = %d leaves no positions after it "
                      "(max_position_embeddings %d)", src, c->pad_token_id, c->max_position_embeddings);
+  if (!(x->classifier_dropout >= 0.0 && x->classifier_dropout < 1.0))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"encoder_options.classifier_dropout\" = %g must be in "
+                     "[0, 1)", src, x->classifier_dropout);
   return EST_OK;
 }
 
