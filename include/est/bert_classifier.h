@@ -41,6 +41,35 @@ typedef struct est_bert_classifier_head est_bert_classifier_head;
  * output_bias [C] (zeros) in `vs`. */
 est_status est_bert_classifier_head_create(est_bert_classifier_head **out, int hidden_size, int num_labels,
                                            est_var_store *vs);
+
+/* What sits between the head's input [B,H] and its output layer (docs/heads.md §7). The
+ * other families' *ForSequenceClassification heads read the encoder's first token, not
+ * BERT's pooler, and transform it themselves; the input is then that token's row.
+ *   EST_CLASSIFIER_BERT        dropout(0.1) -> out                    (run_classifier's)
+ *   EST_CLASSIFIER_DENSE_TANH  dropout -> dense -> tanh -> dropout -> out
+ *                              (RobertaClassificationHead, XLM-R's)
+ *   EST_CLASSIFIER_DENSE_GELU  dropout -> dense -> GELU (erf) -> dropout -> out
+ *                              (ElectraClassificationHead)
+ *   EST_CLASSIFIER_DENSE_RELU  dense -> ReLU -> dropout -> out
+ *                              (DistilBertForSequenceClassification's pre_classifier)
+ * dense is classifier/dense/{kernel [H,H], bias [H]} (truncated normal 0.02, zeros), declared
+ * before output_weights; its dropouts use tensor ids EST_BERT_DROPOUT_HEAD_FIRST + 1 (before
+ * dense) and EST_BERT_DROPOUT_HEAD_FIRST (before out). */
+typedef enum est_classifier_kind {
+  EST_CLASSIFIER_BERT = 0,
+  EST_CLASSIFIER_DENSE_TANH,
+  EST_CLASSIFIER_DENSE_GELU,
+  EST_CLASSIFIER_DENSE_RELU,
+} est_classifier_kind;
+
+/* The kind a model family's *ForSequenceClassification uses. EST_CLASSIFIER_BERT reads the
+ * encoder's pooled output; every other kind the first token of its sequence output. */
+est_classifier_kind est_classifier_kind_of(est_model_family family);
+
+/* The same as est_bert_classifier_head_create for `kind`, with dropout `dropout` (the
+ * config's classifier dropout; EST_CLASSIFIER_BERT ignores it: 0.1). */
+est_status est_bert_classifier_head_create_kind(est_bert_classifier_head **out, int hidden_size, int num_labels,
+                                                est_classifier_kind kind, double dropout, est_var_store *vs);
 /* The precision of its GEMM (est/precision.h): its encoder's, set before forward (FP32 until
  * then). */
 void est_bert_classifier_head_set_precision(est_bert_classifier_head *h, est_precision precision);
@@ -61,8 +90,9 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
  * d_pooled [batch, H] (e.g. est_bert_encoder_pooled_output_grad) and output_weights' and
  * output_bias' gradients into the store, then reports that group as ready. */
 est_status est_bert_classifier_head_backward(est_bert_classifier_head *h, float *d_pooled);
-/* Backward then calls fn(ctx, offset, count) once for output_weights + output_bias, as soon as
- * their gradients are final (est_bert_grads_ready_fn: est/bert_encoder.h). */
+/* Backward then calls fn(ctx, offset, count) once for [classifier/dense +] output_weights +
+ * output_bias, as soon as their gradients are final (est_bert_grads_ready_fn:
+ * est/bert_encoder.h). */
 void est_bert_classifier_head_set_grads_ready(est_bert_classifier_head *h, est_bert_grads_ready_fn fn, void *ctx);
 /* As est_bert_encoder_set_first_row, for the head's dropout on the pooled output. */
 void est_bert_classifier_head_set_first_row(est_bert_classifier_head *h, int64_t first_row);

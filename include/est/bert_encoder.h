@@ -154,6 +154,10 @@ typedef struct est_encoder_options {
   int global_attn_every_n_layers;
   int local_attention;
   double rotary_theta, rotary_theta_local;
+  /* The dropout of the family's *ForSequenceClassification head (est/bert_classifier.h):
+   * config.json's classifier_dropout, else hidden_dropout_prob (RoBERTa, XLM-R, ELECTRA);
+   * DistilBERT's seq_classif_dropout (0.2). BERT's head ignores it (run_classifier's 0.1). */
+  double classifier_dropout;
 } est_encoder_options;
 
 /* "bert", "roberta", "xlm-roberta", "distilbert", "electra" (HF's model_type spellings). */

@@ -119,10 +119,13 @@ typedef struct est_hf_export_params {
 } est_hf_export_params;
 
 /* Writes out_dir (config.json, model.safetensors, vocab.txt, tokenizer_config.json,
- * special_tokens_map.json) from a TF checkpoint: BertForQuestionAnswering when it has
- * cls/squad/output_weights, BertForSequenceClassification with output_weights,
- * BertForPreTraining with cls/predictions, else BertModel. Built beside out_dir and renamed
- * onto it; an existing out_dir is replaced only when it is a model directory (config.json). */
+ * special_tokens_map.json) from a TF checkpoint, in cfg's family's classes and names (Bert,
+ * Roberta, XLMRoberta, DistilBert, Electra): *ForQuestionAnswering when it has
+ * cls/squad/output_weights, *ForSequenceClassification with output_weights,
+ * BertForPreTraining with cls/predictions (BERT only), else *Model. A config whose options no
+ * such class computes is refused (EST_ERR_UNIMPLEMENTED, naming the option). Built beside
+ * out_dir and renamed onto it; an existing out_dir is replaced only when it is a model
+ * directory (config.json). */
 est_status est_hf_export(const char *ckpt_prefix, const char *out_dir, const est_hf_export_params *p);
 
 #ifdef __cplusplus

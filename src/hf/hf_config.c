@@ -160,6 +160,16 @@ est_status est_hf_config_from_json(est_bert_config *cfg, const void *json, const
     cfg->opt.position_ids = EST_POS_IDS_AFTER_PADDING;
     if (cfg->type_vocab_size == 1) cfg->opt.token_types = EST_TYPES_ZERO;
   }
+  /* the *ForSequenceClassification head's dropout: classifier_dropout when set, else
+   * hidden_dropout_prob; DistilBERT's seq_classif_dropout */
+  cfg->opt.classifier_dropout = family == EST_FAMILY_DISTILBERT ? 0.2 : cfg->hidden_dropout_prob;
+  const char *cd = family == EST_FAMILY_DISTILBERT ? "seq_classif_dropout" : "classifier_dropout";
+  if (!json_is_null(json_object_get(root, cd)) &&
+      (st = bert_json_get_real(root, cd, &cfg->opt.classifier_dropout, src)))
+    return st;
+  if (cfg->opt.classifier_dropout < 0 || cfg->opt.classifier_dropout >= 1)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: the classifier dropout must be in [0, 1), got %g", src,
+                     cfg->opt.classifier_dropout);
   if (family == EST_FAMILY_ELECTRA) {
     int e = cfg->hidden_size;
     if ((st = bert_json_get_int(root, "embedding_size", &e, src))) return st;
@@ -212,6 +222,23 @@ est_status est_bert_config_from_json_string(est_bert_config *cfg, const char *te
   return st;
 }
 
+/* DistilBertConfig's own names for the fields its reader above takes. */
+static void distilbert_config_json(json_t *o, const est_bert_config *c) {
+  json_object_set_new(o, "activation", json_string(hf_activation_name(c->hidden_act)));
+  json_object_set_new(o, "attention_dropout", json_real(c->attention_probs_dropout_prob));
+  json_object_set_new(o, "dim", json_integer(c->hidden_size));
+  json_object_set_new(o, "dropout", json_real(c->hidden_dropout_prob));
+  json_object_set_new(o, "hidden_dim", json_integer(c->intermediate_size));
+  json_object_set_new(o, "initializer_range", json_real(c->initializer_range));
+  json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
+  json_object_set_new(o, "n_heads", json_integer(c->num_attention_heads));
+  json_object_set_new(o, "n_layers", json_integer(c->num_hidden_layers));
+  json_object_set_new(o, "pad_token_id", json_integer(c->pad_token_id));
+  json_object_set_new(o, "seq_classif_dropout", json_real(c->opt.classifier_dropout));
+  json_object_set_new(o, "sinusoidal_pos_embds", json_boolean(c->opt.positions == EST_POS_SINUSOIDAL));
+  json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
+}
+
 char *est_hf_config_to_json_string(const est_bert_config *c, const char *architecture, const char *const *labels,
                                    int num_labels) {
   json_t *o = json_object();
@@ -220,12 +247,22 @@ char *est_hf_config_to_json_string(const est_bert_config *c, const char *archite
     json_array_append_new(a, json_string(architecture));
     json_object_set_new(o, "architectures", a);
   }
-  bert_config_json_fields(o, c); /* then HF's spelling of hidden_act and its own fields */
-  json_object_set_new(o, "hidden_act", json_string(hf_activation_name(c->hidden_act)));
-  json_object_set_new(o, "layer_norm_eps", json_real(c->layer_norm_eps));
-  json_object_set_new(o, "model_type", json_string("bert"));
-  json_object_set_new(o, "pad_token_id", json_integer(c->pad_token_id));
-  json_object_set_new(o, "position_embedding_type", json_string("absolute"));
+  const est_model_family family = c->opt.family;
+  if (family == EST_FAMILY_DISTILBERT) {
+    distilbert_config_json(o, c);
+  } else {
+    bert_config_json_fields(o, c); /* then HF's spelling of hidden_act and its own fields */
+    json_object_set_new(o, "hidden_act", json_string(hf_activation_name(c->hidden_act)));
+    json_object_set_new(o, "layer_norm_eps", json_real(c->layer_norm_eps));
+    json_object_set_new(o, "pad_token_id", json_integer(c->pad_token_id));
+    json_object_set_new(o, "position_embedding_type", json_string("absolute"));
+  }
+  json_object_set_new(o, "model_type", json_string(est_model_family_name(family)));
+  if (family == EST_FAMILY_ROBERTA || family == EST_FAMILY_XLM_ROBERTA || family == EST_FAMILY_ELECTRA)
+    json_object_set_new(o, "classifier_dropout", json_real(c->opt.classifier_dropout));
+  if (family == EST_FAMILY_ELECTRA)
+    json_object_set_new(o, "embedding_size",
+                        json_integer(c->opt.embedding_size ? c->opt.embedding_size : c->hidden_size));
   if (labels && num_labels > 0) {
     json_t *id2label = json_object(), *label2id = json_object();
     for (int i = 0; i < num_labels; i++) {

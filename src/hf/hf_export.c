@@ -14,29 +14,62 @@
 #include "est/safetensors.h"
 #include "est/tokenizer.h"
 
-/* The BertFor* class the checkpoint's variables make. */
-static const char *architecture(est_ckpt_reader *r) {
-  if (est_ckpt_reader_has(r, "cls/squad/output_weights")) return "BertForQuestionAnswering";
-  if (est_ckpt_reader_has(r, "output_weights")) return "BertForSequenceClassification";
-  if (est_ckpt_reader_has(r, "cls/predictions/output_bias")) return "BertForPreTraining";
-  return "BertModel";
+/* The class the checkpoint's variables make, written into arch[size]: the family's
+ * (Bert, Roberta, XLMRoberta, DistilBert, Electra) ForQuestionAnswering,
+ * ForSequenceClassification, BertForPreTraining (BERT's heads only: the other families'
+ * masked-LM heads are not mapped), else its Model. */
+typedef enum { ARCH_MODEL, ARCH_QA, ARCH_SEQ_CLS, ARCH_PRETRAINING } arch_kind;
+
+static arch_kind architecture(est_ckpt_reader *r, est_model_family family, char *arch, size_t size) {
+  static const char *const PREFIX[] = {"Bert", "Roberta", "XLMRoberta", "DistilBert", "Electra"};
+  static const char *const SUFFIX[] = {"Model", "ForQuestionAnswering", "ForSequenceClassification", "ForPreTraining"};
+  arch_kind k = ARCH_MODEL;
+  if (est_ckpt_reader_has(r, "cls/squad/output_weights")) k = ARCH_QA;
+  else if (est_ckpt_reader_has(r, "output_weights")) k = ARCH_SEQ_CLS;
+  else if (family == EST_FAMILY_BERT && est_ckpt_reader_has(r, "cls/predictions/output_bias")) k = ARCH_PRETRAINING;
+  snprintf(arch, size, "%s%s", PREFIX[family], SUFFIX[k]);
+  return k;
 }
 
-/* model.safetensors: every tensor the table names, Linear kernels transposed back. */
-static est_status write_weights(est_ckpt_reader *r, const char *path, const char *arch, int *num_labels) {
+/* Whether the class has BERT's pooler: BertModel and RobertaModel do (and BERT's heads but
+ * QA); RoBERTa's heads, DistilBERT and ELECTRA do not. */
+static int has_pooler(est_model_family family, arch_kind k) {
+  if (k == ARCH_QA || family == EST_FAMILY_DISTILBERT || family == EST_FAMILY_ELECTRA) return 0;
+  return family == EST_FAMILY_BERT || k == ARCH_MODEL;
+}
+
+/* model.safetensors: every tensor the family's table names, Linear kernels transposed back;
+ * DistilBERT's sinusoidal table (no variable in est) written as transformers saves it. */
+static est_status write_weights(est_ckpt_reader *r, const char *path, const est_bert_config *cfg, int *num_labels) {
+  const est_model_family family = cfg ? cfg->opt.family : EST_FAMILY_BERT;
+  char arch[64];
+  const arch_kind kind = architecture(r, family, arch, sizeof arch);
   est_safetensors_writer *w;
   est_status st = est_safetensors_writer_open(&w, path);
   if (st != EST_OK) return st;
   size_t n = est_ckpt_reader_count(r);
-  est_tensor *held = calloc(n ? n : 1, sizeof *held); /* data must live until finish */
+  est_tensor *held = calloc(n + 1, sizeof *held); /* data must live until finish */
   if (!held) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);
-  const int bare = !strcmp(arch, "BertModel"), qa = !strcmp(arch, "BertForQuestionAnswering");
+  const int bare = kind == ARCH_MODEL, pooler = has_pooler(family, kind);
+  /* the encoder's prefix ("bert.", "roberta.", ...), which a *Model saves without */
+  char prefix[128] = "";
+  if (est_hf_family_name_from_tf(family, "bert/embeddings/word_embeddings", prefix, sizeof prefix, NULL))
+    strchr(prefix, '.')[1] = '\0';
+  const size_t plen = strlen(prefix);
+  if (st == EST_OK && cfg && cfg->opt.positions == EST_POS_SINUSOIDAL) {
+    const int64_t dims[2] = {cfg->max_position_embeddings, cfg->hidden_size};
+    char name[sizeof prefix + 64];
+    snprintf(name, sizeof name, "%sembeddings.position_embeddings.weight", bare ? "" : prefix);
+    st = est_tensor_alloc(&held[n], EST_DT_FLOAT, 2, dims);
+    if (st == EST_OK) est_sinusoidal_positions(held[n].data, (int)dims[0], (int)dims[1]);
+    if (st == EST_OK) st = est_safetensors_writer_add(w, name, &held[n]);
+  }
   for (size_t i = 0; st == EST_OK && i < n; i++) {
     const char *tf = est_ckpt_reader_name(r, i);
     char hf[EST_VAR_NAME_MAX + 32];
     int transpose = 0;
-    if (!est_hf_name_from_tf(tf, hf, sizeof hf, &transpose)) continue; /* global_step, Adam slots */
-    if (qa && !strncmp(tf, "bert/pooler/", 12)) continue;                /* BertForQuestionAnswering has none */
+    if (!est_hf_family_name_from_tf(family, tf, hf, sizeof hf, &transpose)) continue; /* global_step, Adam slots */
+    if (!pooler && !strncmp(tf, "bert/pooler/", 12)) continue;
     if ((st = est_ckpt_reader_read(r, tf, &held[i])) != EST_OK) break;
     if (held[i].dtype != EST_DT_FLOAT) {
       st = est_error(EST_ERR_INVALID_ARGUMENT, "checkpoint tensor %s is not float32", tf);
@@ -54,13 +87,13 @@ static est_status write_weights(est_ckpt_reader *r, const char *path, const char
       est_tensor_free(&held[i]);
       held[i] = t;
     }
-    /* BertModel's own names have no "bert." prefix */
-    st = est_safetensors_writer_add(w, bare && !strncmp(hf, "bert.", 5) ? hf + 5 : hf, &held[i]);
+    /* a *Model's own names have no "bert." ("roberta.", ...) prefix */
+    st = est_safetensors_writer_add(w, bare && plen && !strncmp(hf, prefix, plen) ? hf + plen : hf, &held[i]);
   }
   if (st == EST_OK) st = est_safetensors_writer_set_metadata(w, "format", "pt");
   if (st == EST_OK) st = est_safetensors_writer_finish(w);
   else est_safetensors_writer_abort(w);
-  for (size_t i = 0; held && i < n; i++) est_tensor_free(&held[i]);
+  for (size_t i = 0; held && i <= n; i++) est_tensor_free(&held[i]);
   free(held);
   return st;
 }
@@ -71,15 +104,22 @@ static est_status write_text(const char *dir, const char *name, const char *text
   return st == EST_OK ? est_write_file_atomic(path, text, strlen(text)) : st;
 }
 
-/* The tokenizer files transformers' BertTokenizer(Fast) reads beside vocab.txt. */
+/* The tokenizer files transformers' BertTokenizer(Fast) reads beside vocab.txt: est's models
+ * are WordPiece until the tokenizer.json export (issue 47). DistilBERT's and ELECTRA's
+ * WordPiece classes are BertTokenizer's with their model's inputs (DistilBERT takes no
+ * token_type_ids); RoBERTa's own tokenizers are not WordPiece, so theirs stays BertTokenizer. */
 static est_status write_tokenizer_files(const char *dir, const est_hf_export_params *p) {
+  const est_model_family family = p->cfg ? p->cfg->opt.family : EST_FAMILY_BERT;
+  const char *cls = family == EST_FAMILY_DISTILBERT ? "DistilBertTokenizer"
+                    : family == EST_FAMILY_ELECTRA  ? "ElectraTokenizer"
+                                                    : "BertTokenizer";
   char text[1024];
   snprintf(text, sizeof text,
            "{\n  \"cls_token\": \"[CLS]\",\n  \"do_lower_case\": %s,\n  \"mask_token\": \"[MASK]\",\n"
            "  \"model_max_length\": %d,\n  \"pad_token\": \"[PAD]\",\n  \"sep_token\": \"[SEP]\",\n"
            "  \"strip_accents\": null,\n  \"tokenize_chinese_chars\": true,\n"
-           "  \"tokenizer_class\": \"BertTokenizer\",\n  \"unk_token\": \"[UNK]\"\n}\n",
-           p->do_lower_case ? "true" : "false", p->cfg->max_position_embeddings);
+           "  \"tokenizer_class\": \"%s\",\n  \"unk_token\": \"[UNK]\"\n}\n",
+           p->do_lower_case ? "true" : "false", est_bert_config_max_seq_length(p->cfg), cls);
   est_status st = write_text(dir, "tokenizer_config.json", text);
   if (st != EST_OK) return st;
   return write_text(dir, "special_tokens_map.json",
@@ -90,11 +130,11 @@ static est_status write_tokenizer_files(const char *dir, const est_hf_export_par
 static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_hf_export_params *p) {
   est_ckpt_reader *r;
   if (est_ckpt_reader_open(&r, ckpt_prefix) != EST_OK) return est_error_code();
-  char path[4096];
-  const char *arch = architecture(r);
+  char path[4096], arch[64];
+  architecture(r, p->cfg ? p->cfg->opt.family : EST_FAMILY_BERT, arch, sizeof arch);
   int num_labels = 0;
   est_status st = est_path_join(path, sizeof path, dir, "model.safetensors");
-  if (st == EST_OK) st = write_weights(r, path, arch, &num_labels);
+  if (st == EST_OK) st = write_weights(r, path, p->cfg, &num_labels);
   est_ckpt_reader_close(r);
   if (st == EST_OK && p->labels && num_labels != p->num_labels)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s has %d labels (output_weights) but %d label names were given",
@@ -117,14 +157,36 @@ static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_h
   return st;
 }
 
+/* The options a family's transformers class computes (what its config.json reader sets), or
+ * NULL when the config is that; else the first that differs: such a model (est's own
+ * bert_config.json can combine options freely) would load in transformers with other maths. */
+static const char *unexportable(const est_bert_config *c) {
+  const est_encoder_options *o = &c->opt;
+  const est_model_family f = o->family;
+  if (f == EST_FAMILY_BERT)
+    return o->embedding_size || o->position_ids || o->token_types || o->positions ? "a BERT with other encoder options"
+           : (float)c->layer_norm_eps != EST_LAYERNORM_EPS                       ? "a BERT with another layer_norm_eps"
+                                                                                 : NULL;
+  if (o->norm != EST_NORM_POST || o->ffn != EST_FFN_DENSE || o->no_bias) return "its norm, FFN or biases";
+  if (f != EST_FAMILY_ELECTRA && o->embedding_size) return "an embedding projection";
+  if (f != EST_FAMILY_DISTILBERT && o->positions != EST_POS_LEARNED) return "its position encoding";
+  const int after_padding = f == EST_FAMILY_ROBERTA || f == EST_FAMILY_XLM_ROBERTA;
+  if ((o->position_ids == EST_POS_IDS_AFTER_PADDING) != after_padding) return "its position ids";
+  const est_token_types types = f == EST_FAMILY_DISTILBERT            ? EST_TYPES_NONE
+                                : after_padding && c->type_vocab_size == 1 ? EST_TYPES_ZERO
+                                                                           : EST_TYPES_SEGMENTS;
+  if (o->token_types != types) return "its token types";
+  if (f == EST_FAMILY_DISTILBERT && (float)c->layer_norm_eps != EST_LAYERNORM_EPS) return "its layer_norm_eps";
+  return NULL;
+}
+
 est_status est_hf_export(const char *ckpt_prefix, const char *out_dir, const est_hf_export_params *p) {
-  /* the names, config.json and heads written are BertFor*'s: another family's export would
-   * load in transformers as a BERT with the wrong maths (issue 48's later stage) */
-  if (p->cfg && (p->cfg->opt.family != EST_FAMILY_BERT || p->cfg->opt.embedding_size ||
-                 p->cfg->opt.position_ids || p->cfg->opt.token_types || p->cfg->opt.positions ||
-                 (float)p->cfg->layer_norm_eps != EST_LAYERNORM_EPS))
-    return est_error(EST_ERR_UNIMPLEMENTED, "--export_format=hf: est writes BERT directories only; this model is "
-                     "\"%s\" (its HuggingFace export is not written yet)", est_model_family_name(p->cfg->opt.family));
+  /* the family's names, config.json and class: the model must be what that class computes */
+  const char *why = p->cfg ? unexportable(p->cfg) : NULL;
+  if (why)
+    return est_error(EST_ERR_UNIMPLEMENTED, "--export_format=hf: this \"%s\" model differs from transformers' in %s; "
+                     "its HuggingFace directory would compute something else",
+                     est_model_family_name(p->cfg->opt.family), why);
   char tmp[4096], old[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp-%ld", out_dir, (long)getpid());
   snprintf(old, sizeof old, "%s.old-%ld", out_dir, (long)getpid());

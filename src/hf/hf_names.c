@@ -95,11 +95,26 @@ static const hf_name_row BERT_HEADS[] = {
     {"qa_outputs.bias", "cls/squad/output_bias", 0},
 };
 
-/* The heads of the other families that are est's own heads' maths: *ForQuestionAnswering's
- * qa_outputs, a Linear on the sequence output. Their classification and masked-LM heads
- * (RoBERTa's dense + tanh + out_proj, DistilBERT's pre_classifier, ...) are not BERT's and
- * stay unmapped: a task starts them fresh. */
-static const hf_name_row QA_HEAD[] = {
+/* The heads of the other families: *ForQuestionAnswering's qa_outputs, a Linear on the
+ * sequence output (BERT's), and *ForSequenceClassification's dense + act + output layer on
+ * the first token, est's classifier head of that kind (est/bert_classifier.h: classifier/dense
+ * then output_weights). Their masked-LM heads stay unmapped. */
+static const hf_name_row ROBERTA_HEADS[] = {
+    /* RobertaClassificationHead, XLM-R's and ElectraClassificationHead: dense + out_proj */
+    {"classifier.dense.weight", "classifier/dense/kernel", 1},
+    {"classifier.dense.bias", "classifier/dense/bias", 0},
+    {"classifier.out_proj.weight", "output_weights", 0},
+    {"classifier.out_proj.bias", "output_bias", 0},
+    {"qa_outputs.weight", "cls/squad/output_weights", 0},
+    {"qa_outputs.bias", "cls/squad/output_bias", 0},
+};
+
+static const hf_name_row DISTILBERT_HEADS[] = {
+    /* DistilBertForSequenceClassification: pre_classifier + classifier */
+    {"pre_classifier.weight", "classifier/dense/kernel", 1},
+    {"pre_classifier.bias", "classifier/dense/bias", 0},
+    {"classifier.weight", "output_weights", 0},
+    {"classifier.bias", "output_bias", 0},
     {"qa_outputs.weight", "cls/squad/output_weights", 0},
     {"qa_outputs.bias", "cls/squad/output_bias", 0},
 };
@@ -117,10 +132,10 @@ static const struct {
   size_t nheads;
 } TABLES[] = {
     {EST_FAMILY_BERT, "bert.", ROWS(BERT_BODY), ROWS(BERT_HEADS)},
-    {EST_FAMILY_ROBERTA, "roberta.", ROWS(BERT_BODY), ROWS(QA_HEAD)},
-    {EST_FAMILY_XLM_ROBERTA, "roberta.", ROWS(BERT_BODY), ROWS(QA_HEAD)},
-    {EST_FAMILY_DISTILBERT, "distilbert.", ROWS(DISTILBERT_BODY), ROWS(QA_HEAD)},
-    {EST_FAMILY_ELECTRA, "electra.", ROWS(BERT_BODY), ROWS(QA_HEAD)},
+    {EST_FAMILY_ROBERTA, "roberta.", ROWS(BERT_BODY), ROWS(ROBERTA_HEADS)},
+    {EST_FAMILY_XLM_ROBERTA, "roberta.", ROWS(BERT_BODY), ROWS(ROBERTA_HEADS)},
+    {EST_FAMILY_DISTILBERT, "distilbert.", ROWS(DISTILBERT_BODY), ROWS(DISTILBERT_HEADS)},
+    {EST_FAMILY_ELECTRA, "electra.", ROWS(BERT_BODY), ROWS(ROBERTA_HEADS)},
 };
 
 static size_t table_of(est_model_family family) {

@@ -89,3 +89,51 @@ def test_minilm_fine_tuned_classifier_loads_in_transformers(minilm, tmp_path):
         f"--output_dir={out}", "--max_seq_length=64", "--train_batch_size=8", "--predict_batch_size=8",
         "--num_train_epochs=1", "--learning_rate=5e-5", "--num_threads=2")
     probabilities_match(str(out / "hf"), os.path.join(SST2, "test.tsv"), str(out / "test_results.tsv"), 64, [1])
+
+
+@pytest.mark.parametrize("family", ["roberta_cls", "xlm_roberta_cls", "distilbert_cls", "electra_cls"])
+def test_family_classifier_export_loads_in_transformers(family, tmp_path):
+    """Each family's *ForSequenceClassification (tests/data/encoders, docs/heads.md §7), fine-tuned
+    by est from its directory and exported as HF: transformers builds the family's class and gives
+    est's probabilities."""
+    src = os.path.join(DATA, "encoders", family)
+    out = tmp_path / "run"
+    est("run_classifier", "--task_name=sst-2", "--do_train", "--do_predict", "--do_export", "--export_format=hf",
+        f"--data_dir={SST2}", f"--bert_config_file={src}", f"--init_checkpoint={src}",
+        f"--vocab_file={os.path.join(src, 'vocab.txt')}", f"--output_dir={out}", "--max_seq_length=32",
+        "--train_batch_size=4", "--predict_batch_size=4", "--num_train_epochs=1", "--learning_rate=1e-3",
+        "--num_threads=2")
+    model = probabilities_match(str(out / "hf"), os.path.join(SST2, "test.tsv"), str(out / "test_results.tsv"),
+                                32, [1])
+    with open(os.path.join(src, "config.json")) as f:
+        want = json.load(f)
+    assert model.config.model_type == want["model_type"]
+    assert type(model).__name__ == want["architectures"][0]
+
+
+@pytest.mark.parametrize("family", ["roberta_qa", "distilbert_qa", "electra_qa"])
+def test_family_qa_export_loads_in_transformers(family, tmp_path):
+    """run_squad's first checkpoint (model.ckpt-0: the directory's weights as est loaded them),
+    written back by `est ckpt export_hf`, is the family's *ForQuestionAnswering in transformers
+    with the golden start / end logits (tests/data/encoders, 1e-5)."""
+    from safetensors.torch import load_file
+    from transformers import AutoModelForQuestionAnswering
+
+    src = os.path.join(DATA, "encoders", family)
+    out = tmp_path / "run"
+    squad = os.path.join(DATA, "squad", "edge_v1.json")
+    est("run_squad", f"--vocab_file={os.path.join(src, 'vocab.txt')}", f"--bert_config_file={src}",
+        f"--init_checkpoint={src}", "--do_train", f"--train_file={squad}", "--train_batch_size=2",
+        "--num_train_epochs=1", "--max_seq_length=32", "--doc_stride=16", "--max_query_length=8",
+        "--num_threads=2", f"--output_dir={out}")
+    est("ckpt", "export_hf", str(out / "model.ckpt-0"), str(tmp_path / "hf"), f"--bert_config_file={src}",
+        f"--vocab_file={os.path.join(src, 'vocab.txt')}")
+    model = AutoModelForQuestionAnswering.from_pretrained(str(tmp_path / "hf"), attn_implementation="eager").eval()
+    g = load_file(os.path.join(src, "golden.safetensors"))
+    kwargs = {"input_ids": g["input_ids"].long(), "attention_mask": g["input_mask"].long()}
+    if model.config.model_type == "electra":
+        kwargs["token_type_ids"] = g["segment_ids"].long()
+    with torch.no_grad():
+        o = model(**kwargs)
+    assert (o.start_logits - g["start_logits"]).abs().max() < 1e-5
+    assert (o.end_logits - g["end_logits"]).abs().max() < 1e-5

@@ -6,6 +6,12 @@
  * per-example softmax cross-entropy, loss = their mean. Backward adds d loss / d pooled into
  * the encoder's pooled-output gradient (est/bert_encoder.h).
  *
+ * The other families' kinds (est_classifier_kind, docs/heads.md §7): RoBERTa's, XLM-R's and
+ * ELECTRA's heads (dropout -> dense -> tanh / GELU -> dropout -> out_proj) and DistilBERT's
+ * (pre_classifier -> ReLU -> dropout -> classifier) on the first token of the sequence output,
+ * at the config's classifier dropout; backward adds into that token's rows of the encoder's
+ * sequence-output gradient.
+ *
  * The head type, its features, metrics and prediction:
  *   TRAIN    loss = mean over the batch of -log softmax(logits)[label] (padding rows
  *            included, as the reference).
@@ -33,6 +39,9 @@ static const float CLASSIFIER_DROPOUT = 0.1f;
 struct est_bert_classifier_head {
   est_var_store *vs;
   int H, C;
+  est_classifier_kind kind;
+  float dropout;                     /* the kind's; EST_CLASSIFIER_BERT: CLASSIFIER_DROPOUT */
+  int dense_w, dense_b;              /* classifier/dense [H,H], [H]; -1 under EST_CLASSIFIER_BERT */
   int out_w, out_b;                  /* output_weights [C,H], output_bias [C] */
   int max_B;
   void *buf;
@@ -42,27 +51,66 @@ struct est_bert_classifier_head {
   uint8_t *mask;
   int32_t *labels;
   float *d_logits, *d_pooled_d;      /* activation-gradient scratch */
+  /* the dense kinds: input_d = dropout(input), pre = input_d . Wd + bd, act = f(pre), then
+   * pooled_d = dropout(act) is the output layer's input */
+  float *input_d, *pre, *act, *d_act, *d_input_d;
+  uint8_t *in_mask;
   /* the last forward */
   int B, valid;
-  float p;
+  float p, p_in;
   est_bert_grads_ready_fn ready_fn;
   void *ready_ctx;
   int64_t first_row; /* est_bert_classifier_head_set_first_row */
   est_precision precision; /* est_bert_classifier_head_set_precision: the encoder's */
 };
 
+est_classifier_kind est_classifier_kind_of(est_model_family family) {
+  switch (family) {
+  case EST_FAMILY_ROBERTA:
+  case EST_FAMILY_XLM_ROBERTA: return EST_CLASSIFIER_DENSE_TANH;
+  case EST_FAMILY_ELECTRA: return EST_CLASSIFIER_DENSE_GELU;
+  case EST_FAMILY_DISTILBERT: return EST_CLASSIFIER_DENSE_RELU;
+  default: return EST_CLASSIFIER_BERT;
+  }
+}
+
+static est_activation kind_activation(est_classifier_kind kind) {
+  return kind == EST_CLASSIFIER_DENSE_TANH   ? EST_ACT_TANH
+         : kind == EST_CLASSIFIER_DENSE_GELU ? EST_ACT_GELU_EXACT
+                                             : EST_ACT_RELU;
+}
+
 est_status est_bert_classifier_head_create(est_bert_classifier_head **out, int hidden_size, int num_labels,
                                            est_var_store *vs) {
+  return est_bert_classifier_head_create_kind(out, hidden_size, num_labels, EST_CLASSIFIER_BERT, 0.0, vs);
+}
+
+est_status est_bert_classifier_head_create_kind(est_bert_classifier_head **out, int hidden_size, int num_labels,
+                                                est_classifier_kind kind, double dropout, est_var_store *vs) {
   *out = NULL;
   if (num_labels <= 0) return est_error(EST_ERR_INVALID_ARGUMENT, "num_labels must be positive, got %d", num_labels);
+  if ((unsigned)kind > (unsigned)EST_CLASSIFIER_DENSE_RELU)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "classifier head: unknown kind %d", (int)kind);
+  if (!(dropout >= 0 && dropout < 1))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "classifier head: dropout %g is not in [0, 1)", dropout);
   est_bert_classifier_head *h = calloc(1, sizeof *h);
   if (!h) return est_error(EST_ERR_NO_MEMORY, "out of memory creating the classifier head");
   h->vs = vs;
   h->H = hidden_size;
   h->C = num_labels;
+  h->kind = kind;
+  h->dropout = kind == EST_CLASSIFIER_BERT ? CLASSIFIER_DROPOUT : (float)dropout;
+  h->dense_w = h->dense_b = -1;
+  est_status st = EST_OK;
+  if (kind != EST_CLASSIFIER_BERT) {
+    int64_t ddims[2] = {hidden_size, hidden_size}, dbdims[1] = {hidden_size};
+    st = est_vars_declare(vs, "classifier/dense/kernel", 2, ddims, est_init_truncated_normal(0.02f), &h->dense_w);
+    if (st == EST_OK) st = est_vars_declare(vs, "classifier/dense/bias", 1, dbdims, est_init_zeros(), &h->dense_b);
+  }
   /* run_classifier hard-codes stddev 0.02 here, whatever initializer_range says. */
   int64_t wdims[2] = {num_labels, hidden_size}, bdims[1] = {num_labels};
-  est_status st = est_vars_declare(vs, "output_weights", 2, wdims, est_init_truncated_normal(0.02f), &h->out_w);
+  if (st == EST_OK)
+    st = est_vars_declare(vs, "output_weights", 2, wdims, est_init_truncated_normal(0.02f), &h->out_w);
   if (st == EST_OK) st = est_vars_declare(vs, "output_bias", 1, bdims, est_init_zeros(), &h->out_b);
   if (st != EST_OK) {
     free(h);
@@ -83,7 +131,11 @@ est_status est_bert_classifier_head_reserve(est_bert_classifier_head *h, int max
   if (h->buf && max_batch <= h->max_B) return EST_OK;
   const size_t B = (size_t)max_batch, H = (size_t)h->H, C = (size_t)h->C;
   /* one buffer, each region on a cache line */
-  const size_t sizes[] = {B * H * 4, B * C * 4, B * C * 4, B * 4, B * H, B * 4, B * C * 4, B * H * 4};
+  const int dense = h->kind != EST_CLASSIFIER_BERT;
+  const size_t DH = dense ? B * H : 0; /* the dense kinds' regions */
+  const size_t sizes[] = {B * H * 4, B * C * 4, B * C * 4, B * 4, B * H, B * 4, B * C * 4, B * H * 4,
+                          DH * 4,    DH * 4,    DH * 4,    DH * 4, DH * 4, DH};
+  enum { NREG = sizeof sizes / sizeof *sizes };
   size_t bytes = 0;
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) bytes += (sizes[i] + 63) & ~(size_t)63;
   void *buf = est_alloc(bytes);
@@ -94,8 +146,8 @@ est_status est_bert_classifier_head_reserve(est_bert_classifier_head *h, int max
   h->max_B = max_batch;
   h->valid = 0;
   char *p = buf;
-  void *regions[8];
-  for (size_t i = 0; i < 8; i++) {
+  void *regions[NREG];
+  for (size_t i = 0; i < NREG; i++) {
     regions[i] = p;
     p += (sizes[i] + 63) & ~(size_t)63;
   }
@@ -107,6 +159,12 @@ est_status est_bert_classifier_head_reserve(est_bert_classifier_head *h, int max
   h->labels = regions[5];
   h->d_logits = regions[6];
   h->d_pooled_d = regions[7];
+  h->input_d = dense ? regions[8] : NULL;
+  h->pre = dense ? regions[9] : NULL;
+  h->act = dense ? regions[10] : NULL;
+  h->d_act = dense ? regions[11] : NULL;
+  h->d_input_d = dense ? regions[12] : NULL;
+  h->in_mask = dense ? regions[13] : NULL;
   return EST_OK;
 }
 
@@ -134,15 +192,28 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
     return est_error(EST_ERR_INVALID_ARGUMENT, "classifier head: batch %d exceeds the reservation %d", batch,
                      h->max_B);
   const int B = batch, H = h->H, C = h->C;
-  const float p = training ? CLASSIFIER_DROPOUT : 0.0f;
-  est_dropout_forward_at(h->pooled_d, h->mask, pooled, (size_t)B * H, (size_t)h->first_row * (size_t)H, p,
-                         dropout_seed, step, EST_BERT_DROPOUT_HEAD_FIRST);
+  const float p = training ? h->dropout : 0.0f;
+  const size_t first = (size_t)h->first_row * (size_t)H;
+  float p_in = 0.0f;
+  if (h->kind != EST_CLASSIFIER_BERT) {
+    /* [dropout ->] dense -> act; DistilBERT has no dropout before its pre_classifier */
+    p_in = h->kind == EST_CLASSIFIER_DENSE_RELU ? 0.0f : p;
+    est_dropout_forward_at(h->input_d, h->in_mask, pooled, (size_t)B * H, first, p_in, dropout_seed, step,
+                           EST_BERT_DROPOUT_HEAD_FIRST + 1);
+    est_matmul_forward(h->pre, h->input_d, est_vars_value(h->vs, (size_t)h->dense_w),
+                       est_vars_value(h->vs, (size_t)h->dense_b), B, H, H, 0, h->precision);
+    est_activation_forward(h->act, h->pre, (size_t)B * H, kind_activation(h->kind));
+    pooled = h->act;
+  }
+  est_dropout_forward_at(h->pooled_d, h->mask, pooled, (size_t)B * H, first, p, dropout_seed, step,
+                         EST_BERT_DROPOUT_HEAD_FIRST);
   est_matmul_forward(h->logits, h->pooled_d, est_vars_value(h->vs, (size_t)h->out_w),
                      est_vars_value(h->vs, (size_t)h->out_b), B, H, C, 1,
                      est_precision_of_logits(h->precision));
   if (logits_out) memcpy(logits_out, h->logits, (size_t)B * C * sizeof(float));
   h->B = B;
   h->p = p;
+  h->p_in = p_in;
   if (!label_ids) return EST_OK;
   est_status st = est_crossentropy_forward(h->losses, h->probs, h->logits, label_ids, B, C);
   if (st) return est_error_prefix("BERT classifier loss: ");
@@ -164,6 +235,23 @@ est_status est_bert_classifier_head_backward(est_bert_classifier_head *h, float 
   /* loss = mean_b losses[b] -> d logits = (probs - onehot) / B */
   memset(h->d_logits, 0, (size_t)B * C * sizeof(float));
   est_crossentropy_backward(h->d_logits, h->probs, h->labels, 1.0f / (float)B, B, C);
+  if (h->kind != EST_CLASSIFIER_BERT) {
+    /* logits = dropout(act) W^T + b: d act written */
+    est_matmul_backward_mode(h->d_pooled_d, dW, db, h->d_logits, h->pooled_d,
+                             est_vars_value(h->vs, (size_t)h->out_w), B, H, C, 1, EST_GRAD_WRITE, h->precision);
+    est_dropout_backward_mode(h->d_act, h->d_pooled_d, h->mask, (size_t)B * H, h->p, EST_GRAD_WRITE);
+    /* act = f(pre): d pre written over d_pooled_d */
+    est_activation_backward_mode(h->d_pooled_d, h->d_act, h->pre, (size_t)B * H, kind_activation(h->kind),
+                                 EST_GRAD_WRITE);
+    /* pre = input_d Wd + bd; input_d = dropout(input): d input added into d_pooled */
+    float *d_in = h->p_in > 0.0f ? h->d_input_d : d_pooled;
+    est_matmul_backward_mode(d_in, est_vars_grad(h->vs, (size_t)h->dense_w), est_vars_grad(h->vs, (size_t)h->dense_b),
+                             h->d_pooled_d, h->input_d, est_vars_value(h->vs, (size_t)h->dense_w), B, H, H, 0,
+                             d_in != d_pooled ? EST_GRAD_WRITE : EST_GRAD_ADD, h->precision);
+    est_bert_report_grads_ready(h->vs, (size_t)h->dense_w, (size_t)h->out_b, h->ready_fn, h->ready_ctx);
+    if (d_in != d_pooled) est_dropout_backward(d_pooled, d_in, h->in_mask, (size_t)B * H, h->p_in);
+    return EST_OK;
+  }
   /* logits = pooled_d W^T + b; pooled_d = dropout(pooled), the identity when p is 0 */
   float *d_pd = h->p > 0.0f ? h->d_pooled_d : d_pooled;
   /* its own buffer is written; d_pooled (what the encoder reads) is added into */
@@ -184,6 +272,8 @@ typedef struct classifier {
   est_bert_classifier_head *head;
   est_bert_encoder *enc;
   int num_labels, extra_metric;
+  int first_token;         /* 1: the input is the first token's row (the dense kinds) */
+  float *first, *d_first;  /* [max_batch, H] then */
   /* one batch, [max_batch, C] / [max_batch] */
   float *logits, *per_example_loss, *probabilities, *weights;
   int32_t *predictions;
@@ -205,6 +295,8 @@ static void classifier_free(void *head) {
   free(m->probabilities);
   free(m->weights);
   free(m->predictions);
+  free(m->first);
+  free(m->d_first);
   free(m);
 }
 
@@ -216,8 +308,12 @@ static est_status classifier_create(void **out, const est_bert_head_context *ctx
   m->enc = ctx->encoder;
   m->num_labels = p->num_labels;
   m->extra_metric = p->extra_metric;
-  return est_bert_classifier_head_create(&m->head, est_bert_encoder_config(ctx->encoder)->hidden_size, p->num_labels,
-                                         ctx->vars);
+  /* the family's *ForSequenceClassification head (docs/heads.md §7) */
+  const est_bert_config *cfg = est_bert_encoder_config(ctx->encoder);
+  const est_classifier_kind kind = est_classifier_kind_of(cfg->opt.family);
+  m->first_token = kind != EST_CLASSIFIER_BERT;
+  return est_bert_classifier_head_create_kind(&m->head, cfg->hidden_size, p->num_labels, kind,
+                                              cfg->opt.classifier_dropout, ctx->vars);
 }
 
 static est_status add_metric(classifier *m, est_metric_kind kind, const char *name) {
@@ -238,6 +334,13 @@ static est_status classifier_reserve(void *head, const est_bert_head_context *ct
   m->per_example_loss = malloc(B * sizeof(float));
   m->weights = malloc(B * sizeof(float));
   m->predictions = malloc(B * sizeof(int32_t));
+  if (m->first_token) {
+    const size_t H = (size_t)est_bert_encoder_config(m->enc)->hidden_size;
+    m->first = malloc(B * H * sizeof(float));
+    m->d_first = malloc(B * H * sizeof(float));
+    if (!m->first || !m->d_first)
+      return est_error(EST_ERR_NO_MEMORY, "classifier head: out of memory for batch %zu", B);
+  }
   if (!m->logits || !m->probabilities || !m->per_example_loss || !m->weights || !m->predictions)
     return est_error(EST_ERR_NO_MEMORY, "classifier head: out of memory for batch %zu", B);
   if (ctx->mode != EST_MODE_EVAL) return EST_OK;
@@ -263,13 +366,33 @@ static est_status classifier_forward(void *head, const est_bert_head_batch *b, f
   for (int i = 0; i < b->batch; i++) m->weights[i] = real ? (float)((const int32_t *)real->data)[i] : 1.0f;
   m->labels = labels ? labels->data : NULL;
   est_bert_classifier_head_set_precision(m->head, est_bert_encoder_precision(m->enc));
-  return est_bert_classifier_head_forward(m->head, est_bert_encoder_pooled_output(m->enc), m->labels, b->batch,
+  const float *input = est_bert_encoder_pooled_output(m->enc);
+  if (m->first_token) { /* features[:, 0, :] of the sequence output */
+    const size_t H = (size_t)est_bert_encoder_config(m->enc)->hidden_size, S = (size_t)b->seq_len;
+    const float *seq = est_bert_encoder_sequence_output(m->enc);
+    for (size_t i = 0; i < (size_t)b->batch; i++) memcpy(m->first + i * H, seq + i * S * H, H * sizeof(float));
+    input = m->first;
+  }
+  return est_bert_classifier_head_forward(m->head, input, m->labels, b->batch,
                                           b->training, b->seed, b->step, m->logits,
                                           m->labels ? m->per_example_loss : NULL, m->labels ? loss : NULL);
 }
 
 static est_status classifier_backward(void *head) {
   classifier *m = head;
+  if (m->first_token) { /* d first token, added into its rows of d sequence output */
+    float *d_seq = est_bert_encoder_sequence_output_grad(m->enc);
+    if (!d_seq)
+      return est_error(EST_ERR_FAILED_PRECONDITION, "BERT backward: the activations were reserved forward-only");
+    const int B = est_bert_encoder_batch(m->enc);
+    const size_t H = (size_t)est_bert_encoder_config(m->enc)->hidden_size, S = (size_t)est_bert_encoder_seq_len(m->enc);
+    memset(m->d_first, 0, (size_t)B * H * sizeof(float));
+    est_status st = est_bert_classifier_head_backward(m->head, m->d_first);
+    if (st != EST_OK) return st;
+    for (size_t i = 0; i < (size_t)B; i++)
+      for (size_t j = 0; j < H; j++) d_seq[i * S * H + j] += m->d_first[i * H + j];
+    return EST_OK;
+  }
   float *d_pooled = est_bert_encoder_pooled_output_grad(m->enc);
   if (!d_pooled)
     return est_error(EST_ERR_FAILED_PRECONDITION, "BERT backward: the activations were reserved forward-only");

@@ -144,7 +144,9 @@ static est_status bert_init(void *model, est_var_store *vars) {
   for (size_t i = first; i <= last; i++) encoder_loaded += est_vars_at(vars, i)->from_checkpoint != 0;
   const size_t encoder_vars = last - first + 1;
   EST_LOG_INFO("Initialized %zu of %zu variables from %s", loaded, est_vars_count(vars), ckpt);
-  if (encoder_loaded == encoder_vars) return EST_OK;
+  /* a HuggingFace model passed est_hf_require_vars: all but a pooler it may lack (the
+   * *ForSequenceClassification of RoBERTa, DistilBERT, ELECTRA; BertForQuestionAnswering) */
+  if (encoder_loaded == encoder_vars || (hf && !m->p->init_checkpoint_partial)) return EST_OK;
   char missing[1024], unused[1024];
   size_t count, used;
   list_unmatched_variables(vars, first, last, missing, sizeof missing, 4);

@@ -100,7 +100,7 @@ static const config_field OPTION_FIELDS[] = {
     INT_FIELD(est_encoder_options, embedding_size),   INT_FIELD(est_encoder_options, no_bias),
     INT_FIELD(est_encoder_options, pad_rows_frozen),  INT_FIELD(est_encoder_options, global_attn_every_n_layers),
     INT_FIELD(est_encoder_options, local_attention),  REAL_FIELD(est_encoder_options, rotary_theta),
-    REAL_FIELD(est_encoder_options, rotary_theta_local),
+    REAL_FIELD(est_encoder_options, rotary_theta_local), REAL_FIELD(est_encoder_options, classifier_dropout),
 };
 
 static est_status read_fields(void *base, const config_field *f, size_t n, json_t *o, const char *src) {
@@ -227,6 +227,9 @@ static est_status options_validate(const est_bert_config *c, const char *src) {
       (c->pad_token_id < 0 || c->pad_token_id + 1 >= c->max_position_embeddings))
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"pad_token_id\" = %d leaves no positions after it "
                      "(max_position_embeddings %d)", src, c->pad_token_id, c->max_position_embeddings);
+  if (!(x->classifier_dropout >= 0.0 && x->classifier_dropout < 1.0))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"encoder_options.classifier_dropout\" = %g must be in "
+                     "[0, 1)", src, x->classifier_dropout);
   return EST_OK;
 }
 
