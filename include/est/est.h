@@ -39,6 +39,7 @@
 #include "est/pretraining_data.h"
 #include "est/pyrandom.h"
 #include "est/squad.h"
+#include "est/ner.h"
 #include "est/run_squad.h"
 #include "est/sentence_embedding.h"
 #include "est/served_head.h"
