@@ -96,7 +96,7 @@ static const struct {
     {"est/squad.h", "src/squad/"},          {"est/pretraining_data.h", "src/pretraining_data/"},
     {"est/ner.h", "src/ner/"},
     {"est/bert_task.h", "src/tasks/"},      {"est/run_classifier.h", "src/tasks/"},
-    {"est/run_squad.h", "src/tasks/"},      {"est/run_pretraining.h", "src/tasks/"},
+    {"est/run_squad.h", "src/tasks/"},      {"est/run_ner.h", "src/tasks/"},      {"est/run_pretraining.h", "src/tasks/"},
     {"est/serving.h", "src/serve/"},        {"est/est.h", NULL},
 };
 

@@ -41,6 +41,7 @@
 #include "est/squad.h"
 #include "est/ner.h"
 #include "est/run_squad.h"
+#include "est/run_ner.h"
 #include "est/sentence_embedding.h"
 #include "est/served_head.h"
 #include "est/serving.h"
