@@ -113,6 +113,33 @@ static void test_train_eval_predict(void **state) {
   }
   est_ner_report_free(&r);
   free(text);
+
+  /* --do_export --export_format=hf alone: BertForTokenClassification, train.txt's labels as
+   * id2label in order ("O" first), no pooler */
+  char hf[600];
+  snprintf(hf, sizeof hf, "%s/hf", test_tmpdir);
+  free(test_run_ok(EST_BIN " run_ner --data_dir=" CONLL " --vocab_file=" UNCASED " --bert_config_file=" SMALL_CONFIG
+                   " --output_dir=%s --do_export --export_format=hf --export_dir=%s", out, hf));
+  char *config = test_read_in(hf, "config.json");
+  assert_non_null(strstr(config, "\"BertForTokenClassification\""));
+  assert_non_null(strstr(config, "\"id2label\""));
+  const char *order[] = {"\"0\": \"O\"", "\"1\": \"B-LOC\"", "\"3\": \"B-PER\"", "\"6\": \"I-PER\""};
+  for (size_t i = 0; i < 4; i++)
+    if (!strstr(config, order[i])) fail_msg("config.json lacks %s:\n%s", order[i], config);
+  free(config);
+  char st_path[1024];
+  snprintf(st_path, sizeof st_path, "%s/model.safetensors", hf);
+  est_safetensors *sf;
+  assert_int_equal(est_safetensors_open(&sf, st_path), EST_OK);
+  assert_true(est_safetensors_has(sf, "classifier.weight"));
+  assert_true(!est_safetensors_has(sf, "bert.pooler.dense.weight"));
+  est_safetensors_close(sf);
+  /* an est servable is refused, saying why */
+  log = NULL;
+  assert_int_not_equal(test_run(&log, 1, EST_BIN " run_ner --data_dir=" CONLL " --vocab_file=" UNCASED
+                                " --bert_config_file=" SMALL_CONFIG " --output_dir=%s --do_export", out), 0);
+  assert_non_null(strstr(log, "only --export_format=hf"));
+  free(log);
 }
 
 /* JSON lines files (named .txt, found by their content), --label_all_tokens, predict only

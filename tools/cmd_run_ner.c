@@ -19,7 +19,8 @@ static const char usage[] =
     "labels are train.txt's tags, \"O\" first. Writes under output_dir: train.tf_record,\n"
     "eval.tf_record, predict.tf_record, model.ckpt-N checkpoints, eval_results.txt (seqeval's\n"
     "entity-level eval_precision, eval_recall, eval_f1, per-type keys, eval_accuracy) and\n"
-    "test_predictions.txt (one \"token tag\" line a word of test.txt).";
+    "test_predictions.txt (one \"token tag\" line a word of test.txt). --do_export\n"
+    "--export_format=hf writes a HuggingFace BertForTokenClassification directory (id2label).";
 
 static est_status run_task(void *ctx) { return est_run_ner_main(ctx); }
 
@@ -48,7 +49,7 @@ int est_cmd_run_ner(int argc, char **argv) {
   est_flag flags[NTASK + EST_CLI_TASK_MAX_FLAGS];
   size_t n = 0;
   for (size_t i = 0; i < 2; i++) flags[n++] = task_flags[i];
-  n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT);
+  n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT | EST_CLI_TASK_EXPORT);
   for (size_t i = 2; i < NTASK; i++) flags[n++] = task_flags[i];
   int rc = est_cli_task_parse("run_ner", usage, &c->common, flags, n, argc, argv);
   if (rc >= 0) return rc;

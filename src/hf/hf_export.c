@@ -30,13 +30,15 @@ static est_status write_weights(est_ckpt_reader *r, const char *path, const char
   size_t n = est_ckpt_reader_count(r);
   est_tensor *held = calloc(n ? n : 1, sizeof *held); /* data must live until finish */
   if (!held) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);
-  const int bare = !strcmp(arch, "BertModel"), qa = !strcmp(arch, "BertForQuestionAnswering");
+  const int bare = !strcmp(arch, "BertModel");
+  /* BertForQuestionAnswering and BertForTokenClassification have no pooler (add_pooling_layer=False) */
+  const int qa = !strcmp(arch, "BertForQuestionAnswering") || !strcmp(arch, "BertForTokenClassification");
   for (size_t i = 0; st == EST_OK && i < n; i++) {
     const char *tf = est_ckpt_reader_name(r, i);
     char hf[EST_VAR_NAME_MAX + 32];
     int transpose = 0;
     if (!est_hf_name_from_tf(tf, hf, sizeof hf, &transpose)) continue; /* global_step, Adam slots */
-    if (qa && !strncmp(tf, "bert/pooler/", 12)) continue;                /* BertForQuestionAnswering has none */
+    if (qa && !strncmp(tf, "bert/pooler/", 12)) continue;                /* no pooler there */
     if ((st = est_ckpt_reader_read(r, tf, &held[i])) != EST_OK) break;
     if (held[i].dtype != EST_DT_FLOAT) {
       st = est_error(EST_ERR_INVALID_ARGUMENT, "checkpoint tensor %s is not float32", tf);
@@ -91,7 +93,9 @@ static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_h
   est_ckpt_reader *r;
   if (est_ckpt_reader_open(&r, ckpt_prefix) != EST_OK) return est_error_code();
   char path[4096];
-  const char *arch = architecture(r);
+  /* the caller's class when the variables alone cannot tell (a token classifier's are a
+   * sequence classifier's: output_weights / output_bias) */
+  const char *arch = p->architecture && *p->architecture ? p->architecture : architecture(r);
   int num_labels = 0;
   est_status st = est_path_join(path, sizeof path, dir, "model.safetensors");
   if (st == EST_OK) st = write_weights(r, path, arch, &num_labels);

@@ -11,10 +11,12 @@
 #include "est/estimator.h"
 #include "est/example.h"
 #include "est/file.h"
+#include "est/hf_model.h"
 #include "est/log.h"
 #include "est/ner.h"
 #include "est/run_classifier.h"
 #include "est/run_ner.h"
+#include "est/serving.h"
 #include "est/tfrecord.h"
 #include "est/tokenizer.h"
 
@@ -341,6 +343,35 @@ static est_status task_finish_eval(void *self, est_estimator *e, est_eval_result
   return st;
 }
 
+/* --do_export --export_format=hf: a HuggingFace BertForTokenClassification directory with
+ * train.txt's labels as id2label (docs/hf.md §6). An est servable needs the token
+ * classifier on the served-heads table (est/served_head.h), which it is not yet. */
+static est_status task_export(void *self, const est_task_flags *f) {
+  ner_task *t = self;
+  if (!f->export_format || strcmp(f->export_format, "hf"))
+    return est_error(EST_ERR_UNIMPLEMENTED, "run_ner --do_export: only --export_format=hf (a HuggingFace "
+                                            "BertForTokenClassification directory); est predict / est serve do not "
+                                            "serve the token classifier yet");
+  est_status st = EST_OK;
+  if (!t->labels && (st = load_split(t, 0)) == EST_OK)
+    st = est_ner_labels_from(&t->data[0], &t->labels, &t->num_labels);
+  if (st != EST_OK) return est_error_prefix("--do_export: --data_dir=%s: train.txt: ", t->c->data_dir);
+  est_model_meta meta = {0};
+  char ckpt[4096], base[4096];
+  st = est_export_prepare(f, t->c->vocab_file, &meta, ckpt, sizeof ckpt);
+  if (st == EST_OK) {
+    if (f->export_dir && *f->export_dir) snprintf(base, sizeof base, "%s", f->export_dir);
+    else st = est_path_join(base, sizeof base, f->output_dir, "hf");
+  }
+  const est_hf_export_params hp = {.cfg = &meta.bert_config, .vocab_file = t->c->vocab_file,
+                                   .do_lower_case = t->c->do_lower_case, .labels = (const char *const *)t->labels,
+                                   .num_labels = (int)t->num_labels, .architecture = "BertForTokenClassification"};
+  if (st == EST_OK) st = est_hf_export(ckpt, base, &hp);
+  if (st == EST_OK) EST_LOG_INFO("Exported a BertForTokenClassification directory to %s", base);
+  est_model_meta_clear(&meta);
+  return st;
+}
+
 static est_status run(const est_run_ner_config *c, int validate_only) {
   ner_task t = {.c = c, .pred_split = 2};
   const est_task task = {.name = "run_ner",
@@ -351,6 +382,7 @@ static est_status run(const est_run_ner_config *c, int validate_only) {
                          .open_input = task_open_input,
                          .on_prediction = task_on_prediction,
                          .write_predictions = task_write_predictions,
+                         .export = task_export,
                          .finish_eval = task_finish_eval};
   est_status st = validate_only ? est_task_validate(&task, &c->common) : est_task_run(&task, &c->common);
   free(t.probs);
