@@ -134,6 +134,20 @@ static void test_train_eval_predict(void **state) {
   assert_true(est_safetensors_has(sf, "classifier.weight"));
   assert_true(!est_safetensors_has(sf, "bert.pooler.dense.weight"));
   est_safetensors_close(sf);
+  /* and back in: the directory as --init_checkpoint (its config.json, its vocab.txt) evaluates
+   * to the same numbers; --init_checkpoint_partial because BertForTokenClassification has no
+   * pooler, which the head never reads */
+  char out2[600];
+  snprintf(out2, sizeof out2, "%s/from_hf", test_tmpdir);
+  free(test_run_ok(EST_BIN " run_ner --data_dir=" CONLL " --init_checkpoint=%s --init_checkpoint_partial"
+                   " --bert_config_file=%s/config.json --output_dir=%s --do_eval --max_seq_length=16 --num_threads=2",
+                   hf, hf, out2));
+  char *again = test_read_in(out2, "eval_results.txt");
+  const char *same[] = {"eval_f1", "eval_precision", "eval_recall", "eval_accuracy", "eval_PER_f1"};
+  text = test_read_in(out, "eval_results.txt");
+  for (size_t i = 0; i < sizeof same / sizeof *same; i++)
+    if (eval_value(again, same[i]) != eval_value(text, same[i])) fail_msg("%s differs after the HF round trip", same[i]);
+  free(again), free(text);
   /* an est servable is refused, saying why */
   log = NULL;
   assert_int_not_equal(test_run(&log, 1, EST_BIN " run_ner --data_dir=" CONLL " --vocab_file=" UNCASED
