@@ -148,6 +148,32 @@ static void test_train_eval_predict(void **state) {
   for (size_t i = 0; i < sizeof same / sizeof *same; i++)
     if (eval_value(again, same[i]) != eval_value(text, same[i])) fail_msg("%s differs after the HF round trip", same[i]);
   free(again), free(text);
+  /* id2label in: the same directory whose config.json swaps B-LOC (1) and B-PER (3) reads its
+   * classifier rows by those names, so dev's LOC entities come out as PER */
+  char path[1024];
+  snprintf(path, sizeof path, "%s/config.json", hf);
+  uint8_t *bytes;
+  size_t nbytes;
+  assert_int_equal(est_read_file(path, &bytes, &nbytes), EST_OK);
+  config = (char *)bytes;
+  char *a = strstr(config, "\"1\": \"B-LOC\""), *b = strstr(config, "\"3\": \"B-PER\"");
+  assert_non_null(a), assert_non_null(b);
+  memcpy(a + 6, "B-PER", 5), memcpy(b + 6, "B-LOC", 5);
+  test_write_bytes(path, config, strlen(config));
+  free(config);
+  snprintf(out2, sizeof out2, "%s/from_hf_swapped", test_tmpdir);
+  log = test_run_ok(EST_BIN " run_ner --data_dir=" CONLL " --init_checkpoint=%s --init_checkpoint_partial"
+                    " --bert_config_file=%s/config.json --output_dir=%s --do_eval --max_seq_length=16 --num_threads=2",
+                    hf, hf, out2);
+  assert_non_null(strstr(log, "Labels in the order of"));
+  free(log);
+  again = test_read_in(out2, "eval_results.txt");
+  assert_true(eval_value(again, "eval_LOC_recall") == 0.0 && eval_value(again, "eval_f1") < 1.0);
+  free(again);
+  /* the trained order is kept in output_dir */
+  text = test_read_in(out, "label_list.txt");
+  assert_string_equal(text, "O\nB-LOC\nB-ORG\nB-PER\nI-LOC\nI-ORG\nI-PER\n");
+  free(text);
   /* an est servable is refused, saying why */
   log = NULL;
   assert_int_not_equal(test_run(&log, 1, EST_BIN " run_ner --data_dir=" CONLL " --vocab_file=" UNCASED

@@ -13,7 +13,11 @@
  * sentences longer than max_seq_length are windows doc_stride sub-tokens apart.
  * Head: est_bert_token_classifier_head_type (est/bert_head.h).
  *
- * Files under output_dir: train/eval/predict.tf_record (one window a record: input_ids,
+ * The classifier's label order: output_dir's label_list.txt (written when training starts)
+ * when present, else a HuggingFace --init_checkpoint's id2label (the same labels), else
+ * train.txt's (docs/ner.md §2).
+ *
+ * Files under output_dir: label_list.txt, train/eval/predict.tf_record (one window a record: input_ids,
  * input_mask, segment_ids, label_ids [max_seq_length]), the checkpoints, eval_results.txt and
  * test_predictions.txt.
  *   eval_results.txt  the Estimator's eval_loss, loss and global_step, and seqeval's default

@@ -1,6 +1,7 @@
 /* run_ner as a task on the driver (est/run_ner.h, est/bert_task.h): CoNLL / JSON lines read
  * into windows (est/ner.h), the token classification head, seqeval's metrics over dev.txt's
  * words added to eval_results.txt, test_predictions.txt in CoNLL form. */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,98 @@ static est_status load_split(ner_task *t, int s) {
   return st;
 }
 
+/* t->labels put in the order of names[n] (the same set), which `source` holds. */
+static est_status reorder_labels(ner_task *t, const char *const *names, size_t n, const char *source) {
+  if (n != t->num_labels)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s has %zu labels, train.txt has %zu", source, n, t->num_labels);
+  char **order = calloc(n ? n : 1, sizeof *order);
+  if (!order) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+  est_status st = EST_OK;
+  for (size_t i = 0; st == EST_OK && i < n; i++) {
+    const int k = est_ner_label_index((const char *const *)t->labels, t->num_labels, names[i]);
+    if (k < 0) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: label %zu is %s, not one of train.txt's", source, i, names[i]);
+    for (size_t j = 0; st == EST_OK && j < i; j++)
+      if (order[j] == t->labels[k]) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s repeats label %s", source, names[i]);
+    if (st == EST_OK) order[i] = t->labels[k];
+  }
+  if (st == EST_OK) {
+    memcpy(t->labels, order, n * sizeof *order);
+    EST_LOG_INFO("Labels in the order of %s", source);
+  }
+  free(order);
+  return st;
+}
+
+/* output_dir/label_list.txt (one label a line, the classifier's rows), written when training
+ * starts: later runs in that output_dir (eval, predict, export) keep the trained order. */
+static const char LABEL_LIST[] = "label_list.txt";
+
+static est_status saved_label_order(ner_task *t, const char *output_dir) {
+  char path[4096];
+  est_status st = est_path_join(path, sizeof path, output_dir, LABEL_LIST);
+  if (st != EST_OK || !est_file_exists(path)) return st;
+  est_ner_data d; /* one word a line: read as CoNLL, each line a word */
+  if ((st = est_ner_read_file(&d, path)) != EST_OK) return st;
+  const char **names = d.count ? (const char **)d.sentences[0].words : NULL;
+  st = d.count == 1 ? reorder_labels(t, names, d.sentences[0].num_words, path)
+                    : est_error(EST_ERR_INVALID_ARGUMENT, "%s: expected one label a line", path);
+  est_ner_data_free(&d);
+  return st;
+}
+
+static est_status write_label_list(const ner_task *t, const char *output_dir) {
+  char path[4096];
+  est_status st = est_path_join(path, sizeof path, output_dir, LABEL_LIST);
+  est_atomic_file *f = NULL;
+  if (st == EST_OK) st = est_atomic_open(&f, path);
+  if (st != EST_OK) return st;
+  for (size_t i = 0; i < t->num_labels; i++) fprintf(est_atomic_stream(f), "%s\n", t->labels[i]);
+  return est_atomic_commit(f);
+}
+
+/* id2label in: a HuggingFace --init_checkpoint directory whose config.json's id2label names
+ * the same labels as train.txt gives their order (its classifier rows are in that order); one
+ * that names others is an error, since its rows would be read as other labels. */
+static est_status hf_label_order(ner_task *t, const char *dir) {
+  char path[4096];
+  est_status st = est_path_join(path, sizeof path, dir, "config.json");
+  if (st != EST_OK) return st;
+  json_error_t jerr;
+  json_t *root = json_load_file(path, 0, &jerr);
+  if (!root) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: not JSON: %s", path, jerr.text);
+  json_t *id2label = json_object_get(root, "id2label");
+  const size_t n = json_is_object(id2label) ? json_object_size(id2label) : 0;
+  const char **names = calloc(n + 1, sizeof *names);
+  if (!names) st = est_error(EST_ERR_NO_MEMORY, "out of memory");
+  for (size_t i = 0; st == EST_OK && i < n; i++) {
+    char key[32];
+    snprintf(key, sizeof key, "%zu", i);
+    json_t *v = json_object_get(id2label, key);
+    if (!json_is_string(v))
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: id2label[\"%s\"]: expected a label string", path, key);
+    else names[i] = json_string_value(v);
+  }
+  char source[4200];
+  snprintf(source, sizeof source, "%s's id2label", path);
+  if (st == EST_OK && n) st = reorder_labels(t, names, n, source); /* none there: train.txt's order */
+  free(names);
+  json_decref(root);
+  return st;
+}
+
+/* The classifier's label order: output_dir's label_list.txt when it has one; else a
+ * HuggingFace --init_checkpoint's id2label when it has one; else train.txt's. */
+static est_status label_order(ner_task *t, const est_task_flags *f) {
+  char path[4096];
+  est_status st = est_path_join(path, sizeof path, f->output_dir, LABEL_LIST);
+  if (st != EST_OK) return st;
+  if (est_file_exists(path)) return saved_label_order(t, f->output_dir);
+  if (f->init_checkpoint && est_is_directory(f->init_checkpoint) && est_hf_is_checkpoint(f->init_checkpoint) &&
+      (st = hf_label_order(t, f->init_checkpoint)) != EST_OK)
+    return est_error_prefix("--init_checkpoint=%s: ", f->init_checkpoint);
+  return EST_OK;
+}
+
 static est_status task_prepare(void *self, const est_task_flags *f, const est_bert_config *cfg, est_task_model *m) {
   ner_task *t = self;
   const est_run_ner_config *c = t->c;
@@ -114,6 +207,7 @@ static est_status task_prepare(void *self, const est_task_flags *f, const est_be
   if ((st = est_ner_labels_from(&t->data[0], &t->labels, &t->num_labels)) != EST_OK)
     return est_error_prefix("--data_dir=%s: train.txt: ", c->data_dir);
   EST_LOG_INFO("%zu labels from train.txt (\"O\" first, the rest sorted)", t->num_labels);
+  if ((st = label_order(t, f)) != EST_OK) return st;
   const est_ner_feature_options o = {.max_seq_length = (int)f->max_seq_length, .doc_stride = (int)c->doc_stride,
                                      .label_all_tokens = c->label_all_tokens};
   const bool wanted[3] = {f->do_train, f->do_eval, f->do_predict};
@@ -211,6 +305,10 @@ static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, 
     EST_LOG_INFO("  Batch size = %lld", (long long)(mode == EST_MODE_EVAL ? f->eval_batch_size : f->predict_batch_size));
   }
   t->pred_split = 2;
+  if (mode == EST_MODE_TRAIN && est_dist_is_chief()) {
+    est_status st = write_label_list(t, f->output_dir);
+    if (st != EST_OK) return st;
+  }
   return open_split(t, split, out);
 }
 
@@ -353,8 +451,9 @@ static est_status task_export(void *self, const est_task_flags *f) {
                                             "BertForTokenClassification directory); est predict / est serve do not "
                                             "serve the token classifier yet");
   est_status st = EST_OK;
-  if (!t->labels && (st = load_split(t, 0)) == EST_OK)
-    st = est_ner_labels_from(&t->data[0], &t->labels, &t->num_labels);
+  if (!t->labels && (st = load_split(t, 0)) == EST_OK &&
+      (st = est_ner_labels_from(&t->data[0], &t->labels, &t->num_labels)) == EST_OK)
+    st = label_order(t, f);
   if (st != EST_OK) return est_error_prefix("--do_export: --data_dir=%s: train.txt: ", t->c->data_dir);
   est_model_meta meta = {0};
   char ckpt[4096], base[4096];
