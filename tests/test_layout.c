@@ -29,7 +29,7 @@
 /* ---- the rules ------------------------------------------------------------------------ */
 
 #define MODEL "src/bert/ src/hf/"
-#define TEXT_FORMATS "src/glue/ src/squad/ src/pretraining_data/"
+#define TEXT_FORMATS "src/glue/ src/squad/ src/ner/ src/pretraining_data/"
 #define SERVE_AND_TASKS "src/serve/ src/tasks/"
 #define BELOW_TASKS                                                                                 \
   "src/core/ src/io/ src/data/ src/nn/ src/train/ src/dist/ src/text/ " MODEL " " TEXT_FORMATS " " \
@@ -94,8 +94,9 @@ static const struct {
     {"est/hf_model.h", "src/hf/"},          {"est/processors.h", "src/glue/"},
     {"est/classifier_features.h", "src/glue/"},
     {"est/squad.h", "src/squad/"},          {"est/pretraining_data.h", "src/pretraining_data/"},
+    {"est/ner.h", "src/ner/"},
     {"est/bert_task.h", "src/tasks/"},      {"est/run_classifier.h", "src/tasks/"},
-    {"est/run_squad.h", "src/tasks/"},      {"est/run_pretraining.h", "src/tasks/"},
+    {"est/run_squad.h", "src/tasks/"},      {"est/run_ner.h", "src/tasks/"},      {"est/run_pretraining.h", "src/tasks/"},
     {"est/serving.h", "src/serve/"},        {"est/est.h", NULL},
 };
 
@@ -140,7 +141,7 @@ enum { NKNOWN = sizeof KNOWN / sizeof *KNOWN };
 
 /* The layer directories of src/: the first part of an internal header's path. */
 static const char *const SRC_DIRS[] = {"core", "io",  "data", "nn",   "train",           "dist",  "text",
-                                       "bert", "hf",  "glue", "squad", "pretraining_data", "tasks", "serve"};
+                                       "bert", "hf",  "glue", "squad", "ner", "pretraining_data", "tasks", "serve"};
 
 /* ---- the checker ------------------------------------------------------------------------ */
 

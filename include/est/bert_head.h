@@ -161,6 +161,17 @@ extern const est_bert_head_type est_bert_pretraining_head_type;
  * "unique_ids" [B], "start_logits", "end_logits" [B, S]. No metrics. No parameters. */
 extern const est_bert_head_type est_bert_squad_head_type;
 
+/* Token classification (transformers' BertForTokenClassification, src/bert/heads/
+ * head_token_classifier.c): dropout (hidden_dropout_prob) on the sequence output,
+ * output_weights [C, H], output_bias [C] at every position, softmax cross-entropy averaged
+ * over the labelled positions. Features: label_ids [B, S] (TRAIN, EVAL), -100 where a
+ * position is ignored (later sub-tokens, specials, padding). EVAL: eval_accuracy (tokens),
+ * eval_loss. PREDICT: "probabilities" [B, S, C]. */
+typedef struct est_bert_token_classifier_head_params {
+  int num_labels;
+} est_bert_token_classifier_head_params;
+extern const est_bert_head_type est_bert_token_classifier_head_type;
+
 #ifdef __cplusplus
 }
 #endif

@@ -140,6 +140,11 @@ typedef struct est_task {
    * output_dir/export); on the chief only. It checks the flags it needs itself: export alone
    * runs nothing else. */
   est_status (*export)(void *self, const est_task_flags *f);
+  /* Optional, after the final evaluation (of result->checkpoint_path) and before
+   * eval_results.txt: adds metrics that the head's streaming metrics cannot give, e.g.
+   * run_ner's entity-level F1 over whole sentences from predictions over the eval input.
+   * Called on every rank (predict is collective); the chief's result is written. */
+  est_status (*finish_eval)(void *self, est_estimator *e, est_eval_result *result);
 } est_task;
 
 /* est_task_flags_validate with the task's message, the task's validate, the shared files

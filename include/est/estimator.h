@@ -433,6 +433,8 @@ typedef struct est_eval_result {
 } est_eval_result;
 
 void est_eval_result_clear(est_eval_result *r);
+/* Sets `name` to value, adding the entry when it is absent (the writer sorts by name). */
+est_status est_eval_result_set(est_eval_result *r, const char *name, double value);
 /* The value called `name`; NOT_FOUND when absent. */
 est_status est_eval_result_get(const est_eval_result *r, const char *name, double *value);
 /* eval_results.txt as BERT's scripts write it (run_classifier.py, run_pretraining.py:

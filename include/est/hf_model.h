@@ -116,6 +116,9 @@ typedef struct est_hf_export_params {
   int do_lower_case;              /* tokenizer_config.json */
   const char *const *labels;      /* id2label / label2id; NULL: LABEL_0, ... */
   int num_labels;
+  /* The BertFor* class to write (e.g. "BertForTokenClassification", which has no pooler);
+   * NULL: the one the checkpoint's variables make (below). */
+  const char *architecture;
 } est_hf_export_params;
 
 /* Writes out_dir (config.json, model.safetensors, vocab.txt, tokenizer_config.json,

@@ -14,36 +14,49 @@
 #include "est/safetensors.h"
 #include "est/tokenizer.h"
 
-/* The class the checkpoint's variables make, written into arch[size]: the family's
- * (Bert, Roberta, XLMRoberta, DistilBert, Electra) ForQuestionAnswering,
- * ForSequenceClassification, BertForPreTraining (BERT's heads only: the other families'
- * masked-LM heads are not mapped), else its Model. */
-typedef enum { ARCH_MODEL, ARCH_QA, ARCH_SEQ_CLS, ARCH_PRETRAINING } arch_kind;
+/* The class written into arch[size]: the caller's `given` class when there is one (the
+ * variables alone cannot tell a token classifier's output_weights / output_bias from a
+ * sequence classifier's), else the one the checkpoint's variables make: the family's (Bert,
+ * Roberta, XLMRoberta, DistilBert, Electra) ForQuestionAnswering, ForSequenceClassification,
+ * BertForPreTraining (BERT's heads only: the other families' masked-LM heads are not
+ * mapped), else its Model. */
+typedef enum { ARCH_MODEL, ARCH_QA, ARCH_SEQ_CLS, ARCH_PRETRAINING, ARCH_TOKEN_CLS } arch_kind;
 
-static arch_kind architecture(est_ckpt_reader *r, est_model_family family, char *arch, size_t size) {
+static arch_kind architecture(est_ckpt_reader *r, est_model_family family, const char *given, char *arch,
+                              size_t size) {
   static const char *const PREFIX[] = {"Bert", "Roberta", "XLMRoberta", "DistilBert", "Electra"};
-  static const char *const SUFFIX[] = {"Model", "ForQuestionAnswering", "ForSequenceClassification", "ForPreTraining"};
+  static const char *const SUFFIX[] = {"Model", "ForQuestionAnswering", "ForSequenceClassification", "ForPreTraining",
+                                       "ForTokenClassification"};
   arch_kind k = ARCH_MODEL;
   if (est_ckpt_reader_has(r, "cls/squad/output_weights")) k = ARCH_QA;
   else if (est_ckpt_reader_has(r, "output_weights")) k = ARCH_SEQ_CLS;
   else if (family == EST_FAMILY_BERT && est_ckpt_reader_has(r, "cls/predictions/output_bias")) k = ARCH_PRETRAINING;
+  if (given && *given) {
+    const size_t n = strlen(given);
+    for (size_t s = 0; s < sizeof SUFFIX / sizeof *SUFFIX; s++)
+      if (n >= strlen(SUFFIX[s]) && !strcmp(given + n - strlen(SUFFIX[s]), SUFFIX[s])) k = (arch_kind)s;
+    snprintf(arch, size, "%s", given);
+    return k;
+  }
   snprintf(arch, size, "%s%s", PREFIX[family], SUFFIX[k]);
   return k;
 }
 
 /* Whether the class has BERT's pooler: BertModel and RobertaModel do (and BERT's heads but
- * QA); RoBERTa's heads, DistilBERT and ELECTRA do not. */
+ * QA and token classification, built with add_pooling_layer=False); RoBERTa's heads,
+ * DistilBERT and ELECTRA do not. */
 static int has_pooler(est_model_family family, arch_kind k) {
-  if (k == ARCH_QA || family == EST_FAMILY_DISTILBERT || family == EST_FAMILY_ELECTRA) return 0;
+  if (k == ARCH_QA || k == ARCH_TOKEN_CLS || family == EST_FAMILY_DISTILBERT || family == EST_FAMILY_ELECTRA) return 0;
   return family == EST_FAMILY_BERT || k == ARCH_MODEL;
 }
 
 /* model.safetensors: every tensor the family's table names, Linear kernels transposed back;
  * DistilBERT's sinusoidal table (no variable in est) written as transformers saves it. */
-static est_status write_weights(est_ckpt_reader *r, const char *path, const est_bert_config *cfg, int *num_labels) {
+static est_status write_weights(est_ckpt_reader *r, const char *path, const est_bert_config *cfg, const char *given,
+                                int *num_labels) {
   const est_model_family family = cfg ? cfg->opt.family : EST_FAMILY_BERT;
   char arch[64];
-  const arch_kind kind = architecture(r, family, arch, sizeof arch);
+  const arch_kind kind = architecture(r, family, given, arch, sizeof arch);
   est_safetensors_writer *w;
   est_status st = est_safetensors_writer_open(&w, path);
   if (st != EST_OK) return st;
@@ -131,10 +144,10 @@ static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_h
   est_ckpt_reader *r;
   if (est_ckpt_reader_open(&r, ckpt_prefix) != EST_OK) return est_error_code();
   char path[4096], arch[64];
-  architecture(r, p->cfg ? p->cfg->opt.family : EST_FAMILY_BERT, arch, sizeof arch);
+  architecture(r, p->cfg ? p->cfg->opt.family : EST_FAMILY_BERT, p->architecture, arch, sizeof arch);
   int num_labels = 0;
   est_status st = est_path_join(path, sizeof path, dir, "model.safetensors");
-  if (st == EST_OK) st = write_weights(r, path, p->cfg, &num_labels);
+  if (st == EST_OK) st = write_weights(r, path, p->cfg, p->architecture, &num_labels);
   est_ckpt_reader_close(r);
   if (st == EST_OK && p->labels && num_labels != p->num_labels)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s has %d labels (output_weights) but %d label names were given",

@@ -269,6 +269,7 @@ static est_status train_and_evaluate(const est_task *t, const est_task_flags *f,
   st = est_train_and_evaluate(e, &ts, &ev, &result);
   est_input_fn_release(&train_input), est_input_fn_release(&eval_input);
   if (st == EST_OK) log_gradient_reduction();
+  if (st == EST_OK && t->finish_eval) st = t->finish_eval(t->self, e, &result);
   if (st == EST_OK) st = write_eval_results(f, &result);
   est_eval_result_clear(&result);
   return st;
@@ -293,6 +294,7 @@ static est_status run_modes(const est_task *t, const est_task_flags *f, est_esti
     est_eval_result result = {0};
     st = est_estimator_evaluate(e, &input_fn, eval_steps, NULL, NULL, &result);
     est_input_fn_release(&input_fn);
+    if (st == EST_OK && t->finish_eval) st = t->finish_eval(t->self, e, &result);
     if (st == EST_OK) st = write_eval_results(f, &result);
     est_eval_result_clear(&result);
     if (st != EST_OK) return st;

@@ -112,6 +112,15 @@ static est_status result_add(est_eval_result *r, const char *name, double value)
   return EST_OK;
 }
 
+est_status est_eval_result_set(est_eval_result *r, const char *name, double value) {
+  for (size_t i = 0; i < r->count; i++)
+    if (!strcmp(r->names[i], name)) {
+      r->values[i] = value;
+      return EST_OK;
+    }
+  return result_add(r, name, value);
+}
+
 static est_status result_sort(est_eval_result *r) {
   size_t *idx = malloc((r->count ? r->count : 1) * sizeof *idx);
   char **names = malloc((r->count ? r->count : 1) * sizeof *names);
