@@ -4,8 +4,6 @@
 #include <stdio.h>
 
 #include "commands.h"
-#include "est/file.h"
-#include "est/hf_model.h"
 #include "est/run_classifier.h"
 #include "task_cli.h"
 
@@ -23,6 +21,7 @@ static const char usage[] =
     "the batch sizes are global, train_batch_size a multiple of N; rank 0 writes the files).";
 
 static est_status run_task(void *ctx) { return est_run_classifier_main(ctx); }
+static est_status validate_task(void *ctx) { return est_run_classifier_validate(ctx); }
 
 int est_cmd_run_classifier(int argc, char **argv) {
   est_run_classifier_config config = est_run_classifier_config_default(), *c = &config;
@@ -34,16 +33,9 @@ int est_cmd_run_classifier(int argc, char **argv) {
                     "[est] Required, except by --do_export alone (which reads it only for task tsv without "
                     "--tsv_labels: train.tsv's labels).", 0),
     EST_FLAG_STRING("task_name", &c->task_name, "The name of the task to train.", 1),
-    EST_FLAG_STRING("vocab_file", &c->vocab_file,
-                    "The vocabulary file that the BERT model was trained on (vocab.txt or tokenizer.json). "
-                    "[est] Unset with a HuggingFace --init_checkpoint=DIR: DIR's tokenizer.json, else vocab.txt.", 0),
-    EST_FLAG_BOOL("do_lower_case", &c->do_lower_case,
-                  "Whether to lower case the input text. Should be True for uncased models and False for cased "
-                  "models.", 0),
-    EST_FLAG_FLOAT("num_train_epochs", &c->num_train_epochs, "Total number of training epochs to perform.", 0),
-    EST_FLAG_FLOAT("warmup_proportion", &c->warmup_proportion,
-                   "Proportion of training to perform linear learning rate warmup for. E.g., 0.1 = 10% of "
-                   "training.", 0),
+    EST_CLI_VOCAB_FLAG(c),
+    EST_CLI_LOWER_CASE_FLAG(c),
+    EST_CLI_EPOCH_FLAGS(c),
     EST_FLAG_INT("tsv_text_a_column", &c->tsv_text_a_column,
                  "[est] task tsv: 0-based column of text_a in train.tsv/dev.tsv/test.tsv.", 0),
     EST_FLAG_INT("tsv_text_b_column", &c->tsv_text_b_column,
@@ -61,21 +53,11 @@ int est_cmd_run_classifier(int argc, char **argv) {
                     "test_results.tsv. Unset: the distinct labels of train.tsv, sorted.", 0),
     EST_FLAG_BOOL("tsv_skip_header", &c->tsv_skip_header, "[est] task tsv: skip the first line of each file.", 0),
   };
-  enum { NTASK = sizeof task_flags / sizeof *task_flags };
-  est_flag flags[NTASK + EST_CLI_TASK_MAX_FLAGS];
-  /* run_classifier.py's order: its required flags, the shared group, then the rest */
-  size_t n = 0;
-  for (size_t i = 0; i < 3; i++) flags[n++] = task_flags[i];
-  n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT | EST_CLI_TASK_EXPORT);
-  for (size_t i = 3; i < NTASK; i++) flags[n++] = task_flags[i];
-  int rc = est_cli_task_parse("run_classifier", usage, &c->common, flags, n, argc, argv);
-  if (rc >= 0) return rc;
-  if ((!c->vocab_file || !*c->vocab_file) && c->common.init_checkpoint && est_is_directory(c->common.init_checkpoint) &&
-      est_hf_is_checkpoint(c->common.init_checkpoint))
-    c->vocab_file = c->common.init_checkpoint; /* its tokenizer.json or vocab.txt (docs/hf.md §5) */
-  if (est_run_classifier_validate(c) != EST_OK) {
-    fprintf(stderr, "est run_classifier: %s\n", est_error_message());
-    return 2;
-  }
-  return est_cli_task_run("run_classifier", argc, argv, run_task, c);
+  /* run_classifier.py's order: its 3 required flags, the shared group, then the rest */
+  const est_cli_task_command command = {
+      .name = "run_classifier", .usage = usage, .common = &c->common, .task_flags = task_flags,
+      .num_task_flags = sizeof task_flags / sizeof *task_flags, .lead = 3,
+      .groups = EST_CLI_TASK_PREDICT | EST_CLI_TASK_EXPORT, .vocab_file = &c->vocab_file,
+      .validate = validate_task, .run = run_task, .ctx = c};
+  return est_cli_task_main(&command, argc, argv);
 }

@@ -4,8 +4,6 @@
 #include <stdio.h>
 
 #include "commands.h"
-#include "est/file.h"
-#include "est/hf_model.h"
 #include "est/run_ner.h"
 #include "task_cli.h"
 
@@ -23,21 +21,15 @@ static const char usage[] =
     "--export_format=hf writes a HuggingFace BertForTokenClassification directory (id2label).";
 
 static est_status run_task(void *ctx) { return est_run_ner_main(ctx); }
+static est_status validate_task(void *ctx) { return est_run_ner_validate(ctx); }
 
 int est_cmd_run_ner(int argc, char **argv) {
   est_run_ner_config config = est_run_ner_config_default(), *c = &config;
   const est_flag task_flags[] = {
     EST_FLAG_STRING("data_dir", &c->data_dir, "The input data dir: train.txt, dev.txt, test.txt.", 0),
-    EST_FLAG_STRING("vocab_file", &c->vocab_file,
-                    "The vocabulary file that the BERT model was trained on (vocab.txt or tokenizer.json). "
-                    "[est] Unset with a HuggingFace --init_checkpoint=DIR: DIR's tokenizer.json, else vocab.txt.", 0),
-    EST_FLAG_BOOL("do_lower_case", &c->do_lower_case,
-                  "Whether to lower case the input text. Should be True for uncased models and False for cased "
-                  "models.", 0),
-    EST_FLAG_FLOAT("num_train_epochs", &c->num_train_epochs, "Total number of training epochs to perform.", 0),
-    EST_FLAG_FLOAT("warmup_proportion", &c->warmup_proportion,
-                   "Proportion of training to perform linear learning rate warmup for. E.g., 0.1 = 10% of "
-                   "training.", 0),
+    EST_CLI_VOCAB_FLAG(c),
+    EST_CLI_LOWER_CASE_FLAG(c),
+    EST_CLI_EPOCH_FLAGS(c),
     EST_FLAG_BOOL("label_all_tokens", &c->label_all_tokens,
                   "Label every sub-token of a word (B- becoming I- after the first), not only the first "
                   "(transformers' run_ner).", 0),
@@ -45,20 +37,11 @@ int est_cmd_run_ner(int argc, char **argv) {
                  "[est] Sentences longer than max_seq_length: sub-tokens between the starts of their windows "
                  "(0: half a window).", 0),
   };
-  enum { NTASK = sizeof task_flags / sizeof *task_flags };
-  est_flag flags[NTASK + EST_CLI_TASK_MAX_FLAGS];
-  size_t n = 0;
-  for (size_t i = 0; i < 2; i++) flags[n++] = task_flags[i];
-  n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT | EST_CLI_TASK_EXPORT);
-  for (size_t i = 2; i < NTASK; i++) flags[n++] = task_flags[i];
-  int rc = est_cli_task_parse("run_ner", usage, &c->common, flags, n, argc, argv);
-  if (rc >= 0) return rc;
-  if ((!c->vocab_file || !*c->vocab_file) && c->common.init_checkpoint && est_is_directory(c->common.init_checkpoint) &&
-      est_hf_is_checkpoint(c->common.init_checkpoint))
-    c->vocab_file = c->common.init_checkpoint; /* its tokenizer.json or vocab.txt (docs/hf.md §5) */
-  if (est_run_ner_validate(c) != EST_OK) {
-    fprintf(stderr, "est run_ner: %s\n", est_error_message());
-    return 2;
-  }
-  return est_cli_task_run("run_ner", argc, argv, run_task, c);
+  /* its 2 leading flags, the shared group, then the rest */
+  const est_cli_task_command command = {
+      .name = "run_ner", .usage = usage, .common = &c->common, .task_flags = task_flags,
+      .num_task_flags = sizeof task_flags / sizeof *task_flags, .lead = 2,
+      .groups = EST_CLI_TASK_PREDICT | EST_CLI_TASK_EXPORT, .vocab_file = &c->vocab_file,
+      .validate = validate_task, .run = run_task, .ctx = c};
+  return est_cli_task_main(&command, argc, argv);
 }

@@ -27,18 +27,13 @@ int est_cmd_run_squad(int argc, char **argv) {
     EST_FLAG_STRING("train_file", &c->train_file, "SQuAD json for training. E.g., train-v1.1.json", 0),
     EST_FLAG_STRING("predict_file", &c->predict_file,
                     "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json", 0),
-    EST_FLAG_BOOL("do_lower_case", &c->do_lower_case,
-                  "Whether to lower case the input text. Should be True for uncased models and False for cased "
-                  "models.", 0),
+    EST_CLI_LOWER_CASE_FLAG(c),
     EST_FLAG_INT("doc_stride", &c->doc_stride,
                  "When splitting up a long document into chunks, how much stride to take between chunks.", 0),
     EST_FLAG_INT("max_query_length", &c->max_query_length,
                  "The maximum number of tokens for the question. Questions longer than this will be truncated to "
                  "this length.", 0),
-    EST_FLAG_FLOAT("num_train_epochs", &c->num_train_epochs, "Total number of training epochs to perform.", 0),
-    EST_FLAG_FLOAT("warmup_proportion", &c->warmup_proportion,
-                   "Proportion of training to perform linear learning rate warmup for. E.g., 0.1 = 10% of "
-                   "training.", 0),
+    EST_CLI_EPOCH_FLAGS(c),
     EST_FLAG_BOOL("verbose_logging", &c->verbose_logging,
                   "If true, all of the warnings related to data processing will be printed. A number of warnings "
                   "are expected for a normal SQuAD evaluation.", 0),
@@ -63,10 +58,8 @@ int est_cmd_run_squad(int argc, char **argv) {
   enum { NTASK = sizeof task_flags / sizeof *task_flags };
   est_flag flags[NTASK + EST_CLI_TASK_MAX_FLAGS];
   /* run_squad.py's order: its input flags, the shared group, then training and prediction */
-  size_t n = 0;
-  for (size_t i = 0; i < 6; i++) flags[n++] = task_flags[i];
-  n += est_cli_task_flags(&c->common, flags + n, EST_CLI_TASK_PREDICT | EST_CLI_TASK_EXPORT | EST_CLI_TASK_NO_EVAL);
-  for (size_t i = 6; i < NTASK; i++) flags[n++] = task_flags[i];
+  const size_t n = est_cli_task_flag_list(&c->common, task_flags, NTASK, 6,
+                                          EST_CLI_TASK_PREDICT | EST_CLI_TASK_EXPORT | EST_CLI_TASK_NO_EVAL, flags);
   /* run_squad.py's words for its own shared flags */
   est_cli_flag_help(flags, n, "do_predict", "Whether to run eval on the dev set.");
   est_cli_flag_help(flags, n, "predict_batch_size", "Total batch size for predictions.");

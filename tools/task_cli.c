@@ -6,6 +6,8 @@
 
 #include "commands.h"
 #include "est/dist.h"
+#include "est/file.h"
+#include "est/hf_model.h"
 #include "est/log.h"
 #include "est/precision.h"
 #include "task_cli.h"
@@ -117,6 +119,38 @@ size_t est_cli_task_flags(est_task_flags *f, est_flag *out, unsigned groups) {
 void est_cli_flag_help(est_flag *flags, size_t n, const char *name, const char *help) {
   for (size_t i = 0; i < n; i++)
     if (!strcmp(flags[i].name, name)) flags[i].help = help;
+}
+
+size_t est_cli_task_flag_list(est_task_flags *f, const est_flag *task_flags, size_t ntask, size_t lead,
+                              unsigned groups, est_flag *out) {
+  size_t n = 0;
+  for (size_t i = 0; i < lead && i < ntask; i++) out[n++] = task_flags[i];
+  n += est_cli_task_flags(f, out + n, groups);
+  for (size_t i = lead; i < ntask; i++) out[n++] = task_flags[i];
+  return n;
+}
+
+const char *est_cli_task_vocab(const char *vocab_file, const est_task_flags *f) {
+  if (vocab_file && *vocab_file) return vocab_file;
+  const char *dir = f->init_checkpoint;
+  return dir && est_is_directory(dir) && est_hf_is_checkpoint(dir) ? dir : vocab_file;
+}
+
+int est_cli_task_main(const est_cli_task_command *t, int argc, char **argv) {
+  est_flag flags[64 + EST_CLI_TASK_MAX_FLAGS];
+  if (t->num_task_flags > 64) {
+    fprintf(stderr, "est %s: %zu flags, more than the 64 a task command may have\n", t->name, t->num_task_flags);
+    return 2;
+  }
+  const size_t n = est_cli_task_flag_list(t->common, t->task_flags, t->num_task_flags, t->lead, t->groups, flags);
+  int rc = est_cli_task_parse(t->name, t->usage, t->common, flags, n, argc, argv);
+  if (rc >= 0) return rc;
+  if (t->vocab_file) *t->vocab_file = est_cli_task_vocab(*t->vocab_file, t->common);
+  if (t->validate(t->ctx) != EST_OK) {
+    fprintf(stderr, "est %s: %s\n", t->name, est_error_message());
+    return 2;
+  }
+  return est_cli_task_run(t->name, argc, argv, t->run, t->ctx);
 }
 
 /* The TPU flags of the group: bound to these fields of f. */
