@@ -256,7 +256,7 @@ static bool run_basic(est_tokenizer *t, const char *text, size_t len) {
     cp = tok_utf8_next(p + i, len - i, &adv);
     i += adv;
     if (cp == UINT32_MAX) continue;
-    if (t->clean_text && (cp == 0xFFFD || est_tok_is_control(cp) || (t->hf_rules && tok_is_unassigned_or_private(cp))))
+    if (t->clean_text && (cp == 0xFFFD || (t->hf_rules ? tok_hf_is_other(cp) : est_tok_is_control(cp))))
       continue;
     if (est_tok_is_whitespace(cp)) {
       c[n++] = ' ';
