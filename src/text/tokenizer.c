@@ -362,6 +362,15 @@ est_status est_tokenizer_encode_pair(est_tokenizer *t, const char *text, size_t 
   return tok_pipeline_encode(t->pipe, text, len, pair, pair_len, add_special_tokens, out);
 }
 
+est_status est_tokenizer_decode(const est_tokenizer *t, const int32_t *ids, size_t n, bool skip_special_tokens,
+                                char **out, size_t *out_len) {
+  *out = NULL;
+  *out_len = 0;
+  if (!t->pipe)
+    return est_error(EST_ERR_FAILED_PRECONDITION, "this tokenizer comes from a vocab.txt: decoding needs a tokenizer.json");
+  return tok_pipeline_decode(t->pipe, ids, n, skip_special_tokens, out, out_len);
+}
+
 est_truncation *est_tokenizer_truncation(est_tokenizer *t) { return t->pipe ? tok_pipeline_truncation(t->pipe) : NULL; }
 est_padding *est_tokenizer_padding(est_tokenizer *t) { return t->pipe ? tok_pipeline_padding(t->pipe) : NULL; }
 

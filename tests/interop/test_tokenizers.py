@@ -123,18 +123,21 @@ def _encode(tok, x):
 
 def _hf(tok, inputs):
     """tokenizers' encodings of the inputs it takes, and the inputs it refuses (a truncation
-    it cannot do: OnlySecond without a second text, or a text too short to cut)."""
+    it cannot do: OnlySecond without a second text, a text too short to cut, or one cut to no more tokens than the stride, where it panics)."""
     try:
         if not tok.padding or tok.padding.get("length") is not None:  # batch padding would differ
             return inputs, tok.encode_batch(inputs), []
-    except Exception:
-        pass
+    except BaseException as e:  # a PanicException too (a stride over the cut length)
+        if isinstance(e, KeyboardInterrupt):
+            raise
     ok, enc, refused = [], [], []
     for x in inputs:
         try:
             enc.append(_encode(tok, x))
             ok.append(x)
-        except Exception:
+        except BaseException as e:
+            if isinstance(e, KeyboardInterrupt):
+                raise
             refused.append(x)
     return ok, enc, refused
 
@@ -191,3 +194,30 @@ def test_tokenizers_real_files(name, lines):
         _check(name, "pair, --max_length=24 --truncation=" + strategy, path, tok, pairs[: len(pairs) // 8],
                "--pair", "--max_length=24", "--truncation=" + strategy)
 
+
+@pytest.mark.parametrize("name", FILES)
+def test_tokenizers_decode(name, lines):
+    """`est tokenize --decode` gives Tokenizer.decode of the ids tokenizers encodes every 20th
+    line to, with and without skip_special_tokens, and of ids in random order (byte tokens cut
+    from their runs, suffixes and prefixes out of place, ids past the vocabulary)."""
+    path = os.path.join(SHARED, name + ".tokenizer.json")
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is absent")
+    tok = tokenizers.Tokenizer.from_file(path)
+    tok.no_truncation()
+    tok.no_padding()
+    rng = random.Random(470)
+    seqs = [e.ids for e in tok.encode_batch(lines[::20])]
+    size = tok.get_vocab_size(with_added_tokens=True)
+    seqs += [[rng.randrange(size + 3) for _ in range(rng.randint(0, 30))] for _ in range(len(seqs))]
+    data = "".join(" ".join(map(str, s)) + "\n" for s in seqs).encode()
+    for skip in (False, True):
+        p = subprocess.run([EST, "tokenize", "--tokenizer_file=" + path, "--decode", "--output=json",
+                            "--skip_special_tokens=" + ("true" if skip else "false")], input=data, capture_output=True)
+        assert p.returncode == 0, p.stderr.decode(errors="replace")
+        got = [json.loads(l) for l in p.stdout.decode("utf-8").split("\n")[:-1]]
+        want = tok.decode_batch(seqs, skip_special_tokens=skip)
+        assert len(got) == len(want)
+        bad = [i for i in range(len(want)) if got[i] != want[i]]
+        assert not bad, (f"{name} decode (skip_special_tokens={skip}): {len(bad)} of {len(want)} differ; first "
+                         f"ids {seqs[bad[0]]}:\n est {got[bad[0]]!r}\n hf  {want[bad[0]]!r}")
