@@ -115,9 +115,9 @@ static const struct {
     {"src/nn/", "dispatch", "gemm.h gemm.c gemm_int8.h gemm_int8.c precision.c"},
     {"src/text/", "unicode", "unicode.h unicode.c"},
     {"src/text/", "vocabulary", "vocab_internal.h vocab.c"},
-    {"src/text/", "tokenizer.json's pipeline", /* normalizers -> pre-tokenizers -> model -> post-processor */
+    {"src/text/", "tokenizer.json's pipeline", /* normalizers -> pre-tokenizers -> model -> post-processor; decoders */
      "hf_internal.h normalizers.c precompiled.c pretokenizers.c models_internal.h models.c unigram.c bpe.c "
-     "post_processors.c hf_tokenizer.h hf_tokenizer.c"},
+     "post_processors.c decoders.c hf_tokenizer.h hf_tokenizer.c"},
     {"src/text/", "tokenizers", "tokenizer.c tokenizer_case.c tokenizer_json.c"},
 };
 enum { NSTEPS = sizeof STEPS / sizeof *STEPS };

@@ -2,8 +2,10 @@
  * 0.22.1: files that tests/reference/tokenizers_golden.py trained and saved (Unigram with
  * NFKC + Replace + Metaspace and a template; byte-level BPE with RobertaProcessing's
  * trim_offsets; WordLevel with StripAccents + Lowercase + Whitespace + Digits, BertProcessing
- * and the file's truncation), and their encodings of multilingual text, single and pair:
- * ids, type ids, special-token masks and code point offsets must be identical. */
+ * and the file's truncation; WordPiece with BertNormalizer; BPE with a suffix; a Llama-like
+ * byte-fallback BPE), and their encodings of multilingual text, single and pair: ids, type ids,
+ * special-token masks and code point offsets must be identical; and Tokenizer.decode through
+ * each decoder (decode.tsv). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -75,9 +77,92 @@ static void test_goldens(void **state) {
     json_decref(b);
     rows++;
   }
-  assert_int_equal(rows, 96);
+  assert_int_equal(rows, 204);
   est_tokenizer_free(tok);
   free(text);
+}
+
+/* Tokenizer.decode through each decoder (decode.tsv: file, skip_special_tokens, ids, text). */
+static void test_decode_goldens(void **state) {
+  (void)state;
+  uint8_t *data;
+  size_t size;
+  assert_int_equal(est_read_file(DIR "/decode.tsv", &data, &size), EST_OK);
+  char *text = realloc(data, size + 1);
+  text[size] = 0;
+  est_tokenizer *tok = NULL;
+  char current[64] = "";
+  int rows = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    char *f[4];
+    char *p = line;
+    for (int i = 0; i < 4; i++) {
+      f[i] = p;
+      p = strchr(p, '\t');
+      if (p) *p++ = 0;
+      else assert_int_equal(i, 3);
+    }
+    if (strcmp(current, f[0])) {
+      est_tokenizer_free(tok);
+      char path[512];
+      snprintf(path, sizeof path, DIR "/%s", f[0]);
+      if (est_tokenizer_from_json(&tok, path) != EST_OK) fail_msg("%s", est_error_message());
+      snprintf(current, sizeof current, "%s", f[0]);
+    }
+    int32_t ids[512];
+    size_t n = 0;
+    for (char *q = f[2], *end; *q && n < 512; q = end) {
+      ids[n++] = (int32_t)strtol(q, &end, 10);
+      assert_true(end != q);
+    }
+    json_t *want = json_loads(f[3], JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    assert_non_null(want);
+    char *got;
+    size_t len;
+    assert_int_equal(est_tokenizer_decode(tok, ids, n, f[1][0] == '1', &got, &len), EST_OK);
+    if (len != json_string_length(want) || memcmp(got, json_string_value(want), len))
+      fail_msg("decode row %d (%s, ids %s): want %s\n  got  \"%s\"", rows, f[0], f[2], f[3], got);
+    free(got);
+    json_decref(want);
+    rows++;
+  }
+  assert_int_equal(rows, 2 * 6 * (17 + 8) + 2 * 3);
+  est_tokenizer_free(tok);
+  free(text);
+}
+
+/* A sequence cut to no more tokens than the stride is an error (tokenizers asserts it). */
+static void test_stride_not_under_cut(void **state) {
+  (void)state;
+  est_tokenizer *tok = NULL;
+  assert_int_equal(est_tokenizer_from_json(&tok, DIR "/wordlevel.json"), EST_OK);
+  est_truncation *t = est_tokenizer_truncation(tok);
+  t->max_length = 4; /* [CLS] x x [SEP]: the text is cut to 2 */
+  t->stride = 2;
+  est_encoding e;
+  const char *text = "the quick brown fox";
+  assert_int_not_equal(est_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, true, &e), EST_OK);
+  assert_non_null(strstr(est_error_message(), "stride 2 must be less than the 2 tokens"));
+  t->stride = 1;
+  assert_int_equal(est_tokenizer_encode_pair(tok, text, strlen(text), NULL, 0, true, &e), EST_OK);
+  assert_int_equal(e.n, 4);
+  t->stride = 9; /* nothing to cut: no error */
+  assert_int_equal(est_tokenizer_encode_pair(tok, "fox", 3, NULL, 0, true, &e), EST_OK);
+  est_tokenizer_free(tok);
+}
+
+/* An unknown decoder is an error naming it. */
+static void test_unknown_decoder_named(void **state) {
+  (void)state;
+  const char *path = test_tmp_path("tokenizer.json");
+  const char *doc = "{\"model\": {\"type\": \"Unigram\", \"vocab\": [[\"a\", 0.0]], \"unk_id\": 0},"
+                    " \"decoder\": {\"type\": \"Sequence\", \"decoders\": [{\"type\": \"CTC\"}]}}";
+  test_write_bytes(path, doc, strlen(doc));
+  est_tokenizer *tok = NULL;
+  assert_int_not_equal(est_tokenizer_from_json(&tok, path), EST_OK);
+  assert_non_null(strstr(est_error_message(), "decoder.decoders[0].type \"CTC\""));
+  assert_null(tok);
 }
 
 /* A type est does not run is an error naming the field, never another tokenizer. */
@@ -97,6 +182,9 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_goldens),
     cmocka_unit_test(test_unknown_type_named),
+    cmocka_unit_test(test_decode_goldens),
+    cmocka_unit_test(test_stride_not_under_cut),
+    cmocka_unit_test(test_unknown_decoder_named),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,8 @@
 /* `est tokenize --vocab_file=F [--do_lower_case=B] [--output=tokens|ids]`: BERT's
  * FullTokenizer as a filter; `est tokenize --tokenizer_file=tokenizer.json [--pair]
  * [--max_length=N --truncation=S --stride=K] [--output=json|ids|tokens]`: HuggingFace
- * `tokenizers`' Tokenizer.encode (docs/tokenizer.md §8).
+ * `tokenizers`' Tokenizer.encode (docs/tokenizer.md §8); with --decode, Tokenizer.decode of
+ * lines of ids (§8.2).
  *
  * The vocab_file form: one input per stdin line ('\n' separated), one output line each:
  * WordPiece tokens or their ids, separated by single spaces (an empty line for no tokens).
@@ -26,11 +27,14 @@ static const char *USAGE =
     "Prints what HuggingFace tokenizers' Tokenizer.encode(line) gives (with special tokens; the file's\n"
     "own truncation and padding apply unless --max_length overrides the truncation). --pair reads\n"
     "text_a<TAB>text_b lines. --output=json prints one object a line: ids, tokens, type_ids,\n"
-    "attention_mask, special_tokens_mask and offsets (code points of the input, of text_b for its tokens).\n";
+    "attention_mask, special_tokens_mask and offsets (code points of the input, of text_b for its tokens).\n\n"
+    "   or: est tokenize --tokenizer_file=tokenizer.json --decode [--skip_special_tokens] [--output=json] < ids\n\n"
+    "Prints Tokenizer.decode(ids) for each line of space-separated ids, through the file's decoder: the\n"
+    "text, or with --output=json the text as a JSON string (so a decoded newline stays on its line).\n";
 
-static void put_json_string(const char *s) {
+static void put_json_bytes(const char *s, size_t n) {
   putchar_unlocked('"');
-  for (; *s; s++) {
+  for (const char *end = s + n; s < end; s++) {
     unsigned char c = (unsigned char)*s;
     if (c == '"' || c == '\\') putchar_unlocked('\\'), putchar_unlocked((int)c);
     else if (c < 0x20) printf("\\u%04x", c);
@@ -39,10 +43,61 @@ static void put_json_string(const char *s) {
   putchar_unlocked('"');
 }
 
+static void put_json_string(const char *s) { put_json_bytes(s, strlen(s)); }
+
 static void put_ints(const char *name, const int32_t *v, size_t n, bool first) {
   printf("%s\"%s\":[", first ? "" : ",", name);
   for (size_t i = 0; i < n; i++) printf(i ? ",%d" : "%d", v[i]);
   putchar_unlocked(']');
+}
+
+/* --decode: one text a line of ids. */
+static int decode_lines(est_tokenizer *tok, bool json, bool skip_special) {
+  char *line = NULL;
+  size_t cap = 0, lineno = 0, nid = 0, idcap = 0;
+  int32_t *ids = NULL;
+  ssize_t len;
+  int rc = 0;
+  while (rc == 0 && (len = getline(&line, &cap, stdin)) >= 0) {
+    lineno++;
+    nid = 0;
+    for (char *p = line, *end; rc == 0; p = end) {
+      while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+      if (!*p) break;
+      long v = strtol(p, &end, 10);
+      if (end == p || v < 0 || v > INT32_MAX || (*end && *end != ' ' && *end != '\t' && *end != '\r' && *end != '\n')) {
+        fprintf(stderr, "est tokenize: line %zu: --decode expects space-separated non-negative ids\n", lineno);
+        rc = 1;
+        break;
+      }
+      if (nid == idcap) {
+        idcap = idcap ? 2 * idcap : 64;
+        int32_t *q = realloc(ids, idcap * sizeof *q);
+        if (!q) {
+          fprintf(stderr, "est tokenize: out of memory\n");
+          rc = 1;
+          break;
+        }
+        ids = q;
+      }
+      ids[nid++] = (int32_t)v;
+    }
+    if (rc) break;
+    char *text;
+    size_t tlen;
+    if (est_tokenizer_decode(tok, ids, nid, skip_special, &text, &tlen) != EST_OK) {
+      fprintf(stderr, "est tokenize: line %zu: %s\n", lineno, est_error_message());
+      rc = 1;
+      break;
+    }
+    if (json) put_json_bytes(text, tlen);
+    else fwrite(text, 1, tlen, stdout);
+    putchar_unlocked('\n');
+    free(text);
+  }
+  free(ids);
+  free(line);
+  return rc;
 }
 
 /* --tokenizer_file: one encoding a line. */
@@ -104,12 +159,14 @@ static int encode_lines(est_tokenizer *tok, const char *output, bool pair) {
 
 int est_cmd_tokenize(int argc, char **argv) {
   const char *vocab_file = NULL, *output = "tokens", *tokenizer_file = NULL, *truncation = NULL;
-  bool lower = true, pair = false;
+  bool lower = true, pair = false, decode = false, skip_special = false;
   int64_t max_length = -1, stride = 0;
   est_flag flags[] = {
     EST_FLAG_STRING("vocab_file", &vocab_file, "The WordPiece vocabulary (one token per line).", 0),
     EST_FLAG_STRING("tokenizer_file", &tokenizer_file, "A HuggingFace tokenizer.json (instead of --vocab_file).", 0),
     EST_FLAG_BOOL("pair", &pair, "Lines are text_a<TAB>text_b (--tokenizer_file).", 0),
+    EST_FLAG_BOOL("decode", &decode, "Lines are ids; print Tokenizer.decode (--tokenizer_file).", 0),
+    EST_FLAG_BOOL("skip_special_tokens", &skip_special, "With --decode: leave the special tokens out.", 0),
     EST_FLAG_INT("max_length", &max_length, "Truncate to this many tokens (--tokenizer_file; -1: the file's).", 0),
     EST_FLAG_STRING("truncation", &truncation, "longest_first, only_first or only_second (with --max_length).", 0),
     EST_FLAG_INT("stride", &stride, "Truncation stride (with --max_length).", 0),
@@ -154,7 +211,12 @@ int est_cmd_tokenize(int argc, char **argv) {
       *t = (est_truncation){.enabled = true, .max_length = (size_t)max_length, .strategy = strategy,
                             .stride = (size_t)stride, .left = left};
     }
-    rc = encode_lines(tok, output, pair);
+    if (decode && (pair || max_length >= 0 || !strcmp(output, "ids"))) {
+      fprintf(stderr, "est tokenize: --decode takes no --pair, --max_length or --output=ids\n");
+      est_tokenizer_free(tok);
+      return 2;
+    }
+    rc = decode ? decode_lines(tok, !strcmp(output, "json"), skip_special) : encode_lines(tok, output, pair);
     est_tokenizer_free(tok);
     if (fflush(stdout) != 0) {
       perror("est tokenize: writing output");
@@ -162,8 +224,8 @@ int est_cmd_tokenize(int argc, char **argv) {
     }
     return rc;
   }
-  if (pair || max_length >= 0 || truncation) {
-    fprintf(stderr, "est tokenize: --pair, --max_length and --truncation need --tokenizer_file\n");
+  if (pair || max_length >= 0 || truncation || decode || skip_special) {
+    fprintf(stderr, "est tokenize: --pair, --max_length, --truncation and --decode need --tokenizer_file\n");
     return 2;
   }
   bool ids_out = !strcmp(output, "ids");

@@ -96,8 +96,8 @@ void est_tokenizer_own_vocab(est_tokenizer *tok, est_vocab *v);
 /* A HuggingFace tokenizer.json (docs/tokenizer.md §8): models WordPiece, WordLevel,
  * Unigram, BPE; its normalizer, pre-tokenizer, post-processor, added_tokens, truncation and
  * padding, as HuggingFace `tokenizers` runs them. A type or field value est does not
- * implement is INVALID_ARGUMENT naming the file and the field. The decoder is not read (est
- * does not decode yet).
+ * implement is INVALID_ARGUMENT naming the file and the field (the decoder included, for
+ * est_tokenizer_decode).
  * - A WordPiece file with a BertNormalizer and a BertPreTokenizer is also Google's
  *   FullTokenizer (src/text/tokenizer_json.c, docs/hf.md §5): est_tokenizer_encode and the
  *   vocab are that, bit for bit as before; est_tokenizer_encode_pair is `tokenizers`'.
@@ -147,6 +147,12 @@ typedef struct est_encoding {
  * for a single text. FAILED_PRECONDITION for a tokenizer made from a vocab.txt. */
 est_status est_tokenizer_encode_pair(est_tokenizer *tok, const char *text, size_t len, const char *pair,
                                      size_t pair_len, bool add_special_tokens, est_encoding *out);
+/* Tokenizer.decode(ids, skip_special_tokens) of a tokenizer.json tokenizer, through its
+ * decoder (docs/tokenizer.md §8.2): *out is a malloc'd UTF-8 string of *out_len bytes plus a
+ * NUL (free it; a decoded <0x00> byte is a NUL inside it). An id with no token is left out,
+ * as tokenizers does. FAILED_PRECONDITION for a vocab.txt tokenizer. */
+est_status est_tokenizer_decode(const est_tokenizer *tok, const int32_t *ids, size_t n, bool skip_special_tokens,
+                                char **out, size_t *out_len);
 /* The file's truncation / padding, to read or change (NULL for a vocab.txt tokenizer). */
 est_truncation *est_tokenizer_truncation(est_tokenizer *tok);
 est_padding *est_tokenizer_padding(est_tokenizer *tok);

@@ -165,4 +165,21 @@ size_t postproc_added(const tok_postproc *p, bool pair);
 /* Joins a (and b when not NULL) into out with the special tokens. */
 bool postproc_apply(const tok_postproc *p, const tok_enc *a, const tok_enc *b, bool add_special, tok_enc *out);
 
+/* ---- decoders (decoders.c) -------------------------------------------------------------- */
+
+/* A list of malloc'd UTF-8 strings, each also NUL-terminated (a decoded byte may be NUL). */
+typedef struct tok_strs {
+  char **v;
+  size_t *len;
+  size_t n, cap;
+} tok_strs;
+bool strs_push(tok_strs *l, const char *s, size_t n);
+void strs_free(tok_strs *l);
+
+typedef struct tok_decoder tok_decoder;
+est_status decoder_from_json(tok_decoder **out, json_t *o, const char *where);
+void decoder_free(tok_decoder *d);
+/* Decoder::decode_chain: replaces the tokens of l by the decoded pieces (false: memory). */
+bool decoder_chain(const tok_decoder *d, tok_strs *l);
+
 #endif

@@ -23,6 +23,7 @@ struct tok_pipeline {
   tok_pretokenizer *pre;
   tok_model *model;
   tok_postproc *post;
+  tok_decoder *dec;       /* NULL: decode joins the tokens with ' ' */
   added *add;
   size_t nadd;
   const char **id_tok;    /* id -> token (added tokens over the model's), borrowed */
@@ -40,6 +41,7 @@ void tok_pipeline_free(tok_pipeline *p) {
   pretokenizer_free(p->pre);
   model_free(p->model);
   postproc_free(p->post);
+  decoder_free(p->dec);
   for (size_t i = 0; i < p->nadd; i++) free(p->add[i].c), free(p->own[i]);
   free(p->add);
   free(p->own);
@@ -106,7 +108,8 @@ est_status tok_pipeline_from_json(tok_pipeline **out, json_t *root, const char *
   char where[600];
   est_status st = EST_OK;
   json_t *n = json_object_get(root, "normalizer"), *pt = json_object_get(root, "pre_tokenizer"),
-         *pp = json_object_get(root, "post_processor"), *at = json_object_get(root, "added_tokens");
+         *pp = json_object_get(root, "post_processor"), *at = json_object_get(root, "added_tokens"),
+         *dc = json_object_get(root, "decoder");
   snprintf(where, sizeof where, "%s: model", path);
   if ((st = model_from_json(&p->model, json_object_get(root, "model"), where))) goto fail;
   snprintf(where, sizeof where, "%s: normalizer", path);
@@ -115,6 +118,8 @@ est_status tok_pipeline_from_json(tok_pipeline **out, json_t *root, const char *
   if (pt && !json_is_null(pt) && (st = pretokenizer_from_json(&p->pre, pt, where))) goto fail;
   snprintf(where, sizeof where, "%s: post_processor", path);
   if (pp && !json_is_null(pp) && (st = postproc_from_json(&p->post, pp, model_vocab(p->model), where))) goto fail;
+  snprintf(where, sizeof where, "%s: decoder", path);
+  if (dc && !json_is_null(dc) && (st = decoder_from_json(&p->dec, dc, where))) goto fail;
   if ((st = read_truncation(&p->trunc, json_object_get(root, "truncation"), path)) ||
       (st = read_padding(p, json_object_get(root, "padding"), path)))
     goto fail;
@@ -299,9 +304,14 @@ static est_status encode_one(tok_pipeline *p, const char *text, size_t len, int3
   return st;
 }
 
-/* Encoding::truncate without the overflowing part (`encode` returns the first window). */
-static void truncate_enc(tok_enc *e, size_t max, bool left) {
-  if (e->n <= max) return;
+/* Encoding::truncate without the overflowing part (`encode` returns the first window): keeps
+ * max tokens. A stride not under a non-zero max is an error (an assert in tokenizers, which
+ * panics there). */
+static est_status truncate_enc(tok_enc *e, size_t max, size_t stride, bool left) {
+  if (e->n <= max) return EST_OK;
+  if (max && stride >= max)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "Truncation error: stride %zu must be less than the %zu tokens a "
+                     "sequence is cut to", stride, max);
   if (left) {
     size_t d = e->n - max;
     int32_t *arr[] = {e->ids, e->type_ids, e->special, e->attention, e->os, e->oe};
@@ -309,21 +319,21 @@ static void truncate_enc(tok_enc *e, size_t max, bool left) {
     memmove(e->tokens, e->tokens + d, max * sizeof *e->tokens);
   }
   e->n = max;
+  return EST_OK;
 }
 
 static est_status truncate_pair(const est_truncation *t, size_t max_length, tok_enc *a, tok_enc *b) {
   size_t total = a->n + (b ? b->n : 0);
   if (max_length == 0) {
-    truncate_enc(a, 0, t->left);
-    if (b) truncate_enc(b, 0, t->left);
+    truncate_enc(a, 0, 0, t->left);
+    if (b) truncate_enc(b, 0, 0, t->left);
     return EST_OK;
   }
   if (total <= max_length) return EST_OK;
   size_t to_remove = total - max_length;
   if (t->strategy == EST_TRUNCATE_LONGEST_FIRST) {
     if (!b) {
-      truncate_enc(a, total - to_remove, t->left);
-      return EST_OK;
+      return truncate_enc(a, total - to_remove, t->stride, t->left);
     }
     size_t n1 = a->n, n2 = b->n;
     bool swap = n1 > n2;
@@ -335,16 +345,14 @@ static est_status truncate_pair(const est_truncation *t, size_t max_length, tok_
       n2 = n1 + max_length % 2;
     }
     if (swap) { size_t x = n1; n1 = n2; n2 = x; }
-    truncate_enc(a, n1, t->left);
-    truncate_enc(b, n2, t->left);
-    return EST_OK;
+    est_status st = truncate_enc(a, n1, t->stride, t->left);
+    return st ? st : truncate_enc(b, n2, t->stride, t->left);
   }
   tok_enc *target = t->strategy == EST_TRUNCATE_ONLY_FIRST ? a : b;
   if (!target) return est_error(EST_ERR_INVALID_ARGUMENT, "Truncation error: Second sequence not provided");
   if (target->n <= to_remove)
     return est_error(EST_ERR_INVALID_ARGUMENT, "Truncation error: Sequence to truncate too short to respect the provided max_length");
-  truncate_enc(target, target->n - to_remove, t->left);
-  return EST_OK;
+  return truncate_enc(target, target->n - to_remove, t->stride, t->left);
 }
 
 est_status tok_pipeline_encode(tok_pipeline *p, const char *text, size_t len, const char *pair, size_t pair_len,
@@ -404,3 +412,40 @@ const char *tok_pipeline_model_type(const tok_pipeline *p) { return model_type(p
 bool tok_pipeline_lowercases(const tok_pipeline *p) { return normalizer_lowercases(p->norm); }
 int32_t tok_pipeline_size(const tok_pipeline *p) { return p->nid; }
 const char *tok_pipeline_token(const tok_pipeline *p, int32_t id) { return id >= 0 && id < p->nid ? p->id_tok[id] : NULL; }
+
+/* Tokenizer.decode (tokenizer/mod.rs): each id's token (added tokens first; an id with no
+ * token is left out; with skip_special, tokens equal to a special added token's content
+ * too), through the decoder, joined; no decoder: joined with ' '. */
+est_status tok_pipeline_decode(const tok_pipeline *p, const int32_t *ids, size_t n, bool skip_special, char **out,
+                               size_t *out_len) {
+  *out = NULL;
+  *out_len = 0;
+  tok_strs l = {0};
+  bool ok = true;
+  for (size_t i = 0; i < n && ok; i++) {
+    const char *t = tok_pipeline_token(p, ids[i]);
+    if (!t) continue;
+    bool skip = false;
+    for (size_t k = 0; skip_special && k < p->nadd && !skip; k++) skip = p->add[k].special && !strcmp(p->own[k], t);
+    if (!skip) ok = strs_push(&l, t, strlen(t));
+  }
+  if (ok && p->dec) ok = decoder_chain(p->dec, &l);
+  size_t len = 0;
+  for (size_t i = 0; i < l.n; i++) len += l.len[i] + 1;
+  char *s = ok ? malloc(len + 1) : NULL;
+  if (s) {
+    size_t k = 0;
+    for (size_t i = 0; i < l.n; i++) {
+      if (i && !p->dec) s[k++] = ' ';
+      size_t m = l.len[i];
+      memcpy(s + k, l.v[i], m);
+      k += m;
+    }
+    s[k] = 0;
+    *out_len = k;
+  }
+  strs_free(&l);
+  if (!s) return est_error(EST_ERR_NO_MEMORY, "decode: out of memory");
+  *out = s;
+  return EST_OK;
+}

@@ -15,6 +15,9 @@ void tok_pipeline_free(tok_pipeline *p);
  * points into p until its next call. */
 est_status tok_pipeline_encode(tok_pipeline *p, const char *text, size_t len, const char *pair, size_t pair_len,
                                bool add_special, est_encoding *out);
+/* Tokenizer.decode(ids, skip_special_tokens): a malloc'd UTF-8 string in *out, *out_len bytes. */
+est_status tok_pipeline_decode(const tok_pipeline *p, const int32_t *ids, size_t n, bool skip_special, char **out,
+                               size_t *out_len);
 est_truncation *tok_pipeline_truncation(tok_pipeline *p);
 est_padding *tok_pipeline_padding(tok_pipeline *p);
 const char *tok_pipeline_model_type(const tok_pipeline *p);

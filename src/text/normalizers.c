@@ -343,7 +343,7 @@ static bool rust_whitespace(uint32_t c) {
 static bool bert_keep(uint32_t c) {
   if (c == 0 || c == 0xFFFD) return false;
   if (c == '\t' || c == '\n' || c == '\r') return true;
-  return !(est_tok_is_control(c) || tok_is_unassigned_or_private(c));
+  return !tok_hf_is_other(c);
 }
 
 typedef struct bert_norm {

@@ -256,7 +256,7 @@ static bool run_basic(est_tokenizer *t, const char *text, size_t len) {
     cp = tok_utf8_next(p + i, len - i, &adv);
     i += adv;
     if (cp == UINT32_MAX) continue;
-    if (t->clean_text && (cp == 0xFFFD || est_tok_is_control(cp) || (t->hf_rules && tok_is_unassigned_or_private(cp))))
+    if (t->clean_text && (cp == 0xFFFD || (t->hf_rules ? tok_hf_is_other(cp) : est_tok_is_control(cp))))
       continue;
     if (est_tok_is_whitespace(cp)) {
       c[n++] = ' ';
@@ -360,6 +360,15 @@ est_status est_tokenizer_encode_pair(est_tokenizer *t, const char *text, size_t 
   if (len == SIZE_MAX) len = strlen(text);
   if (pair && pair_len == SIZE_MAX) pair_len = strlen(pair);
   return tok_pipeline_encode(t->pipe, text, len, pair, pair_len, add_special_tokens, out);
+}
+
+est_status est_tokenizer_decode(const est_tokenizer *t, const int32_t *ids, size_t n, bool skip_special_tokens,
+                                char **out, size_t *out_len) {
+  *out = NULL;
+  *out_len = 0;
+  if (!t->pipe)
+    return est_error(EST_ERR_FAILED_PRECONDITION, "this tokenizer comes from a vocab.txt: decoding needs a tokenizer.json");
+  return tok_pipeline_decode(t->pipe, ids, n, skip_special_tokens, out, out_len);
 }
 
 est_truncation *est_tokenizer_truncation(est_tokenizer *t) { return t->pipe ? tok_pipeline_truncation(t->pipe) : NULL; }

@@ -132,10 +132,13 @@ bool est_tok_is_control(uint32_t c) {
   return cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF;
 }
 
-bool tok_is_unassigned_or_private(uint32_t c) {
-  if (c < 0x80) return false;
+bool tok_hf_is_other(uint32_t c) {
+  if (c < 0x80) return est_tok_is_control(c);
   int cat = category(c);
-  return cat == UTF8PROC_CATEGORY_CN || cat == UTF8PROC_CATEGORY_CO;
+  if (cat == UTF8PROC_CATEGORY_CO) return true;
+  if (cat != UTF8PROC_CATEGORY_CC && cat != UTF8PROC_CATEGORY_CF) return false;
+  /* The Cf chars assigned after Unicode 8.0, which the crate's tables do not know. */
+  return !(c == 0x08E2 || c == 0x0890 || c == 0x0891 || c == 0x110CD || (c >= 0x13430 && c <= 0x1343F));
 }
 
 /* _is_punctuation: every non-alphanumeric printable ASCII char, or any P* category. */

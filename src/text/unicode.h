@@ -33,9 +33,11 @@ size_t tok_utf8_put(uint32_t cp, char *out);
  * capital sigma always to U+03C3. */
 size_t tok_lower(const uint32_t *in, size_t n, uint32_t *out, bool final_sigma);
 
-/* Unicode categories Cn (unassigned) and Co (private use): HF's BertNormalizer drops them
- * with the controls, Google's tokenizer keeps them. */
-bool tok_is_unassigned_or_private(uint32_t c);
+/* What HF's BertNormalizer clean_text drops (besides NUL and U+FFFD): `char::is_other()` of the
+ * unicode_categories crate 0.1.1, whose tables are Unicode 8.0's UnicodeData.txt: Cc, Cf (as of
+ * 8.0), Co and Cs, except \t \n \r. Unassigned code points (Cn) stay: that file lists none.
+ * Google's tokenizer drops Cc and Cf only (est_tok_is_control). */
+bool tok_hf_is_other(uint32_t c);
 
 /* unicodedata.normalize("NFD", s) then drop category Mn. `out` needs room for 4*n code
  * points (the longest canonical decomposition is 4). Returns the count. */
