@@ -115,8 +115,8 @@ est_status est_ner_evaluate(est_ner_report *r, const char *const *const *gold, c
   if (st == EST_OK) st = est_ner_get_entities(&p, &np, pred, lengths, num_sentences);
   if (st != EST_OK) return est_ner_entities_free(t, nt), st;
   /* sets per type: sorted (type, begin, end), duplicates impossible (entities are disjoint) */
-  qsort(t, nt, sizeof *t, cmp_entity);
-  qsort(p, np, sizeof *p, cmp_entity);
+  if (nt) qsort(t, nt, sizeof *t, cmp_entity); /* no entities: t may be NULL, which qsort may not take */
+  if (np) qsort(p, np, sizeof *p, cmp_entity);
   r->types = calloc(nt + np + 1, sizeof *r->types);
   if (!r->types) {
     est_ner_entities_free(t, nt), est_ner_entities_free(p, np);
