@@ -21,7 +21,8 @@
 static const char data_v1[] =
     "{\"version\": \"1.1\", \"data\": [{\"title\": \"t\", \"paragraphs\": [{\"context\": \"The quick brown fox "
     "jumps over the lazy dog in 1995.\", \"qas\": ["
-    "{\"id\": \"q1\", \"question\": \"Who jumps?\", \"answers\": [{\"answer_start\": 4, \"text\": \"quick brown fox\"}, "
+    "{\"id\": \"q1\", \"question\": \"Who jumps?\", \"answers\": "
+    "[{\"answer_start\": 4, \"text\": \"quick brown fox\"}, "
     "{\"answer_start\": 16, \"text\": \"fox\"}]},"
     "{\"id\": \"q2\", \"question\": \"Over what?\", \"answers\": [{\"answer_start\": 31, \"text\": \"the lazy dog\"}]},"
     "{\"id\": \"q3\", \"question\": \"When?\", \"answers\": [{\"answer_start\": 47, \"text\": \"1995\"}]},"
@@ -31,7 +32,8 @@ static const char data_v1[] =
 static const char data_v2[] =
     "{\"version\": \"v2.0\", \"data\": [{\"title\": \"t\", \"paragraphs\": [{\"context\": \"The quick brown fox "
     "jumps over the lazy dog in 1995.\", \"qas\": ["
-    "{\"id\": \"q1\", \"question\": \"Who jumps?\", \"answers\": [{\"answer_start\": 4, \"text\": \"quick brown fox\"}],"
+    "{\"id\": \"q1\", \"question\": \"Who jumps?\", \"answers\": "
+    "[{\"answer_start\": 4, \"text\": \"quick brown fox\"}],"
     " \"is_impossible\": false},"
     "{\"id\": \"q2\", \"question\": \"Over what?\", \"answers\": [{\"answer_start\": 31, \"text\": \"the lazy dog\"}, "
     "{\"answer_start\": 35, \"text\": \"lazy dog\"}], \"is_impossible\": false},"
