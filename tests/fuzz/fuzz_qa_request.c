@@ -1,49 +1,34 @@
-/* libFuzzer target: a question-answering request of `est serve` / `est predict` on a squad
- * model ({"instances": [{"question": ..., "context": ...}, ...]}, est_request_parse with
- * EST_REQUEST_ANSWER), and what src/serve/qa.c does with it before and after the model:
- * each context split as the SQuAD reader splits one (est_squad_examples_add_text), the
- * windows cut by est_squad_converter with a small vocab, logits made from the input's bytes
- * in the model's place, and the answer picked by est_squad_predictor_best (SQuAD 1.1 and
- * 2.0 rules), mapped back to code point offsets as qa.c maps it.
+/* libFuzzer target: a question-answering request to a "squad" model, as `est serve` takes it
+ * ({"instances": [{"question": ..., "context": ...}, ...]}, est_request_parse with the squad
+ * head's inputs) and as `est predict` takes an input line ({"question": ..., "context": ...}),
+ * run through the squad head's own batch (est_served_squad, src/bert/heads/head_squad.c)
+ * without a servable: each context split as the SQuAD reader splits one, cut into windows
+ * with a small vocab (max_seq_length 24, doc_stride 8), logits made from the input's bytes in
+ * the model's place, the answer picked under SQuAD 1.1 and 2.0 rules and written as est serve
+ * writes it.
  *
  * Invariants: a body fails with INVALID_ARGUMENT and a message, leaving the request empty,
- * or gives 1..max_instances instances with a question and a context and nothing else; every
- * window has 1..max_seq_length real tokens; every answer has a text, and one with a place
- * has its words inside the context's words and 0 <= start < end <= the context's code
- * points. */
+ * or gives 1..max_instances instances with a question and a context; the request's strings
+ * are valid UTF-8 and the vocab has [UNK], [CLS] and [SEP], so no later step may refuse them;
+ * every window has 1..max_seq_length real tokens; every
+ * answer is a JSON object whose "start" and "end" are -1 and -1 or code point offsets with
+ * 0 <= start < end <= the context's length. */
+#include <jansson.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "est/log.h"
+#include "est/served_head.h"
 #include "est/serving.h"
-#include "est/squad.h"
 
 static const char vocab_text[] =
     "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nthe\nquick\nbrown\nfox\njump\n##s\n##ed\n##ing\nover\nlazy\ndog\n"
     "who\nwhat\nwhere\nis\na\nb\nc\n##a\n##b\n1\n##9\n.\n,\n!\n?\n'\"\n-\n(\n)\n\xe4\xb8\xad\n\xe6\x96\x87\n"
     "caf\xc3\xa9\nna\xc3\xafve\nun\n##want\n";
 
-enum { SEQ = 24, STRIDE = 8, QUERY = 6 };
-
-typedef struct {
-  est_squad_predictor *p;
-  int rows, cap;
-  int64_t first_id;
-  int *num_tokens;
-} windows;
-
-static est_status add_window(void *ctx, const est_squad_feature *f) {
-  windows *w = ctx;
-  if (f->num_tokens < 1 || f->num_tokens > SEQ) abort();
-  if (w->rows == w->cap) {
-    w->cap = w->cap ? 2 * w->cap : 64;
-    if (!(w->num_tokens = realloc(w->num_tokens, (size_t)w->cap * sizeof *w->num_tokens))) abort();
-  }
-  w->num_tokens[w->rows++] = f->num_tokens;
-  return est_squad_predictor_add_feature(w->p, f);
-}
+enum { SEQ = 24 };
 
 /* The context's length in code points (it is valid UTF-8). */
 static int64_t code_points(const char *s) {
@@ -52,58 +37,72 @@ static int64_t code_points(const char *s) {
   return n;
 }
 
-/* qa.c's est_qa_batch_create + est_qa_batch_answers, with made-up logits. The request's
- * strings are valid UTF-8 and the vocab has [UNK], [CLS] and [SEP]: no step may refuse. */
-static void answer(const est_request *r, est_tokenizer *tok, bool v2, const uint8_t *data, size_t size) {
-  est_squad_examples *ex;
-  const int64_t **starts = calloc(r->count, sizeof *starts);
-  if (!starts || est_squad_examples_create(&ex) != EST_OK) abort();
-  for (size_t i = 0; i < r->count; i++) {
-    char id[32];
-    snprintf(id, sizeof id, "%zu", i);
-    if (est_squad_examples_add_text(ex, id, r->instances[i].question, r->instances[i].context,
-                                    strlen(r->instances[i].context), &starts[i]) != EST_OK)
-      abort();
-  }
-  const est_squad_feature_config fc = {.max_seq_length = SEQ, .doc_stride = STRIDE, .max_query_length = QUERY,
-                                       .quiet = true};
-  const est_squad_prediction_config pc = {.n_best_size = 5, .max_answer_length = 8, .version_2_with_negative = v2};
-  windows w = {0};
-  est_squad_converter *conv;
-  if (est_squad_predictor_create(&w.p, ex, tok, &pc) != EST_OK || est_squad_converter_create(&conv, tok, &fc) != EST_OK)
-    abort();
-  w.first_id = est_squad_converter_next_unique_id(conv);
-  for (size_t i = 0; i < r->count; i++)
-    if (est_squad_converter_convert(conv, &ex->examples[i], i, add_window, &w) != EST_OK) abort();
-  est_squad_converter_free(conv);
-  float logits[2 * SEQ];
-  for (int row = 0; row < w.rows; row++) {
-    for (int t = 0; t < 2 * SEQ; t++) logits[t] = (float)(data[((size_t)row * 31 + (size_t)t * 7) % size] % 17) - 8.0f;
-    if (est_squad_predictor_add_result(w.p, w.first_id + row, logits, logits + SEQ, w.num_tokens[row]) != EST_OK)
-      abort();
-  }
-  for (size_t i = 0; i < r->count; i++) {
-    est_squad_answer a;
-    if (est_squad_predictor_best(w.p, i, &a) != EST_OK || !a.text) abort();
-    if (a.start_word >= 0) {
-      const size_t words = ex->examples[i].num_doc_tokens;
-      if ((size_t)a.start_word >= words || a.end_word < 0 || (size_t)a.end_word >= words || a.start_in_word < 0 ||
-          a.end_in_word < 0)
-        abort();
-      const int64_t start = starts[i][a.start_word] + a.start_in_word, end = starts[i][a.end_word] + a.end_in_word + 1;
-      if (start < 0 || start >= end || end > code_points(r->instances[i].context)) abort();
+/* A request's instances (in, count of them), or one est predict input line, through a fresh
+ * squad batch, as est serve / est predict run one. */
+static void answer(const est_served_head *h, est_tokenizer *tok, bool v2, const est_instance *in, size_t count,
+                   char *line, const uint8_t *data, size_t size) {
+  const est_model_squad q = {.doc_stride = 8, .max_query_length = 6, .n_best_size = 5, .max_answer_length = 8,
+                             .version_2_with_negative = v2};
+  est_model_meta meta = {.max_seq_length = SEQ};
+  est_model_meta_set_head(&meta, h, &q);
+  const est_served_context ctx = {.meta = &meta, .output_width = h->params(NULL, &meta), .tokenizer = tok};
+  if (ctx.output_width != 2 * SEQ) abort();
+  void *b;
+  if (h->batch_create(&b, &ctx) != EST_OK) abort();
+  const char *context = NULL;
+  if (line) {
+    est_status st = h->add_line(b, line, "fuzz.jsonl", 1);
+    if (st != EST_OK) {
+      if (st != EST_ERR_INVALID_ARGUMENT || !est_error_message()[0]) abort();
+      h->batch_free(b);
+      return;
     }
-    est_squad_answer_clear(&a);
+    json_t *o = json_loads(line, 0, NULL);
+    if (!o || !(context = json_string_value(json_object_get(o, "context")))) abort();
+    context = strdup(context);
+    json_decref(o);
+    count = 1;
+  } else {
+    for (size_t i = 0; i < count; i++)
+      if (h->add_instance(b, &in[i], i) != EST_OK) abort();
   }
-  free(w.num_tokens);
-  est_squad_predictor_free(w.p);
-  est_squad_examples_free(ex);
-  free(starts);
+  est_served_rows rows;
+  if (h->rows(b, &rows) != EST_OK || rows.n < 0 || rows.longest > SEQ) abort();
+  for (int r = 0; r < rows.n; r++) {
+    int real = 0;
+    for (int t = 0; t < SEQ; t++) real += rows.input_mask[(size_t)r * SEQ + t];
+    if (real < 1 || real > rows.longest) abort();
+  }
+  float *out = malloc(((size_t)rows.n + 1) * 2 * SEQ * sizeof *out);
+  if (!out) abort();
+  for (size_t k = 0; k < (size_t)rows.n * 2 * SEQ; k++) out[k] = (float)(data[(k * 7) % size] % 17) - 8.0f;
+  if (h->answer(b, out) != EST_OK) abort();
+  for (size_t i = 0; i < count; i++) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) abort();
+    h->write(b, i, EST_SERVED_PREDICT, f);
+    fclose(f);
+    json_t *a = json_loads(text, 0, NULL);
+    const json_t *start = json_object_get(a, "start"), *end = json_object_get(a, "end");
+    if (!json_is_string(json_object_get(a, "answer")) || !json_is_integer(start) || !json_is_integer(end)) abort();
+    const json_int_t s = json_integer_value(start), e = json_integer_value(end);
+    const int64_t n = code_points(line ? context : in[i].texts[1]);
+    if (!(s == -1 && e == -1) && !(s >= 0 && s < e && e <= n)) abort();
+    json_decref(a);
+    free(text);
+  }
+  free(out);
+  free((char *)(line ? context : NULL));
+  h->batch_free(b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static est_vocab *vocab;
   static est_tokenizer *tok;
+  const est_served_head *h = est_served_head_find("squad");
+  if (!h) abort();
   if (!tok) {
     est_log_set_level(EST_LOG_OFF);
     if (est_vocab_load_buffer(&vocab, vocab_text, sizeof vocab_text - 1, "fuzz-vocab") != EST_OK ||
@@ -112,19 +111,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   const est_request_limits lim = {.max_seq_length = SEQ, .vocab_size = 1000, .type_vocab_size = 2, .max_instances = 16};
   est_request r;
-  est_status st = est_request_parse(&r, EST_REQUEST_ANSWER, (const char *)data, size, &lim);
+  est_status st = est_request_parse(&r, EST_REQUEST_PREDICT, &h->inputs, (const char *)data, size, &lim);
   if (st != EST_OK) {
     if (st != EST_ERR_INVALID_ARGUMENT && st != EST_ERR_NO_MEMORY) abort();
     if (r.count || r.instances || r.json || !est_error_message()[0]) abort();
-    return 0;
+  } else {
+    if (r.count == 0 || r.count > lim.max_instances || r.columnar) abort();
+    for (size_t i = 0; i < r.count; i++)
+      if (!r.instances[i].texts[0] || !r.instances[i].texts[1] || r.instances[i].texts[2] || r.instances[i].input_ids)
+        abort();
+    answer(h, tok, false, r.instances, r.count, NULL, data, size);
+    answer(h, tok, true, r.instances, r.count, NULL, data, size);
   }
-  if (r.count == 0 || r.count > lim.max_instances || r.columnar) abort();
-  for (size_t i = 0; i < r.count; i++) {
-    const est_instance *x = &r.instances[i];
-    if (!x->question || !x->context || x->text_a || x->text_b || x->input_ids) abort();
-  }
-  answer(&r, tok, false, data, size);
-  answer(&r, tok, true, data, size);
   est_request_clear(&r);
+  /* est predict: the body as one input line (a line has no NUL and no newline) */
+  if (size && !memchr(data, 0, size) && !memchr(data, '\n', size)) {
+    char *line = malloc(size + 1);
+    if (!line) abort();
+    memcpy(line, data, size);
+    line[size] = 0;
+    answer(h, tok, size % 2, NULL, 0, line, data, size);
+    free(line);
+  }
   return 0;
 }
