@@ -385,6 +385,34 @@ static void test_empty_context(void **state) {
   est_squad_converter_free(c);
 }
 
+/* An empty question (a :predict request may send one) as the first thing a converter sees:
+ * [CLS] [SEP] window [SEP]. Its zero query tokens were appended to a list not yet allocated,
+ * NULL + 0, which UBSan stops (fuzz_squad_read and fuzz_qa_request found it; make test SAN=1). */
+static est_status first_feature(void *ctx, const est_squad_feature *f) {
+  est_squad_feature *out = ctx;
+  if (f->doc_span_index == 0) {
+    *out = *f;
+    out->input_ids = NULL; /* the rows are the converter's: only the layout is kept */
+  }
+  return EST_OK;
+}
+
+static void test_empty_question(void **state) {
+  (void)state;
+  const char *words[] = {"hello", "world"};
+  est_squad_example e = {.qas_id = "q-no-question", .question_text = "", .doc_tokens = words, .num_doc_tokens = 2,
+                         .start_position = -1, .end_position = -1};
+  est_squad_feature_config cfg = est_squad_feature_config_default();
+  est_squad_converter *c;
+  assert_int_equal(est_squad_converter_create(&c, g_tok, &cfg), EST_OK);
+  est_squad_feature f = {0};
+  assert_int_equal(est_squad_converter_convert(c, &e, 0, first_feature, &f), EST_OK);
+  assert_int_equal(f.doc_offset, 2);
+  assert_int_equal(f.doc_length, 2);
+  assert_int_equal(f.num_tokens, 5);
+  est_squad_converter_free(c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_golden_features),
@@ -393,6 +421,7 @@ int main(void) {
     cmocka_unit_test(test_streaming),
     cmocka_unit_test(test_unk_missing),
     cmocka_unit_test(test_empty_context),
+    cmocka_unit_test(test_empty_question),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

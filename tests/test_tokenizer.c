@@ -256,6 +256,32 @@ static void test_unk_missing(void **state) {
   est_vocab_free(v);
 }
 
+/* A tokenizer made from another's est_tokenizer_get_options (est serve makes one per
+ * request) tokenizes alike, also when the unk_token asked for is not in the vocab but
+ * "[UNK]" is: both miss it (fuzz_tokenizer_json found the twin taking "[UNK]"'s id). */
+static void test_options_twin_unk_missing(void **state) {
+  (void)state;
+  est_vocab *v = vocab_from("[UNK]\na\nb\n");
+  est_tokenizer_options o = est_tokenizer_options_default(true);
+  o.unk_token = "<unk>";
+  est_tokenizer *tok, *twin;
+  assert_int_equal(est_tokenizer_create_with(&tok, v, &o), EST_OK);
+  const est_tokenizer_options back = est_tokenizer_get_options(tok);
+  assert_string_equal(back.unk_token, "<unk>");
+  assert_int_equal(est_tokenizer_create_with(&twin, v, &back), EST_OK);
+  const int32_t *ids, *twin_ids;
+  size_t n, twin_n;
+  assert_int_equal(est_tokenizer_encode(tok, "a zz b", SIZE_MAX, &ids, &n), EST_OK);
+  assert_int_equal(est_tokenizer_encode(twin, "a zz b", SIZE_MAX, &twin_ids, &twin_n), EST_OK);
+  assert_int_equal(n, 3);
+  assert_int_equal(twin_n, 3);
+  assert_int_equal(ids[1], EST_TOKEN_UNK_MISSING);
+  assert_int_equal(twin_ids[1], EST_TOKEN_UNK_MISSING);
+  est_tokenizer_free(twin);
+  est_tokenizer_free(tok);
+  est_vocab_free(v);
+}
+
 /* Python bytes.decode("utf-8", "ignore"): maximal invalid subparts are dropped. */
 static void test_invalid_utf8(void **state) {
   (void)state;
@@ -432,6 +458,7 @@ int main(void) {
     cmocka_unit_test(test_wordpiece_extra_vectors),
     cmocka_unit_test(test_vocab_quirks),
     cmocka_unit_test(test_unk_missing),
+    cmocka_unit_test(test_options_twin_unk_missing),
     cmocka_unit_test(test_invalid_utf8),
     cmocka_unit_test(test_real_vocabs),
     cmocka_unit_test(test_golden_file),

@@ -178,8 +178,9 @@ void est_tokenizer_free(est_tokenizer *tok);
 
 const est_vocab *est_tokenizer_vocab(const est_tokenizer *tok);
 bool est_tokenizer_do_lower_case(const est_tokenizer *tok);
-/* The options tok was made with (unk_token points into its vocab): another tokenizer on the
- * same vocab with these tokenizes alike, e.g. one per thread from a tokenizer.json. */
+/* The options tok was made with (unk_token is tok's copy, valid while tok lives): another
+ * tokenizer on the same vocab with these tokenizes alike, e.g. one per thread from a
+ * tokenizer.json. */
 est_tokenizer_options est_tokenizer_get_options(const est_tokenizer *tok);
 
 /* FullTokenizer.tokenize + convert_tokens_to_ids: the WordPiece ids of `text` (len bytes, or

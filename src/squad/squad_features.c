@@ -48,6 +48,7 @@ static est_status ivec_reserve(ivec *a, size_t need) {
 }
 
 static est_status ivec_append(ivec *a, const int32_t *v, size_t n) {
+  if (n == 0) return EST_OK; /* a->v may still be NULL, and NULL + 0 is undefined in C */
   est_status st = ivec_reserve(a, a->n + n);
   if (st != EST_OK) return st;
   memcpy(a->v + a->n, v, n * sizeof *v);

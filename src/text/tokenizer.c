@@ -21,6 +21,7 @@ struct est_tokenizer {
   bool hf_rules;                        /* est_tokenizer_options.hf_rules */
   size_t max_chars;                     /* max_input_chars_per_word */
   int32_t unk_id;                       /* "[UNK]"'s id or EST_TOKEN_UNK_MISSING */
+  char *unk_token;                      /* the options' unk_token, for est_tokenizer_get_options */
   uint32_t *cps;                        /* cleaned text, capacity 3 * input bytes + 1 */
   size_t cps_cap;
   uint32_t *low, *nfd;                  /* one word lower-cased (2n) and decomposed (8n) */
@@ -95,6 +96,12 @@ est_status est_tokenizer_create_with(est_tokenizer **out, const est_vocab *vocab
   const char *unk = o->unk_token ? o->unk_token : "[UNK]";
   t->unk_id = est_vocab_find(vocab, unk, strlen(unk));
   if (t->unk_id < 0) t->unk_id = EST_TOKEN_UNK_MISSING;
+  /* kept even when the vocab lacks it: a twin made from est_tokenizer_get_options must miss
+   * it too, not find a "[UNK]" the vocab has (est_vocab_token's name for a missing one) */
+  if (!(t->unk_token = strdup(unk))) {
+    free(t);
+    return est_error(EST_ERR_NO_MEMORY, "creating tokenizer");
+  }
   *out = t;
   return EST_OK;
 }
@@ -124,6 +131,7 @@ void est_tokenizer_free(est_tokenizer *t) {
   if (!t) return;
   tok_pipeline_free(t->pipe);
   est_vocab_free(t->owned_vocab);
+  free(t->unk_token);
   free(t->cps);
   free(t->low);
   free(t->nfd);
@@ -139,7 +147,7 @@ bool est_tokenizer_do_lower_case(const est_tokenizer *t) { return t->lower; }
 
 est_tokenizer_options est_tokenizer_get_options(const est_tokenizer *t) {
   est_tokenizer_options o = {.lowercase = t->lower, .strip_accents = t->strip_accents, .clean_text = t->clean_text,
-                             .handle_chinese_chars = t->chinese_chars, .unk_token = est_vocab_token(t->vocab, t->unk_id),
+                             .handle_chinese_chars = t->chinese_chars, .unk_token = t->unk_token,
                              .max_input_chars_per_word = (int)t->max_chars, .hf_rules = t->hf_rules};
   return o;
 }

@@ -8,8 +8,16 @@ set -eu
 cd "$(dirname "$0")/../.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-300}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
-command -v clang >/dev/null || { echo "run.sh: clang is needed (apt-get install clang libomp-dev: clang finds OpenMP only with libomp)" >&2; exit 1; }
-CC=clang CXX=clang++ cmake -S . -B "$BUILD" -DEST_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# A clang that knows the CPU features src/nn probes (AMX, AVX-VNNI): 19 does, 14 does not;
+# the newest clang-N found first, FUZZ_CC=clang-N picks one.
+CC=${FUZZ_CC:-}
+if [ -z "$CC" ]; then
+  for c in clang-21 clang-20 clang-19 clang-18 clang; do
+    command -v "$c" >/dev/null && { CC=$c; break; }
+  done
+fi
+[ -n "$CC" ] && command -v "$CC" >/dev/null || { echo "run.sh: clang is needed, newer than Debian 12's 14 (Debian 12: apt-get install clang-19 libomp-19-dev libclang-rt-19-dev; clang finds OpenMP only with libomp)" >&2; exit 1; }
+CC=$CC CXX=$(echo "$CC" | sed 's/clang/clang++/') cmake -S . -B "$BUILD" -DEST_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" --target fuzz_all -j "${JOBS:-2}"
 for src in tests/fuzz/fuzz_*.c; do
   name=$(basename "$src" .c)
