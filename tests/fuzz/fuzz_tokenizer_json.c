@@ -1,7 +1,7 @@
 /* libFuzzer target: a HuggingFace tokenizer.json (est_tokenizer_from_json,
  * src/text/tokenizer_json.c and the pipeline behind it, src/text/hf_tokenizer.c: WordPiece,
  * WordLevel, Unigram, BPE with their normalizers, pre-tokenizers, post-processors, added
- * tokens, truncation and padding) on arbitrary bytes, written to an in-memory file
+ * tokens, truncation, padding and decoders) on arbitrary bytes, written to an in-memory file
  * (fuzz_file.h); the input is also the text it tokenizes, alone and as a pair.
  *
  * Invariants: a file either fails with INVALID_ARGUMENT (NO_MEMORY) and a message, giving no
@@ -11,8 +11,9 @@
  * unk_token the vocab lacks); and a twin made from est_tokenizer_get_options on the same
  * vocab (as est serve makes one per request) gives the same ids. Every file's encodings
  * (est_tokenizer_encode_pair, of the input and of its two halves as a pair) fail with a
- * message or give tokens with a name and an id the tokenizer knows (padding aside), masks of
- * 0 and 1, and offsets start <= end inside the code points of their text. */
+ * message or give tokens with a name and an id the tokenizer knows (padding and special
+ * tokens aside), masks of 0 and 1, and offsets start <= end inside the code points of their
+ * text, and decode (est_tokenizer_decode, through the file's decoder) to a string. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +75,16 @@ static void check_encodings(est_tokenizer *tok, const uint8_t *data, size_t size
         abort();
       const int32_t s = e.offset_start[i], end = e.offset_end[i];
       if (s < 0 || s > end || end > bound) abort();
-      if (e.attention_mask[i] && (!e.tokens[i] || !est_tokenizer_id_to_token(tok, e.ids[i]))) abort(); /* not a pad */
+      /* a model's or an added token has a name and an id the tokenizer knows; a pad or a
+       * post-processor's special token carries the id its file gives it, as in tokenizers */
+      const bool model_token = e.attention_mask[i] && !e.special_tokens_mask[i];
+      if (model_token && (!e.tokens[i] || !est_tokenizer_id_to_token(tok, e.ids[i]))) abort();
     }
+    /* and back through the file's decoder */
+    char *text;
+    size_t text_len;
+    if (est_tokenizer_decode(tok, e.ids, e.n, special, &text, &text_len) != EST_OK || !text || text[text_len]) abort();
+    free(text);
   }
 }
 
