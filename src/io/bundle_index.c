@@ -33,28 +33,25 @@ static est_status parse_header(est_bundle_index *ix, const uint8_t *v, size_t n,
   int64_t producer = 0, min_consumer = 0, num_shards = 0, endianness = 0;
   int bad_consumer = 0;
   while (!est_pw_eof(&r)) {
-    uint32_t field;
-    int wt;
+    uint32_t field, f2;
+    int wt, wt2;
     uint64_t x;
-    if (!est_pw_read_tag(&r, &field, &wt)) goto corrupt;
+    if (!est_pw_read_field(&r, &field, &wt, &x)) goto corrupt;
     if (field == 1 && wt == EST_PW_VARINT) {
-      if (!est_pw_read_varint(&r, &x)) goto corrupt;
       num_shards = (int32_t)x;
     } else if (field == 2 && wt == EST_PW_VARINT) {
-      if (!est_pw_read_varint(&r, &x)) goto corrupt;
       endianness = (int32_t)x;
     } else if (field == 3 && wt == EST_PW_LEN) {
       est_pw_reader sub;
       if (!est_pw_read_sub(&r, &sub)) goto corrupt;
       while (!est_pw_eof(&sub)) {
-        uint32_t f2;
-        int wt2;
-        if (!est_pw_read_tag(&sub, &f2, &wt2)) goto corrupt;
-        if ((f2 == 1 || f2 == 2 || f2 == 3) && wt2 == EST_PW_VARINT) {
-          if (!est_pw_read_varint(&sub, &x)) goto corrupt;
-          if (f2 == 1) producer = (int32_t)x;
-          else if (f2 == 2) min_consumer = (int32_t)x;
-          else if ((int32_t)x == BUNDLE_VERSION) bad_consumer = 1;
+        if (!est_pw_read_field(&sub, &f2, &wt2, &x)) goto corrupt;
+        if (f2 == 1 && wt2 == EST_PW_VARINT) {
+          producer = (int32_t)x;
+        } else if (f2 == 2 && wt2 == EST_PW_VARINT) {
+          min_consumer = (int32_t)x;
+        } else if (f2 == 3 && wt2 == EST_PW_VARINT) {
+          if ((int32_t)x == BUNDLE_VERSION) bad_consumer = 1;
         } else if (f2 == 3 && wt2 == EST_PW_LEN) { /* packed bad_consumers */
           est_pw_reader packed;
           if (!est_pw_read_sub(&sub, &packed)) goto corrupt;
@@ -62,11 +59,11 @@ static est_status parse_header(est_bundle_index *ix, const uint8_t *v, size_t n,
             if (!est_pw_read_varint(&packed, &x)) goto corrupt;
             if ((int32_t)x == BUNDLE_VERSION) bad_consumer = 1;
           }
-        } else if (f2 <= 3 || !est_pw_skip(&sub, wt2)) {
+        } else if (f2 <= 3 || !est_pw_skip_rest(&sub, wt2)) {
           goto corrupt;
         }
       }
-    } else if (field <= 3 || !est_pw_skip(&r, wt)) {
+    } else if (field <= 3 || !est_pw_skip_rest(&r, wt)) {
       goto corrupt;
     }
   }
@@ -102,24 +99,18 @@ static est_status parse_shape(est_bundle_entry *e, est_pw_reader *r, const char 
   int rank = 0;
   int64_t elements = 1;
   while (!est_pw_eof(r)) {
-    uint32_t field;
-    int wt;
+    uint32_t field, f2;
+    int wt, wt2;
     uint64_t x;
-    if (!est_pw_read_tag(r, &field, &wt)) goto corrupt;
+    if (!est_pw_read_field(r, &field, &wt, &x)) goto corrupt;
     if (field == 2 && wt == EST_PW_LEN) {
       est_pw_reader dim;
       int64_t size = 0;
       if (!est_pw_read_sub(r, &dim)) goto corrupt;
       while (!est_pw_eof(&dim)) {
-        uint32_t f2;
-        int wt2;
-        if (!est_pw_read_tag(&dim, &f2, &wt2)) goto corrupt;
-        if (f2 == 1 && wt2 == EST_PW_VARINT) {
-          if (!est_pw_read_varint(&dim, &x)) goto corrupt;
-          size = (int64_t)x;
-        } else if (f2 == 1 || !est_pw_skip(&dim, wt2)) {
-          goto corrupt;
-        }
+        if (!est_pw_read_field(&dim, &f2, &wt2, &x)) goto corrupt;
+        if (f2 == 1 && wt2 == EST_PW_VARINT) size = (int64_t)x;
+        else if (f2 == 1 || !est_pw_skip_rest(&dim, wt2)) goto corrupt;
       }
       if (size < 0 || rank >= MAX_TF_RANK || __builtin_mul_overflow(elements, size, &elements))
         return est_error(EST_ERR_DATA_LOSS, "%s: Invalid tensor shape for '%s' (dimension %d is %lld)",
@@ -127,10 +118,9 @@ static est_status parse_shape(est_bundle_entry *e, est_pw_reader *r, const char 
       if (rank < EST_MAX_RANK) e->dims[rank] = size;
       rank++;
     } else if (field == 3 && wt == EST_PW_VARINT) {
-      if (!est_pw_read_varint(r, &x)) goto corrupt;
       if (x) return est_error(EST_ERR_DATA_LOSS, "%s: Invalid tensor shape for '%s' (unknown rank)", what,
                               e->name);
-    } else if (field == 2 || field == 3 || !est_pw_skip(r, wt)) {
+    } else if (field == 2 || field == 3 || !est_pw_skip_rest(r, wt)) {
       goto corrupt;
     }
   }
@@ -167,14 +157,10 @@ static est_status parse_slice(const est_bundle_entry *e, int i, est_pw_reader *r
       uint32_t f2;
       int wt2;
       uint64_t v;
-      if (!est_pw_read_tag(&x, &f2, &wt2)) goto corrupt;
-      if ((f2 == 1 || f2 == 2) && wt2 == EST_PW_VARINT) {
-        if (!est_pw_read_varint(&x, &v)) goto corrupt;
-        if (f2 == 1) start = (int64_t)v;
-        else length = (int64_t)v;
-      } else if (f2 <= 2 || !est_pw_skip(&x, wt2)) {
-        goto corrupt;
-      }
+      if (!est_pw_read_field(&x, &f2, &wt2, &v)) goto corrupt;
+      if (f2 == 1 && wt2 == EST_PW_VARINT) start = (int64_t)v;
+      else if (f2 == 2 && wt2 == EST_PW_VARINT) length = (int64_t)v;
+      else if (f2 <= 2 || !est_pw_skip_rest(&x, wt2)) goto corrupt;
     }
     if (d < e->rank) {
       int64_t dim = e->dims[d];
@@ -282,9 +268,8 @@ static est_status parse_entry(est_bundle_index *ix, est_bundle_entry *e, const u
     uint32_t field;
     int wt;
     uint64_t x;
-    if (!est_pw_read_tag(&r, &field, &wt)) goto corrupt;
+    if (!est_pw_read_field(&r, &field, &wt, &x)) goto corrupt;
     if (field == 1 && wt == EST_PW_VARINT) {
-      if (!est_pw_read_varint(&r, &x)) goto corrupt;
       e->dtype = (int)(int32_t)x;
     } else if (field == 2 && wt == EST_PW_LEN) {
       est_pw_reader shape;
@@ -292,11 +277,12 @@ static est_status parse_entry(est_bundle_index *ix, est_bundle_entry *e, const u
       est_status st = parse_shape(e, &shape, what);
       if (st != EST_OK) return st;
       has_shape = 1;
-    } else if ((field == 3 || field == 4 || field == 5) && wt == EST_PW_VARINT) {
-      if (!est_pw_read_varint(&r, &x)) goto corrupt;
-      if (field == 3) shard = (int32_t)x;
-      else if (field == 4) offset = (int64_t)x;
-      else size = (int64_t)x;
+    } else if (field == 3 && wt == EST_PW_VARINT) {
+      shard = (int32_t)x;
+    } else if (field == 4 && wt == EST_PW_VARINT) {
+      offset = (int64_t)x;
+    } else if (field == 5 && wt == EST_PW_VARINT) {
+      size = (int64_t)x;
     } else if (field == 6 && wt == EST_PW_FIXED32) {
       if (!est_pw_read_fixed32(&r, &e->masked_crc)) goto corrupt;
     } else if (field == 7 && wt == EST_PW_LEN) {
@@ -305,7 +291,7 @@ static est_status parse_entry(est_bundle_index *ix, est_bundle_entry *e, const u
       size_t len;
       if (!est_pw_read_bytes(&r, &d, &len) || e->num_slices == INT32_MAX) goto corrupt;
       e->num_slices++;
-    } else if (field <= 7 || !est_pw_skip(&r, wt)) {
+    } else if (field <= 7 || !est_pw_skip_rest(&r, wt)) {
       goto corrupt;
     }
   }

@@ -114,6 +114,16 @@ static inline int est_pw_read_tag(est_pw_reader *r, uint32_t *field, int *wire_t
   return *field != 0;
 }
 
+/* A tag and, when its wire type is VARINT, the value as well (*varint; 0 otherwise): a loop
+ * over a message whose fields are mostly varints then tests field and wire type and uses the
+ * value. A field it does not know goes to est_pw_skip_rest, which has nothing left to skip
+ * for a varint. */
+static inline int est_pw_read_field(est_pw_reader *r, uint32_t *field, int *wire_type, uint64_t *varint) {
+  *varint = 0;
+  if (!est_pw_read_tag(r, field, wire_type)) return 0;
+  return *wire_type != EST_PW_VARINT || est_pw_read_varint(r, varint);
+}
+
 /* A length-delimited payload: varint length, then that many bytes (checked). */
 static inline int est_pw_read_bytes(est_pw_reader *r, const uint8_t **data, size_t *size) {
   uint64_t n;
@@ -135,6 +145,8 @@ static inline int est_pw_read_sub(est_pw_reader *r, est_pw_reader *sub) {
 
 /* Skips the value of a field of wire type `wt`; groups and unknown types fail. */
 int est_pw_skip(est_pw_reader *r, int wt);
+/* After est_pw_read_field: skips what is left of a field (nothing for a varint). */
+static inline int est_pw_skip_rest(est_pw_reader *r, int wt) { return wt == EST_PW_VARINT || est_pw_skip(r, wt); }
 
 /* Bit casts for fixed32 floats / fixed64 doubles and zigzag (sint32/64). */
 static inline float est_pw_float_from_bits(uint32_t u) {
