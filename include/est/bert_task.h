@@ -145,6 +145,9 @@ typedef struct est_task {
    * run_ner's entity-level F1 over whole sentences from predictions over the eval input.
    * Called on every rank (predict is collective); the chief's result is written. */
   est_status (*finish_eval)(void *self, est_estimator *e, est_eval_result *result);
+  /* Optional: frees what self gathered (data, tokenizer, predictions); est_task_main calls it
+   * last, whether the run succeeded or not. */
+  void (*release)(void *self);
 } est_task;
 
 /* est_task_flags_validate with the task's message, the task's validate, the shared files
@@ -155,6 +158,10 @@ est_status est_task_validate(const est_task *t, const est_task_flags *f);
 
 /* Runs the task as its reference's main() does (steps above; validation included). */
 est_status est_task_run(const est_task *t, const est_task_flags *f);
+
+/* A task command's two entry points in one: est_task_validate (validate_only) or
+ * est_task_run, then t->release. */
+est_status est_task_main(const est_task *t, const est_task_flags *f, int validate_only);
 
 /* `path` must be a readable file; `flag`=`value` is what the user typed that led to it
  * ("--data_dir=glue/MRPC: glue/MRPC/train.tsv: No such file or directory"). */

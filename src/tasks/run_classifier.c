@@ -216,22 +216,21 @@ static est_status task_on_prediction(void *self, const est_prediction *p) {
   return collect_prediction(&((classifier_task *)self)->preds, p);
 }
 
+static void task_release(void *self) {
+  classifier_task *t = self;
+  free(t->preds.probs);
+  est_rc_task_free(t->text);
+}
+
 /* Validation alone (what the command line runs before MPI starts) or the whole run. */
 static est_status run(const est_run_classifier_config *c, int validate_only) {
   classifier_task t = {.c = c};
-  const est_task task = {.name = "run_classifier",
-                         .self = &t,
+  const est_task task = {.name = "run_classifier", .self = &t,
                          .do_flags_message = "At least one of `do_train`, `do_eval` or `do_predict' must be True.",
-                         .validate = task_validate,
-                         .prepare = task_prepare,
-                         .open_input = task_open_input,
-                         .on_prediction = task_on_prediction,
-                         .write_predictions = task_write_predictions,
-                         .export = task_export};
-  est_status st = validate_only ? est_task_validate(&task, &c->common) : est_task_run(&task, &c->common);
-  free(t.preds.probs);
-  est_rc_task_free(t.text);
-  return st;
+                         .validate = task_validate, .prepare = task_prepare, .open_input = task_open_input,
+                         .on_prediction = task_on_prediction, .write_predictions = task_write_predictions,
+                         .export = task_export, .release = task_release};
+  return est_task_main(&task, &c->common, validate_only);
 }
 
 est_status est_run_classifier_validate(const est_run_classifier_config *c) { return run(c, 1); }

@@ -471,24 +471,22 @@ static est_status task_export(void *self, const est_task_flags *f) {
   return st;
 }
 
+static void task_release(void *self) {
+  ner_task *t = self;
+  free(t->probs);
+  for (int s = 0; s < 3; s++) est_ner_features_free(&t->features[s]), est_ner_data_free(&t->data[s]);
+  est_ner_labels_free(t->labels, t->num_labels);
+  est_tokenizer_free(t->tok);
+}
+
 static est_status run(const est_run_ner_config *c, int validate_only) {
   ner_task t = {.c = c, .pred_split = 2};
-  const est_task task = {.name = "run_ner",
-                         .self = &t,
+  const est_task task = {.name = "run_ner", .self = &t,
                          .do_flags_message = "At least one of `do_train`, `do_eval` or `do_predict' must be True.",
-                         .validate = task_validate,
-                         .prepare = task_prepare,
-                         .open_input = task_open_input,
-                         .on_prediction = task_on_prediction,
-                         .write_predictions = task_write_predictions,
-                         .export = task_export,
-                         .finish_eval = task_finish_eval};
-  est_status st = validate_only ? est_task_validate(&task, &c->common) : est_task_run(&task, &c->common);
-  free(t.probs);
-  for (int s = 0; s < 3; s++) est_ner_features_free(&t.features[s]), est_ner_data_free(&t.data[s]);
-  est_ner_labels_free(t.labels, t.num_labels);
-  est_tokenizer_free(t.tok);
-  return st;
+                         .validate = task_validate, .prepare = task_prepare, .open_input = task_open_input,
+                         .on_prediction = task_on_prediction, .write_predictions = task_write_predictions,
+                         .export = task_export, .finish_eval = task_finish_eval, .release = task_release};
+  return est_task_main(&task, &c->common, validate_only);
 }
 
 est_status est_run_ner_validate(const est_run_ner_config *c) { return run(c, 1); }

@@ -394,24 +394,23 @@ static est_status task_export(void *self, const est_task_flags *f) {
   return est_export_task(f, c->vocab_file, &meta, NULL, 0);
 }
 
+static void task_release(void *self) {
+  squad_task *t = self;
+  if (t->raw_results) est_tfrecord_writer_abort(t->raw_results); /* a failed run leaves no partial file */
+  est_squad_predictor_free(t->predictor);
+  est_squad_examples_free(t->train);
+  est_squad_examples_free(t->eval);
+  est_tokenizer_free(t->tok);
+}
+
 static est_status run(const est_run_squad_config *c, int validate_only) {
   squad_task t = {.c = c};
-  const est_task task = {.name = "run_squad",
-                         .self = &t,
+  const est_task task = {.name = "run_squad", .self = &t,
                          .do_flags_message = "At least one of `do_train` or `do_predict` must be True.",
-                         .validate = task_validate,
-                         .prepare = task_prepare,
-                         .open_input = task_open_input,
-                         .on_prediction = task_on_prediction,
-                         .write_predictions = task_write_predictions,
-                         .export = task_export};
-  est_status st = validate_only ? est_task_validate(&task, &c->common) : est_task_run(&task, &c->common);
-  if (t.raw_results) est_tfrecord_writer_abort(t.raw_results); /* a failed run leaves no partial file */
-  est_squad_predictor_free(t.predictor);
-  est_squad_examples_free(t.train);
-  est_squad_examples_free(t.eval);
-  est_tokenizer_free(t.tok);
-  return st;
+                         .validate = task_validate, .prepare = task_prepare, .open_input = task_open_input,
+                         .on_prediction = task_on_prediction, .write_predictions = task_write_predictions,
+                         .export = task_export, .release = task_release};
+  return est_task_main(&task, &c->common, validate_only);
 }
 
 est_status est_run_squad_validate(const est_run_squad_config *c) { return run(c, 1); }

@@ -373,3 +373,9 @@ est_status est_task_run(const est_task *t, const est_task_flags *f) {
   if (st == EST_OK && f->do_export && est_dist_is_chief()) st = t->export(t->self, f);
   return st;
 }
+
+est_status est_task_main(const est_task *t, const est_task_flags *f, int validate_only) {
+  est_status st = validate_only ? est_task_validate(t, f) : est_task_run(t, f);
+  if (t->release) t->release(t->self);
+  return st;
+}
