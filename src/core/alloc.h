@@ -8,6 +8,7 @@
 #define EST_CORE_ALLOC_H
 
 #include <stddef.h>
+#include <stdlib.h>
 
 void *est_alloc(size_t size);   /* NULL on failure (no error message set) */
 void est_free(void *ptr);       /* NULL is fine */
@@ -25,5 +26,21 @@ void est_release_pages(void *p, size_t bytes);
  *     if (!grown) return est_error(EST_ERR_NO_MEMORY, ...);
  *     w->items = grown; */
 void *est_grow(void *items, size_t *cap, size_t need, size_t item_size, size_t first_cap);
+
+/* Resizes a heap array to count (> 0) items of its own type; out of memory it is left as it
+ * was (still the caller's to free) and the value is false. Parallel arrays grow together
+ * with one test, the capacity raised only when all grew (one that grew before another
+ * failed is only larger):
+ *
+ *     if (!EST_RESIZE(b->ids, n) || !EST_RESIZE(b->mask, n)) return est_error(EST_ERR_NO_MEMORY, ...);
+ *     b->cap = n;
+ *
+ * A GNU C statement expression, so the array keeps its type (no cast through void **). */
+#define EST_RESIZE(array, count)                                                           \
+  __extension__({                                                                         \
+    __typeof__(array) est_resized_ = realloc((array), (size_t)(count) * sizeof *(array)); \
+    if (est_resized_) (array) = est_resized_;                                             \
+    est_resized_ != NULL;                                                                 \
+  })
 
 #endif

@@ -12,6 +12,7 @@
 #include "est/file.h"
 #include "est/tfevents.h"
 #include "est/tfrecord.h"
+#include "core/alloc.h"
 #include "io/protowire.h"
 
 /* Event fields */
@@ -199,11 +200,7 @@ static int parse_value(est_event *ev, est_pw_reader r, size_t *cap) {
   if (!has_simple) return 1;
   if (ev->count == *cap) {
     size_t ncap = *cap ? *cap * 2 : 4;
-    char **t = realloc(ev->tags, ncap * sizeof *t);
-    if (t) ev->tags = t;
-    float *v = realloc(ev->values, ncap * sizeof *v);
-    if (v) ev->values = v;
-    if (!t || !v) return 0;
+    if (!EST_RESIZE(ev->tags, ncap) || !EST_RESIZE(ev->values, ncap)) return 0;
     *cap = ncap;
   }
   ev->tags[ev->count] = dup_bytes(tag ? tag : (const uint8_t *)"", tag_size);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "core/alloc.h"
 #include "text/hf_internal.h"
 #include "text/unicode.h"
 #include "text/vocab_internal.h"
@@ -18,13 +19,7 @@ bool nstr_reserve(tok_nstr *s, size_t n) {
   if (n <= s->cap) return true;
   size_t c = s->cap ? s->cap : 16;
   while (c < n) c *= 2;
-  uint32_t *a = realloc(s->c, c * sizeof *a);
-  if (a) s->c = a;
-  int32_t *b = realloc(s->as, c * sizeof *b);
-  if (b) s->as = b;
-  int32_t *d = realloc(s->ae, c * sizeof *d);
-  if (d) s->ae = d;
-  if (!a || !b || !d) return false;
+  if (!EST_RESIZE(s->c, c) || !EST_RESIZE(s->as, c) || !EST_RESIZE(s->ae, c)) return false;
   s->cap = c;
   return true;
 }

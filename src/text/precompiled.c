@@ -10,6 +10,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
+#include "core/alloc.h"
 #include "core/base64.h"
 #include "text/hf_internal.h"
 #include "text/unicode.h"
@@ -113,11 +114,7 @@ typedef struct xf {
 static bool xf_push(xf *x, uint32_t c, int chg) {
   if (x->n == x->cap) {
     size_t cap = x->cap ? x->cap * 2 : 64;
-    uint32_t *a = realloc(x->c, cap * sizeof *a);
-    if (a) x->c = a;
-    int *b = realloc(x->chg, cap * sizeof *b);
-    if (b) x->chg = b;
-    if (!a || !b) return false;
+    if (!EST_RESIZE(x->c, cap) || !EST_RESIZE(x->chg, cap)) return false;
     x->cap = cap;
   }
   x->c[x->n] = c;

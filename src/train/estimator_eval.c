@@ -9,6 +9,7 @@
 #include "est/file.h"
 #include "est/log.h"
 #include "est/metrics.h"
+#include "core/alloc.h"
 #include "train/estimator_internal.h"
 
 /* ---- results ---------------------------------------------------------------------------- */
@@ -98,12 +99,8 @@ static est_status result_add(est_eval_result *r, const char *name, double value)
   for (size_t i = 0; i < r->count; i++)
     if (!strcmp(r->names[i], name))
       return est_error(EST_ERR_INVALID_ARGUMENT, "two evaluation results are called '%s'", name);
-  char **names = realloc(r->names, (r->count + 1) * sizeof *names);
-  if (names) r->names = names;
-  double *values = realloc(r->values, (r->count + 1) * sizeof *values);
-  if (values) r->values = values;
   char *copy = strdup(name);
-  if (!names || !values || !copy) {
+  if (!copy || !EST_RESIZE(r->names, r->count + 1) || !EST_RESIZE(r->values, r->count + 1)) {
     free(copy);
     return est_error(EST_ERR_NO_MEMORY, "out of memory");
   }

@@ -9,6 +9,7 @@
 #include "est/log.h"
 #include "est/tfevents.h"
 #include "est/tfrecord.h"
+#include "core/alloc.h"
 #include "train/estimator_internal.h"
 
 typedef struct metric_series {
@@ -29,13 +30,8 @@ static est_status series_set(metric_series *s, int64_t step, double value, int p
     }
   if (s->n == s->cap) {
     size_t cap = s->cap ? 2 * s->cap : 16;
-    int64_t *steps = realloc(s->steps, cap * sizeof *steps);
-    if (steps) s->steps = steps;
-    double *values = realloc(s->values, cap * sizeof *values);
-    if (values) s->values = values;
-    unsigned char *flags = realloc(s->present, cap);
-    if (flags) s->present = flags;
-    if (!steps || !values || !flags) return est_error(EST_ERR_NO_MEMORY, "out of memory");
+    if (!EST_RESIZE(s->steps, cap) || !EST_RESIZE(s->values, cap) || !EST_RESIZE(s->present, cap))
+      return est_error(EST_ERR_NO_MEMORY, "out of memory");
     s->cap = cap;
   }
   s->steps[s->n] = step;

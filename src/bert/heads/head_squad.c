@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/json_error.h"
 #include "est/bert_head.h"
 #include "est/float_format.h"
@@ -313,13 +314,8 @@ static est_status qa_batch_create(void **batch, const est_served_context *ctx) {
 static est_status add_question(qa_batch *b, const char *question, const char *context) {
   if (b->count == b->cap) {
     const size_t cap = b->cap ? 2 * b->cap : 16;
-    char **q = realloc(b->questions, cap * sizeof *q);
-    if (q) b->questions = q;
-    char **c = realloc(b->contexts, cap * sizeof *c);
-    if (c) b->contexts = c;
-    qa_answer *a = realloc(b->answers, cap * sizeof *a);
-    if (a) b->answers = a;
-    if (!q || !c || !a) return est_error(EST_ERR_NO_MEMORY, "question answering: %zu questions", cap);
+    if (!EST_RESIZE(b->questions, cap) || !EST_RESIZE(b->contexts, cap) || !EST_RESIZE(b->answers, cap))
+      return est_error(EST_ERR_NO_MEMORY, "question answering: %zu questions", cap);
     b->cap = cap;
   }
   b->questions[b->count] = strdup(question);
@@ -369,15 +365,9 @@ static est_status add_window(void *ctx, const est_squad_feature *f) {
   if (b->rows == b->rows_cap) {
     const int cap = b->rows_cap ? 2 * b->rows_cap : 16;
     const size_t n = (size_t)cap * b->S;
-    int32_t *ids = realloc(b->ids, n * sizeof *ids);
-    if (ids) b->ids = ids;
-    int32_t *mask = realloc(b->mask, n * sizeof *mask);
-    if (mask) b->mask = mask;
-    int32_t *segs = realloc(b->segs, n * sizeof *segs);
-    if (segs) b->segs = segs;
-    int *lens = realloc(b->num_tokens, (size_t)cap * sizeof *lens);
-    if (lens) b->num_tokens = lens;
-    if (!ids || !mask || !segs || !lens) return est_error(EST_ERR_NO_MEMORY, "question answering: %d windows", cap);
+    if (!EST_RESIZE(b->ids, n) || !EST_RESIZE(b->mask, n) || !EST_RESIZE(b->segs, n) ||
+        !EST_RESIZE(b->num_tokens, cap))
+      return est_error(EST_ERR_NO_MEMORY, "question answering: %d windows", cap);
     b->rows_cap = cap;
   }
   const size_t off = (size_t)b->rows * b->S, row = (size_t)b->S * sizeof(int32_t);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/json_error.h"
 #include "est/float_format.h"
 #include "est/served_head.h"
@@ -46,12 +47,9 @@ void est_served_text_batch_free(void *batch) {
 static est_status next_row(text_batch *b, int32_t **ids, int32_t **mask, int32_t **segs) {
   if (b->n == b->cap) {
     const int cap = b->cap ? 2 * b->cap : 8;
-    const size_t bytes = (size_t)cap * (size_t)b->S * sizeof(int32_t);
-    int32_t *grown[3] = {realloc(b->ids, bytes), NULL, NULL};
-    if (grown[0]) b->ids = grown[0];
-    if ((grown[1] = realloc(b->mask, bytes))) b->mask = grown[1];
-    if ((grown[2] = realloc(b->segs, bytes))) b->segs = grown[2];
-    if (!grown[0] || !grown[1] || !grown[2]) return est_error(EST_ERR_NO_MEMORY, "request of %d rows", cap);
+    const size_t n = (size_t)cap * (size_t)b->S;
+    if (!EST_RESIZE(b->ids, n) || !EST_RESIZE(b->mask, n) || !EST_RESIZE(b->segs, n))
+      return est_error(EST_ERR_NO_MEMORY, "request of %d rows", cap);
     b->cap = cap;
   }
   const size_t off = (size_t)b->n * b->S;
