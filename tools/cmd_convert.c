@@ -55,16 +55,7 @@ int est_cmd_convert(int argc, char **argv) {
     EST_FLAG_INT("pad_to_batch_size", &pad, "If > 0, append padding examples (is_real_example=0) to the dev "
                                             "and test files until their size is a multiple of N, as "
                                             "run_classifier does on TPU.", 0),
-    EST_FLAG_INT("tsv_text_a_column", &col_a, "tsv task: 0-based column of the first text.", 0),
-    EST_FLAG_INT("tsv_text_b_column", &col_b, "tsv task: column of the second text, -1 for none.", 0),
-    EST_FLAG_INT("tsv_label_column", &col_label, "tsv task: column of the label, -1 for none.", 0),
-    EST_FLAG_INT("tsv_test_text_a_column", &tcol_a, "tsv task: text_a column in the test file (-2: as train).", 0),
-    EST_FLAG_INT("tsv_test_text_b_column", &tcol_b, "tsv task: text_b column in the test file (-2: as train).", 0),
-    EST_FLAG_INT("tsv_test_label_column", &tcol_label, "tsv task: label column in the test file (-2: as train, "
-                                                   "-1: none, the first label is used).", 0),
-    EST_FLAG_BOOL("tsv_skip_header", &skip_header, "tsv task: the files' first line is a header.", 0),
-    EST_FLAG_STRING("tsv_labels", &labels, "tsv task: comma-separated labels in output order; default: the "
-                                       "training file's distinct labels, sorted.", 0),
+    EST_CLI_TSV_FLAGS(&col_a, &col_b, &col_label, &tcol_a, &tcol_b, &tcol_label, &labels, &skip_header),
     EST_FLAG_STRING("tsv_train_file", &train_file, "tsv task: training file name in data_dir.", 0),
     EST_FLAG_STRING("tsv_dev_file", &dev_file, "tsv task: dev file name in data_dir.", 0),
     EST_FLAG_STRING("tsv_test_file", &test_file, "tsv task: test file name in data_dir.", 0),

@@ -184,8 +184,7 @@ int est_cmd_embed(int argc, char **argv) {
     EST_FLAG_STRING("output_format", &format, "json (one array per line) or tsv.", 0),
     EST_FLAG_STRING("export_dir", &export_dir, "Write the model as an embedding export under DIR (for est serve) "
                     "instead of embedding.", 0),
-    EST_FLAG_INT("num_threads", &threads, "Threads for the math kernels; 0 = OpenMP's default.", 0),
-    EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
+    EST_CLI_RUNTIME_FLAGS(&threads, &precision),
   };
   const int nflags = (int)(sizeof flags / sizeof *flags);
   int rc = est_cli_parse("embed", usage, flags, nflags, argc, argv, NULL, NULL, 0, 0);

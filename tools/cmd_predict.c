@@ -56,8 +56,7 @@ int est_cmd_predict(int argc, char **argv) {
     EST_FLAG_STRING("input_format", &input_format, "tsv (text_a[<TAB>text_b]) or jsonl.", 0),
     EST_FLAG_STRING("output_format", &output_format, "probabilities, label or jsonl.", 0),
     EST_FLAG_INT("batch_size", &batch_size, "Examples per forward pass.", 0),
-    EST_FLAG_INT("num_threads", &num_threads, "Threads for the math kernels; 0 = OpenMP's default.", 0),
-    EST_FLAG_STRING("precision", &precision, EST_PRECISION_FLAG_HELP, 0),
+    EST_CLI_RUNTIME_FLAGS(&num_threads, &precision),
   };
   int rc = EST_CLI_PARSE_FLAGS("predict", usage, flags, argc, argv, 0);
   if (rc >= 0) return rc;

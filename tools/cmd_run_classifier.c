@@ -36,22 +36,8 @@ int est_cmd_run_classifier(int argc, char **argv) {
     EST_CLI_VOCAB_FLAG(c),
     EST_CLI_LOWER_CASE_FLAG(c),
     EST_CLI_EPOCH_FLAGS(c),
-    EST_FLAG_INT("tsv_text_a_column", &c->tsv_text_a_column,
-                 "[est] task tsv: 0-based column of text_a in train.tsv/dev.tsv/test.tsv.", 0),
-    EST_FLAG_INT("tsv_text_b_column", &c->tsv_text_b_column,
-                 "[est] task tsv: 0-based column of text_b; -1 = single-sentence task.", 0),
-    EST_FLAG_INT("tsv_label_column", &c->tsv_label_column,
-                 "[est] task tsv: 0-based column of the label; -1 = no label column.", 0),
-    EST_FLAG_INT("tsv_test_text_a_column", &c->tsv_test_text_a_column,
-                 "[est] task tsv: text_a's column in test.tsv; -2 = as --tsv_text_a_column.", 0),
-    EST_FLAG_INT("tsv_test_text_b_column", &c->tsv_test_text_b_column,
-                 "[est] task tsv: text_b's column in test.tsv; -2 = as --tsv_text_b_column.", 0),
-    EST_FLAG_INT("tsv_test_label_column", &c->tsv_test_label_column,
-                 "[est] task tsv: the label's column in test.tsv; -2 = as --tsv_label_column, -1 = none.", 0),
-    EST_FLAG_STRING("tsv_labels", &c->tsv_labels,
-                    "[est] task tsv: comma-separated label list; its order is the column order of "
-                    "test_results.tsv. Unset: the distinct labels of train.tsv, sorted.", 0),
-    EST_FLAG_BOOL("tsv_skip_header", &c->tsv_skip_header, "[est] task tsv: skip the first line of each file.", 0),
+    EST_CLI_TSV_FLAGS(&c->tsv_text_a_column, &c->tsv_text_b_column, &c->tsv_label_column, &c->tsv_test_text_a_column,
+                      &c->tsv_test_text_b_column, &c->tsv_test_label_column, &c->tsv_labels, &c->tsv_skip_header),
   };
   /* run_classifier.py's order: its 3 required flags, the shared group, then the rest */
   const est_cli_task_command command = {

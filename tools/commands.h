@@ -32,6 +32,24 @@ int est_cli_parse(const char *cmd, const char *usage, est_flag *flags, int nflag
 #define EST_CLI_RUNTIME_FLAGS(num_threads, precision)                                                   \
   EST_FLAG_INT("num_threads", num_threads, "[est] Threads for the math kernels; 0 = OpenMP's default.", 0), \
       EST_FLAG_STRING("precision", precision, EST_PRECISION_FLAG_HELP, 0)
+/* The generic tsv task's columns, labels and header (est/processors.h), the same on
+ * `est convert` and `est run_classifier`: 0-based columns, -1 none, test.tsv's -2 = as train. */
+#define EST_CLI_TSV_FLAGS(text_a, text_b, label, test_text_a, test_text_b, test_label, labels, skip_header)            \
+  EST_FLAG_INT("tsv_text_a_column", text_a, "[est] task tsv: 0-based column of text_a in the .tsv files.", 0),      \
+      EST_FLAG_INT("tsv_text_b_column", text_b, "[est] task tsv: 0-based column of text_b; -1 = single-sentence task.", \
+                   0),                                                                                             \
+      EST_FLAG_INT("tsv_label_column", label, "[est] task tsv: 0-based column of the label; -1 = no label column.", 0), \
+      EST_FLAG_INT("tsv_test_text_a_column", test_text_a,                                                          \
+                   "[est] task tsv: text_a's column in test.tsv; -2 = as --tsv_text_a_column.", 0),                 \
+      EST_FLAG_INT("tsv_test_text_b_column", test_text_b,                                                          \
+                   "[est] task tsv: text_b's column in test.tsv; -2 = as --tsv_text_b_column.", 0),                 \
+      EST_FLAG_INT("tsv_test_label_column", test_label,                                                            \
+                   "[est] task tsv: the label's column in test.tsv; -2 = as --tsv_label_column, -1 = none (every "  \
+                   "example gets the first label).", 0),                                                           \
+      EST_FLAG_STRING("tsv_labels", labels,                                                                        \
+                      "[est] task tsv: comma-separated label list, in the order of the classifier's outputs "      \
+                      "(test_results.tsv's columns). Unset: the distinct labels of the training file, sorted.", 0), \
+      EST_FLAG_BOOL("tsv_skip_header", skip_header, "[est] task tsv: skip the first line of each file.", 0)
 /* The model-running commands' --precision and --num_threads, after their other checks:
  * flags_ok 0 (a check failed, message in est_error_message()) or a bad --precision prints
  * "est CMD: message" and returns 2; else sets the thread count, logs the precision's lines

@@ -11,21 +11,16 @@
 #include "est/bert_classifier.h"
 #include "bert/model/config_internal.h"
 
+/* modeling.BertConfig's defaults: BERT-Base's shape, GELU, dropout 0.1, 512 positions and
+ * 16 token types; the encoder options all zero (BERT's, est/bert_encoder.h). */
 est_bert_config est_bert_config_default(void) {
   est_bert_config c;
   memset(&c, 0, sizeof c);
-  c.vocab_size = 0;
-  c.hidden_size = 768;
-  c.num_hidden_layers = 12;
-  c.num_attention_heads = 12;
-  c.intermediate_size = 3072;
+  c.hidden_size = 768, c.num_hidden_layers = 12, c.num_attention_heads = 12, c.intermediate_size = 3072;
   c.hidden_act = EST_ACT_GELU;
-  c.hidden_dropout_prob = 0.1;
-  c.attention_probs_dropout_prob = 0.1;
-  c.max_position_embeddings = 512;
-  c.type_vocab_size = 16;
-  c.initializer_range = 0.02;
-  c.layer_norm_eps = EST_LAYERNORM_EPS;
+  c.hidden_dropout_prob = c.attention_probs_dropout_prob = 0.1;
+  c.max_position_embeddings = 512, c.type_vocab_size = 16;
+  c.initializer_range = 0.02, c.layer_norm_eps = EST_LAYERNORM_EPS;
   return c;
 }
 
