@@ -267,6 +267,20 @@ typedef struct est_model_squad {
 } est_model_squad;
 extern const est_served_head est_served_squad;
 
+/* "token_classifier" (src/bert/heads/head_token_classifier.c): token classification (NER).
+ * Served "probabilities" [B, max_seq_length * num_labels], one per "labels" entry at each
+ * position; instances a text (a string or {"text_a", "aggregation_strategy"}), answered with
+ * transformers' token-classification pipeline's entities (docs/ner.md §6). Its settings,
+ * est_model.json's "token_classifier": {"aggregation_strategy": "simple"}: the strategy of an
+ * instance that names none. */
+typedef enum est_aggregation_strategy {
+  EST_AGGREGATION_NONE, EST_AGGREGATION_SIMPLE, EST_AGGREGATION_FIRST, EST_AGGREGATION_AVERAGE, EST_AGGREGATION_MAX
+} est_aggregation_strategy;
+typedef struct est_model_token_classifier {
+  est_aggregation_strategy aggregation_strategy;
+} est_model_token_classifier;
+extern const est_served_head est_served_token_classifier;
+
 #ifdef __cplusplus
 }
 #endif
