@@ -55,6 +55,8 @@ static const void *sample_config(const est_served_head *head) {
                                         .null_score_diff_threshold = -1.5};
   if (head == &est_served_pooling) return &pooling;
   static const est_model_token_classifier token_classifier = {.aggregation_strategy = EST_AGGREGATION_FIRST};
+  static const est_model_classifier classifier = {.problem_type = EST_PROBLEM_SINGLE_LABEL};
+  if (head == &est_served_classifier) return &classifier;
   if (head == &est_served_squad) return &squad;
   if (head == &est_served_token_classifier) return &token_classifier;
   return NULL;

@@ -52,6 +52,10 @@ int est_cmd_run_classifier(int argc, char **argv) {
                     "[est] task tsv: comma-separated label list; its order is the column order of "
                     "test_results.tsv. Unset: the distinct labels of train.tsv, sorted.", 0),
     EST_FLAG_BOOL("tsv_skip_header", &c->tsv_skip_header, "[est] task tsv: skip the first line of each file.", 0),
+    EST_FLAG_BOOL("multi_label", &c->multi_label,
+                  "[est] task tsv: each label field lists any number of labels, comma-separated (\"a,b\"; \"\" for "
+                  "none): sigmoid outputs, binary cross-entropy, micro / macro / per-label F1 in eval_results.txt. "
+                  "On by itself for a HuggingFace config with problem_type multi_label_classification.", 0),
   };
   /* run_classifier.py's order: its 3 required flags, the shared group, then the rest */
   const est_cli_task_command command = {

@@ -61,6 +61,11 @@ typedef struct est_run_classifier_config {
   int64_t tsv_test_text_a_column, tsv_test_text_b_column, tsv_test_label_column;
   const char *tsv_labels;        /* "neg,pos": label order; NULL: train.tsv's labels, sorted */
   bool tsv_skip_header;          /* true */
+  /* Multi-label (task tsv; docs/run_classifier.md §12): each label field lists any number of
+   * labels, comma-separated; sigmoid outputs and binary cross-entropy. Also on when
+   * --bert_config_file is a HuggingFace config.json with problem_type
+   * "multi_label_classification". */
+  bool multi_label;              /* false */
 } est_run_classifier_config;
 
 est_run_classifier_config est_run_classifier_config_default(void);

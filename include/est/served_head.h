@@ -247,7 +247,21 @@ void est_served_text_signature(const est_model_meta *meta, int width, struct jso
 /* ---- the heads est serves ------------------------------------------------------------------ */
 
 /* "classifier" (src/bert/heads/head_classifier.c): "probabilities" [B, num_labels], one per
- * "labels" entry; the text form; :classify answers per label. */
+ * "labels" entry; the text form; :classify answers per label. Its settings: transformers'
+ * problem_type, est_model.json's "problem_type" (written only when not single-label):
+ * softmax probabilities (single_label_classification, the default), a sigmoid per label
+ * (multi_label_classification; est predict's label form lists every label at >= 0.5), or
+ * the raw logits (regression: e.g. a cross-encoder's one score). */
+typedef enum est_problem_type {
+  EST_PROBLEM_SINGLE_LABEL, EST_PROBLEM_MULTI_LABEL, EST_PROBLEM_REGRESSION
+} est_problem_type;
+typedef struct est_model_classifier {
+  est_problem_type problem_type;
+} est_model_classifier;
+/* transformers' name of a problem_type ("single_label_classification", ...), and back (-1:
+ * none of them). */
+const char *est_problem_type_name(est_problem_type t);
+int est_problem_type_parse(const char *name);
 extern const est_served_head est_served_classifier;
 
 /* "pooling" (src/bert/heads/head_pooling.c): sentence embeddings, "embeddings" [B, W];

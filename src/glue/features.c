@@ -79,7 +79,8 @@ static void log_example(const est_feature_converter *c, const est_input_example 
   EST_LOG_INFO("input_mask: %s", buf);
   join_ints(buf, size, seg, S);
   EST_LOG_INFO("segment_ids: %s", buf);
-  EST_LOG_INFO("label: %s (id = %d)", ex->label, label_id);
+  if (c->multi_label) EST_LOG_INFO("labels: %s", ex->label ? ex->label : "");
+  else EST_LOG_INFO("label: %s (id = %d)", ex->label, label_id);
   free(buf);
 }
 
@@ -96,8 +97,8 @@ est_status est_convert_single_example(const est_feature_converter *c, int64_t ex
   if (ex->is_padding) return EST_OK;
 
   char at[600];
-  int32_t lid = -1;
-  for (size_t i = 0; ex->label && i < c->nlabels; i++)
+  int32_t lid = c->multi_label ? 0 : -1;
+  for (size_t i = 0; !c->multi_label && ex->label && i < c->nlabels; i++)
     if (!strcmp(ex->label, c->labels[i])) lid = (int32_t)i;
   if (lid < 0)
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: label '%s' is not in the label list",
@@ -179,15 +180,16 @@ est_status est_convert_examples_to_features(const est_examples *examples, const 
   return EST_OK;
 }
 
-est_status est_file_based_convert_examples_to_features(const est_examples *examples, const char *const *labels,
-                                                       size_t nlabels, int max_seq_length, est_tokenizer *tok,
-                                                       const char *output_file) {
+/* The records of both kinds: label_ids one id, or (multi_label) nlabels 0 / 1 values. */
+static est_status convert_to_file(const est_examples *examples, const char *const *labels, size_t nlabels,
+                                  int max_seq_length, est_tokenizer *tok, const char *output_file, bool multi_label) {
   est_feature_converter c;
   est_status st = est_feature_converter_init(&c, tok, labels, nlabels, max_seq_length);
   if (st != EST_OK) return st;
+  c.multi_label = multi_label;
   size_t S = (size_t)max_seq_length;
-  int32_t *row = malloc(3 * S * sizeof *row);
-  int64_t *wide = malloc(S * sizeof *wide);
+  int32_t *row = malloc((3 * S + nlabels) * sizeof *row), *hot = row ? row + 3 * S : NULL;
+  int64_t *wide = malloc((S > nlabels ? S : nlabels) * sizeof *wide);
   if (!row || !wide) {
     free(row);
     free(wide);
@@ -209,7 +211,16 @@ est_status est_file_based_convert_examples_to_features(const est_examples *examp
       st = est_example_set_int64(&rec, keys[k], wide, S);
     }
     int64_t lab = label_id, real = is_real;
-    if (st == EST_OK) st = est_example_set_int64(&rec, "label_ids", &lab, 1);
+    if (st == EST_OK && multi_label) {
+      const est_input_example *ex = &examples->items[i];
+      st = ex->is_padding ? (memset(hot, 0, nlabels * sizeof *hot), EST_OK)
+                          : est_multi_label_ids(ex->label ? ex->label : "", labels, nlabels, hot);
+      if (st != EST_OK) est_error_prefix("example %s: ", ex->guid ? ex->guid : "?");
+      for (size_t k = 0; st == EST_OK && k < nlabels; k++) wide[k] = hot[k];
+      if (st == EST_OK) st = est_example_set_int64(&rec, "label_ids", wide, nlabels);
+    } else if (st == EST_OK) {
+      st = est_example_set_int64(&rec, "label_ids", &lab, 1);
+    }
     if (st == EST_OK) st = est_example_set_int64(&rec, "is_real_example", &real, 1);
     uint8_t *bytes = NULL;
     size_t nbytes = 0;
@@ -225,6 +236,23 @@ est_status est_file_based_convert_examples_to_features(const est_examples *examp
     return est_error_prefix("writing %s: ", output_file);
   }
   return est_tfrecord_writer_close(w);
+}
+
+est_status est_file_based_convert_examples_to_features(const est_examples *examples, const char *const *labels,
+                                                       size_t nlabels, int max_seq_length, est_tokenizer *tok,
+                                                       const char *output_file) {
+  return convert_to_file(examples, labels, nlabels, max_seq_length, tok, output_file, false);
+}
+
+est_status est_file_based_convert_multi_label(const est_examples *examples, const char *const *labels, size_t nlabels,
+                                              int max_seq_length, est_tokenizer *tok, const char *output_file) {
+  return convert_to_file(examples, labels, nlabels, max_seq_length, tok, output_file, true);
+}
+
+void est_classifier_feature_specs_multi_label(int64_t max_seq_length, int64_t num_labels,
+                                              est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES]) {
+  est_classifier_feature_specs(max_seq_length, specs);
+  specs[3] = (est_feature_spec){.key = "label_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {num_labels}};
 }
 
 void est_classifier_feature_specs(int64_t max_seq_length, est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES]) {

@@ -14,6 +14,7 @@
 #include "est/classifier_features.h"
 #include "est/file.h"
 #include "est/log.h"
+#include "est/multi_label.h"
 #include "est/serving.h"
 #include "est/processors.h"
 #include "est/tokenizer.h"
@@ -81,9 +82,10 @@ static est_status classifier_validate(const est_run_classifier_config *c) {
  * arrives as int32, as the reference's _decode_record casts. The input's exact position
  * (est_input.state_size: 24 + 3 * 100 values with shuffle(100)) goes into each checkpoint,
  * so a resumed run continues with the batches it would have seen. */
-static est_input_fn rc_input_fn(const char *path, int64_t max_seq_length) {
+static est_input_fn rc_input_fn(const char *path, int64_t max_seq_length, int64_t multi_labels) {
   est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES];
-  est_classifier_feature_specs(max_seq_length, specs);
+  if (multi_labels) est_classifier_feature_specs_multi_label(max_seq_length, multi_labels, specs);
+  else est_classifier_feature_specs(max_seq_length, specs);
   const est_tfrecord_input config = {.paths = &path, .num_paths = 1, .compression = EST_COMPRESSION_NONE,
                                      .specs = specs, .num_specs = EST_CLASSIFIER_NUM_FEATURES,
                                      .cast = EST_DATASET_CAST_INT32, .shuffle_buffer = 100,
@@ -152,6 +154,7 @@ static est_status task_prepare(void *self, const est_task_flags *f, const est_be
     if (wanted[s] && (st = est_rc_task_load(t->text, c->data_dir, s, &t->counts[s])) != EST_OK) return st;
   t->head.num_labels = (int)est_rc_task_num_labels(t->text);
   t->head.extra_metric = (int)est_processor_extra_metric(est_rc_task_processor(t->text));
+  t->head.multi_label = est_rc_multi_label(c);
   m->head = &est_bert_classifier_head_type;
   m->head_params = &t->head;
   if (!f->do_train) return EST_OK;
@@ -191,7 +194,7 @@ static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, 
     EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", n, n, 0);
     EST_LOG_INFO("  Batch size = %lld", (long long)(mode == EST_MODE_EVAL ? f->eval_batch_size : f->predict_batch_size));
   }
-  *out = rc_input_fn(path, f->max_seq_length);
+  *out = rc_input_fn(path, f->max_seq_length, t->head.multi_label ? t->head.num_labels : 0);
   t->preds.num_labels = t->head.num_labels;
   return EST_OK;
 }
@@ -216,6 +219,54 @@ static est_status task_on_prediction(void *self, const est_prediction *p) {
   return collect_prediction(&((classifier_task *)self)->preds, p);
 }
 
+/* Multi-label: after the final evaluation, the evaluated checkpoint's probabilities over
+ * dev.tsv against its labels, as scikit-learn computes the metrics (est/multi_label.h):
+ * eval_accuracy (exact match), eval_{precision,recall,f1}_{micro,macro}, and per label
+ * eval_<label>_{precision,recall,f1,number}. */
+static est_status task_finish_eval(void *self, est_estimator *e, est_eval_result *result) {
+  classifier_task *t = self;
+  if (!t->head.multi_label) return EST_OK;
+  size_t n = 0;
+  const int32_t *gold = est_rc_task_gold(t->text, 1, &n);
+  if (!gold) return est_error(EST_ERR_INTERNAL, "multi-label: dev.tsv's labels were not kept");
+  char path[4096];
+  est_status st = est_path_join(path, sizeof path, t->c->common.output_dir, "eval.tf_record");
+  if (st != EST_OK) return st;
+  est_input_fn input = rc_input_fn(path, t->c->common.max_seq_length, t->head.num_labels);
+  t->preds.count = 0;
+  st = est_estimator_predict(e, &input, result->checkpoint_path, task_on_prediction, t);
+  est_input_fn_release(&input);
+  if (st != EST_OK || !est_dist_is_chief()) return st;
+  if ((size_t)t->preds.count != n)
+    return est_error(EST_ERR_INTERNAL, "%lld predictions for %zu dev examples", (long long)t->preds.count, n);
+  est_multi_label_report r;
+  st = est_multi_label_evaluate(&r, gold, t->preds.probs, n, (size_t)t->head.num_labels, 0.5);
+  t->preds.count = 0;
+  if (st != EST_OK) return st;
+  const struct {
+    const char *name;
+    double v;
+  } all[] = {{"eval_accuracy", r.exact_match},        {"eval_f1_micro", r.micro_f1},
+             {"eval_precision_micro", r.micro_precision}, {"eval_recall_micro", r.micro_recall},
+             {"eval_f1_macro", r.macro_f1},            {"eval_precision_macro", r.macro_precision},
+             {"eval_recall_macro", r.macro_recall}};
+  for (size_t i = 0; st == EST_OK && i < sizeof all / sizeof *all; i++)
+    st = est_eval_result_set(result, all[i].name, all[i].v);
+  const char *const *labels = est_rc_task_labels(t->text);
+  for (size_t c = 0; st == EST_OK && c < r.num_labels; c++) {
+    const char *suffix[4] = {"precision", "recall", "f1", "number"};
+    const est_multi_label_score *s = &r.labels[c];
+    const double v[4] = {s->precision, s->recall, s->f1, (double)s->support};
+    for (int k = 0; st == EST_OK && k < 4; k++) {
+      char name[512];
+      snprintf(name, sizeof name, "eval_%s_%s", labels[c], suffix[k]);
+      st = est_eval_result_set(result, name, v[k]);
+    }
+  }
+  est_multi_label_report_free(&r);
+  return st;
+}
+
 /* Validation alone (what the command line runs before MPI starts) or the whole run. */
 static est_status run(const est_run_classifier_config *c, int validate_only) {
   classifier_task t = {.c = c};
@@ -227,7 +278,8 @@ static est_status run(const est_run_classifier_config *c, int validate_only) {
                          .open_input = task_open_input,
                          .on_prediction = task_on_prediction,
                          .write_predictions = task_write_predictions,
-                         .export = task_export};
+                         .export = task_export,
+                         .finish_eval = task_finish_eval};
   est_status st = validate_only ? est_task_validate(&task, &c->common) : est_task_run(&task, &c->common);
   free(t.preds.probs);
   est_rc_task_free(t.text);
