@@ -191,6 +191,13 @@ struct est_served_head {
   /* An embedding model (est embed, POST /embed, POST /v1/embeddings): whether its vectors are
    * already L2-normalised. NULL: not one. */
   bool (*embedding_normalized)(const est_model_meta *meta);
+
+  /* A HuggingFace directory served as it is (est_hf_servable_meta, est/serving.h): the end of
+   * the transformers class names this head serves in config.json's "architectures" (e.g.
+   * "ForTokenClassification": BertForTokenClassification, RobertaForTokenClassification ...;
+   * NULL: none), and its settings from that config.json (root: a jansson object; NULL: zeros). */
+  const char *hf_architecture;
+  est_status (*hf_config)(void *config, const struct json_t *root, const char *path);
 };
 
 /* Bytes of a layer's params a servable keeps for est_served_head.params. */

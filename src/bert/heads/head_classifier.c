@@ -612,6 +612,21 @@ static est_status classifier_write_config(const void *config, json_t *root) {
              : EST_OK;
 }
 
+/* A transformers *ForSequenceClassification's config.json: its problem_type, else what
+ * transformers infers at the first loss: one label is regression (a cross-encoder's score:
+ * the raw logit), more are single-label. */
+static est_status classifier_hf_config(void *config, const json_t *root, const char *path) {
+  est_model_classifier *c = config;
+  const json_t *v = json_object_get(root, "problem_type");
+  if (v && !json_is_null(v)) return classifier_read_config(config, root, path);
+  const json_t *id2label = json_object_get(root, "id2label"), *num = json_object_get(root, "num_labels");
+  const long long n = json_is_object(id2label) ? (long long)json_object_size(id2label)
+                      : json_is_integer(num)   ? (long long)json_integer_value(num)
+                                               : 2;
+  c->problem_type = n == 1 ? EST_PROBLEM_REGRESSION : EST_PROBLEM_SINGLE_LABEL;
+  return EST_OK;
+}
+
 /* est_model.json's "labels" are its outputs: one probability (or score) per label. */
 static int classifier_served_params(void *params, const est_model_meta *meta) {
   const est_problem_type t = ((const est_model_classifier *)est_model_meta_head_config(meta))->problem_type;
@@ -660,4 +675,6 @@ const est_served_head est_served_classifier = {
   .answer = est_served_text_answer,
   .write = classifier_write,
   .batch_free = est_served_text_batch_free,
+  .hf_architecture = "ForSequenceClassification",
+  .hf_config = classifier_hf_config,
 };

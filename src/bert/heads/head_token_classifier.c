@@ -323,6 +323,13 @@ static est_status tc_read_config(void *config, const json_t *root, const char *p
   return EST_OK;
 }
 
+/* A *ForTokenClassification directory: the strategy est_model.json's absence gives. */
+static est_status tc_hf_config(void *config, const json_t *root, const char *path) {
+  (void)root, (void)path;
+  ((est_model_token_classifier *)config)->aggregation_strategy = EST_AGGREGATION_SIMPLE;
+  return EST_OK;
+}
+
 static est_status tc_write_config(const void *config, json_t *root) {
   const est_model_token_classifier *c = config;
   const int a = (int)c->aggregation_strategy >= 0 && (int)c->aggregation_strategy < NUM_AGG ? (int)c->aggregation_strategy
@@ -472,8 +479,10 @@ static est_status featurize_text(tc_batch *b, tc_item *it, int32_t *ids, int32_t
     size_t pos = 0;
     for (size_t j = 0; st == EST_OK && j < nw && n < b->S - 1; j++, n++) {
       ids[n] = wids[j];
-      if (wids[j] == b->unk && nw == 1) { /* the whole word */
-        it->start[n] = (int)w0, it->end[n] = (int)w1;
+      if (wids[j] == b->unk && nw == 1) { /* the whole word, from its first normalized character to its last */
+        const size_t total = prefix[m];
+        it->start[n] = (int)(w0 + (total ? holder(prefix, m, 0) : 0));
+        it->end[n] = (int)(w0 + (total ? holder(prefix, m, total - 1) + 1 : m));
         continue;
       }
       const char *t = est_vocab_token(v, wids[j]);
@@ -805,4 +814,6 @@ const est_served_head est_served_token_classifier = {
   .answer = tc_answer,
   .write = tc_write,
   .batch_free = tc_batch_free,
+  .hf_architecture = "ForTokenClassification",
+  .hf_config = tc_hf_config,
 };
