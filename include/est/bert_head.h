@@ -138,7 +138,7 @@ est_bert_encoder *est_bert_model_encoder(void *model);
 /* run_classifier.py create_model: dropout 0.1 on the pooled output, output_weights [C, H],
  * output_bias [C], softmax cross-entropy. Features: label_ids [B] (TRAIN, EVAL), optional
  * is_real_example [B] (eval weights). EVAL: eval_accuracy, eval_loss, plus eval_f1 or
- * eval_mcc. PREDICT: "probabilities" [B, C]. */
+ * eval_mcc. PREDICT: "probabilities" [B, C], "logits" [B, C]. */
 typedef struct est_bert_classifier_head_params {
   int num_labels;
   int extra_metric;             /* an est_task_metric (est/processors.h): none, F1 or MCC */

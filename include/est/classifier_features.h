@@ -103,6 +103,16 @@ est_status est_file_based_convert_multi_label(const est_examples *examples, cons
 void est_classifier_feature_specs_multi_label(int64_t max_seq_length, int64_t num_labels,
                                               est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES]);
 
+/* Long documents (run_classifier --long_documents, docs/run_classifier.md §13): each
+ * example's text_a in windows of max_seq_length - 2 tokens, each min(its length, doc_stride)
+ * tokens after the previous until one reaches the end (run_squad's doc spans), one record a
+ * window ([CLS] window [SEP], the example's label or labels, is_real_example 1), read back
+ * with the same specs. *window_example (malloc'd, *num_windows entries) is each window's
+ * example index. A text pair is refused. */
+est_status est_file_based_convert_windows(const est_examples *examples, const char *const *labels, size_t nlabels,
+                                          int max_seq_length, est_tokenizer *tok, int doc_stride, bool multi_label,
+                                          const char *output_file, int64_t **window_example, size_t *num_windows);
+
 #ifdef __cplusplus
 }
 #endif

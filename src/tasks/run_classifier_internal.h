@@ -40,6 +40,11 @@ est_status est_rc_task_load(est_rc_task *t, const char *data_dir, int split, int
  * then drops the examples. */
 est_status est_rc_task_write_records(est_rc_task *t, int split, int max_seq_length, const char *path);
 
+/* --long_documents: the test split's records as windows (est_file_based_convert_windows);
+ * after est_rc_task_write_records, each window's example (NULL when not windowed). */
+void est_rc_task_set_windows(est_rc_task *t, int doc_stride);
+const int64_t *est_rc_task_windows(const est_rc_task *t, size_t *num_windows);
+
 /* Multi-label: --multi_label, or --bert_config_file a HuggingFace config whose problem_type is
  * "multi_label_classification". */
 bool est_rc_multi_label(const est_run_classifier_config *c);

@@ -21,7 +21,17 @@ struct est_rc_task {
   bool multi_label;
   int32_t *gold[3];            /* multi-label: [count, nlabels] per split, from write */
   size_t gold_count[3];
+  int doc_stride;              /* > 0: the test split in windows */
+  int64_t *window_example;     /* [num_windows] */
+  size_t num_windows;
 };
+
+void est_rc_task_set_windows(est_rc_task *t, int doc_stride) { t->doc_stride = doc_stride; }
+
+const int64_t *est_rc_task_windows(const est_rc_task *t, size_t *num_windows) {
+  *num_windows = t->num_windows;
+  return t->window_example;
+}
 
 bool est_rc_multi_label(const est_run_classifier_config *c) {
   if (c->multi_label) return true;
@@ -84,6 +94,7 @@ est_status est_rc_task_open(est_rc_task **out, const est_run_classifier_config *
 void est_rc_task_free(est_rc_task *t) {
   if (!t) return;
   for (int i = 0; i < 3; i++) est_examples_free(&t->ex[i]), free(t->gold[i]);
+  free(t->window_example);
   est_tokenizer_free(t->tok);
   est_processor_free(t->proc);
   free(t);
@@ -108,6 +119,14 @@ est_status est_rc_task_load(est_rc_task *t, const char *data_dir, int split, int
 
 est_status est_rc_task_write_records(est_rc_task *t, int split, int max_seq_length, const char *path) {
   if (split < 0 || split > 2) return est_error(EST_ERR_INVALID_ARGUMENT, "split %d is not 0, 1 or 2", split);
+  if (split == 2 && t->doc_stride > 0) {
+    free(t->window_example);
+    est_status st = est_file_based_convert_windows(&t->ex[split], t->labels, t->nlabels, max_seq_length, t->tok,
+                                                   t->doc_stride, t->multi_label, path, &t->window_example,
+                                                   &t->num_windows);
+    est_examples_free(&t->ex[split]);
+    return st;
+  }
   if (!t->multi_label) {
     est_status st = est_file_based_convert_examples_to_features(&t->ex[split], t->labels, t->nlabels,
                                                                 max_seq_length, t->tok, path);

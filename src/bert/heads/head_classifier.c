@@ -17,7 +17,7 @@
  *            included, as the reference).
  *   EVAL     eval_accuracy and eval_loss weighted by is_real_example; eval_f1 (MRPC) or
  *            eval_mcc (CoLA) as extra metrics.
- *   PREDICT  "probabilities" [B, C] = softmax(logits).
+ *   PREDICT  "probabilities" [B, C] = softmax(logits), and "logits" [B, C].
  *
  * Served (est/served_head.h): est_model.json's "labels" name the probabilities; requests and
  * input lines of the text form (a text pair or tokens); :classify answers per label. */
@@ -304,12 +304,13 @@ typedef struct classifier {
   float *logits, *per_example_loss, *probabilities, *weights;
   int32_t *predictions;
   const int32_t *labels;   /* the last forward's label_ids, or NULL */
-  est_tensor prob_tensor;
+  est_tensor prob_tensor[2];   /* probabilities, logits */
   est_metric *metric_objs[3];
   size_t num_metrics;
 } classifier;
 
-static const char *const PREDICTION_NAMES[] = {"probabilities"};
+/* "logits" too, for run_classifier's long documents (the windows' logits pooled). */
+static const char *const PREDICTION_NAMES[] = {"probabilities", "logits"};
 
 static void classifier_free(void *head) {
   classifier *m = head;
@@ -545,11 +546,13 @@ static est_status classifier_predictions(void *head, const est_bert_head_batch *
     for (size_t i = 0; i < (size_t)b->batch * m->num_labels; i++) m->probabilities[i] = sigmoid(m->logits[i]);
   else
     est_bert_classifier_probabilities(m->probabilities, m->logits, b->batch, m->num_labels);
-  m->prob_tensor = (est_tensor){.dtype = EST_DT_FLOAT, .rank = 2, .dims = {b->batch, m->num_labels},
-                                .data = m->probabilities};
-  spec->num_predictions = 1;
+  m->prob_tensor[0] = (est_tensor){.dtype = EST_DT_FLOAT, .rank = 2, .dims = {b->batch, m->num_labels},
+                                   .data = m->probabilities};
+  m->prob_tensor[1] = (est_tensor){.dtype = EST_DT_FLOAT, .rank = 2, .dims = {b->batch, m->num_labels},
+                                   .data = m->logits};
+  spec->num_predictions = 2;
   spec->prediction_names = PREDICTION_NAMES;
-  spec->predictions = &m->prob_tensor;
+  spec->predictions = m->prob_tensor;
   return EST_OK;
 }
 
