@@ -174,12 +174,30 @@ static void test_train_eval_predict(void **state) {
   text = test_read_in(out, "label_list.txt");
   assert_string_equal(text, "O\nB-LOC\nB-ORG\nB-PER\nI-LOC\nI-ORG\nI-PER\n");
   free(text);
-  /* an est servable is refused, saying why */
-  log = NULL;
-  assert_int_not_equal(test_run(&log, 1, EST_BIN " run_ner --data_dir=" CONLL " --vocab_file=" UNCASED
-                                " --bert_config_file=" SMALL_CONFIG " --output_dir=%s --do_export", out), 0);
-  assert_non_null(strstr(log, "only --export_format=hf"));
-  free(log);
+  /* an est servable: the token classifier head with train.txt's labels, which est predict
+   * answers with entities (a JSON list a line; test_token_classifier_serving checks them
+   * against transformers' pipeline) */
+  free(test_run_ok(EST_BIN " run_ner --data_dir=" CONLL " --vocab_file=" UNCASED " --bert_config_file=" SMALL_CONFIG
+                   " --output_dir=%s --do_export --max_seq_length=16 --export_dir=%s/export", out, test_tmpdir));
+  char export_dir[700];
+  snprintf(export_dir, sizeof export_dir, "%s/export", test_tmpdir);
+  char *json = NULL;
+  assert_int_equal(test_run(&json, 0, "ls %s/*/est_model.json | head -1 | xargs cat", export_dir), 0);
+  assert_non_null(strstr(json, "\"head\": \"token_classifier\""));
+  assert_non_null(strstr(json, "\"aggregation_strategy\": \"simple\""));
+  assert_non_null(strstr(json, "\"O\",\n    \"B-LOC\""));
+  free(json);
+  snprintf(path, sizeof path, "%s/lines.txt", test_tmpdir);
+  const char lines[] = "Mary Smith met Reuters in Berlin .\n{\"text_a\": \"x\"}\n";
+  test_write_bytes(path, lines, strlen(lines));
+  char *predicted = NULL;
+  assert_int_equal(test_run(&predicted, 0, EST_BIN " predict --export_dir=%s --input_file=%s 2>/dev/null", export_dir,
+                            path), 0);
+  /* two lines, each a JSON list (the second line's text is the JSON itself under tsv) */
+  const char *second = strchr(predicted, '\n');
+  assert_non_null(second);
+  assert_true(predicted[0] == '[' && second[-1] == ']' && second[1] == '[');
+  free(predicted);
 }
 
 /* JSON lines files (named .txt, found by their content), --label_all_tokens, predict only

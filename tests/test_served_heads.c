@@ -54,7 +54,11 @@ static const void *sample_config(const est_served_head *head) {
                                         .max_answer_length = 30, .version_2_with_negative = true,
                                         .null_score_diff_threshold = -1.5};
   if (head == &est_served_pooling) return &pooling;
+  static const est_model_token_classifier token_classifier = {.aggregation_strategy = EST_AGGREGATION_FIRST};
+  static const est_model_classifier classifier = {.problem_type = EST_PROBLEM_SINGLE_LABEL};
+  if (head == &est_served_classifier) return &classifier;
   if (head == &est_served_squad) return &squad;
+  if (head == &est_served_token_classifier) return &token_classifier;
   return NULL;
 }
 
@@ -129,6 +133,9 @@ static void test_est_model_json_bytes(void **state) {
                         "    \"max_query_length\": 12,\n    \"n_best_size\": 20,\n"
                         "    \"null_score_diff_threshold\": -1.5,\n    \"version_2_with_negative\": true\n  },\n"
                         "  \"task\": \"t\"\n}\n"},
+    {&est_served_token_classifier, "  \"head\": \"token_classifier\",\n  \"labels\": [\n    \"no\",\n    \"yes\"\n  ],\n"
+                                   "  \"max_seq_length\": 16,\n  \"precision\": \"fp32\",\n  \"task\": \"t\",\n"
+                                   "  \"token_classifier\": {\n    \"aggregation_strategy\": \"first\"\n  }\n}\n"},
   };
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     est_model_meta m = sample_meta(want[i].head);

@@ -29,7 +29,12 @@ static const char usage[] =
     "  {\"question\": \"...\", \"context\": \"...\"}\n"
     "and each output line {\"answer\": \"...\", \"start\": S, \"end\": E, \"score\": P}: the answer, its\n"
     "character offsets in the context (end exclusive) and its n-best probability; --input_format\n"
-    "and --output_format do not apply, --batch_size counts windows per forward pass.";
+    "and --output_format do not apply, --batch_size counts windows per forward pass.\n\n"
+    "With a token classifier (`est run_ner --do_export`), each input line is the text (tsv) or\n"
+    "{\"text_a\": \"...\", \"aggregation_strategy\": \"none|simple|first|average|max\"} (jsonl), and each\n"
+    "output line the JSON list of its entities, as transformers' token-classification pipeline.\n\n"
+    "DIR may also be a HuggingFace model directory (*ForSequenceClassification,\n"
+    "*ForTokenClassification, *ForQuestionAnswering), served as it is (docs/serving.md).";
 
 /* Runs the lines read so far and writes their answers, one line each. */
 static est_status flush_batch(est_served_batch **b, est_servable *s, FILE *out) {

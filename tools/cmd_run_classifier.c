@@ -38,6 +38,15 @@ int est_cmd_run_classifier(int argc, char **argv) {
     EST_CLI_EPOCH_FLAGS(c),
     EST_CLI_TSV_FLAGS(&c->tsv_text_a_column, &c->tsv_text_b_column, &c->tsv_label_column, &c->tsv_test_text_a_column,
                       &c->tsv_test_text_b_column, &c->tsv_test_label_column, &c->tsv_labels, &c->tsv_skip_header),
+    EST_FLAG_BOOL("multi_label", &c->multi_label,
+                  "[est] task tsv: each label field lists any number of labels, comma-separated (\"a,b\"; \"\" for "
+                  "none): sigmoid outputs, binary cross-entropy, micro / macro / per-label F1 in eval_results.txt. "
+                  "On by itself for a HuggingFace config with problem_type multi_label_classification.", 0),
+    EST_FLAG_STRING("long_documents", &c->long_documents,
+                    "[est] --do_predict on texts longer than max_seq_length: truncate (the reference's), or mean / "
+                    "max: every window of text_a (--doc_stride apart), their logits pooled by mean or max.", 0),
+    EST_FLAG_INT("doc_stride", &c->doc_stride,
+                 "[est] --long_documents=mean|max: tokens from one window's start to the next's; 0 = half a window.", 0),
   };
   /* run_classifier.py's order: its 3 required flags, the shared group, then the rest */
   const est_cli_task_command command = {

@@ -90,6 +90,10 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
  * d_pooled [batch, H] (e.g. est_bert_encoder_pooled_output_grad) and output_weights' and
  * output_bias' gradients into the store, then reports that group as ready. */
 est_status est_bert_classifier_head_backward(est_bert_classifier_head *h, float *d_pooled);
+/* The same from a loss of the caller's own over the last forward's logits (with or without
+ * labels; training as it ran): d_logits [batch, C] = d loss / d logits. */
+est_status est_bert_classifier_head_backward_logits(est_bert_classifier_head *h, const float *d_logits,
+                                                    float *d_pooled);
 /* Backward then calls fn(ctx, offset, count) once for [classifier/dense +] output_weights +
  * output_bias, as soon as their gradients are final (est_bert_grads_ready_fn:
  * est/bert_encoder.h). */

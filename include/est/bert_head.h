@@ -138,10 +138,19 @@ est_bert_encoder *est_bert_model_encoder(void *model);
 /* run_classifier.py create_model: dropout 0.1 on the pooled output, output_weights [C, H],
  * output_bias [C], softmax cross-entropy. Features: label_ids [B] (TRAIN, EVAL), optional
  * is_real_example [B] (eval weights). EVAL: eval_accuracy, eval_loss, plus eval_f1 or
- * eval_mcc. PREDICT: "probabilities" [B, C]. */
+ * eval_mcc. PREDICT: "probabilities" [B, C], "logits" [B, C]. */
 typedef struct est_bert_classifier_head_params {
   int num_labels;
   int extra_metric;             /* an est_task_metric (est/processors.h): none, F1 or MCC */
+  /* Multi-label (transformers' problem_type "multi_label_classification"): label_ids
+   * [B, num_labels] of 0 / 1, loss = BCEWithLogitsLoss (the mean over B x num_labels of
+   * max(z, 0) - z y + log(1 + exp(-|z|))), EVAL eval_loss (per example: its mean over the
+   * labels) and eval_accuracy (every label right at 0.5: exact match), PREDICT
+   * "probabilities" = sigmoid(logits). extra_metric is ignored. */
+  int multi_label;
+  /* Regression (transformers' problem_type "regression", e.g. a cross-encoder of one label):
+   * PREDICT's "probabilities" are the raw logits. Serving only: no loss. */
+  int regression;
 } est_bert_classifier_head_params;
 extern const est_bert_head_type est_bert_classifier_head_type;
 

@@ -46,6 +46,10 @@ typedef struct est_feature_converter {
   size_t nlabels;
   int max_seq_length;
   int32_t cls_id, sep_id;
+  /* Multi-label (set after init): an example's label is a field of comma-separated labels
+   * (est_multi_label_ids), checked by the caller; est_convert_single_example's label_id is
+   * then 0. */
+  bool multi_label;
 } est_feature_converter;
 
 /* Looks up [CLS] and [SEP] (errors name the vocab file) and checks max_seq_length >= 3. */
@@ -88,6 +92,26 @@ est_status est_file_based_convert_examples_to_features(const est_examples *examp
  * is_real_example FixedLen int64 scalars. */
 enum { EST_CLASSIFIER_NUM_FEATURES = 5 };
 void est_classifier_feature_specs(int64_t max_seq_length, est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES]);
+
+/* The multi-label records (--multi_label, docs/run_classifier.md §12): as
+ * est_file_based_convert_examples_to_features, with label_ids the example's labels as
+ * num_labels int64s, 1 for each label its field names (est_multi_label_ids); a field naming
+ * an unknown label fails naming the example. Read back with label_ids FixedLen int64
+ * [num_labels] (est_classifier_feature_specs_multi_label). */
+est_status est_file_based_convert_multi_label(const est_examples *examples, const char *const *labels, size_t nlabels,
+                                              int max_seq_length, est_tokenizer *tok, const char *output_file);
+void est_classifier_feature_specs_multi_label(int64_t max_seq_length, int64_t num_labels,
+                                              est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES]);
+
+/* Long documents (run_classifier --long_documents, docs/run_classifier.md §13): each
+ * example's text_a in windows of max_seq_length - 2 tokens, each min(its length, doc_stride)
+ * tokens after the previous until one reaches the end (run_squad's doc spans), one record a
+ * window ([CLS] window [SEP], the example's label or labels, is_real_example 1), read back
+ * with the same specs. *window_example (malloc'd, *num_windows entries) is each window's
+ * example index. A text pair is refused. */
+est_status est_file_based_convert_windows(const est_examples *examples, const char *const *labels, size_t nlabels,
+                                          int max_seq_length, est_tokenizer *tok, int doc_stride, bool multi_label,
+                                          const char *output_file, int64_t **window_example, size_t *num_windows);
 
 #ifdef __cplusplus
 }

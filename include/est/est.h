@@ -36,6 +36,7 @@
 #include "est/tokenizer.h"
 #include "est/processors.h"
 #include "est/classifier_features.h"
+#include "est/multi_label.h"
 #include "est/pretraining_data.h"
 #include "est/pyrandom.h"
 #include "est/squad.h"

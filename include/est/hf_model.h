@@ -119,6 +119,8 @@ typedef struct est_hf_export_params {
   /* The BertFor* class to write (e.g. "BertForTokenClassification", which has no pooler);
    * NULL: the one the checkpoint's variables make (below). */
   const char *architecture;
+  /* config.json's problem_type ("multi_label_classification", ...); NULL: none written. */
+  const char *problem_type;
 } est_hf_export_params;
 
 /* Writes out_dir (config.json, model.safetensors, vocab.txt, tokenizer_config.json,

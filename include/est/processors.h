@@ -111,9 +111,19 @@ typedef struct est_tsv_task_config {
   const char *labels;
   const char *train_file, *dev_file, *test_file;   /* defaults train.tsv, dev.tsv, test.tsv */
   const char *language;       /* XNLI only; default "zh" */
+  /* Multi-label (the generic task only; default false): a label field holds any number of
+   * the task's labels, comma-separated ("sports,politics"; "" for none), and the label list
+   * collected from the training file is the distinct labels of all its rows. The examples
+   * keep the field as it is (est_multi_label_ids reads it). */
+  bool multi_label;
 } est_tsv_task_config;
 
 est_tsv_task_config est_tsv_task_config_default(void);
+
+/* A multi-label field ("a,b": labels comma-separated, "" none) as hot[nlabels]: 1 for each
+ * label named, 0 else. INVALID_ARGUMENT for an empty item or a label not in the list (naming
+ * it and the list). */
+est_status est_multi_label_ids(const char *field, const char *const *labels, size_t nlabels, int32_t *hot);
 
 typedef struct est_processor est_processor;
 

@@ -61,6 +61,17 @@ typedef struct est_run_classifier_config {
   int64_t tsv_test_text_a_column, tsv_test_text_b_column, tsv_test_label_column;
   const char *tsv_labels;        /* "neg,pos": label order; NULL: train.tsv's labels, sorted */
   bool tsv_skip_header;          /* true */
+  /* Multi-label (task tsv; docs/run_classifier.md §12): each label field lists any number of
+   * labels, comma-separated; sigmoid outputs and binary cross-entropy. Also on when
+   * --bert_config_file is a HuggingFace config.json with problem_type
+   * "multi_label_classification". */
+  bool multi_label;              /* false */
+  /* Long documents in --do_predict (docs/run_classifier.md §13): "truncate" (NULL, the
+   * reference's: the first max_seq_length - 2 tokens), or every window of text_a, each
+   * doc_stride tokens after the previous, their logits pooled by "mean" or "max" before the
+   * softmax (sigmoid when multi-label). doc_stride 0: half a window. */
+  const char *long_documents;
+  int64_t doc_stride;            /* 0 */
 } est_run_classifier_config;
 
 est_run_classifier_config est_run_classifier_config_default(void);

@@ -191,6 +191,13 @@ struct est_served_head {
   /* An embedding model (est embed, POST /embed, POST /v1/embeddings): whether its vectors are
    * already L2-normalised. NULL: not one. */
   bool (*embedding_normalized)(const est_model_meta *meta);
+
+  /* A HuggingFace directory served as it is (est_hf_servable_meta, est/serving.h): the end of
+   * the transformers class names this head serves in config.json's "architectures" (e.g.
+   * "ForTokenClassification": BertForTokenClassification, RobertaForTokenClassification ...;
+   * NULL: none), and its settings from that config.json (root: a jansson object; NULL: zeros). */
+  const char *hf_architecture;
+  est_status (*hf_config)(void *config, const struct json_t *root, const char *path);
 };
 
 /* Bytes of a layer's params a servable keeps for est_served_head.params. */
@@ -247,7 +254,21 @@ void est_served_text_signature(const est_model_meta *meta, int width, struct jso
 /* ---- the heads est serves ------------------------------------------------------------------ */
 
 /* "classifier" (src/bert/heads/head_classifier.c): "probabilities" [B, num_labels], one per
- * "labels" entry; the text form; :classify answers per label. */
+ * "labels" entry; the text form; :classify answers per label. Its settings: transformers'
+ * problem_type, est_model.json's "problem_type" (written only when not single-label):
+ * softmax probabilities (single_label_classification, the default), a sigmoid per label
+ * (multi_label_classification; est predict's label form lists every label at >= 0.5), or
+ * the raw logits (regression: e.g. a cross-encoder's one score). */
+typedef enum est_problem_type {
+  EST_PROBLEM_SINGLE_LABEL, EST_PROBLEM_MULTI_LABEL, EST_PROBLEM_REGRESSION
+} est_problem_type;
+typedef struct est_model_classifier {
+  est_problem_type problem_type;
+} est_model_classifier;
+/* transformers' name of a problem_type ("single_label_classification", ...), and back (-1:
+ * none of them). */
+const char *est_problem_type_name(est_problem_type t);
+int est_problem_type_parse(const char *name);
 extern const est_served_head est_served_classifier;
 
 /* "pooling" (src/bert/heads/head_pooling.c): sentence embeddings, "embeddings" [B, W];
@@ -266,6 +287,20 @@ typedef struct est_model_squad {
   double null_score_diff_threshold;
 } est_model_squad;
 extern const est_served_head est_served_squad;
+
+/* "token_classifier" (src/bert/heads/head_token_classifier.c): token classification (NER).
+ * Served "probabilities" [B, max_seq_length * num_labels], one per "labels" entry at each
+ * position; instances a text (a string or {"text_a", "aggregation_strategy"}), answered with
+ * transformers' token-classification pipeline's entities (docs/ner.md §6). Its settings,
+ * est_model.json's "token_classifier": {"aggregation_strategy": "simple"}: the strategy of an
+ * instance that names none. */
+typedef enum est_aggregation_strategy {
+  EST_AGGREGATION_NONE, EST_AGGREGATION_SIMPLE, EST_AGGREGATION_FIRST, EST_AGGREGATION_AVERAGE, EST_AGGREGATION_MAX
+} est_aggregation_strategy;
+typedef struct est_model_token_classifier {
+  est_aggregation_strategy aggregation_strategy;
+} est_model_token_classifier;
+extern const est_served_head est_served_token_classifier;
 
 #ifdef __cplusplus
 }

@@ -54,6 +54,12 @@ extern "C" {
  * table (est_served_head_find); one est cannot serve is an error naming the file and the
  * served heads. */
 void est_model_meta_clear(est_model_meta *m);
+/* A HuggingFace model directory's est_model_meta, as if an export's (docs/serving.md, "HuggingFace directories"):
+ * the head whose hf_architecture ends config.json's "architectures"[0], "labels" from
+ * id2label (else LABEL_0 ... of num_labels), the head's settings from the config
+ * (hf_config), max_seq_length the model's positions (at most 512) or tokenizer_config.json's
+ * model_max_length when smaller, fp32. Errors name the file and what it lacks. */
+est_status est_hf_servable_meta(est_model_meta *m, const char *dir);
 /* Reads est_model.json (errors name the file and the field). */
 est_status est_model_meta_read(est_model_meta *m, const char *path);
 /* The same from `size` bytes of JSON text in memory; `name` stands for the file in errors. */

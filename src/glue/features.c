@@ -79,7 +79,8 @@ static void log_example(const est_feature_converter *c, const est_input_example 
   EST_LOG_INFO("input_mask: %s", buf);
   join_ints(buf, size, seg, S);
   EST_LOG_INFO("segment_ids: %s", buf);
-  EST_LOG_INFO("label: %s (id = %d)", ex->label, label_id);
+  if (c->multi_label) EST_LOG_INFO("labels: %s", ex->label ? ex->label : "");
+  else EST_LOG_INFO("label: %s (id = %d)", ex->label, label_id);
   free(buf);
 }
 
@@ -96,8 +97,8 @@ est_status est_convert_single_example(const est_feature_converter *c, int64_t ex
   if (ex->is_padding) return EST_OK;
 
   char at[600];
-  int32_t lid = -1;
-  for (size_t i = 0; ex->label && i < c->nlabels; i++)
+  int32_t lid = c->multi_label ? 0 : -1;
+  for (size_t i = 0; !c->multi_label && ex->label && i < c->nlabels; i++)
     if (!strcmp(ex->label, c->labels[i])) lid = (int32_t)i;
   if (lid < 0)
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: label '%s' is not in the label list",
@@ -179,15 +180,16 @@ est_status est_convert_examples_to_features(const est_examples *examples, const 
   return EST_OK;
 }
 
-est_status est_file_based_convert_examples_to_features(const est_examples *examples, const char *const *labels,
-                                                       size_t nlabels, int max_seq_length, est_tokenizer *tok,
-                                                       const char *output_file) {
+/* The records of both kinds: label_ids one id, or (multi_label) nlabels 0 / 1 values. */
+static est_status convert_to_file(const est_examples *examples, const char *const *labels, size_t nlabels,
+                                  int max_seq_length, est_tokenizer *tok, const char *output_file, bool multi_label) {
   est_feature_converter c;
   est_status st = est_feature_converter_init(&c, tok, labels, nlabels, max_seq_length);
   if (st != EST_OK) return st;
+  c.multi_label = multi_label;
   size_t S = (size_t)max_seq_length;
-  int32_t *row = malloc(3 * S * sizeof *row);
-  int64_t *wide = malloc(S * sizeof *wide);
+  int32_t *row = malloc((3 * S + nlabels) * sizeof *row), *hot = row ? row + 3 * S : NULL;
+  int64_t *wide = malloc((S > nlabels ? S : nlabels) * sizeof *wide);
   if (!row || !wide) {
     free(row);
     free(wide);
@@ -209,7 +211,16 @@ est_status est_file_based_convert_examples_to_features(const est_examples *examp
       st = est_example_set_int64(&rec, keys[k], wide, S);
     }
     int64_t lab = label_id, real = is_real;
-    if (st == EST_OK) st = est_example_set_int64(&rec, "label_ids", &lab, 1);
+    if (st == EST_OK && multi_label) {
+      const est_input_example *ex = &examples->items[i];
+      st = ex->is_padding ? (memset(hot, 0, nlabels * sizeof *hot), EST_OK)
+                          : est_multi_label_ids(ex->label ? ex->label : "", labels, nlabels, hot);
+      if (st != EST_OK) est_error_prefix("example %s: ", ex->guid ? ex->guid : "?");
+      for (size_t k = 0; st == EST_OK && k < nlabels; k++) wide[k] = hot[k];
+      if (st == EST_OK) st = est_example_set_int64(&rec, "label_ids", wide, nlabels);
+    } else if (st == EST_OK) {
+      st = est_example_set_int64(&rec, "label_ids", &lab, 1);
+    }
     if (st == EST_OK) st = est_example_set_int64(&rec, "is_real_example", &real, 1);
     uint8_t *bytes = NULL;
     size_t nbytes = 0;
@@ -225,6 +236,127 @@ est_status est_file_based_convert_examples_to_features(const est_examples *examp
     return est_error_prefix("writing %s: ", output_file);
   }
   return est_tfrecord_writer_close(w);
+}
+
+est_status est_file_based_convert_examples_to_features(const est_examples *examples, const char *const *labels,
+                                                       size_t nlabels, int max_seq_length, est_tokenizer *tok,
+                                                       const char *output_file) {
+  return convert_to_file(examples, labels, nlabels, max_seq_length, tok, output_file, false);
+}
+
+est_status est_file_based_convert_multi_label(const est_examples *examples, const char *const *labels, size_t nlabels,
+                                              int max_seq_length, est_tokenizer *tok, const char *output_file) {
+  return convert_to_file(examples, labels, nlabels, max_seq_length, tok, output_file, true);
+}
+
+est_status est_file_based_convert_windows(const est_examples *examples, const char *const *labels, size_t nlabels,
+                                          int max_seq_length, est_tokenizer *tok, int doc_stride, bool multi_label,
+                                          const char *output_file, int64_t **window_example, size_t *num_windows) {
+  *window_example = NULL, *num_windows = 0;
+  est_feature_converter c;
+  est_status st = est_feature_converter_init(&c, tok, labels, nlabels, max_seq_length);
+  if (st != EST_OK) return st;
+  if (doc_stride < 1) return est_error(EST_ERR_INVALID_ARGUMENT, "doc_stride %d: must be at least 1", doc_stride);
+  const size_t S = (size_t)max_seq_length, L = S - 2;
+  int64_t *wide = malloc((S > nlabels ? S : nlabels) * sizeof *wide);
+  int32_t *hot = malloc((nlabels + 1) * sizeof *hot), *doc = NULL;
+  size_t cap = 0, nw = 0, wcap = 0;
+  int64_t *map = NULL;
+  est_tfrecord_writer *w = NULL;
+  if (!wide || !hot) st = est_error(EST_ERR_NO_MEMORY, "converting to %s", output_file);
+  if (st == EST_OK) st = est_tfrecord_writer_open(&w, output_file, EST_COMPRESSION_NONE);
+  est_example rec;
+  est_example_init(&rec);
+  char at[600];
+  for (size_t i = 0; st == EST_OK && i < examples->count; i++) {
+    const est_input_example *ex = &examples->items[i];
+    if (ex->text_b && ex->text_b[0]) {
+      st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: a text pair; long documents are single texts (text_a)",
+                     where(ex, at, sizeof at));
+      break;
+    }
+    /* the label(s), as the records of est_file_based_convert_examples_to_features hold them */
+    int64_t lab = -1;
+    if (multi_label) {
+      st = est_multi_label_ids(ex->label ? ex->label : "", labels, nlabels, hot);
+      if (st != EST_OK) est_error_prefix("%s: ", where(ex, at, sizeof at));
+    } else {
+      for (size_t k = 0; ex->label && k < nlabels; k++)
+        if (!strcmp(ex->label, labels[k])) lab = (int64_t)k;
+      if (lab < 0)
+        st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: label '%s' is not in the label list", where(ex, at, sizeof at),
+                       ex->label ? ex->label : "(none)");
+    }
+    const int32_t *ids = NULL;
+    size_t n = 0;
+    if (st == EST_OK) st = est_tokenizer_encode(tok, ex->text_a ? ex->text_a : "", SIZE_MAX, &ids, &n);
+    if (st == EST_OK && n > cap) { /* the next encode reuses ids' buffer: keep a copy */
+      int32_t *grown = realloc(doc, n * sizeof *doc);
+      if (!grown) st = est_error(EST_ERR_NO_MEMORY, "converting to %s", output_file);
+      else doc = grown, cap = n;
+    }
+    if (st == EST_OK && n) memcpy(doc, ids, n * sizeof *doc);
+    /* run_squad's doc spans: windows of L tokens, each min(length, doc_stride) after the last,
+     * until one reaches the end (an empty text: one window of none) */
+    for (size_t start = 0; st == EST_OK;) {
+      const size_t len = n - start < L ? n - start : L;
+      int64_t *row = wide;
+      static const char *const keys[3] = {"input_ids", "input_mask", "segment_ids"};
+      for (int k = 0; st == EST_OK && k < 3; k++) {
+        for (size_t t = 0; t < S; t++) {
+          const int64_t id = t == 0 ? c.cls_id : t <= len ? doc[start + t - 1] : t == len + 1 ? c.sep_id : 0;
+          row[t] = k == 0 ? id : k == 1 ? t < len + 2 : 0;
+          if (k == 0 && id == EST_TOKEN_UNK_MISSING)
+            st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: token [UNK] is not in vocab %s", where(ex, at, sizeof at),
+                           est_vocab_path(est_tokenizer_vocab(tok)));
+        }
+        if (st == EST_OK) st = est_example_set_int64(&rec, keys[k], row, S);
+      }
+      if (st == EST_OK && multi_label) {
+        for (size_t k = 0; k < nlabels; k++) wide[k] = hot[k];
+        st = est_example_set_int64(&rec, "label_ids", wide, nlabels);
+      } else if (st == EST_OK) {
+        st = est_example_set_int64(&rec, "label_ids", &lab, 1);
+      }
+      const int64_t real = 1;
+      if (st == EST_OK) st = est_example_set_int64(&rec, "is_real_example", &real, 1);
+      uint8_t *bytes = NULL;
+      size_t nbytes = 0;
+      if (st == EST_OK) st = est_example_serialize(&rec, &bytes, &nbytes);
+      if (st == EST_OK) st = est_tfrecord_writer_write(w, bytes, nbytes);
+      free(bytes);
+      if (st == EST_OK && nw == wcap) {
+        wcap = wcap ? 2 * wcap : 64;
+        int64_t *grown = realloc(map, wcap * sizeof *map);
+        if (!grown) st = est_error(EST_ERR_NO_MEMORY, "converting to %s", output_file);
+        else map = grown;
+      }
+      if (st == EST_OK) map[nw++] = (int64_t)i;
+      if (start + len >= n) break;
+      start += len < (size_t)doc_stride ? len : (size_t)doc_stride;
+    }
+  }
+  est_example_clear(&rec);
+  free(wide), free(hot), free(doc);
+  if (st != EST_OK) {
+    free(map);
+    if (w) est_tfrecord_writer_abort(w);
+    return est_error_prefix("writing %s: ", output_file);
+  }
+  st = est_tfrecord_writer_close(w);
+  if (st != EST_OK) {
+    free(map);
+    return st;
+  }
+  EST_LOG_INFO("%zu examples in %zu windows of at most %zu tokens (doc_stride %d)", examples->count, nw, L, doc_stride);
+  *window_example = map, *num_windows = nw;
+  return EST_OK;
+}
+
+void est_classifier_feature_specs_multi_label(int64_t max_seq_length, int64_t num_labels,
+                                              est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES]) {
+  est_classifier_feature_specs(max_seq_length, specs);
+  specs[3] = (est_feature_spec){.key = "label_ids", .dtype = EST_DT_INT64, .rank = 1, .shape = {num_labels}};
 }
 
 void est_classifier_feature_specs(int64_t max_seq_length, est_feature_spec specs[EST_CLASSIFIER_NUM_FEATURES]) {

@@ -209,6 +209,11 @@ est_status est_processor_create(est_processor **out, const char *task_name, cons
     return est_error(EST_ERR_NO_MEMORY, "creating processor");
   }
   est_status st = EST_OK;
+  if (task->labels && p->cfg.multi_label) {
+    est_processor_free(p);
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--multi_label: task %s has one label a row; multi-label needs "
+                     "--task_name=tsv", task->name);
+  }
   if (task->labels) {
     p->labels = malloc(task->nlabels * sizeof *p->labels);
     if (!p->labels) {
@@ -293,11 +298,39 @@ static bool label_known(const est_processor *p, const char *label) {
   return false;
 }
 
-static void labels_joined(const est_processor *p, char *buf, size_t size) {
+static void list_joined(const char *const *labels, size_t n, char *buf, size_t size) {
   size_t w = 0;
   buf[0] = 0;
-  for (size_t i = 0; i < p->nlabels && w + 1 < size; i++)
-    w += (size_t)snprintf(buf + w, size - w, i ? ", %s" : "%s", p->labels[i]);
+  for (size_t i = 0; i < n && w + 1 < size; i++) w += (size_t)snprintf(buf + w, size - w, i ? ", %s" : "%s", labels[i]);
+}
+
+static void labels_joined(const est_processor *p, char *buf, size_t size) {
+  list_joined((const char *const *)p->labels, p->nlabels, buf, size);
+}
+
+est_status est_multi_label_ids(const char *field, const char *const *labels, size_t nlabels, int32_t *hot) {
+  memset(hot, 0, nlabels * sizeof *hot);
+  for (const char *item = field; item && *item;) {
+    const char *comma = strchr(item, ',');
+    const size_t len = comma ? (size_t)(comma - item) : strlen(item);
+    size_t k = 0;
+    while (k < nlabels && (strlen(labels[k]) != len || strncmp(labels[k], item, len))) k++;
+    if (!len)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "multi-label field '%s': an empty label (labels are "
+                       "comma-separated, e.g. \"a,b\")", field);
+    if (k == nlabels) {
+      char all[512];
+      list_joined(labels, nlabels, all, sizeof all);
+      return est_error(EST_ERR_INVALID_ARGUMENT, "multi-label field '%s': label '%.*s' is not one of the task's "
+                       "labels (%s)", field, (int)len, item, all);
+    }
+    hot[k] = 1;
+    if (!comma) break;
+    item = comma + 1;
+    if (!*item)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "multi-label field '%s': an empty label after the last comma", field);
+  }
+  return EST_OK;
 }
 
 /* Reads a layout's file and hands back each kept row's fields (a NULL label: the fixed one). */
@@ -343,7 +376,13 @@ static est_status add_row(void *vctx, const layout *L, const est_tsv *t, size_t 
   char *const *row = t->rows[i];
   const char *label = row_label(L, t, i);
   if (!label) label = c->p->labels[0];  /* generic TSV without a label column */
-  if (!label_known(c->p, label)) {
+  if (c->p->cfg.multi_label && L->s.label != COL_NONE) { /* each of the field's labels */
+    int32_t *hot = malloc((c->p->nlabels + 1) * sizeof *hot);
+    est_status st = hot ? est_multi_label_ids(label, (const char *const *)c->p->labels, c->p->nlabels, hot)
+                        : est_error(EST_ERR_NO_MEMORY, "reading %s", path);
+    free(hot);
+    if (st != EST_OK) return est_error_prefix("%s:%zu: ", path, i + 1);
+  } else if (!label_known(c->p, label)) {
     char all[512];
     labels_joined(c->p, all, sizeof all);
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%zu: label '%s' is not one of the task's labels (%s)", path,
@@ -373,12 +412,10 @@ static est_status add_row(void *vctx, const layout *L, const est_tsv *t, size_t 
 typedef struct collect_ctx {
   char **items;
   size_t n, cap;
+  bool multi_label;           /* a field holds comma-separated labels */
 } collect_ctx;
 
-static est_status collect_label(void *vctx, const layout *L, const est_tsv *t, size_t i, const char *path) {
-  collect_ctx *c = vctx;
-  (void)path;
-  const char *l = row_label(L, t, i);
+static est_status collect_one(collect_ctx *c, char *l) {
   for (size_t k = 0; k < c->n; k++)
     if (!strcmp(c->items[k], l)) return EST_OK;
   if (c->n == c->cap) {
@@ -388,8 +425,27 @@ static est_status collect_label(void *vctx, const layout *L, const est_tsv *t, s
     c->items = p;
     c->cap = cap;
   }
-  c->items[c->n++] = (char *)l;
+  c->items[c->n++] = l;
   return EST_OK;
+}
+
+static est_status collect_label(void *vctx, const layout *L, const est_tsv *t, size_t i, const char *path) {
+  collect_ctx *c = vctx;
+  char *l = (char *)row_label(L, t, i);
+  if (!c->multi_label) return collect_one(c, l);
+  /* "a,b": each label (the field is split in place: it is the file buffer's, read once
+   * here); an empty field has none, an empty item is an error */
+  if (!*l) return EST_OK;
+  for (char *item = l;;) {
+    char *comma = strchr(item, ',');
+    if (comma) *comma = 0;
+    if (!*item)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s:%zu: an empty label in a multi-label field (labels are "
+                       "comma-separated, e.g. \"a,b\")", path, i + 1);
+    est_status st = collect_one(c, item);
+    if (st != EST_OK || !comma) return st;
+    item = comma + 1;
+  }
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -406,7 +462,7 @@ static est_status collect_labels(est_processor *p, const char *data_dir) {
     return est_error(EST_ERR_INVALID_ARGUMENT, "tsv task: without a label list (--tsv_labels) the labels are "
                                                "%s's: give --data_dir", L.s.file);
   est_tsv t;
-  collect_ctx c = {0};
+  collect_ctx c = {.multi_label = p->cfg.multi_label};
   st = for_each_row(&L, data_dir, &t, path, sizeof path, collect_label, &c);
   if (st == EST_OK && c.n == 0) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: no labels found (no data rows)", path);
   if (st == EST_OK) {

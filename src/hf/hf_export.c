@@ -2,6 +2,7 @@
  * model.safetensors, vocab.txt, tokenizer_config.json, special_tokens_map.json, built in a
  * temporary directory beside the target and renamed onto it, so a reader sees the old
  * directory or the whole new one. */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,14 @@ static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_h
   }
   char *config = est_hf_config_to_json_string(p->cfg, arch, p->labels ? p->labels : (const char *const *)names,
                                               num_labels);
+  if (config && p->problem_type) { /* the same text with "problem_type" among its sorted keys */
+    json_t *o = json_loads(config, 0, NULL);
+    free(config);
+    config = o && !json_object_set_new(o, "problem_type", json_string(p->problem_type))
+                 ? json_dumps(o, JSON_SORT_KEYS | JSON_INDENT(2) | JSON_REAL_PRECISION(15))
+                 : NULL;
+    json_decref(o);
+  }
   if (st == EST_OK) st = config ? write_text(dir, "config.json", config) : est_error(EST_ERR_NO_MEMORY, "config");
   free(config);
   for (int i = 0; names && i < num_labels; i++) free(names[i]);

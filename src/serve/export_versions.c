@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "est/file.h"
+#include "est/hf_model.h"
 #include "est/serving.h"
 #include "serve/export_internal.h"
 
@@ -94,6 +95,14 @@ est_status est_export_resolve(const char *path, char *version_dir, size_t size, 
 est_status est_export_resolve_below(const char *path, int64_t below, char *version_dir, size_t size,
                                     int64_t *version) {
   char p[4096];
+  /* a HuggingFace model directory (config.json and weights, no versions): version 1 */
+  if (below > 1 && est_is_directory(path) && !(est_path_join(p, sizeof p, path, "est_model.json") == EST_OK &&
+                                                 est_file_exists(p)) &&
+      est_path_join(p, sizeof p, path, "config.json") == EST_OK && est_file_exists(p) && est_hf_is_checkpoint(path)) {
+    if (version) *version = 1;
+    snprintf(version_dir, size, "%s", path);
+    return EST_OK;
+  }
   if (below == INT64_MAX && (est_path_join(p, sizeof p, path, "est_model.json") == EST_OK && est_file_exists(p))) {
     const char *slash = strrchr(path, '/');
     const char *leaf = slash ? slash + 1 : path;

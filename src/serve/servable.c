@@ -95,6 +95,18 @@ est_status est_servable_load(est_servable **out, const char *path, int max_batch
   est_model_meta meta = {0};
   st = est_export_resolve(path, s->dir, sizeof s->dir, &s->version);
   if (st == EST_OK) st = est_path_join(json, sizeof json, s->dir, "est_model.json");
+  if (st == EST_OK && !est_file_exists(json) && est_hf_is_checkpoint(s->dir)) {
+    /* a HuggingFace directory as it is (servable_hf.c): its config, its tokenizer, its weights */
+    st = est_hf_servable_meta(&meta, s->dir);
+    if (st == EST_OK) st = servable_build(s, &meta, s->dir, s->dir);
+    if (st != EST_OK) {
+      est_error_prefix("loading %s: ", path);
+      est_servable_free(s);
+      return st;
+    }
+    *out = s;
+    return EST_OK;
+  }
   /* a HuggingFace model's export keeps its tokenizer.json beside vocab.txt: it wins */
   if (st == EST_OK) st = est_path_join(vocab, sizeof vocab, s->dir, "assets/tokenizer.json");
   if (st == EST_OK && !est_file_exists(vocab)) st = est_path_join(vocab, sizeof vocab, s->dir, "assets/vocab.txt");

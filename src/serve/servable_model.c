@@ -68,7 +68,9 @@ est_status est_servable_model_run(est_servable_model *m, const int32_t *input_id
     for (size_t i = 0; i < spec.num_predictions; i++)
       if (!strcmp(spec.prediction_names[i], wanted[k])) t = &spec.predictions[i];
     if (!t) return est_error(EST_ERR_INTERNAL, "the %s head gave no '%s' prediction", type->name, wanted[k]);
-    const int width = t->rank == 2 ? (int)t->dims[1] : 1;
+    /* floats per example: [B] one, [B, W] W, [B, S, C] S x C (a prediction per position) */
+    int width = 1;
+    for (int d = 1; d < t->rank; d++) width *= (int)t->dims[d];
     if (width > part_width)
       return est_error(EST_ERR_INTERNAL, "the %s head's '%s' has %d values per example, above %d", type->name,
                        wanted[k], width, part_width);

@@ -10,6 +10,7 @@
 #include "est/processors.h"
 #include "est/run_classifier.h"
 #include "est/serving.h"
+#include "tasks/run_classifier_internal.h"
 
 est_status est_export_classifier(const est_run_classifier_config *c, const char *export_dir, char *version_dir,
                                  size_t size) {
@@ -24,6 +25,7 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   tc.label_column = (int)c->tsv_label_column;
   tc.skip_header = c->tsv_skip_header;
   tc.labels = c->tsv_labels;
+  tc.multi_label = est_rc_multi_label(c);
   est_processor *proc = NULL;
   est_status st = est_processor_create(&proc, c->task_name, &tc);
   if (st != EST_OK) return est_error_prefix("--task_name: ");
@@ -32,7 +34,9 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
   st = est_processor_get_labels(proc, c->data_dir, &labels, &nlabels);
   if (st == EST_OK) {
     snprintf(meta.task, sizeof meta.task, "%s", est_processor_name(proc));
-    est_model_meta_set_head(&meta, &est_served_classifier, NULL);
+    const est_model_classifier config = {.problem_type = est_rc_multi_label(c) ? EST_PROBLEM_MULTI_LABEL
+                                                                               : EST_PROBLEM_SINGLE_LABEL};
+    est_model_meta_set_head(&meta, &est_served_classifier, &config);
     meta.labels = calloc(nlabels, sizeof *meta.labels);
     if (!meta.labels) st = est_error(EST_ERR_NO_MEMORY, "export labels");
     for (size_t i = 0; st == EST_OK && i < nlabels; i++, meta.num_labels++)
@@ -50,7 +54,8 @@ est_status est_export_classifier(const est_run_classifier_config *c, const char 
     }
     est_hf_export_params hp = {.cfg = &meta.bert_config, .vocab_file = c->vocab_file,
                                .do_lower_case = c->do_lower_case, .labels = (const char *const *)meta.labels,
-                               .num_labels = meta.num_labels};
+                               .num_labels = meta.num_labels,
+                               .problem_type = est_rc_multi_label(c) ? "multi_label_classification" : NULL};
     if (st == EST_OK) st = est_hf_export(ckpt, base, &hp);
     if (st == EST_OK && version_dir) snprintf(version_dir, size, "%s", base);
     est_model_meta_clear(&meta);

@@ -441,21 +441,30 @@ static est_status task_finish_eval(void *self, est_estimator *e, est_eval_result
   return st;
 }
 
-/* --do_export --export_format=hf: a HuggingFace BertForTokenClassification directory with
- * train.txt's labels as id2label (docs/hf.md §6). An est servable needs the token
- * classifier on the served-heads table (est/served_head.h), which it is not yet. */
+/* --do_export: an est servable whose est_model.json names the token classifier head
+ * (est/served_head.h) and train.txt's labels in the classifier's order, which est predict and
+ * est serve answer with entities (docs/ner.md §6); --export_format=hf: a HuggingFace
+ * BertForTokenClassification directory with those labels as id2label (docs/hf.md §6). */
 static est_status task_export(void *self, const est_task_flags *f) {
   ner_task *t = self;
-  if (!f->export_format || strcmp(f->export_format, "hf"))
-    return est_error(EST_ERR_UNIMPLEMENTED, "run_ner --do_export: only --export_format=hf (a HuggingFace "
-                                            "BertForTokenClassification directory); est predict / est serve do not "
-                                            "serve the token classifier yet");
   est_status st = EST_OK;
   if (!t->labels && (st = load_split(t, 0)) == EST_OK &&
       (st = est_ner_labels_from(&t->data[0], &t->labels, &t->num_labels)) == EST_OK)
     st = label_order(t, f);
   if (st != EST_OK) return est_error_prefix("--do_export: --data_dir=%s: train.txt: ", t->c->data_dir);
   est_model_meta meta = {0};
+  if (!f->export_format || strcmp(f->export_format, "hf")) {
+    meta.do_lower_case = t->c->do_lower_case;
+    snprintf(meta.task, sizeof meta.task, "ner");
+    const est_model_token_classifier config = {.aggregation_strategy = EST_AGGREGATION_SIMPLE};
+    est_model_meta_set_head(&meta, &est_served_token_classifier, &config);
+    meta.labels = t->labels; /* borrowed: est_export_task copies what it writes */
+    meta.num_labels = t->num_labels;
+    char dir[4096];
+    st = est_export_task(f, t->c->vocab_file, &meta, dir, sizeof dir);
+    if (st == EST_OK) EST_LOG_INFO("Exported the token classifier to %s", dir);
+    return st;
+  }
   char ckpt[4096], base[4096];
   st = est_export_prepare(f, t->c->vocab_file, &meta, ckpt, sizeof ckpt);
   if (st == EST_OK) {

@@ -17,10 +17,13 @@
  *            included, as the reference).
  *   EVAL     eval_accuracy and eval_loss weighted by is_real_example; eval_f1 (MRPC) or
  *            eval_mcc (CoLA) as extra metrics.
- *   PREDICT  "probabilities" [B, C] = softmax(logits).
+ *   PREDICT  "probabilities" [B, C] = softmax(logits), and "logits" [B, C].
  *
  * Served (est/served_head.h): est_model.json's "labels" name the probabilities; requests and
  * input lines of the text form (a text pair or tokens); :classify answers per label. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,8 +58,8 @@ struct est_bert_classifier_head {
    * pooled_d = dropout(act) is the output layer's input */
   float *input_d, *pre, *act, *d_act, *d_input_d;
   uint8_t *in_mask;
-  /* the last forward */
-  int B, valid;
+  /* the last forward: valid with labels (its loss), ran with or without */
+  int B, valid, ran;
   float p, p_in;
   est_bert_grads_ready_fn ready_fn;
   void *ready_ctx;
@@ -187,7 +190,7 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
                                             const int32_t *label_ids, int batch, int training,
                                             uint64_t dropout_seed, uint64_t step, float *logits_out,
                                             float *per_example_loss_out, float *loss_out) {
-  h->valid = 0;
+  h->valid = h->ran = 0;
   if (!h->buf || batch <= 0 || batch > h->max_B)
     return est_error(EST_ERR_INVALID_ARGUMENT, "classifier head: batch %d exceeds the reservation %d", batch,
                      h->max_B);
@@ -214,6 +217,7 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
   h->B = B;
   h->p = p;
   h->p_in = p_in;
+  h->ran = 1;
   if (!label_ids) return EST_OK;
   est_status st = est_crossentropy_forward(h->losses, h->probs, h->logits, label_ids, B, C);
   if (st) return est_error_prefix("BERT classifier loss: ");
@@ -226,15 +230,32 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
   return EST_OK;
 }
 
+static est_status backward_from_d_logits(est_bert_classifier_head *h, float *d_pooled);
+
 est_status est_bert_classifier_head_backward(est_bert_classifier_head *h, float *d_pooled) {
   if (!h->valid)
     return est_error(EST_ERR_FAILED_PRECONDITION,
                      "classifier head backward needs a successful forward pass with label_ids just before it");
-  const int B = h->B, H = h->H, C = h->C;
-  float *dW = est_vars_grad(h->vs, (size_t)h->out_w), *db = est_vars_grad(h->vs, (size_t)h->out_b);
+  const int B = h->B, C = h->C;
   /* loss = mean_b losses[b] -> d logits = (probs - onehot) / B */
   memset(h->d_logits, 0, (size_t)B * C * sizeof(float));
   est_crossentropy_backward(h->d_logits, h->probs, h->labels, 1.0f / (float)B, B, C);
+  return backward_from_d_logits(h, d_pooled);
+}
+
+est_status est_bert_classifier_head_backward_logits(est_bert_classifier_head *h, const float *d_logits,
+                                                    float *d_pooled) {
+  if (!h->ran)
+    return est_error(EST_ERR_FAILED_PRECONDITION, "classifier head backward needs a successful forward pass just "
+                     "before it");
+  memcpy(h->d_logits, d_logits, (size_t)h->B * h->C * sizeof(float));
+  return backward_from_d_logits(h, d_pooled);
+}
+
+/* h->d_logits [B, C] -> the parameters' gradients (added) and d_pooled (added). */
+static est_status backward_from_d_logits(est_bert_classifier_head *h, float *d_pooled) {
+  const int B = h->B, H = h->H, C = h->C;
+  float *dW = est_vars_grad(h->vs, (size_t)h->out_w), *db = est_vars_grad(h->vs, (size_t)h->out_b);
   if (h->kind != EST_CLASSIFIER_BERT) {
     /* logits = dropout(act) W^T + b: d act written */
     est_matmul_backward_mode(h->d_pooled_d, dW, db, h->d_logits, h->pooled_d,
@@ -272,18 +293,24 @@ typedef struct classifier {
   est_bert_classifier_head *head;
   est_bert_encoder *enc;
   int num_labels, extra_metric;
+  int multi_label;         /* sigmoid + BCE over label_ids [B, C] (est_bert_classifier_head_params) */
+  int regression;          /* PREDICT: the raw logits */
+  const int32_t *hot;      /* multi-label: the last forward's label_ids [B, C], or NULL */
+  float *d_logits;         /* multi-label: [max_batch, C] */
+  int32_t *ones;           /* multi-label: [max_batch] of 1, exact match's "labels" */
   int first_token;         /* 1: the input is the first token's row (the dense kinds) */
   float *first, *d_first;  /* [max_batch, H] then */
   /* one batch, [max_batch, C] / [max_batch] */
   float *logits, *per_example_loss, *probabilities, *weights;
   int32_t *predictions;
   const int32_t *labels;   /* the last forward's label_ids, or NULL */
-  est_tensor prob_tensor;
+  est_tensor prob_tensor[2];   /* probabilities, logits */
   est_metric *metric_objs[3];
   size_t num_metrics;
 } classifier;
 
-static const char *const PREDICTION_NAMES[] = {"probabilities"};
+/* "logits" too, for run_classifier's long documents (the windows' logits pooled). */
+static const char *const PREDICTION_NAMES[] = {"probabilities", "logits"};
 
 static void classifier_free(void *head) {
   classifier *m = head;
@@ -297,6 +324,8 @@ static void classifier_free(void *head) {
   free(m->predictions);
   free(m->first);
   free(m->d_first);
+  free(m->d_logits);
+  free(m->ones);
   free(m);
 }
 
@@ -307,7 +336,9 @@ static est_status classifier_create(void **out, const est_bert_head_context *ctx
   *out = m;
   m->enc = ctx->encoder;
   m->num_labels = p->num_labels;
-  m->extra_metric = p->extra_metric;
+  m->extra_metric = p->multi_label ? EST_TASK_METRIC_NONE : p->extra_metric;
+  m->multi_label = p->multi_label;
+  m->regression = p->regression;
   /* the family's *ForSequenceClassification head (docs/heads.md §7) */
   const est_bert_config *cfg = est_bert_encoder_config(ctx->encoder);
   const est_classifier_kind kind = est_classifier_kind_of(cfg->opt.family);
@@ -343,6 +374,13 @@ static est_status classifier_reserve(void *head, const est_bert_head_context *ct
   }
   if (!m->logits || !m->probabilities || !m->per_example_loss || !m->weights || !m->predictions)
     return est_error(EST_ERR_NO_MEMORY, "classifier head: out of memory for batch %zu", B);
+  if (m->multi_label) {
+    free(m->d_logits), free(m->ones);
+    m->d_logits = malloc(B * C * sizeof(float));
+    m->ones = malloc(B * sizeof(int32_t));
+    if (!m->d_logits || !m->ones) return est_error(EST_ERR_NO_MEMORY, "classifier head: out of memory for batch %zu", B);
+    for (size_t i = 0; i < B; i++) m->ones[i] = 1;
+  }
   if (ctx->mode != EST_MODE_EVAL) return EST_OK;
   /* metric_fn: accuracy and mean loss, both weighted by is_real_example. */
   st = add_metric(m, EST_METRIC_ACCURACY, "eval_accuracy");
@@ -352,13 +390,40 @@ static est_status classifier_reserve(void *head, const est_bert_head_context *ct
   return st;
 }
 
+/* Multi-label: BCEWithLogitsLoss over the last forward's logits and m->hot [B, C]; each
+ * example's loss (its mean over the labels) into per_example_loss; returns the mean over all
+ * B x C terms. Each term max(z, 0) - z y + log1p(exp(-|z|)), torch's stable form. */
+static float multi_label_loss(classifier *m, int B) {
+  const int C = m->num_labels;
+  double total = 0.0;
+  for (int i = 0; i < B; i++) {
+    double sum = 0.0;
+    for (int c = 0; c < C; c++) {
+      const double z = m->logits[(size_t)i * C + c], y = m->hot[(size_t)i * C + c];
+      sum += (z > 0 ? z : 0.0) - z * y + log1p(exp(-fabs(z)));
+    }
+    m->per_example_loss[i] = (float)(sum / C);
+    total += sum;
+  }
+  return (float)(total / ((double)B * C));
+}
+
+static float sigmoid(float z) { return z >= 0 ? 1.0f / (1.0f + expf(-z)) : expf(z) / (1.0f + expf(z)); }
+
 static est_status classifier_forward(void *head, const est_bert_head_batch *b, float *loss) {
   classifier *m = head;
   const est_features *f = b->features;
   const est_tensor *labels = NULL, *real = NULL;
   est_status st = EST_OK;
-  if (b->mode != EST_MODE_PREDICT && (st = est_features_get(f, "label_ids", EST_DT_INT32, 1, &labels)) != EST_OK)
+  if (b->mode != EST_MODE_PREDICT &&
+      (st = est_features_get(f, "label_ids", EST_DT_INT32, m->multi_label ? 2 : 1, &labels)) != EST_OK)
     return st;
+  if (labels && m->regression)
+    return est_error(EST_ERR_UNIMPLEMENTED, "classifier head: a regression head (problem_type regression) is "
+                     "served only; est trains no regression loss");
+  if (labels && m->multi_label && labels->dims[1] != m->num_labels)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "label_ids has %lld labels per example, the classifier %d",
+                     (long long)labels->dims[1], m->num_labels);
   /* is_real_example: the feature when present, else all ones (the reference's fallback). */
   if (est_features_find(f, "is_real_example") &&
       (st = est_features_get(f, "is_real_example", EST_DT_INT32, 1, &real)) != EST_OK)
@@ -373,9 +438,30 @@ static est_status classifier_forward(void *head, const est_bert_head_batch *b, f
     for (size_t i = 0; i < (size_t)b->batch; i++) memcpy(m->first + i * H, seq + i * S * H, H * sizeof(float));
     input = m->first;
   }
+  if (m->multi_label) { /* the layer's logits; the loss here */
+    m->hot = m->labels, m->labels = NULL;
+    st = est_bert_classifier_head_forward(m->head, input, NULL, b->batch, b->training, b->seed, b->step, m->logits,
+                                          NULL, NULL);
+    if (st != EST_OK || !m->hot) return st;
+    for (size_t i = 0; i < (size_t)b->batch * m->num_labels; i++)
+      if (m->hot[i] != 0 && m->hot[i] != 1)
+        return est_error(EST_ERR_INVALID_ARGUMENT, "label_ids[%zu][%zu] = %d: a multi-label example's labels are 0 "
+                         "or 1", i / m->num_labels, i % m->num_labels, (int)m->hot[i]);
+    const float l = multi_label_loss(m, b->batch);
+    if (loss) *loss = l;
+    return EST_OK;
+  }
   return est_bert_classifier_head_forward(m->head, input, m->labels, b->batch,
                                           b->training, b->seed, b->step, m->logits,
                                           m->labels ? m->per_example_loss : NULL, m->labels ? loss : NULL);
+}
+
+/* d loss / d logits of the mean BCE: (sigmoid(z) - y) / (B C). */
+static const float *multi_label_d_logits(classifier *m, int B) {
+  const size_t n = (size_t)B * m->num_labels;
+  const float scale = 1.0f / (float)n;
+  for (size_t i = 0; i < n; i++) m->d_logits[i] = (sigmoid(m->logits[i]) - (float)m->hot[i]) * scale;
+  return m->d_logits;
 }
 
 static est_status classifier_backward(void *head) {
@@ -387,7 +473,11 @@ static est_status classifier_backward(void *head) {
     const int B = est_bert_encoder_batch(m->enc);
     const size_t H = (size_t)est_bert_encoder_config(m->enc)->hidden_size, S = (size_t)est_bert_encoder_seq_len(m->enc);
     memset(m->d_first, 0, (size_t)B * H * sizeof(float));
-    est_status st = est_bert_classifier_head_backward(m->head, m->d_first);
+    if (m->multi_label && !m->hot)
+      return est_error(EST_ERR_FAILED_PRECONDITION, "classifier head backward needs label_ids in its forward");
+    est_status st = m->multi_label ? est_bert_classifier_head_backward_logits(m->head, multi_label_d_logits(m, B),
+                                                                              m->d_first)
+                                   : est_bert_classifier_head_backward(m->head, m->d_first);
     if (st != EST_OK) return st;
     for (size_t i = 0; i < (size_t)B; i++)
       for (size_t j = 0; j < H; j++) d_seq[i * S * H + j] += m->d_first[i * H + j];
@@ -396,12 +486,33 @@ static est_status classifier_backward(void *head) {
   float *d_pooled = est_bert_encoder_pooled_output_grad(m->enc);
   if (!d_pooled)
     return est_error(EST_ERR_FAILED_PRECONDITION, "BERT backward: the activations were reserved forward-only");
+  if (m->multi_label) {
+    if (!m->hot) return est_error(EST_ERR_FAILED_PRECONDITION, "classifier head backward needs label_ids in its forward");
+    return est_bert_classifier_head_backward_logits(m->head, multi_label_d_logits(m, est_bert_encoder_batch(m->enc)),
+                                                    d_pooled);
+  }
   return est_bert_classifier_head_backward(m->head, d_pooled);
 }
 
 static est_status classifier_update_metrics(void *head, const est_bert_head_batch *b) {
   classifier *m = head;
   const int B = b->batch, C = m->num_labels;
+  if (m->multi_label) { /* exact match at 0.5: predictions[i] = every label right */
+    for (int i = 0; i < B; i++) {
+      int right = 1;
+      for (int c = 0; c < C; c++)
+        right &= (sigmoid(m->logits[(size_t)i * C + c]) >= 0.5f) == (m->hot[(size_t)i * C + c] != 0);
+      m->predictions[i] = right;
+    }
+    for (size_t k = 0; k < m->num_metrics; k++) {
+      est_metric *metric = m->metric_objs[k];
+      est_status st = est_metric_get_kind(metric) == EST_METRIC_MEAN
+                          ? est_metric_update_values(metric, m->per_example_loss, m->weights, (size_t)B)
+                          : est_metric_update_classes(metric, m->ones, m->predictions, m->weights, (size_t)B);
+      if (st != EST_OK) return st;
+    }
+    return EST_OK;
+  }
   /* argmax(logits), the first maximum on ties (tf.argmax). */
   for (int i = 0; i < B; i++) {
     const float *z = m->logits + (size_t)i * C;
@@ -429,12 +540,19 @@ static est_status classifier_metrics(void *head, est_metric *const **metrics, si
 
 static est_status classifier_predictions(void *head, const est_bert_head_batch *b, est_estimator_spec *spec) {
   classifier *m = head;
-  est_bert_classifier_probabilities(m->probabilities, m->logits, b->batch, m->num_labels);
-  m->prob_tensor = (est_tensor){.dtype = EST_DT_FLOAT, .rank = 2, .dims = {b->batch, m->num_labels},
-                                .data = m->probabilities};
-  spec->num_predictions = 1;
+  if (m->regression)
+    memcpy(m->probabilities, m->logits, (size_t)b->batch * m->num_labels * sizeof(float));
+  else if (m->multi_label)
+    for (size_t i = 0; i < (size_t)b->batch * m->num_labels; i++) m->probabilities[i] = sigmoid(m->logits[i]);
+  else
+    est_bert_classifier_probabilities(m->probabilities, m->logits, b->batch, m->num_labels);
+  m->prob_tensor[0] = (est_tensor){.dtype = EST_DT_FLOAT, .rank = 2, .dims = {b->batch, m->num_labels},
+                                   .data = m->probabilities};
+  m->prob_tensor[1] = (est_tensor){.dtype = EST_DT_FLOAT, .rank = 2, .dims = {b->batch, m->num_labels},
+                                   .data = m->logits};
+  spec->num_predictions = 2;
   spec->prediction_names = PREDICTION_NAMES;
-  spec->predictions = &m->prob_tensor;
+  spec->predictions = m->prob_tensor;
   return EST_OK;
 }
 
@@ -462,19 +580,104 @@ const est_bert_head_type est_bert_classifier_head_type = {
 
 /* ---- serving ----------------------------------------------------------------------------- */
 
-/* est_model.json's "labels" are its outputs: one probability per label. */
+/* est_model.json's "problem_type" (root level, as in a transformers config.json), written
+ * only when not single-label so that earlier exports keep their bytes. */
+static const char *const PROBLEM_TYPES[] = {"single_label_classification", "multi_label_classification", "regression"};
+
+const char *est_problem_type_name(est_problem_type t) {
+  return (unsigned)t < 3 ? PROBLEM_TYPES[t] : PROBLEM_TYPES[0];
+}
+
+int est_problem_type_parse(const char *name) {
+  for (int i = 0; name && i < 3; i++)
+    if (!strcmp(name, PROBLEM_TYPES[i])) return i;
+  return -1;
+}
+
+static est_status classifier_read_config(void *config, const json_t *root, const char *path) {
+  est_model_classifier *c = config;
+  c->problem_type = EST_PROBLEM_SINGLE_LABEL;
+  const json_t *v = json_object_get(root, "problem_type");
+  if (!v) return EST_OK;
+  const int t = json_is_string(v) ? est_problem_type_parse(json_string_value(v)) : -1;
+  if (t < 0)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: \"problem_type\" must be \"single_label_classification\", "
+                     "\"multi_label_classification\" or \"regression\"", path);
+  c->problem_type = (est_problem_type)t;
+  return EST_OK;
+}
+
+static est_status classifier_write_config(const void *config, json_t *root) {
+  const est_model_classifier *c = config;
+  if (c->problem_type == EST_PROBLEM_SINGLE_LABEL) return EST_OK;
+  return json_object_set_new(root, "problem_type", json_string(est_problem_type_name(c->problem_type)))
+             ? est_error(EST_ERR_NO_MEMORY, "est_model.json")
+             : EST_OK;
+}
+
+/* A transformers *ForSequenceClassification's config.json: its problem_type, else what
+ * transformers infers at the first loss: one label is regression (a cross-encoder's score:
+ * the raw logit), more are single-label. */
+static est_status classifier_hf_config(void *config, const json_t *root, const char *path) {
+  est_model_classifier *c = config;
+  const json_t *v = json_object_get(root, "problem_type");
+  if (v && !json_is_null(v)) return classifier_read_config(config, root, path);
+  const json_t *id2label = json_object_get(root, "id2label"), *num = json_object_get(root, "num_labels");
+  const long long n = json_is_object(id2label) ? (long long)json_object_size(id2label)
+                      : json_is_integer(num)   ? (long long)json_integer_value(num)
+                                               : 2;
+  c->problem_type = n == 1 ? EST_PROBLEM_REGRESSION : EST_PROBLEM_SINGLE_LABEL;
+  return EST_OK;
+}
+
+/* est_model.json's "labels" are its outputs: one probability (or score) per label. */
 static int classifier_served_params(void *params, const est_model_meta *meta) {
-  *(est_bert_classifier_head_params *)params = (est_bert_classifier_head_params){.num_labels = (int)meta->num_labels};
+  const est_problem_type t = ((const est_model_classifier *)est_model_meta_head_config(meta))->problem_type;
+  *(est_bert_classifier_head_params *)params = (est_bert_classifier_head_params){
+    .num_labels = (int)meta->num_labels, .multi_label = t == EST_PROBLEM_MULTI_LABEL,
+    .regression = t == EST_PROBLEM_REGRESSION};
   return (int)meta->num_labels;
+}
+
+/* The text form's answers, except est predict's label form of a multi-label model: every label
+ * at >= 0.5, comma-separated (run_classifier --multi_label's label field; "" for none). */
+static void classifier_write(const void *batch, size_t i, est_served_form form, FILE *out) {
+  const est_served_context *ctx = est_served_text_context(batch);
+  const est_model_meta *meta = ctx->meta;
+  const int multi = ((const est_model_classifier *)est_model_meta_head_config(meta))->problem_type ==
+                    EST_PROBLEM_MULTI_LABEL;
+  if (!multi || form != EST_SERVED_LINE || !ctx->output_format || strcmp(ctx->output_format, "label")) {
+    est_served_text_write(batch, i, form, out);
+    return;
+  }
+  const float *row = NULL;
+  est_served_text_row(batch, i, NULL, NULL, &row);
+  int first = 1;
+  for (size_t c = 0; row && c < meta->num_labels; c++)
+    if (row[c] >= 0.5f) {
+      fprintf(out, "%s%s", first ? "" : ",", meta->labels[c]);
+      first = 0;
+    }
 }
 
 const est_served_head est_served_classifier = {
   .name = "classifier",
   .type = &est_bert_classifier_head_type,
   .labels = true,
+  .config_size = sizeof(est_model_classifier),
+  .read_config = classifier_read_config,
+  .write_config = classifier_write_config,
   .params = classifier_served_params,
   .outputs = {"probabilities"},
   .inputs = EST_SERVED_TEXT_INPUTS,
   .signature = est_served_text_signature,
-  EST_SERVED_TEXT_BATCH,
+  .batch_create = est_served_text_batch_create,
+  .add_instance = est_served_text_add_instance,
+  .add_line = est_served_text_add_line,
+  .rows = est_served_text_rows,
+  .answer = est_served_text_answer,
+  .write = classifier_write,
+  .batch_free = est_served_text_batch_free,
+  .hf_architecture = "ForSequenceClassification",
+  .hf_config = classifier_hf_config,
 };

@@ -241,6 +241,22 @@ static est_status squad_write_config(const void *config, json_t *root) {
   return o && !json_object_set_new(root, "squad", o) ? EST_OK : est_error(EST_ERR_NO_MEMORY, "est_model.json");
 }
 
+/* A *ForQuestionAnswering directory: run_squad.py's flag defaults (SQuAD 1.1), doc_stride
+ * and max_query_length at most a quarter of the model's positions (a small model's windows
+ * must still hold the question and some context). */
+static est_status squad_hf_config(void *config, const json_t *root, const char *path) {
+  (void)path;
+  const json_t *pos = json_object_get(root, "max_position_embeddings");
+  long long S = json_is_integer(pos) ? json_integer_value(pos) : 512;
+  if (S > 512) S = 512;
+  const int quarter = S / 4 > 1 ? (int)(S / 4) : 1;
+  *(est_model_squad *)config = (est_model_squad){.doc_stride = quarter < 128 ? quarter : 128,
+                                                 .max_query_length = quarter < 64 ? quarter : 64,
+                                                 .n_best_size = 20, .max_answer_length = 30,
+                                                 .version_2_with_negative = false, .null_score_diff_threshold = 0.0};
+  return EST_OK;
+}
+
 /* [start_logits | end_logits], max_seq_length each; the layer has no parameters. */
 static int squad_served_params(void *params, const est_model_meta *meta) {
   (void)params;
@@ -478,4 +494,6 @@ const est_served_head est_served_squad = {
   .answer = qa_batch_answer,
   .write = qa_write,
   .batch_free = qa_batch_free,
+  .hf_architecture = "ForQuestionAnswering",
+  .hf_config = squad_hf_config,
 };

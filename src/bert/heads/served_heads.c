@@ -12,6 +12,7 @@ static const est_served_head *const SERVED_HEADS[] = {
   &est_served_classifier,
   &est_served_pooling,
   &est_served_squad,
+  &est_served_token_classifier,
 };
 enum { NUM_SERVED_HEADS = sizeof SERVED_HEADS / sizeof *SERVED_HEADS };
 
