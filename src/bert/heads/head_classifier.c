@@ -17,10 +17,13 @@
  *            included, as the reference).
  *   EVAL     eval_accuracy and eval_loss weighted by is_real_example; eval_f1 (MRPC) or
  *            eval_mcc (CoLA) as extra metrics.
- *   PREDICT  "probabilities" [B, C] = softmax(logits).
+ *   PREDICT  "probabilities" [B, C] = softmax(logits), and the "logits" [B, C].
  *
  * Served (est/served_head.h): est_model.json's "labels" name the probabilities; requests and
  * input lines of the text form (a text pair or tokens); :classify answers per label. */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -278,12 +281,12 @@ typedef struct classifier {
   float *logits, *per_example_loss, *probabilities, *weights;
   int32_t *predictions;
   const int32_t *labels;   /* the last forward's label_ids, or NULL */
-  est_tensor prob_tensor;
+  est_tensor prob_tensor[2]; /* probabilities, logits */
   est_metric *metric_objs[3];
   size_t num_metrics;
 } classifier;
 
-static const char *const PREDICTION_NAMES[] = {"probabilities"};
+static const char *const PREDICTION_NAMES[] = {"probabilities", "logits"};
 
 static void classifier_free(void *head) {
   classifier *m = head;
@@ -430,11 +433,13 @@ static est_status classifier_metrics(void *head, est_metric *const **metrics, si
 static est_status classifier_predictions(void *head, const est_bert_head_batch *b, est_estimator_spec *spec) {
   classifier *m = head;
   est_bert_classifier_probabilities(m->probabilities, m->logits, b->batch, m->num_labels);
-  m->prob_tensor = (est_tensor){.dtype = EST_DT_FLOAT, .rank = 2, .dims = {b->batch, m->num_labels},
-                                .data = m->probabilities};
-  spec->num_predictions = 1;
+  m->prob_tensor[0] = (est_tensor){.dtype = EST_DT_FLOAT, .rank = 2, .dims = {b->batch, m->num_labels},
+                                   .data = m->probabilities};
+  m->prob_tensor[1] = m->prob_tensor[0];
+  m->prob_tensor[1].data = m->logits;
+  spec->num_predictions = 2;
   spec->prediction_names = PREDICTION_NAMES;
-  spec->predictions = &m->prob_tensor;
+  spec->predictions = m->prob_tensor;
   return EST_OK;
 }
 
@@ -462,10 +467,36 @@ const est_bert_head_type est_bert_classifier_head_type = {
 
 /* ---- serving ----------------------------------------------------------------------------- */
 
-/* est_model.json's "labels" are its outputs: one probability per label. */
+/* est_model.json's "labels" are its outputs: one probability per label, then the logits
+ * (the text form answers the probabilities; TEI's /predict and /rerank read both). */
 static int classifier_served_params(void *params, const est_model_meta *meta) {
   *(est_bert_classifier_head_params *)params = (est_bert_classifier_head_params){.num_labels = (int)meta->num_labels};
-  return (int)meta->num_labels;
+  return 2 * (int)meta->num_labels;
+}
+
+/* TEI: one label is a cross-encoder, a "reranker" (TEI's router: id2label of one entry);
+ * more are a "classifier". id2label / label2id are the export's labels. */
+static json_t *classifier_tei_model_type(const est_model_meta *meta) {
+  json_t *id2label = json_object(), *label2id = json_object();
+  for (size_t i = 0; i < meta->num_labels; i++) {
+    char id[24];
+    snprintf(id, sizeof id, "%zu", i);
+    json_object_set_new(id2label, id, json_string(meta->labels[i]));
+    json_object_set_new(label2id, meta->labels[i], json_integer((json_int_t)i));
+  }
+  return json_pack("{s:{s:o,s:o}}", meta->num_labels == 1 ? "reranker" : "classifier", "id2label", id2label,
+                   "label2id", label2id);
+}
+
+/* TEI's scores of a row [probabilities C, logits C]: raw, the logits; else softmax over the
+ * labels (the probabilities, est's softmax of the same logits) or, for one label, its sigmoid
+ * (core/src/infer.rs predict). */
+static int classifier_tei_scores(const est_model_meta *meta, const float *row, bool raw_scores, float *scores) {
+  const int C = (int)meta->num_labels;
+  const float *logits = row + C;
+  for (int c = 0; c < C; c++)
+    scores[c] = raw_scores ? logits[c] : C == 1 ? 1.0f / (1.0f + expf(-logits[c])) : row[c];
+  return C;
 }
 
 const est_served_head est_served_classifier = {
@@ -473,8 +504,11 @@ const est_served_head est_served_classifier = {
   .type = &est_bert_classifier_head_type,
   .labels = true,
   .params = classifier_served_params,
-  .outputs = {"probabilities"},
+  .outputs = {"probabilities", "logits"},
+  .second_output_extra = true,
   .inputs = EST_SERVED_TEXT_INPUTS,
   .signature = est_served_text_signature,
   EST_SERVED_TEXT_BATCH,
+  .tei_model_type = classifier_tei_model_type,
+  .tei_scores = classifier_tei_scores,
 };
