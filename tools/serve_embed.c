@@ -10,7 +10,8 @@
  * Errors have TEI's statuses (serve_tei.c: 400 no texts, 413 more than --max_client_batch_size
  * texts or one over max_seq_length without truncate, 422 a field of the wrong form, 424 not an
  * embedding model, 429 overloaded) in each API's own error shape: TEI's {"error",
- * "error_type"}, OpenAI's {"error": {"message", "type", "param", "code"}}. "dimensions" keeps
+ * "error_type"}, OpenAI's {"error": {"message", "type", "param", "code"}} with TEI's
+ * OpenAICompatErrorResponse fields beside it ({"message", "code": status, "error_type"}). "dimensions" keeps
  * the first so many floats of each vector (Matryoshka) and normalizes them when asked. */
 #include <jansson.h>
 #include <math.h>
@@ -23,8 +24,15 @@
 
 static char *error_body(est_embed_api api, unsigned status, const char *msg) {
   if (api == EST_EMBED_API_TEI) return serve_tei_error(status, "%s", msg);
+  /* OpenAI's own shape, which OpenAI's clients read, and beside it TEI's
+   * OpenAICompatErrorResponse fields (message, code, error_type) from TEI's error body */
   const char *type = status >= 500 || status == 424 || status == 429 ? "server_error" : "invalid_request_error";
-  json_t *j = json_pack("{s:{s:s,s:s,s:n,s:n}}", "error", "message", msg, "type", type, "param", "code");
+  char *tei = serve_tei_error(status, "%s", msg);
+  json_t *t = tei ? json_loads(tei, 0, NULL) : NULL;
+  free(tei);
+  json_t *j = json_pack("{s:{s:s,s:s,s:n,s:n},s:s,s:i,s:O}", "error", "message", msg, "type", type, "param", "code",
+                        "message", msg, "code", (int)status, "error_type", json_object_get(t, "error_type"));
+  json_decref(t);
   char *text = j ? json_dumps(j, 0) : NULL;
   json_decref(j);
   return text;
