@@ -121,7 +121,7 @@ static void test_classifier_predict_and_info(void **state) {
   (void)state;
   snprintf(export_base, sizeof export_base, "%s", cls_base);
   server s;
-  server_start(&s, "cls", "--file_system_poll_wait_seconds=0 --max_client_batch_size=3");
+  server_start(&s, "cls", "--file_system_poll_wait_seconds=0 --max_client_batch_size=3 --max_request_bytes=2000");
   expect(s.port, "GET", "/health", NULL, 200, NULL);
   json_t *info = call(s.port, "/info", NULL, 200);
   assert_string_equal(json_string_value(json_object_get(info, "served_model_name")), "jack");
@@ -195,6 +195,12 @@ static void test_classifier_predict_and_info(void **state) {
             "Backend", "embedding models");
   tei_error(s.port, "/embed_all", "{\"inputs\": \"a\"}", 424, "Backend", "embed_all");
   tei_error(s.port, "/embed_sparse", "{\"inputs\": \"a\"}", 424, "Backend", "SPLADE");
+  /* a body over --max_request_bytes: 413 from the headers, in TEI's shape */
+  char big[2100];
+  memset(big, ' ', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  memcpy(big, "{\"inputs\": \"a\"}", 15);
+  tei_error(s.port, "/predict", big, 413, "Validation", "--max_request_bytes=2000");
   expect(s.port, "GET", "/predict", NULL, 405, "use POST");
   expect(s.port, "POST", "/info", "{}", 405, "use GET");
   /* /metrics: TEI's names */

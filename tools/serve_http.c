@@ -291,7 +291,12 @@ static enum MHD_Result route(struct MHD_Connection *c, serve_http *h, http_req *
   return ret;
 }
 
-static enum MHD_Result refuse_too_big(struct MHD_Connection *c, serve_http *h, http_req *r) {
+static enum MHD_Result refuse_too_big(struct MHD_Connection *c, serve_http *h, http_req *r, const char *url) {
+  if (serve_tei_route_of(url) >= 0) /* TEI's shape: {"error", "error_type": "Validation"} */
+    return respond(c, h, r, MHD_HTTP_CONTENT_TOO_LARGE,
+                   serve_tei_error(MHD_HTTP_CONTENT_TOO_LARGE, "the request body is over --max_request_bytes=%zu",
+                                   h->opt->max_request_bytes),
+                   "application/json");
   return respond_error(c, h, r, MHD_HTTP_CONTENT_TOO_LARGE, "the request body is over --max_request_bytes=%zu",
                        h->opt->max_request_bytes);
 }
@@ -312,7 +317,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > h->opt->max_request_bytes) {
       serve_conns_request_arrived(h->conns, c);   /* all of it that will be read */
-      return refuse_too_big(c, h, r);
+      return refuse_too_big(c, h, r, url);
     }
     /* From its headers on, a POST may become a job: a batch waiting to fill waits for it. */
     if (!strcmp(method, "POST")) {
