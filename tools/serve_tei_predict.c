@@ -59,21 +59,25 @@ static void write_score(FILE *f, float v) {
 }
 
 /* Indexes 0..n-1 sorted by score, highest first (ties: the lower index first). */
-static const float *sort_scores;
+typedef struct ranked {
+  float score;
+  int index;
+} ranked;
+
 static int by_score(const void *a, const void *b) {
-  const int i = *(const int *)a, j = *(const int *)b;
-  if (sort_scores[i] != sort_scores[j]) return sort_scores[i] > sort_scores[j] ? -1 : 1;
-  return i - j;
+  const ranked *x = a, *y = b;
+  if (x->score != y->score) return x->score > y->score ? -1 : 1;
+  return x->index - y->index;
 }
-static void sort_desc(int *order, const float *scores, int n) {
-  for (int i = 0; i < n; i++) order[i] = i;
-  /* qsort's comparator has no context argument: scores are passed through a static, so
-   * callers hold sort_lock */
-  static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
-  pthread_mutex_lock(&sort_lock);
-  sort_scores = scores;
-  qsort(order, (size_t)n, sizeof *order, by_score);
-  pthread_mutex_unlock(&sort_lock);
+
+static bool sort_desc(int *order, const float *scores, int n) {
+  ranked *r = malloc((size_t)(n > 0 ? n : 1) * sizeof *r);
+  if (!r) return false;
+  for (int i = 0; i < n; i++) r[i] = (ranked){scores[i], i};
+  qsort(r, (size_t)n, sizeof *r, by_score);
+  for (int i = 0; i < n; i++) order[i] = r[i].index;
+  free(r);
+  return true;
 }
 
 /* One input of /predict: a string, or a list of one or two strings. */
@@ -125,7 +129,7 @@ char *serve_tei_predict(serve_http *h, served_model *m, const json_t *root, bool
     if (f && batch) fputc('[', f);
     for (size_t i = 0; f && i < n; i++) {
       const int k = head->tei_scores(meta, job.probs + i * (size_t)W, raw, scores);
-      sort_desc(order, scores, k);
+      if (!sort_desc(order, scores, k)) break;
       fputs(i ? ", [" : "[", f);
       for (int c = 0; c < k; c++) {
         json_t *label = json_string(meta->labels[order[c]]);
@@ -183,9 +187,8 @@ char *serve_tei_rerank(serve_http *h, served_model *m, const json_t *root, bool 
       head->tei_scores(meta, job.probs + i * (size_t)W, raw, row);
       scores[i] = row[0];
     }
-    sort_desc(order, scores, (int)n);
     size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
+    FILE *f = sort_desc(order, scores, (int)n) ? open_memstream(&text, &len) : NULL; /* NULL: a 500 */
     for (size_t k = 0; f && k < n; k++) {
       fprintf(f, "%s{\"index\": %d, \"score\": ", k ? ", " : "[", order[k]);
       write_score(f, scores[order[k]]);
