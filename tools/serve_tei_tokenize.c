@@ -136,7 +136,9 @@ char *serve_tei_decode(serve_http *h, served_model *m, const json_t *root, unsig
     size_t len = 0;
     if (!text && v && est_tokenizer_decode(tok, v, k, skip, &s, &len) != EST_OK)
       *status = 422, text = serve_tei_error(*status, "%s", est_error_message());
-    if (!text) json_array_append_new(out, json_stringn(s ? s : "", len));
+    json_t *decoded = text ? NULL : json_stringn(s ? s : "", len);
+    if (!text && !decoded) *status = 422, text = serve_tei_error(*status, "`ids[%zu]` decode to bytes that are not UTF-8", i);
+    if (decoded) json_array_append_new(out, decoded);
     free(s);
     free(v);
   }
