@@ -170,6 +170,8 @@ static void release_locked(serve_server *s, served_model *m) {
   if (m && --m->refs == 0) {
     EST_LOG_INFO("unloaded version %lld", (long long)m->version);
     est_servable_free(m->servable);
+    est_tokenizer_free(m->tokenizer);
+    pthread_mutex_destroy(&m->tokenizer_lock);
     free(m);
   }
 }
@@ -232,6 +234,7 @@ static est_status load_model(serve_server *s, const char *dir, served_model **ou
     free(m);
     return st;
   }
+  pthread_mutex_init(&m->tokenizer_lock, NULL);
   m->version = est_servable_version(m->servable);
   m->refs = 1;
   *out = m;

@@ -44,6 +44,10 @@ typedef struct served_model {
   est_servable *servable;
   int64_t version;
   int refs;                        /* guarded by the server's lock */
+  /* TEI's /tokenize and /decode (serve_tei_tokenize.c): the export's tokenizer with its
+   * tokenizers pipeline, made on first use and shared under tokenizer_lock */
+  pthread_mutex_t tokenizer_lock;
+  est_tokenizer *tokenizer;
 } served_model;
 
 /* A request's work: n rows of max_seq_length, answered with n x C floats (the head's outputs). */

@@ -9,22 +9,31 @@
  *     text those bytes.
  *   /decode   {"ids": [int] | [[int]], "skip_special_tokens": true} -> [str, ...] */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "serve_internal.h"
 
-/* A fresh tokenizer of the export with its tokenizers pipeline; NULL with *text the error. */
-static est_tokenizer *open_tokenizer(served_model *m, unsigned *status, char **text) {
-  est_tokenizer *tok = NULL;
-  est_status st = est_servable_tokenizer_create(m->servable, &tok);
-  if (st == EST_OK) st = est_tokenizer_attach_bert_pipeline(tok);
-  if (st == EST_OK) return tok;
-  est_tokenizer_free(tok);
+/* The served version's tokenizer with its tokenizers pipeline (made on first use), with
+ * m->tokenizer_lock held: unlock_tokenizer after using it. NULL (lock not held) with *text
+ * the error. */
+static est_tokenizer *lock_tokenizer(served_model *m, unsigned *status, char **text) {
+  pthread_mutex_lock(&m->tokenizer_lock);
+  est_status st = EST_OK;
+  if (!m->tokenizer) {
+    st = est_servable_tokenizer_create(m->servable, &m->tokenizer);
+    if (st == EST_OK) st = est_tokenizer_attach_bert_pipeline(m->tokenizer);
+    if (st != EST_OK) est_tokenizer_free(m->tokenizer), m->tokenizer = NULL;
+  }
+  if (st == EST_OK) return m->tokenizer;
+  pthread_mutex_unlock(&m->tokenizer_lock);
   *status = 424;
   *text = serve_tei_error(*status, "the export's tokenizer: %s", est_error_message());
   return NULL;
 }
+
+static void unlock_tokenizer(served_model *m) { pthread_mutex_unlock(&m->tokenizer_lock); }
 
 static bool get_bool(const json_t *root, const char *key, bool dflt, bool *out) {
   const json_t *v = json_object_get(root, key);
@@ -65,7 +74,7 @@ char *serve_tei_tokenize(serve_http *h, served_model *m, const json_t *root, uns
     if (!json_is_string(json_array_get(in, i)))
       return *status = 422, serve_tei_error(*status, "`inputs[%zu]` must be a string", i);
   char *text = NULL;
-  est_tokenizer *tok = open_tokenizer(m, status, &text);
+  est_tokenizer *tok = lock_tokenizer(m, status, &text);
   if (!tok) return text;
   json_t *out = json_array();
   est_status st = EST_OK;
@@ -91,7 +100,7 @@ char *serve_tei_tokenize(serve_http *h, served_model *m, const json_t *root, uns
     }
     json_array_append_new(out, tokens);
   }
-  est_tokenizer_free(tok);
+  unlock_tokenizer(m);
   if (st != EST_OK) {
     json_decref(out);
     return *status = 422, serve_tei_error(*status, "%s", est_error_message());
@@ -117,7 +126,7 @@ char *serve_tei_decode(serve_http *h, served_model *m, const json_t *root, unsig
     return *status = 413, serve_tei_error(*status, "batch size %zu > maximum allowed batch size %d", n,
                                           h->opt->max_client_batch_size);
   char *text = NULL;
-  est_tokenizer *tok = open_tokenizer(m, status, &text);
+  est_tokenizer *tok = lock_tokenizer(m, status, &text);
   if (!tok) return text;
   json_t *out = json_array();
   for (size_t i = 0; i < n && !text; i++) {
@@ -142,7 +151,7 @@ char *serve_tei_decode(serve_http *h, served_model *m, const json_t *root, unsig
     free(s);
     free(v);
   }
-  est_tokenizer_free(tok);
+  unlock_tokenizer(m);
   if (!text) {
     *status = 200;
     text = json_dumps(out, 0);
