@@ -193,7 +193,7 @@ static void test_classifier_predict_and_info(void **state) {
   tei_error(s.port, "/embed", "{\"inputs\": \"a\"}", 424, "Backend", "not an embedding model");
   tei_error(s.port, "/similarity", "{\"inputs\": {\"source_sentence\": \"a\", \"sentences\": [\"b\"]}}", 424,
             "Backend", "embedding models");
-  tei_error(s.port, "/embed_all", "{\"inputs\": \"a\"}", 424, "Backend", "embed_all");
+  tei_error(s.port, "/embed_all", "{\"inputs\": \"a\"}", 424, "Backend", "`embed_all` is only available for embedding");
   tei_error(s.port, "/embed_sparse", "{\"inputs\": \"a\"}", 424, "Backend", "SPLADE");
   /* a body over --max_request_bytes: 413 from the headers, in TEI's shape */
   char big[2100];
@@ -387,6 +387,29 @@ static void test_embedding_routes(void **state) {
                                    "\"parameters\": {\"prompt_name\": \"q\"}}", 413, "Validation", "`q`");
   tei_error(s.port, "/predict", "{\"inputs\": \"a\"}", 424, "Backend", "not a classifier model");
   tei_error(s.port, "/rerank", "{\"query\": \"a\", \"texts\": [\"b\"]}", 424, "Backend", "not a re-ranker model");
+  /* /embed_all: per token ([CLS] and [SEP] included) the encoder's output, whose mean over
+   * the tokens is the mean-pooled /embed vector */
+  json_t *all = call(s.port, "/embed_all", "{\"inputs\": [\"all work and no play\", \"a\"]}", 200);
+  json_t *toks = call(s.port, "/tokenize", "{\"inputs\": [\"all work and no play\", \"a\"]}", 200);
+  raw = call(s.port, "/embed", "{\"inputs\": [\"all work and no play\", \"a\"], \"normalize\": false}", 200);
+  assert_int_equal(json_array_size(all), 2);
+  for (size_t i = 0; i < 2; i++) {
+    const json_t *rows = json_array_get(all, i);
+    const size_t n = json_array_size(rows);
+    assert_int_equal(n, json_array_size(json_array_get(toks, i)));
+    for (size_t k = 0; k < EMBED_H; k++) {
+      double mean = 0;
+      for (size_t t = 0; t < n; t++) {
+        assert_int_equal(json_array_size(json_array_get(rows, t)), EMBED_H);
+        mean += num(json_array_get(json_array_get(rows, t), k)) / (double)n;
+      }
+      assert_float_equal(mean, num(json_array_get(json_array_get(raw, i), k)), 1e-5);
+    }
+  }
+  json_decref(all), json_decref(toks), json_decref(raw);
+  tei_error(s.port, "/embed_all", "{\"inputs\": []}", 400, "Empty", "cannot be empty");
+  tei_error(s.port, "/embed_all", "{\"inputs\": [1]}", 422, "Tokenizer", "`inputs[0]`");
+  tei_error(s.port, "/embed_sparse", "{\"inputs\": \"a\"}", 424, "Backend", "SPLADE");
   /* a long text: 413 unless truncated */
   char body[400];
   snprintf(body, sizeof body, "{\"inputs\": \"%s\"}", embed_texts[EMBED_LONG_TEXT]);
@@ -478,6 +501,60 @@ static void test_token_budget_batching_is_invariant(void **state) {
   for (int i = 0; i < NBT; i++) free(want[i]);
 }
 
+/* /embed_all and /embed batched together answer byte for byte as alone (the token outputs of
+ * a batch of several jobs go through the batcher's own buffer). */
+typedef struct embed_client {
+  int port, id, mismatches;
+  char **want;
+} embed_client;
+
+static char *embed_body(int i) {
+  char *b = NULL;
+  if (asprintf(&b, "{\"inputs\": [\"%s\", \"%s\"]}", embed_texts[i % 3], embed_texts[(i + 2) % 6]) < 0) return NULL;
+  return b;
+}
+
+static void *embed_client_main(void *arg) {
+  embed_client *c = arg;
+  for (int r = 0; r < ROUNDS; r++) {
+    const int i = (c->id + r) % 6, all = (c->id + r) % 2;
+    char *body = embed_body(i), *resp = NULL;
+    if (http(c->port, "POST", all ? "/embed_all" : "/embed", body, &resp) != 200 || strcmp(resp, c->want[2 * i + all]))
+      c->mismatches++;
+    free(body), free(resp);
+  }
+  return NULL;
+}
+
+static void test_embed_all_batched_is_invariant(void **state) {
+  (void)state;
+  snprintf(export_base, sizeof export_base, "%s", emb_base);
+  char *want[12];
+  server s;
+  server_start(&s, "emb_alone", "--file_system_poll_wait_seconds=0 --auto_truncate");
+  for (int i = 0; i < 6; i++) {
+    char *body = embed_body(i);
+    assert_int_equal(http(s.port, "POST", "/embed", body, &want[2 * i]), 200);
+    assert_int_equal(http(s.port, "POST", "/embed_all", body, &want[2 * i + 1]), 200);
+    free(body);
+  }
+  assert_int_equal(server_stop(&s), 0);
+  server_start(&s, "emb_batched", "--file_system_poll_wait_seconds=0 --auto_truncate --enable_batching "
+                                  "--batch_timeout_micros=20000");
+  embed_client c[NCLIENTS];
+  pthread_t t[NCLIENTS];
+  for (int i = 0; i < NCLIENTS; i++) {
+    c[i] = (embed_client){.port = s.port, .id = i, .want = want};
+    assert_int_equal(pthread_create(&t[i], NULL, embed_client_main, &c[i]), 0);
+  }
+  for (int i = 0; i < NCLIENTS; i++) {
+    pthread_join(t[i], NULL);
+    assert_int_equal(c[i].mismatches, 0);
+  }
+  assert_int_equal(server_stop(&s), 0);
+  for (int i = 0; i < 12; i++) free(want[i]);
+}
+
 /* ---- 429 ------------------------------------------------------------------------------------ */
 
 /* --max_concurrent_requests=1: while one request is being answered a second gets 429. The
@@ -545,6 +622,7 @@ int main(void) {
     cmocka_unit_test(test_tokenize_and_decode),
     cmocka_unit_test(test_embedding_routes),
     cmocka_unit_test(test_token_budget_batching_is_invariant),
+    cmocka_unit_test(test_embed_all_batched_is_invariant),
     cmocka_unit_test(test_overloaded),
   };
   return cmocka_run_group_tests(tests, group_setup, test_tmpdir_teardown);

@@ -224,7 +224,8 @@ static est_status load_model(serve_server *s, const char *dir, served_model **ou
   for (size_t t = 0; st == EST_OK && t < B * S; t++) rows[B * S + t] = 1;
   const double t0 = monotonic_seconds();
   if (st == EST_OK)
-    st = est_servable_predict_rows(m->servable, rows, rows + B * S, rows + 2 * B * S, (int)B, (int)S, (int)S, probs);
+    st = est_servable_predict_rows(m->servable, rows, rows + B * S, rows + 2 * B * S, (int)B, (int)S, (int)S, probs,
+                                   NULL);
   free(rows), free(probs);
   if (st == EST_OK)
     EST_LOG_INFO("warm-up: one batch of %zu x %zu tokens in %.2f s", B, S, monotonic_seconds() - t0);
@@ -381,16 +382,33 @@ static void run_batch(serve_server *s, serve_job **jobs, int njobs) {
     }
     ids = s->batch_ids, mask = s->batch_mask, segs = s->batch_segs, probs = s->batch_probs;
   }
+  /* the encoder's output per token, when a job asks for it (TEI's /embed_all): a batch of
+   * one writes it into the job, a larger batch into a buffer of its own */
+  const size_t T = (size_t)S * (size_t)meta->bert_config.hidden_size;
+  float *token_out = NULL;
+  bool own_tokens = false;
+  for (int i = 0; i < njobs; i++)
+    if (jobs[i]->token_out) token_out = jobs[i]->token_out;
+  if (token_out && njobs > 1 && st == EST_OK) {
+    own_tokens = true;
+    if (!(token_out = malloc((size_t)total * T * sizeof(float))))
+      st = est_error(EST_ERR_NO_MEMORY, "token outputs of %d examples", total);
+  }
   if (st == EST_OK)
-    st = est_servable_predict_rows(sv, ids, mask, segs, total, S, est_serving_bucket_length(longest, S), probs);
+    st = est_servable_predict_rows(sv, ids, mask, segs, total, S, est_serving_bucket_length(longest, S), probs,
+                                   token_out);
   metrics_batch(s, total, tokens);
-  size_t off = 0;
+  size_t off = 0, row = 0;
   for (int i = 0; i < njobs; i++) {
     jobs[i]->status = st;
     if (st != EST_OK) snprintf(jobs[i]->error, sizeof jobs[i]->error, "%s", est_error_message());
     else if (njobs > 1) memcpy(jobs[i]->probs, probs + off, (size_t)jobs[i]->n * C * sizeof(float));
+    if (st == EST_OK && own_tokens && jobs[i]->token_out)
+      memcpy(jobs[i]->token_out, token_out + row * T, (size_t)jobs[i]->n * T * sizeof(float));
     off += (size_t)jobs[i]->n * C;
+    row += (size_t)jobs[i]->n;
   }
+  if (own_tokens) free(token_out);
 }
 
 static void *batcher_main(void *arg) {

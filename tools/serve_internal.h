@@ -58,6 +58,7 @@ typedef struct serve_job {
   int longest;                     /* real tokens of the longest row */
   int64_t tokens;                  /* real tokens of all its rows (--max_batch_tokens) */
   float *probs;                    /* [n, C] out */
+  float *token_out;                /* NULL, or [n, S x hidden_size] out: the encoder's output per token */
   est_status status;
   char error[512];
   bool done;
@@ -190,9 +191,11 @@ void serve_tei_release(serve_http *h);
 
 /* The texts (and second texts of pairs, NULL each when single) of a TEI request, as one job
  * of the shared queue: featurized into rows (a text over max_seq_length refused with 413,
- * unless `truncate`), run by the batcher. On failure *status and the message say why. */
+ * unless `truncate`), run by the batcher; per_token: the job's token_out too. On failure
+ * *status and the message say why. */
 est_status serve_tei_run(serve_http *h, served_model *m, const char *const *a, const char *const *b, size_t n,
-                         bool truncate, const char *field, serve_job *job, bool *queued, unsigned *status);
+                         bool truncate, bool per_token, const char *field, serve_job *job, bool *queued,
+                         unsigned *status);
 void serve_tei_job_free(serve_job *job);
 
 /* The routes' answers (serve_tei_tokenize.c, serve_tei_predict.c, serve_tei_embed.c): each
@@ -203,6 +206,7 @@ char *serve_tei_predict(serve_http *h, served_model *m, const struct json_t *roo
 char *serve_tei_rerank(serve_http *h, served_model *m, const struct json_t *root, bool *queued, unsigned *status);
 char *serve_tei_similarity(serve_http *h, served_model *m, const struct json_t *root, bool *queued,
                            unsigned *status);
+char *serve_tei_embed_all(serve_http *h, served_model *m, const struct json_t *root, bool *queued, unsigned *status);
 
 /* Waits until no request is in flight, at most max_seconds. */
 void serve_http_wait_idle(serve_http *h, double max_seconds);

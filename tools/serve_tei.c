@@ -2,8 +2,8 @@
  * table of routes, TEI's error shape and statuses, the --max_concurrent_requests permits, the
  * shared "texts -> one job of the queue" step, and GET /health, /info and /metrics. The
  * answers of the other routes are in serve_tei_tokenize.c (/tokenize, /decode),
- * serve_tei_predict.c (/predict, /rerank), serve_tei_embed.c (/similarity, /embed_all,
- * /embed_sparse) and serve_embed.c (/embed, /v1/embeddings).
+ * serve_tei_predict.c (/predict, /rerank), serve_tei_embed.c (/similarity, /embed_all) and
+ * serve_embed.c (/embed, /v1/embeddings); /embed_sparse is answered here (no SPLADE head).
  *
  * Statuses and error_type as TEI's router/src/http/server.rs maps ErrorType: 400 Empty (no
  * inputs), 413 Validation (too many inputs, an input over max_input_length without truncate,
@@ -180,12 +180,13 @@ void serve_tei_release(serve_http *h) {
 /* ---- texts -> one job ----------------------------------------------------------------------- */
 
 void serve_tei_job_free(serve_job *job) {
-  free(job->ids), free(job->mask), free(job->segs), free(job->probs);
+  free(job->ids), free(job->mask), free(job->segs), free(job->probs), free(job->token_out);
   memset(job, 0, sizeof *job);
 }
 
 est_status serve_tei_run(serve_http *h, served_model *m, const char *const *a, const char *const *b, size_t n,
-                         bool truncate, const char *field, serve_job *job, bool *queued, unsigned *status) {
+                         bool truncate, bool per_token, const char *field, serve_job *job, bool *queued,
+                         unsigned *status) {
   const est_model_meta *meta = est_servable_meta(m->servable);
   const size_t S = (size_t)meta->max_seq_length;
   memset(job, 0, sizeof *job);
@@ -194,8 +195,10 @@ est_status serve_tei_run(serve_http *h, served_model *m, const char *const *a, c
   job->ids = calloc(n * S, sizeof(int32_t)), job->mask = calloc(n * S, sizeof(int32_t));
   job->segs = calloc(n * S, sizeof(int32_t));
   job->probs = malloc((n + 1) * (size_t)est_servable_row_width(m->servable) * sizeof(float));
+  if (per_token) job->token_out = malloc(n * S * (size_t)meta->bert_config.hidden_size * sizeof(float));
   *status = 500;
-  if (!job->ids || !job->mask || !job->segs || !job->probs) return est_error(EST_ERR_NO_MEMORY, "request");
+  if (!job->ids || !job->mask || !job->segs || !job->probs || (per_token && !job->token_out))
+    return est_error(EST_ERR_NO_MEMORY, "request");
   est_featurizer *f = NULL;
   est_status st = est_featurizer_create(&f, m->servable);
   job->longest = 1;
@@ -292,11 +295,7 @@ char *serve_tei_answer(serve_http *h, serve_tei_route route, const char *body, s
       case TEI_PREDICT: text = serve_tei_predict(h, m, root, queued, status); break;
       case TEI_RERANK: text = serve_tei_rerank(h, m, root, queued, status); break;
       case TEI_SIMILARITY: text = serve_tei_similarity(h, m, root, queued, status); break;
-      case TEI_EMBED_ALL:
-        *status = 424; /* the pooling head serves pooled vectors only */
-        text = serve_tei_error(*status, "`embed_all` is not available: est serves the model's pooled embeddings "
-                               "(POST /embed), not per-token ones");
-        break;
+      case TEI_EMBED_ALL: text = serve_tei_embed_all(h, m, root, queued, status); break;
       default: /* TEI_EMBED_SPARSE */
         *status = 424;
         text = serve_tei_error(*status, "Model is not an embedding model with SPLADE pooling (est serves no "

@@ -117,7 +117,7 @@ char *serve_tei_predict(serve_http *h, served_model *m, const json_t *root, bool
     if (!predict_input(batch ? json_array_get(in, i) : in, &a[i], &b[i]))
       *status = 422, text = serve_tei_error(*status, "`inputs[%zu]` must be a list of one or two strings", i);
   serve_job job = {0};
-  if (!text && serve_tei_run(h, m, a, b, n, truncate, "inputs", &job, queued, status) != EST_OK)
+  if (!text && serve_tei_run(h, m, a, b, n, truncate, false, "inputs", &job, queued, status) != EST_OK)
     text = serve_tei_error(*status, "%s", est_error_message());
   const est_model_meta *meta = est_servable_meta(m->servable);
   const int W = est_servable_row_width(m->servable), C = (int)meta->num_labels;
@@ -176,7 +176,7 @@ char *serve_tei_rerank(serve_http *h, served_model *m, const json_t *root, bool 
     else b[i] = json_string_value(json_array_get(texts, i));
   }
   serve_job job = {0};
-  if (!text && serve_tei_run(h, m, a, b, n, truncate, "inputs", &job, queued, status) != EST_OK)
+  if (!text && serve_tei_run(h, m, a, b, n, truncate, false, "inputs", &job, queued, status) != EST_OK)
     text = serve_tei_error(*status, "%s", est_error_message());
   const est_model_meta *meta = est_servable_meta(m->servable);
   const int W = est_servable_row_width(m->servable);

@@ -138,9 +138,13 @@ est_status est_servable_predict_strided(est_servable *s, const int32_t *input_id
                                         float *probabilities);
 
 /* est_servable_predict_strided's run giving the full rows [batch, est_servable_row_width]
- * (what a head's batch answers from, est_served_batch, and est serve's TEI routes). */
+ * (what a head's batch answers from, est_served_batch, and est serve's TEI routes), and when
+ * `tokens` is not NULL each row's encoder output too (the last layer per token, before the
+ * head: TEI's /embed_all): [batch, stride x hidden_size], seq_len x hidden_size floats a row,
+ * zeros after. */
 est_status est_servable_predict_rows(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
-                                     const int32_t *segment_ids, int batch, int stride, int seq_len, float *rows);
+                                     const int32_t *segment_ids, int batch, int stride, int seq_len, float *rows,
+                                     float *tokens);
 
 /* The length a batch runs at: its longest row rounded up to a multiple of 8, at most
  * max_seq_length (and at least 1). Padding past a row's end is masked, so the result

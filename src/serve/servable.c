@@ -179,9 +179,12 @@ int est_servable_output_width(const est_servable *s) {
 }
 int est_servable_row_width(const est_servable *s) { return s->model.output_width; }
 
-/* rows [batch, row width] (full) or the answered part of each ([batch, output width]). */
+/* rows [batch, row width] (full) or the answered part of each ([batch, output width]);
+ * tokens (NULL: none) [batch, token_stride] gets each row's encoder sequence output, seq_len
+ * x hidden_size floats, zeros after. */
 static est_status predict(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
-                          const int32_t *segment_ids, int batch, int seq_len, float *out, bool full) {
+                          const int32_t *segment_ids, int batch, int seq_len, float *out, bool full, float *tokens,
+                          size_t token_stride) {
   if (seq_len < 1 || seq_len > s->meta.max_seq_length)
     return est_error(EST_ERR_INVALID_ARGUMENT, "sequence length %d outside [1, %d]", seq_len, s->meta.max_seq_length);
   est_status checked = est_servable_check_precision(s);
@@ -204,6 +207,12 @@ static est_status predict(est_servable *s, const int32_t *input_ids, const int32
                                 segment_ids ? segment_ids + off : NULL, n, seq_len, rows ? rows : out + (size_t)b0 * C);
     for (int i = 0; st == EST_OK && rows && i < n; i++)
       memcpy(out + (size_t)(b0 + i) * C, rows + (size_t)i * R, (size_t)C * sizeof(float));
+    const size_t LH = (size_t)seq_len * (size_t)s->meta.bert_config.hidden_size;
+    for (int i = 0; st == EST_OK && tokens && i < n; i++) {
+      float *dst = tokens + (size_t)(b0 + i) * token_stride;
+      memcpy(dst, est_bert_encoder_sequence_output(s->model.enc) + (size_t)i * LH, LH * sizeof(float));
+      memset(dst + LH, 0, (token_stride - LH) * sizeof(float));
+    }
     if (st == EST_OK) s->forwards++;
   }
   free(rows);
@@ -212,7 +221,7 @@ static est_status predict(est_servable *s, const int32_t *input_ids, const int32
 
 est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
                                 const int32_t *segment_ids, int batch, int seq_len, float *probabilities) {
-  return predict(s, input_ids, input_mask, segment_ids, batch, seq_len, probabilities, false);
+  return predict(s, input_ids, input_mask, segment_ids, batch, seq_len, probabilities, false, NULL, 0);
 }
 
 int est_serving_bucket_length(int longest, int max_seq_length) {
@@ -223,8 +232,10 @@ int est_serving_bucket_length(int longest, int max_seq_length) {
 
 static est_status predict_strided(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
                                   const int32_t *segment_ids, int batch, int stride, int seq_len, float *out,
-                                  bool full) {
-  if (stride == seq_len) return predict(s, input_ids, input_mask, segment_ids, batch, seq_len, out, full);
+                                  bool full, float *tokens) {
+  const size_t token_stride = (size_t)stride * (size_t)s->meta.bert_config.hidden_size;
+  if (stride == seq_len)
+    return predict(s, input_ids, input_mask, segment_ids, batch, seq_len, out, full, tokens, token_stride);
   if (seq_len > stride) return est_error(EST_ERR_INVALID_ARGUMENT, "run length %d above row length %d", seq_len, stride);
   const size_t plane = (size_t)s->max_batch * seq_len;
   const int C = full ? est_servable_row_width(s) : est_servable_output_width(s);
@@ -238,7 +249,8 @@ static est_status predict_strided(est_servable *s, const int32_t *input_ids, con
       if (segment_ids) memcpy(segs + dst, segment_ids + src, seq_len * sizeof(int32_t));
     }
     est_status st = predict(s, ids, input_mask ? mask : NULL, segment_ids ? segs : NULL, n, seq_len,
-                            out + (size_t)b0 * C, full);
+                            out + (size_t)b0 * C, full, tokens ? tokens + (size_t)b0 * token_stride : NULL,
+                            token_stride);
     if (st != EST_OK) return st;
   }
   return EST_OK;
@@ -247,12 +259,13 @@ static est_status predict_strided(est_servable *s, const int32_t *input_ids, con
 est_status est_servable_predict_strided(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
                                         const int32_t *segment_ids, int batch, int stride, int seq_len,
                                         float *probabilities) {
-  return predict_strided(s, input_ids, input_mask, segment_ids, batch, stride, seq_len, probabilities, false);
+  return predict_strided(s, input_ids, input_mask, segment_ids, batch, stride, seq_len, probabilities, false, NULL);
 }
 
 est_status est_servable_predict_rows(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
-                                     const int32_t *segment_ids, int batch, int stride, int seq_len, float *rows) {
-  return predict_strided(s, input_ids, input_mask, segment_ids, batch, stride, seq_len, rows, true);
+                                     const int32_t *segment_ids, int batch, int stride, int seq_len, float *rows,
+                                     float *tokens) {
+  return predict_strided(s, input_ids, input_mask, segment_ids, batch, stride, seq_len, rows, true, tokens);
 }
 
 /* ---- featurizer ------------------------------------------------------------------------ */

@@ -95,7 +95,7 @@ est_status est_served_batch_run(est_served_batch *b, est_servable *s) {
   if (!b->outputs) return est_error(EST_ERR_NO_MEMORY, "outputs of %d rows", r.n);
   if (r.n)
     st = est_servable_predict_rows(s, r.input_ids, r.input_mask, r.segment_ids, r.n, S,
-                                   est_serving_bucket_length(r.longest, S), b->outputs);
+                                   est_serving_bucket_length(r.longest, S), b->outputs, NULL);
   return st == EST_OK ? est_served_batch_answer(b, b->outputs) : st;
 }
 

@@ -152,7 +152,7 @@ def test_classifier_routes_follow_openapi(spec, exports):
         call(spec, s, "/predict", {"inputs": 5}, 422)
         call(spec, s, "/rerank", {"query": "a", "texts": ["b"]}, 424)
         call(spec, s, "/embed", {"inputs": "a"}, 424)
-        call(spec, s, "/embed_all", {"inputs": "a"}, 424)
+        call(spec, s, "/embed_all", {"inputs": "a"}, 424)  # a classifier has no embeddings
         call(spec, s, "/embed_sparse", {"inputs": "a"}, 424)
         call(spec, s, "/similarity", {"inputs": {"source_sentence": "a", "sentences": ["b"]}}, 424)
         call(spec, s, "/tokenize", {"inputs": []}, 400)
@@ -178,6 +178,10 @@ def test_embedding_routes_follow_openapi(spec, exports):
                                                        "sentences": ["a bad film", "a good film"]}})
         assert abs(sim[1] - 1) < 1e-5
         assert abs(sim[0] - sum(a * b for a, b in zip(vecs[0], vecs[1]))) < 1e-5
+        per_token = call(spec, s, "/embed_all", {"inputs": ["a good film", "a"]})
+        assert [len(t) for t in per_token] == [5, 3] and len(per_token[0][0]) == 384
+        call(spec, s, "/embed_all", {"inputs": []}, 400)
+        call(spec, s, "/embed_sparse", {"inputs": "a"}, 424)
         out = call(spec, s, "/v1/embeddings", {"input": ["a", "b"], "model": "x"})
         assert out["model"] == "x" and len(out["data"]) == 2
         call(spec, s, "/embed", {"inputs": []}, 400)
