@@ -11,8 +11,9 @@
  * texts or one over max_seq_length without truncate, 422 a field of the wrong form, 424 not an
  * embedding model, 429 overloaded) in each API's own error shape: TEI's {"error",
  * "error_type"}, OpenAI's {"error": {"message", "type", "param", "code"}} with TEI's
- * OpenAICompatErrorResponse fields beside it ({"message", "code": status, "error_type"}). "dimensions" keeps
- * the first so many floats of each vector (Matryoshka) and normalizes them when asked. */
+ * OpenAICompatErrorResponse fields beside it ({"message", "code": status, "error_type"}).
+ * "dimensions" keeps the first so many floats of each vector (Matryoshka) and normalizes
+ * them when asked. */
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>

@@ -229,7 +229,8 @@ static enum MHD_Result route(struct MHD_Connection *c, serve_http *h, http_req *
   if (tei >= 0) { /* text-embeddings-inference's routes (serve_tei*.c, serve_embed.c) */
     const bool want_get = serve_tei_route_get((serve_tei_route)tei);
     if (want_get ? !get : !post)
-      return respond_error(c, h, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: use %s", method, url, want_get ? "GET" : "POST");
+      return respond_error(c, h, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: use %s", method, url,
+                           want_get ? "GET" : "POST");
     unsigned status;
     bool queued = false;
     const char *type = "application/json";

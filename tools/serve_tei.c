@@ -119,7 +119,8 @@ static char *metrics_text(serve_http *h) {
              "# TYPE te_request_success counter\nte_request_success %llu\n"
              "# HELP te_request_failure Requests refused, by error_type.\n# TYPE te_request_failure counter\n",
           (unsigned long long)count, (unsigned long long)success);
-  for (int k = 0; k < 6; k++) fprintf(f, "te_request_failure{err=\"%s\"} %llu\n", FAILURES[k], (unsigned long long)failure[k]);
+  for (int k = 0; k < 6; k++)
+    fprintf(f, "te_request_failure{err=\"%s\"} %llu\n", FAILURES[k], (unsigned long long)failure[k]);
   for (int r = TEI_TOKENIZE; r < TEI_NROUTES; r++) {
     const char *n = ROUTES[r].metric;
     fprintf(f, "# TYPE te_%s_count counter\nte_%s_count %llu\n# TYPE te_%s_success counter\nte_%s_success %llu\n"
@@ -132,7 +133,8 @@ static char *metrics_text(serve_http *h) {
     uint64_t cum = 0;
     for (int b = 0; b <= NDUR; b++) {
       cum += m->route[r].duration[b];
-      if (b < NDUR) fprintf(f, "te_%s_duration_bucket{le=\"%g\"} %llu\n", n, DURATION_BOUNDS[b], (unsigned long long)cum);
+      if (b < NDUR)
+        fprintf(f, "te_%s_duration_bucket{le=\"%g\"} %llu\n", n, DURATION_BOUNDS[b], (unsigned long long)cum);
       else fprintf(f, "te_%s_duration_bucket{le=\"+Inf\"} %llu\n", n, (unsigned long long)cum);
     }
     fprintf(f, "te_%s_duration_sum %.17g\nte_%s_duration_count %llu\n", n, m->route[r].duration_sum, n,

@@ -23,7 +23,8 @@ char *serve_tei_similarity(serve_http *h, served_model *m, const json_t *root, b
   const json_t *source = json_object_get(in, "source_sentence"), *sentences = json_object_get(in, "sentences");
   if (!json_is_object(in)) return *status = 422, serve_tei_error(*status, "`inputs` must be an object with "
                                                                           "`source_sentence` and `sentences`");
-  if (!json_is_string(source)) return *status = 422, serve_tei_error(*status, "`inputs.source_sentence` must be a string");
+  if (!json_is_string(source))
+    return *status = 422, serve_tei_error(*status, "`inputs.source_sentence` must be a string");
   if (!json_is_array(sentences))
     return *status = 422, serve_tei_error(*status, "`inputs.sentences` must be a list of strings");
   if (params && !json_is_null(params) && !json_is_object(params))

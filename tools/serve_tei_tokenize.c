@@ -121,7 +121,8 @@ char *serve_tei_decode(serve_http *h, served_model *m, const json_t *root, unsig
   /* [int, ...] is one sequence; [[int, ...], ...] several */
   const bool nested = json_array_size(ids) > 0 && json_is_array(json_array_get(ids, 0));
   const size_t n = nested ? json_array_size(ids) : 1;
-  if (n == 0 || (!nested && json_array_size(ids) == 0)) return *status = 400, serve_tei_error(*status, "`ids` cannot be empty");
+  if (n == 0 || (!nested && json_array_size(ids) == 0))
+    return *status = 400, serve_tei_error(*status, "`ids` cannot be empty");
   if (n > (size_t)h->opt->max_client_batch_size)
     return *status = 413, serve_tei_error(*status, "batch size %zu > maximum allowed batch size %d", n,
                                           h->opt->max_client_batch_size);
@@ -146,7 +147,8 @@ char *serve_tei_decode(serve_http *h, served_model *m, const json_t *root, unsig
     if (!text && v && est_tokenizer_decode(tok, v, k, skip, &s, &len) != EST_OK)
       *status = 422, text = serve_tei_error(*status, "%s", est_error_message());
     json_t *decoded = text ? NULL : json_stringn(s ? s : "", len);
-    if (!text && !decoded) *status = 422, text = serve_tei_error(*status, "`ids[%zu]` decode to bytes that are not UTF-8", i);
+    if (!text && !decoded)
+      *status = 422, text = serve_tei_error(*status, "`ids[%zu]` decode to bytes that are not UTF-8", i);
     if (decoded) json_array_append_new(out, decoded);
     free(s);
     free(v);

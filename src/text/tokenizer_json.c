@@ -227,8 +227,8 @@ est_status est_tokenizer_attach_bert_pipeline(est_tokenizer *tok) {
   const est_tokenizer_options o = est_tokenizer_get_options(tok);
   const char *unk = o.unk_token ? o.unk_token : "[UNK]";
   if (est_vocab_find(v, "[CLS]", 5) < 0 || est_vocab_find(v, "[SEP]", 5) < 0)
-    return est_error(EST_ERR_FAILED_PRECONDITION, "%s: no [CLS] or [SEP] token: BertTokenizerFast's template needs both",
-                     est_vocab_path(v) ? est_vocab_path(v) : "the vocab");
+    return est_error(EST_ERR_FAILED_PRECONDITION, "%s: no [CLS] or [SEP] token: BertTokenizerFast's template "
+                     "needs both", est_vocab_path(v) ? est_vocab_path(v) : "the vocab");
   json_t *vocab = json_object(), *added = json_array();
   for (int32_t i = 0; i < est_vocab_size(v); i++) json_object_set_new(vocab, est_vocab_token(v, i), json_integer(i));
   static const char *const SPECIAL[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
@@ -236,7 +236,8 @@ est_status est_tokenizer_attach_bert_pipeline(est_tokenizer *tok) {
     const int32_t id = est_vocab_find(v, SPECIAL[k], strlen(SPECIAL[k]));
     if (id >= 0)
       json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b,s:b,s:b,s:b}", "id", id, "content", SPECIAL[k],
-                                             "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 0, "special", 1));
+                                             "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 0,
+                                             "special", 1));
   }
   const int32_t cls = est_vocab_find(v, "[CLS]", 5), sep = est_vocab_find(v, "[SEP]", 5);
   json_t *strip = o.strip_accents < 0 ? json_null() : json_boolean(o.strip_accents);
