@@ -133,36 +133,39 @@ static void test_errors_name_their_field(void **state) {
   (void)state;
   server s;
   server_start(&s, "errors", "--file_system_poll_wait_seconds=0 --max_request_bytes=4000 --max_batch_size=4 "
-                             "--max_enqueued_batches=2");
+                             "--max_enqueued_batches=2 --max_client_batch_size=8");
   const char *long_text = embed_texts[EMBED_LONG_TEXT];
   char body[512];
   snprintf(body, sizeof body, "{\"inputs\": [\"a\", \"%s\"]}", long_text);
   expect(s.port, "POST", "/embed", body, 413, "inputs[1]: 24 tokens, above the model's max_seq_length 16");
   expect(s.port, "POST", "/embed", body, 413, "\"error_type\": \"Validation\"");
   snprintf(body, sizeof body, "{\"input\": [\"a\", \"%s\"]}", long_text);
-  expect(s.port, "POST", "/v1/embeddings", body, 400, "input[1]: 24 tokens");
-  expect(s.port, "POST", "/v1/embeddings", body, 400, "\"type\": \"invalid_request_error\"");
+  expect(s.port, "POST", "/v1/embeddings", body, 413, "input[1]: 24 tokens");
+  expect(s.port, "POST", "/v1/embeddings", body, 413, "\"type\": \"invalid_request_error\"");
+  /* TEI's statuses (tools/serve_tei.c): 400 no texts, 413 too many, 422 the wrong form */
+  expect(s.port, "POST", "/embed", "{\"inputs\": []}", 400, "\\\"inputs\\\": empty");
+  expect(s.port, "POST", "/embed", "{\"inputs\": []}", 400, "\"error_type\": \"Empty\"");
+  expect(s.port, "POST", "/embed", "{\"inputs\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\"]}", 413,
+         "9 texts; at most 8 per request");
+  expect(s.port, "POST", "/embed", "{\"inputs\": \"a\", \"prompt_name\": \"query\"}", 413, "\\\"prompt_name\\\"");
+  expect(s.port, "POST", "/v1/models/jack:classify", "{\"examples\": [{\"text_a\": \"a\"}]}", 400,
+         "no classification signature");
   const struct {
     const char *url, *body, *needle;
   } bad[] = {
-    {"/embed", "{\"inputs\": []}", "\\\"inputs\\\": empty"},
     {"/embed", "{\"inputs\": 5}", "\\\"inputs\\\": must be a string or a list of strings"},
     {"/embed", "{\"inputs\": [\"a\", 7]}", "inputs[1]: token ids are not supported"},
     {"/embed", "{\"input\": \"a\"}", "\\\"inputs\\\": missing"},
     {"/embed", "{\"inputs\": \"a\", \"normalize\": 1}", "\\\"normalize\\\": must be true or false"},
     {"/embed", "{\"inputs\": \"a\", \"truncation_direction\": \"Left\"}", "\\\"truncation_direction\\\""},
-    {"/embed", "{\"inputs\": \"a\", \"prompt_name\": \"query\"}", "\\\"prompt_name\\\""},
     {"/embed", "{\"inputs\": \"a\"", "JSON parse error"},
     {"/embed", "[\"a\"]", "must be a JSON object"},
-    {"/embed", "{\"inputs\": [\"a\", \"b\", \"c\", \"d\", \"e\", \"f\", \"g\", \"h\", \"i\"]}",
-     "9 texts; at most 8 per request"},
     {"/v1/embeddings", "{\"input\": [[101, 102]]}", "input[0]: token ids are not supported"},
     {"/v1/embeddings", "{\"input\": \"a\", \"model\": 3}", "\\\"model\\\": must be a string"},
     {"/v1/embeddings", "{\"input\": \"a\", \"encoding_format\": \"base64\"}", "\\\"encoding_format\\\""},
-    {"/v1/embeddings", "{\"input\": \"a\", \"dimensions\": 2}", "\\\"dimensions\\\""},
-    {"/v1/models/jack:classify", "{\"examples\": [{\"text_a\": \"a\"}]}", "no classification signature"},
+    {"/v1/embeddings", "{\"input\": \"a\", \"dimensions\": -2}", "\\\"dimensions\\\""},
   };
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) expect(s.port, "POST", bad[i].url, bad[i].body, 400,
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) expect(s.port, "POST", bad[i].url, bad[i].body, 422,
                                                                  bad[i].needle);
   expect(s.port, "GET", "/embed", NULL, 405, "use POST");
   expect(s.port, "GET", "/v1/embeddings", NULL, 405, "use POST");
@@ -225,7 +228,7 @@ static void test_concurrent_clients_are_batched(void **state) {
   assert_int_equal(server_stop(&s), 0);
 }
 
-/* A classifier export has no embeddings: both embedding URLs say so. */
+/* A classifier export has no embeddings: both embedding URLs say so, as TEI does (424). */
 static void test_classifier_export_refuses_embed(void **state) {
   (void)state;
   char out[400];
@@ -234,8 +237,9 @@ static void test_classifier_export_refuses_embed(void **state) {
   snprintf(export_base, sizeof export_base, "%s/export", out);
   server s;
   server_start(&s, "classifier", "--file_system_poll_wait_seconds=0");
-  expect(s.port, "POST", "/embed", "{\"inputs\": \"a\"}", 404, "head is \\\"classifier\\\", not an embedding model");
-  expect(s.port, "POST", "/v1/embeddings", "{\"input\": \"a\"}", 404, "not an embedding model");
+  /* TEI's 424 (Backend): the model cannot answer the route */
+  expect(s.port, "POST", "/embed", "{\"inputs\": \"a\"}", 424, "head is \\\"classifier\\\", not an embedding model");
+  expect(s.port, "POST", "/v1/embeddings", "{\"input\": \"a\"}", 424, "not an embedding model");
   assert_int_equal(server_stop(&s), 0);
   snprintf(export_base, sizeof export_base, "%s/export", test_tmpdir);
 }

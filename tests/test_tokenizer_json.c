@@ -178,6 +178,69 @@ static void test_unknown_type_named(void **state) {
   assert_null(tok);
 }
 
+/* A vocab.txt tokenizer given BertTokenizerFast's pipeline (est_tokenizer_attach_bert_pipeline):
+ * without special tokens, the Encoding of the tokenizer.json of the same vocab and normalizer
+ * (tokenizer_lower.json: vocab_uncased.txt, lowercase); with them, [CLS] A [SEP] B [SEP] and
+ * the pair's type ids; decode through the WordPiece decoder; Google's ids unchanged. */
+static void test_vocab_gets_bert_pipeline(void **state) {
+  (void)state;
+  est_tokenizer *tok, *ref;
+  assert_int_equal(est_tokenizer_open(&tok, EST_TEST_DATA "/vocab_uncased.txt", true), EST_OK);
+  est_encoding e;
+  assert_int_equal(est_tokenizer_encode_pair(tok, "a", 1, NULL, 0, true, &e), EST_ERR_FAILED_PRECONDITION);
+  assert_int_equal(est_tokenizer_attach_bert_pipeline(tok), EST_OK);
+  assert_int_equal(est_tokenizer_attach_bert_pipeline(tok), EST_OK); /* once is enough */
+  assert_int_equal(est_tokenizer_from_json(&ref, EST_TEST_DATA "/hf/tokenizer_lower.json"), EST_OK);
+  static const char *const texts[] = {"Hello, World!", "Caf\xc3\xa9 na\xc3\xafve unwantedrunning",
+                                      "\xe4\xb8\xad\xe6\x96\x87 mixed \xf0\x9f\x98\x80", "", "[SEP] x"};
+  for (size_t t = 0; t < sizeof texts / sizeof *texts; t++) {
+    est_encoding want;
+    assert_int_equal(est_tokenizer_encode_pair(ref, texts[t], SIZE_MAX, NULL, 0, false, &want), EST_OK);
+    const size_t n = want.n;
+    int32_t ids[64], starts[64], ends[64];
+    assert_true(n < 64);
+    for (size_t k = 0; k < n; k++) ids[k] = want.ids[k], starts[k] = want.offset_start[k], ends[k] = want.offset_end[k];
+    assert_int_equal(est_tokenizer_encode_pair(tok, texts[t], SIZE_MAX, NULL, 0, false, &e), EST_OK);
+    if (t < 4) { /* "[SEP]" is an added special token of BertTokenizerFast's, not of the bare file's */
+      assert_int_equal(e.n, n);
+      for (size_t k = 0; k < n; k++) {
+        assert_int_equal(e.ids[k], ids[k]);
+        assert_int_equal(e.offset_start[k], starts[k]);
+        assert_int_equal(e.offset_end[k], ends[k]);
+      }
+    } else { /* one token, [SEP] at [0, 5), not special in the mask: tokenizers' Encoding */
+      assert_int_equal(e.ids[0], 102);
+      assert_int_equal(e.special_tokens_mask[0], 0);
+      assert_int_equal(e.offset_end[0], 5);
+    }
+  }
+  /* the template: [CLS] jack [SEP] is [SEP], types 0 0 0 1 1 */
+  assert_int_equal(est_tokenizer_encode_pair(tok, "Jack", SIZE_MAX, "is", SIZE_MAX, true, &e), EST_OK);
+  const int32_t want_ids[5] = {101, 2990, 102, 2003, 102}, want_types[5] = {0, 0, 0, 1, 1};
+  const int32_t want_special[5] = {1, 0, 1, 0, 1};
+  assert_int_equal(e.n, 5);
+  assert_memory_equal(e.ids, want_ids, sizeof want_ids);
+  assert_memory_equal(e.type_ids, want_types, sizeof want_types);
+  assert_memory_equal(e.special_tokens_mask, want_special, sizeof want_special);
+  char *text;
+  size_t len;
+  const int32_t run[4] = {101, 4895, 2098, 102}; /* [CLS] un ##ed [SEP] */
+  assert_int_equal(est_tokenizer_decode(tok, run, 4, false, &text, &len), EST_OK);
+  assert_string_equal(text, "[CLS] uned [SEP]");
+  free(text);
+  assert_int_equal(est_tokenizer_decode(tok, run, 4, true, &text, &len), EST_OK);
+  assert_string_equal(text, "uned");
+  free(text);
+  /* est_tokenizer_encode is Google's FullTokenizer as before: no special tokens */
+  const int32_t *g;
+  size_t gn;
+  assert_int_equal(est_tokenizer_encode(tok, "Jack is", SIZE_MAX, &g, &gn), EST_OK);
+  assert_int_equal(gn, 2);
+  assert_int_equal(g[0], 2990);
+  est_tokenizer_free(ref);
+  est_tokenizer_free(tok);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_goldens),
@@ -185,6 +248,7 @@ int main(void) {
     cmocka_unit_test(test_decode_goldens),
     cmocka_unit_test(test_stride_not_under_cut),
     cmocka_unit_test(test_unknown_decoder_named),
+    cmocka_unit_test(test_vocab_gets_bert_pipeline),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,6 +28,9 @@ static const char usage[] =
     "An embedding export (est embed --export_dir) also answers TEI's and OpenAI's embedding APIs:\n"
     "  POST /embed           {\"inputs\": \"text\" | [\"text\", ...], \"normalize\": true, \"truncate\": false}\n"
     "  POST /v1/embeddings   {\"input\": \"text\" | [\"text\", ...], \"model\": \"name\"}\n"
+    "HuggingFace text-embeddings-inference's other routes (docs/serving.md section 5), by the model:\n"
+    "  GET /health, /info, /metrics; POST /tokenize, /decode; POST /similarity (embeddings);\n"
+    "  POST /predict, /rerank (a classifier; one label: a cross-encoder)\n"
     "Prints 'listening on ADDRESS:PORT' once ready (with --rest_api_port=0, the port the kernel chose).\n"
     "Limits: --max_connections (512), --rest_api_timeout_in_ms (30000) for a request to arrive,\n"
     "--max_request_bytes (16 MiB; 413 from the headers), JSON nested at most 64 deep and lists of at\n"
@@ -37,8 +40,9 @@ int est_cmd_serve(int argc, char **argv) {
   const char *base = NULL, *name = "default", *address = "127.0.0.1", *precision = NULL; /* NULL: the export's */
   int64_t port = 8501, max_batch = 32, timeout_us = 1000, max_enqueued = 64, max_bytes = 16 << 20;
   int64_t num_threads = 0, max_connections = 512, rest_threads = 0, timeout_ms = 30000;
+  int64_t max_batch_tokens = 16384, max_client_batch = 32, max_concurrent = 512;
   double poll = 1;
-  bool batching = false;
+  bool batching = false, auto_truncate = false;
   est_flag flags[] = {
     EST_FLAG_STRING("model_base_path", &base, "Export base directory (holds <version>/ directories).", 1),
     EST_FLAG_STRING("model_name", &name, "Name of the model in the URLs.", 0),
@@ -61,6 +65,14 @@ int est_cmd_serve(int argc, char **argv) {
                  "connection. [est] It does not cover the wait for the model (the queue is bounded instead).", 0),
     EST_FLAG_INT("max_connections", &max_connections, "[est] Concurrent connections (one thread each); beyond "
                  "it new connections are refused until one closes.", 0),
+    EST_FLAG_INT("max_batch_tokens", &max_batch_tokens, "[TEI] Real tokens per forward pass: a batch stops "
+                 "taking requests before their tokens pass it (the oldest request always runs).", 0),
+    EST_FLAG_INT("max_client_batch_size", &max_client_batch, "[TEI] Inputs per request of the TEI routes; beyond "
+                 "it 413.", 0),
+    EST_FLAG_INT("max_concurrent_requests", &max_concurrent, "[TEI] Inference requests of the TEI routes answered "
+                 "at once; beyond it 429.", 0),
+    EST_FLAG_BOOL("auto_truncate", &auto_truncate, "[TEI] \"truncate\" defaults to true: inputs over "
+                  "max_seq_length are cut instead of refused (413).", 0),
     EST_CLI_RUNTIME_FLAGS(&num_threads, &precision),
   };
   int rc = EST_CLI_PARSE_FLAGS("serve", usage, flags, argc, argv, 0);
@@ -72,7 +84,10 @@ int est_cmd_serve(int argc, char **argv) {
   } ranges[] = {{"rest_api_port", port, 0, 65535},         {"max_batch_size", max_batch, 1, 65536},
                 {"batch_timeout_micros", timeout_us, 0, 60000000}, {"max_enqueued_batches", max_enqueued, 1, 1 << 20},
                 {"max_request_bytes", max_bytes, 1, (int64_t)1 << 40}, {"max_connections", max_connections, 1, 65536},
-                {"num_threads", num_threads, 0, 4096}, {"rest_api_timeout_in_ms", timeout_ms, 1, 86400000}};
+                {"num_threads", num_threads, 0, 4096}, {"rest_api_timeout_in_ms", timeout_ms, 1, 86400000},
+                {"max_batch_tokens", max_batch_tokens, 1, (int64_t)1 << 40},
+                {"max_client_batch_size", max_client_batch, 1, 1 << 20},
+                {"max_concurrent_requests", max_concurrent, 1, 1 << 20}};
   for (size_t i = 0; r == EST_FLAGS_OK && i < sizeof ranges / sizeof ranges[0]; i++)
     if (ranges[i].v < ranges[i].lo || ranges[i].v > ranges[i].hi)
       r = EST_FLAGS_ERROR, est_error(EST_ERR_INVALID_ARGUMENT, "--%s=%lld: must be in [%lld, %lld]", ranges[i].flag,
@@ -98,7 +113,9 @@ int est_cmd_serve(int argc, char **argv) {
                        .max_batch_size = (int)max_batch, .batch_timeout_micros = timeout_us,
                        .max_enqueued_batches = (int)max_enqueued, .poll_wait_seconds = poll,
                        .max_request_bytes = (size_t)max_bytes, .max_connections = (int)max_connections,
-                       .timeout_seconds = (double)timeout_ms / 1000, .precision = precision};
+                       .timeout_seconds = (double)timeout_ms / 1000, .precision = precision,
+                       .max_batch_tokens = max_batch_tokens, .max_client_batch_size = (int)max_client_batch,
+                       .max_concurrent_requests = (int)max_concurrent, .auto_truncate = auto_truncate};
   static serve_server server;
   static serve_http http;
   est_status st = serve_server_start(&server, &opt);

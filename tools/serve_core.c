@@ -6,6 +6,8 @@
  * examples are there (but only while some POST is still arriving or being parsed; with
  * none on its way, waiting would add latency and nothing else), and runs them as one forward pass at the batch's own length (its
  * longest row rounded up to 8). A job larger than max_batch_size runs alone, in pieces.
+ * --max_batch_tokens (TEI's token-budget batching) also stops a batch before its jobs' real
+ * tokens pass the budget; the oldest job always runs.
  * Versions: the poller looks at model_base_path every poll_wait_seconds; a newer complete
  * version is loaded beside the serving one and swapped in under the lock; the old one is
  * freed when its last job is done. A version that fails to load is logged and not retried. */
@@ -22,7 +24,7 @@
 /* ---- metrics ---------------------------------------------------------------------------- */
 
 static const double latency_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-enum { NLAT = sizeof latency_bounds / sizeof latency_bounds[0], NBATCH = 11 };
+enum { NLAT = sizeof latency_bounds / sizeof latency_bounds[0], NBATCH = 11, NTOKENS = 15 };
 static const int status_codes[] = {200, 400, 404, 405, 413, 500, 503};
 enum { NSTATUS = sizeof status_codes / sizeof status_codes[0] };
 
@@ -33,6 +35,8 @@ struct serve_metrics {
   double latency_sum;
   uint64_t batches[NBATCH + 1];        /* bounds 1, 2, 4, ..., 1024 */
   double batch_sum;
+  uint64_t batch_tokens[NTOKENS + 1];  /* bounds 8, 16, ..., 131072 */
+  double batch_tokens_sum;
 };
 
 void serve_metrics_request(serve_server *s, int http_status, double seconds) {
@@ -48,14 +52,48 @@ void serve_metrics_request(serve_server *s, int http_status, double seconds) {
   pthread_mutex_unlock(&m->lock);
 }
 
-static void metrics_batch(serve_server *s, int size) {
+static void metrics_batch(serve_server *s, int size, int64_t tokens) {
   serve_metrics *m = s->metrics;
   pthread_mutex_lock(&m->lock);
   int b = 0;
   while (b < NBATCH && size > (1 << b)) b++;
   m->batches[b]++;
   m->batch_sum += size;
+  b = 0;
+  while (b < NTOKENS && tokens > (8 << b)) b++;
+  m->batch_tokens[b]++;
+  m->batch_tokens_sum += (double)tokens;
   pthread_mutex_unlock(&m->lock);
+}
+
+/* One Prometheus histogram of counts[nb + 1] over bounds base << k. */
+static void histogram(FILE *f, const char *name, const char *help, const uint64_t *counts, int nb, int base,
+                      double sum) {
+  fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+  uint64_t cum = 0;
+  for (int k = 0; k <= nb; k++) {
+    cum += counts[k];
+    if (k < nb) fprintf(f, "%s_bucket{le=\"%d\"} %llu\n", name, base << k, (unsigned long long)cum);
+    else fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)cum);
+  }
+  fprintf(f, "%s_sum %.17g\n%s_count %llu\n", name, sum, name, (unsigned long long)cum);
+}
+
+void serve_metrics_batches_tei(serve_server *s, FILE *f) {
+  serve_metrics *m = s->metrics;
+  pthread_mutex_lock(&m->lock);
+  histogram(f, "te_batch_next_size", "Examples per forward pass.", m->batches, NBATCH, 1, m->batch_sum);
+  histogram(f, "te_batch_next_tokens", "Real tokens per forward pass.", m->batch_tokens, NTOKENS, 8,
+            m->batch_tokens_sum);
+  pthread_mutex_unlock(&m->lock);
+}
+
+void serve_queue_size(serve_server *s, size_t *examples, int64_t *tokens) {
+  pthread_mutex_lock(&s->lock);
+  *examples = s->queued;
+  *tokens = 0;
+  for (const serve_job *j = s->head; j; j = j->next) *tokens += j->tokens;
+  pthread_mutex_unlock(&s->lock);
 }
 
 char *serve_metrics_text(serve_server *s) {
@@ -132,6 +170,8 @@ static void release_locked(serve_server *s, served_model *m) {
   if (m && --m->refs == 0) {
     EST_LOG_INFO("unloaded version %lld", (long long)m->version);
     est_servable_free(m->servable);
+    est_tokenizer_free(m->tokenizer);
+    pthread_mutex_destroy(&m->tokenizer_lock);
     free(m);
   }
 }
@@ -177,13 +217,15 @@ static est_status load_model(serve_server *s, const char *dir, served_model **ou
    * Cost: one forward of max_batch_size x max_seq_length tokens per version loaded. */
   const est_model_meta *meta = est_servable_meta(m->servable);
   const size_t S = (size_t)meta->max_seq_length, B = (size_t)est_servable_max_batch(m->servable);
-  const size_t C = (size_t)est_servable_output_width(m->servable); /* floats per example */
+  const size_t C = (size_t)est_servable_row_width(m->servable); /* floats per example */
   int32_t *rows = calloc(3 * B * S, sizeof(int32_t));
   float *probs = malloc(B * C * sizeof(float));
   if (!rows || !probs) st = est_error(EST_ERR_NO_MEMORY, "warm-up batch of %zu x %zu", B, S);
   for (size_t t = 0; st == EST_OK && t < B * S; t++) rows[B * S + t] = 1;
   const double t0 = monotonic_seconds();
-  if (st == EST_OK) st = est_servable_predict(m->servable, rows, rows + B * S, rows + 2 * B * S, (int)B, (int)S, probs);
+  if (st == EST_OK)
+    st = est_servable_predict_rows(m->servable, rows, rows + B * S, rows + 2 * B * S, (int)B, (int)S, (int)S, probs,
+                                   NULL);
   free(rows), free(probs);
   if (st == EST_OK)
     EST_LOG_INFO("warm-up: one batch of %zu x %zu tokens in %.2f s", B, S, monotonic_seconds() - t0);
@@ -193,6 +235,7 @@ static est_status load_model(serve_server *s, const char *dir, served_model **ou
     free(m);
     return st;
   }
+  pthread_mutex_init(&m->tokenizer_lock, NULL);
   m->version = est_servable_version(m->servable);
   m->refs = 1;
   *out = m;
@@ -301,10 +344,12 @@ static int fill_for(const serve_server *s, const served_model *m, int room) {
 static void run_batch(serve_server *s, serve_job **jobs, int njobs) {
   est_servable *sv = jobs[0]->model->servable;
   const est_model_meta *meta = est_servable_meta(sv);
-  const int S = meta->max_seq_length, C = est_servable_output_width(sv);
+  const int S = meta->max_seq_length, C = est_servable_row_width(sv);
   int total = 0, longest = 1;
+  int64_t tokens = 0;
   for (int i = 0; i < njobs; i++) {
     total += jobs[i]->n;
+    tokens += jobs[i]->tokens;
     if (jobs[i]->longest > longest) longest = jobs[i]->longest;
   }
   est_status st = EST_OK;
@@ -337,16 +382,33 @@ static void run_batch(serve_server *s, serve_job **jobs, int njobs) {
     }
     ids = s->batch_ids, mask = s->batch_mask, segs = s->batch_segs, probs = s->batch_probs;
   }
+  /* the encoder's output per token, when a job asks for it (TEI's /embed_all): a batch of
+   * one writes it into the job, a larger batch into a buffer of its own */
+  const size_t T = (size_t)S * (size_t)meta->bert_config.hidden_size;
+  float *token_out = NULL;
+  bool own_tokens = false;
+  for (int i = 0; i < njobs; i++)
+    if (jobs[i]->token_out) token_out = jobs[i]->token_out;
+  if (token_out && njobs > 1 && st == EST_OK) {
+    own_tokens = true;
+    if (!(token_out = malloc((size_t)total * T * sizeof(float))))
+      st = est_error(EST_ERR_NO_MEMORY, "token outputs of %d examples", total);
+  }
   if (st == EST_OK)
-    st = est_servable_predict_strided(sv, ids, mask, segs, total, S, est_serving_bucket_length(longest, S), probs);
-  metrics_batch(s, total);
-  size_t off = 0;
+    st = est_servable_predict_rows(sv, ids, mask, segs, total, S, est_serving_bucket_length(longest, S), probs,
+                                   token_out);
+  metrics_batch(s, total, tokens);
+  size_t off = 0, row = 0;
   for (int i = 0; i < njobs; i++) {
     jobs[i]->status = st;
     if (st != EST_OK) snprintf(jobs[i]->error, sizeof jobs[i]->error, "%s", est_error_message());
     else if (njobs > 1) memcpy(jobs[i]->probs, probs + off, (size_t)jobs[i]->n * C * sizeof(float));
+    if (st == EST_OK && own_tokens && jobs[i]->token_out)
+      memcpy(jobs[i]->token_out, token_out + row * T, (size_t)jobs[i]->n * T * sizeof(float));
     off += (size_t)jobs[i]->n * C;
+    row += (size_t)jobs[i]->n;
   }
+  if (own_tokens) free(token_out);
 }
 
 static void *batcher_main(void *arg) {
@@ -369,10 +431,13 @@ static void *batcher_main(void *arg) {
     }
     /* Take the head, then (batching) every later job of the same model that still fits. */
     int njobs = 0, total = 0;
+    int64_t tokens = 0; /* --max_batch_tokens: TEI's token budget of a batch */
+    const int64_t max_tokens = s->opt.max_batch_tokens > 0 ? s->opt.max_batch_tokens : INT64_MAX;
     serve_job **link = &s->head, *prev = NULL;
     while (*link && njobs < maxb) {
       serve_job *j = *link;
-      bool take = njobs == 0 || (s->opt.enable_batching && j->model == m && total + j->n <= maxb);
+      bool take = njobs == 0 || (s->opt.enable_batching && j->model == m && total + j->n <= maxb &&
+                                 tokens + j->tokens <= max_tokens);
       if (!take) {
         prev = j;
         link = &j->next;
@@ -382,6 +447,7 @@ static void *batcher_main(void *arg) {
       if (s->tail == j) s->tail = prev;
       jobs[njobs++] = j;
       total += j->n;
+      tokens += j->tokens;
       s->queued -= (size_t)j->n;
       if (!s->opt.enable_batching || total >= maxb) break;
     }

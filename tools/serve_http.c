@@ -6,6 +6,8 @@
  *   POST /v1/models/NAME[/versions/V]:classify   {"examples": [...]}
  *   GET  /monitoring/prometheus/metrics
  *   POST /embed, /v1/embeddings                  an embedding export (serve_embed.c)
+ *   text-embeddings-inference's other routes     /health, /info, /metrics, /tokenize, /decode,
+ *                                                /predict, /rerank, /similarity, ... (serve_tei.c)
  * Errors are {"error": "..."}: 400 bad request, 404 unknown model/version/path, 405 wrong
  * method, 408 a request slower to arrive than --rest_api_timeout_in_ms (serve_limits.c), 413
  * body over max_request_bytes, 503 queue full or shutting down. */
@@ -104,7 +106,7 @@ static json_t *model_metadata(const serve_http *h, const served_model *m) {
   for (int k = 0; head->inputs.tokens && k < 3; k++)
     json_object_set_new(inputs, TOKENS[k], est_served_tensor_info(TOKENS[k], "DT_INT32", -1, meta->max_seq_length));
   json_t *outputs = json_object(), *metadata = json_object();
-  head->signature(meta, est_servable_output_width(m->servable), outputs, metadata);
+  head->signature(meta, est_servable_row_width(m->servable), outputs, metadata);
   json_t *sig = json_pack("{s:o,s:o,s:s}", "inputs", inputs, "outputs", outputs, "method_name",
                           "tensorflow/serving/predict");
   json_t *signature_def = json_pack("{s:{s:o}}", "signature_def", "serving_default", sig);
@@ -135,7 +137,9 @@ static est_status answer_request(serve_http *h, served_model *m, const est_reque
     job.n = rows.n;
     job.ids = (int32_t *)rows.input_ids, job.mask = (int32_t *)rows.input_mask, job.segs = (int32_t *)rows.segment_ids;
     job.longest = rows.longest;
-    job.probs = malloc(((size_t)job.n + 1) * (size_t)est_servable_output_width(m->servable) * sizeof(float));
+    for (size_t k = 0; k < (size_t)rows.n * (size_t)est_servable_meta(m->servable)->max_seq_length; k++)
+      job.tokens += rows.input_mask[k] != 0;
+    job.probs = malloc(((size_t)job.n + 1) * (size_t)est_servable_row_width(m->servable) * sizeof(float));
     if (!job.probs) st = est_error(EST_ERR_NO_MEMORY, "request of %d rows", job.n);
   }
   if (st == EST_OK && job.n > 0) { /* e.g. contexts without a word have no window to run */
@@ -221,14 +225,22 @@ static enum MHD_Result route(struct MHD_Connection *c, serve_http *h, http_req *
     if (!get) return respond_error(c, h, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: use GET", method, url);
     return respond(c, h, r, MHD_HTTP_OK, metrics_text(h), "text/plain; version=0.0.4");
   }
-  if (!strcmp(url, "/embed") || !strcmp(url, "/v1/embeddings")) {
-    if (!post) return respond_error(c, h, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: use POST", method, url);
+  const int tei = serve_tei_route_of(url);
+  if (tei >= 0) { /* text-embeddings-inference's routes (serve_tei*.c, serve_embed.c) */
+    const bool want_get = serve_tei_route_get((serve_tei_route)tei);
+    if (want_get ? !get : !post)
+      return respond_error(c, h, r, MHD_HTTP_METHOD_NOT_ALLOWED, "%s %s: use %s", method, url,
+                           want_get ? "GET" : "POST");
     unsigned status;
     bool queued = false;
-    char *text = serve_embed_answer(h, !strcmp(url, "/embed") ? EST_EMBED_API_TEI : EST_EMBED_API_OPENAI, r->body,
-                                    r->len, &queued, &status);
+    const char *type = "application/json";
+    char *text = tei == TEI_EMBED || tei == TEI_OPENAI
+                   ? serve_embed_answer(h, tei == TEI_EMBED ? EST_EMBED_API_TEI : EST_EMBED_API_OPENAI, r->body,
+                                        r->len, &queued, &status)
+                   : serve_tei_answer(h, (serve_tei_route)tei, r->body, r->len, &queued, &status, &type);
     if (queued) r->preparing = false; /* serve_run_job took the announcement over */
-    return respond(c, h, r, status, text, "application/json");
+    serve_tei_count(h, (serve_tei_route)tei, text ? status : 500, now_seconds() - r->t0);
+    return respond(c, h, r, status, text, type);
   }
   static const char prefix[] = "/v1/models/";
   if (strncmp(url, prefix, sizeof prefix - 1))
@@ -280,7 +292,12 @@ static enum MHD_Result route(struct MHD_Connection *c, serve_http *h, http_req *
   return ret;
 }
 
-static enum MHD_Result refuse_too_big(struct MHD_Connection *c, serve_http *h, http_req *r) {
+static enum MHD_Result refuse_too_big(struct MHD_Connection *c, serve_http *h, http_req *r, const char *url) {
+  if (serve_tei_route_of(url) >= 0) /* TEI's shape: {"error", "error_type": "Validation"} */
+    return respond(c, h, r, MHD_HTTP_CONTENT_TOO_LARGE,
+                   serve_tei_error(MHD_HTTP_CONTENT_TOO_LARGE, "the request body is over --max_request_bytes=%zu",
+                                   h->opt->max_request_bytes),
+                   "application/json");
   return respond_error(c, h, r, MHD_HTTP_CONTENT_TOO_LARGE, "the request body is over --max_request_bytes=%zu",
                        h->opt->max_request_bytes);
 }
@@ -301,7 +318,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl && strtoull(cl, NULL, 10) > h->opt->max_request_bytes) {
       serve_conns_request_arrived(h->conns, c);   /* all of it that will be read */
-      return refuse_too_big(c, h, r);
+      return refuse_too_big(c, h, r, url);
     }
     /* From its headers on, a POST may become a job: a batch waiting to fill waits for it. */
     if (!strcmp(method, "POST")) {
@@ -376,6 +393,7 @@ est_status serve_http_start(serve_http *h, serve_server *server, const char *add
   if (inet_pton(AF_INET, address, &addr.sin_addr) != 1)
     return est_error(EST_ERR_INVALID_ARGUMENT, "--rest_api_address=%s: not an IPv4 address", address);
   est_status st = serve_conns_start(&h->conns, h->opt->timeout_seconds);
+  if (st == EST_OK) st = serve_tei_start(h);
   if (st != EST_OK) return st;
   /* libmicrohttpd's own timeout counts silence only (whole seconds); the arrival deadline
    * (serve_limits.c) bounds the whole arrival. Both come from --rest_api_timeout_in_ms. */
@@ -413,4 +431,5 @@ void serve_http_stop(serve_http *h) {
   h->daemon = NULL;
   serve_conns_stop(h->conns);
   h->conns = NULL;
+  serve_tei_stop(h);
 }

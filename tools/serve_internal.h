@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "est/serving.h"
 
@@ -31,6 +32,11 @@ typedef struct serve_options {
   int max_connections;             /* beyond it libmicrohttpd refuses new connections */
   double timeout_seconds;          /* --rest_api_timeout_in_ms: a request's arrival deadline */
   const char *precision;           /* --precision; NULL: each version's est_model.json */
+  /* text-embeddings-inference's discipline (serve_tei.c): */
+  int64_t max_batch_tokens;        /* real tokens per forward pass (the first job always runs) */
+  int max_client_batch_size;       /* inputs per TEI request; beyond it 413 */
+  int max_concurrent_requests;     /* TEI requests answered at once; beyond it 429 */
+  bool auto_truncate;              /* TEI's --auto-truncate: "truncate" defaults to true */
 } serve_options;
 
 /* One loaded version, shared by the requests that use it. */
@@ -38,6 +44,10 @@ typedef struct served_model {
   est_servable *servable;
   int64_t version;
   int refs;                        /* guarded by the server's lock */
+  /* TEI's /tokenize and /decode (serve_tei_tokenize.c): the export's tokenizer with its
+   * tokenizers pipeline, made on first use and shared under tokenizer_lock */
+  pthread_mutex_t tokenizer_lock;
+  est_tokenizer *tokenizer;
 } served_model;
 
 /* A request's work: n rows of max_seq_length, answered with n x C floats (the head's outputs). */
@@ -46,7 +56,9 @@ typedef struct serve_job {
   int n;
   int32_t *ids, *mask, *segs;      /* [n, S] */
   int longest;                     /* real tokens of the longest row */
+  int64_t tokens;                  /* real tokens of all its rows (--max_batch_tokens) */
   float *probs;                    /* [n, C] out */
+  float *token_out;                /* NULL, or [n, S x hidden_size] out: the encoder's output per token */
   est_status status;
   char error[512];
   bool done;
@@ -94,6 +106,11 @@ est_status serve_run_job(serve_server *s, serve_job *job);
 
 /* ---- metrics (serve_core.c) ---- */
 void serve_metrics_request(serve_server *s, int http_status, double seconds);
+/* Examples and real tokens waiting in the queue now. */
+void serve_queue_size(serve_server *s, size_t *examples, int64_t *tokens);
+/* The batches run so far: how many, and histograms of their examples and tokens appended to
+ * f as TEI's te_batch_next_size / te_batch_next_tokens. */
+void serve_metrics_batches_tei(serve_server *s, FILE *f);
 /* Prometheus text exposition; free() it. */
 char *serve_metrics_text(serve_server *s);
 
@@ -125,6 +142,8 @@ typedef struct serve_http {
   pthread_mutex_t lock;
   pthread_cond_t idle_cv;
   int in_flight;                   /* requests begun and not yet completed */
+  int tei_active;                  /* TEI inference requests being answered (under lock) */
+  struct serve_tei_metrics *tei;   /* serve_tei.c's counters */
 } serve_http;
 
 /* Listens on address:port (IPv4; port 0: any free port), one thread per connection, at most
@@ -141,6 +160,54 @@ void serve_http_quiesce(serve_http *h);
  * became a job (serve_run_job ended its serve_prepare_begin announcement). */
 char *serve_embed_answer(serve_http *h, est_embed_api api, const char *body, size_t size, bool *queued,
                          unsigned *status);
+/* ---- text-embeddings-inference's other routes (serve_tei*.c, docs/serving.md §6) ---- */
+
+/* TEI's routes, in serve_tei.c's table order. */
+typedef enum serve_tei_route {
+  TEI_HEALTH, TEI_INFO, TEI_METRICS, TEI_TOKENIZE, TEI_DECODE, TEI_EMBED, TEI_EMBED_ALL, TEI_EMBED_SPARSE,
+  TEI_SIMILARITY, TEI_PREDICT, TEI_RERANK, TEI_OPENAI, TEI_NROUTES
+} serve_tei_route;
+
+/* The route of a URL, or -1 (then it is TF Serving's or a 404). */
+int serve_tei_route_of(const char *url);
+/* Whether the route takes GET (else POST). */
+bool serve_tei_route_get(serve_tei_route route);
+/* Answers a TEI route: the body to send (free() it; NULL: no memory), its status and its
+ * Content-Type. *queued: the request became a job (serve_run_job took the announcement). */
+char *serve_tei_answer(serve_http *h, serve_tei_route route, const char *body, size_t size, bool *queued,
+                       unsigned *status, const char **content_type);
+/* Counts a TEI request's answer for /metrics. */
+void serve_tei_count(serve_http *h, serve_tei_route route, unsigned status, double seconds);
+est_status serve_tei_start(serve_http *h);
+void serve_tei_stop(serve_http *h);
+
+/* TEI's error body {"error", "error_type"}; the type follows the status as TEI maps them
+ * (400 Empty, 413 Validation, 422 Tokenizer, 424 Backend, 429 Overloaded, 503 Unhealthy). */
+char *serve_tei_error(unsigned status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A TEI inference request's permit (--max_concurrent_requests): false when none is free
+ * (429); release it after answering. */
+bool serve_tei_acquire(serve_http *h);
+void serve_tei_release(serve_http *h);
+
+/* The texts (and second texts of pairs, NULL each when single) of a TEI request, as one job
+ * of the shared queue: featurized into rows (a text over max_seq_length refused with 413,
+ * unless `truncate`), run by the batcher; per_token: the job's token_out too. On failure
+ * *status and the message say why. */
+est_status serve_tei_run(serve_http *h, served_model *m, const char *const *a, const char *const *b, size_t n,
+                         bool truncate, bool per_token, const char *field, serve_job *job, bool *queued,
+                         unsigned *status);
+void serve_tei_job_free(serve_job *job);
+
+/* The routes' answers (serve_tei_tokenize.c, serve_tei_predict.c, serve_tei_embed.c): each
+ * gets the served model and the parsed JSON body. */
+char *serve_tei_tokenize(serve_http *h, served_model *m, const struct json_t *root, unsigned *status);
+char *serve_tei_decode(serve_http *h, served_model *m, const struct json_t *root, unsigned *status);
+char *serve_tei_predict(serve_http *h, served_model *m, const struct json_t *root, bool *queued, unsigned *status);
+char *serve_tei_rerank(serve_http *h, served_model *m, const struct json_t *root, bool *queued, unsigned *status);
+char *serve_tei_similarity(serve_http *h, served_model *m, const struct json_t *root, bool *queued,
+                           unsigned *status);
+char *serve_tei_embed_all(serve_http *h, served_model *m, const struct json_t *root, bool *queued, unsigned *status);
+
 /* Waits until no request is in flight, at most max_seconds. */
 void serve_http_wait_idle(serve_http *h, double max_seconds);
 void serve_http_stop(serve_http *h);

@@ -161,6 +161,10 @@ struct est_served_head {
    * a prediction per position fills the first seq_len floats of its half, zeros after). */
   int (*params)(void *params, const est_model_meta *meta);
   const char *outputs[2];
+  /* outputs[1] is served beside outputs[0] for TEI's scores only (the classifier's logits):
+   * est_servable_predict, :predict, :classify and est predict answer outputs[0] alone, and
+   * est_servable_output_width counts it alone. */
+  bool second_output_extra;
 
   /* est serve: its signature's inputs; its outputs (and metadata keys of its own, e.g.
    * "labels") added to the metadata's JSON; the 400's message for :classify (NULL: it has a
@@ -198,6 +202,16 @@ struct est_served_head {
    * NULL: none), and its settings from that config.json (root: a jansson object; NULL: zeros). */
   const char *hf_architecture;
   est_status (*hf_config)(void *config, const struct json_t *root, const char *path);
+
+  /* text-embeddings-inference's routes (tools/serve_tei*.c, docs/serving.md §6).
+   * tei_model_type: GET /info's "model_type", {"embedding": {"pooling": ...}} or
+   * {"classifier" | "reranker": {"id2label", "label2id"}}; its key says which of TEI's routes
+   * the model answers (NULL: none of /embed, /predict, /rerank; TEI's 424).
+   * tei_scores: POST /predict's and /rerank's per-label scores of one served row, as TEI
+   * gives them (raw_scores: the logits; else softmax, or a single logit's sigmoid); returns
+   * how many (meta->num_labels). NULL: no scores. */
+  struct json_t *(*tei_model_type)(const est_model_meta *meta);
+  int (*tei_scores)(const est_model_meta *meta, const float *row, bool raw_scores, float *scores);
 };
 
 /* Bytes of a layer's params a servable keeps for est_served_head.params. */

@@ -116,10 +116,13 @@ est_precision est_servable_precision(const est_servable *s);
  * another (est_servable_predict refuses then too); EST_OK otherwise and for every other export. */
 int est_servable_int8_weights(const est_servable *s);
 est_status est_servable_check_precision(const est_servable *s);
-/* Floats per example of what it serves (its head's est_served_head.params): num_labels
+/* Floats per example of what it predicts (its head's est_served_head.params): num_labels
  * probabilities (classifier), the embedding's width (pooling), 2 x max_seq_length for squad
  * (start logits, then end logits, zero past the run length). */
 int est_servable_output_width(const est_servable *s);
+/* Floats per example of all it serves: the output width, plus a head's extra second output
+ * (est_served_head.second_output_extra: the classifier's num_labels logits). */
+int est_servable_row_width(const est_servable *s);
 
 /* A servable straight from a checkpoint, without an export: meta says what the model is
  * (bert_config, head and its parameters, max_seq_length, do_lower_case); the variables the
@@ -139,6 +142,15 @@ est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const
 est_status est_servable_predict_strided(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
                                         const int32_t *segment_ids, int batch, int stride, int seq_len,
                                         float *probabilities);
+
+/* est_servable_predict_strided's run giving the full rows [batch, est_servable_row_width]
+ * (what a head's batch answers from, est_served_batch, and est serve's TEI routes), and when
+ * `tokens` is not NULL each row's encoder output too (the last layer per token, before the
+ * head: TEI's /embed_all): [batch, stride x hidden_size], seq_len x hidden_size floats a row,
+ * zeros after. */
+est_status est_servable_predict_rows(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
+                                     const int32_t *segment_ids, int batch, int stride, int seq_len, float *rows,
+                                     float *tokens);
 
 /* The length a batch runs at: its longest row rounded up to a multiple of 8, at most
  * max_seq_length (and at least 1). Padding past a row's end is masked, so the result
@@ -306,7 +318,8 @@ typedef struct est_embed_request {
   const char **texts;               /* [count], owned by json */
   size_t count;
   int normalize;                    /* TEI's "normalize": 1 / 0, -1 when absent */
-  bool truncate;                    /* TEI's "truncate"; OpenAI: false (too long is an error) */
+  int truncate;                     /* TEI's "truncate": 1 / 0, -1 when absent; OpenAI: 0 */
+  int dimensions;                   /* "dimensions" (Matryoshka: the first so many), 0 when absent */
   const char *model;                /* OpenAI's "model"; NULL when absent */
   void *json;
 } est_embed_request;
@@ -314,7 +327,7 @@ typedef struct est_embed_request {
 /* Parses a body of `api`'s form. INVALID_ARGUMENT naming the field ("input[2]: must be a
  * string"); the limits' instance count and est_request_parse's pre-scan apply. Fields the API
  * defines that est cannot honour (TEI's "truncation_direction": "Left" or a "prompt_name";
- * OpenAI's token-id inputs, "encoding_format": "base64", "dimensions") are errors naming them;
+ * OpenAI's token-id inputs, "encoding_format": "base64") are errors naming them;
  * other keys are ignored, as both servers do. On failure *out is empty. */
 est_status est_embed_request_parse(est_embed_request *out, est_embed_api api, const char *body, size_t size,
                                    const est_request_limits *limits);

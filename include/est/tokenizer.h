@@ -158,6 +158,12 @@ est_truncation *est_tokenizer_truncation(est_tokenizer *tok);
 est_padding *est_tokenizer_padding(est_tokenizer *tok);
 /* The token of an id for any tokenizer (added tokens included), or NULL. */
 const char *est_tokenizer_id_to_token(const est_tokenizer *tok, int32_t id);
+/* Gives a vocab.txt tokenizer the pipeline HF's BertTokenizerFast makes of the same vocab.txt
+ * (convert_slow_tokenizer's BertConverter: its normalizer options, "[CLS] $A [SEP]", the
+ * WordPiece decoder), so that est_tokenizer_encode_pair and est_tokenizer_decode work on it;
+ * est_tokenizer_encode stays Google's. A tokenizer.json tokenizer is left as it is.
+ * FAILED_PRECONDITION when the vocab has no [CLS] or [SEP]. */
+est_status est_tokenizer_attach_bert_pipeline(est_tokenizer *tok);
 
 /* --vocab_file as est's commands take it: a vocab.txt (Google's, with do_lower_case), a
  * tokenizer.json (its own settings win over do_lower_case, which is logged when it differs),

@@ -2,7 +2,8 @@
  * POST /embed and the OpenAI-style POST /v1/embeddings, into a list of texts. The fields
  * and defaults are TEI's router/src/http/types.rs (EmbedRequest: inputs, truncate = false,
  * normalize = true; OpenAICompatRequest: input, model, user) and OpenAI's embeddings API
- * (input, model, encoding_format, dimensions, user). Unknown keys are ignored as serde and
+ * (input, model, encoding_format, dimensions, user); "dimensions" keeps the first so many
+ * floats of each vector (Matryoshka), as TEI does. Unknown keys are ignored as serde and
  * OpenAI ignore them; a known field est cannot honour is refused by name rather than
  * silently giving a different vector. */
 #include <jansson.h>
@@ -49,12 +50,21 @@ static est_status boolean(const json_t *root, const char *key, int *out) {
   return EST_OK;
 }
 
+/* "dimensions": a positive integer (TEI and OpenAI: the first so many of the vector). */
+static est_status dimensions(est_embed_request *r, const json_t *root) {
+  const json_t *v = json_object_get(root, "dimensions");
+  if (!v || json_is_null(v)) return EST_OK;
+  if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > INT32_MAX)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "\"dimensions\": must be a positive integer");
+  r->dimensions = (int)json_integer_value(v);
+  return EST_OK;
+}
+
 static est_status tei_fields(est_embed_request *r, const json_t *root, const est_request_limits *lim) {
-  int truncate = 0;
   est_status st = texts(r, json_object_get(root, "inputs"), "inputs", lim);
   if (st == EST_OK) st = boolean(root, "normalize", &r->normalize);
-  if (st == EST_OK) st = boolean(root, "truncate", &truncate);
-  r->truncate = truncate;
+  if (st == EST_OK) st = boolean(root, "truncate", &r->truncate);
+  if (st == EST_OK) st = dimensions(r, root);
   const json_t *dir = json_object_get(root, "truncation_direction"), *prompt = json_object_get(root, "prompt_name");
   if (st == EST_OK && dir && !json_is_null(dir) &&
       !(json_is_string(dir) && !strcmp(json_string_value(dir), "Right")))
@@ -67,15 +77,13 @@ static est_status tei_fields(est_embed_request *r, const json_t *root, const est
 static est_status openai_fields(est_embed_request *r, const json_t *root, const est_request_limits *lim) {
   est_status st = texts(r, json_object_get(root, "input"), "input", lim);
   const json_t *model = json_object_get(root, "model"), *fmt = json_object_get(root, "encoding_format");
-  const json_t *dims = json_object_get(root, "dimensions");
   if (st == EST_OK && model && !json_is_null(model)) {
     if (!json_is_string(model)) st = est_error(EST_ERR_INVALID_ARGUMENT, "\"model\": must be a string");
     else r->model = json_string_value(model);
   }
   if (st == EST_OK && fmt && !json_is_null(fmt) && !(json_is_string(fmt) && !strcmp(json_string_value(fmt), "float")))
     st = est_error(EST_ERR_INVALID_ARGUMENT, "\"encoding_format\": est answers \"float\" only");
-  if (st == EST_OK && dims && !json_is_null(dims))
-    st = est_error(EST_ERR_INVALID_ARGUMENT, "\"dimensions\": the model's vectors have a fixed width; leave it out");
+  if (st == EST_OK) st = dimensions(r, root);
   return st;
 }
 
@@ -83,6 +91,7 @@ est_status est_embed_request_parse(est_embed_request *out, est_embed_api api, co
                                    const est_request_limits *limits) {
   memset(out, 0, sizeof *out);
   out->normalize = -1;
+  out->truncate = api == EST_EMBED_API_TEI ? -1 : 0;
   json_t *root;
   est_status st = est_request_load(&root, body, size, limits);
   out->json = root;

@@ -184,30 +184,56 @@ est_status est_servable_check_precision(const est_servable *s) {
                    p != EST_PRECISION_INT8 ? est_precision_name(p) : "the plain-C reference (EST_KERNEL=int8ref)",
                    p != EST_PRECISION_INT8 ? est_precision_name(p) : "so");
 }
-int est_servable_output_width(const est_servable *s) { return s->model.output_width; }
+/* A head whose second output is served only beside the first (est_served_head.second_output_extra:
+ * the classifier's logits) answers the first alone through est_servable_predict. */
+int est_servable_output_width(const est_servable *s) {
+  return s->model.served->second_output_extra ? s->model.output_width / 2 : s->model.output_width;
+}
+int est_servable_row_width(const est_servable *s) { return s->model.output_width; }
 
-est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
-                                const int32_t *segment_ids, int batch, int seq_len, float *probabilities) {
+/* rows [batch, row width] (full) or the answered part of each ([batch, output width]);
+ * tokens (NULL: none) [batch, token_stride] gets each row's encoder sequence output, seq_len
+ * x hidden_size floats, zeros after. */
+static est_status predict(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
+                          const int32_t *segment_ids, int batch, int seq_len, float *out, bool full, float *tokens,
+                          size_t token_stride) {
   if (seq_len < 1 || seq_len > s->meta.max_seq_length)
     return est_error(EST_ERR_INVALID_ARGUMENT, "sequence length %d outside [1, %d]", seq_len, s->meta.max_seq_length);
   est_status checked = est_servable_check_precision(s);
   if (checked != EST_OK) return checked;
-  const int C = s->model.output_width; /* floats per example of the served prediction */
+  const int R = s->model.output_width; /* floats per example of the served outputs */
+  const int C = full ? R : est_servable_output_width(s);
   const int types = s->meta.bert_config.type_vocab_size;
   for (size_t i = 0; i < (size_t)batch * seq_len; i++)
     if (segment_ids && (segment_ids[i] < 0 || segment_ids[i] >= types))
       return est_error(EST_ERR_INVALID_ARGUMENT, "segment id %d at example %zu, position %zu outside [0, %d)",
                        segment_ids[i], i / seq_len, i % seq_len, types);
-  for (int b0 = 0; b0 < batch; b0 += s->max_batch) {
+  float *rows = NULL;
+  if (C != R && !(rows = malloc((size_t)s->max_batch * (size_t)R * sizeof(float))))
+    return est_error(EST_ERR_NO_MEMORY, "outputs of %d rows", s->max_batch);
+  est_status st = EST_OK;
+  for (int b0 = 0; st == EST_OK && b0 < batch; b0 += s->max_batch) {
     int n = batch - b0 < s->max_batch ? batch - b0 : s->max_batch;
     size_t off = (size_t)b0 * seq_len;
-    est_status st = est_servable_model_run(&s->model, input_ids + off, input_mask ? input_mask + off : NULL,
-                                           segment_ids ? segment_ids + off : NULL, n, seq_len,
-                                           probabilities + (size_t)b0 * C);
-    if (st != EST_OK) return st;
-    s->forwards++;
+    st = est_servable_model_run(&s->model, input_ids + off, input_mask ? input_mask + off : NULL,
+                                segment_ids ? segment_ids + off : NULL, n, seq_len, rows ? rows : out + (size_t)b0 * C);
+    for (int i = 0; st == EST_OK && rows && i < n; i++)
+      memcpy(out + (size_t)(b0 + i) * C, rows + (size_t)i * R, (size_t)C * sizeof(float));
+    const size_t LH = (size_t)seq_len * (size_t)s->meta.bert_config.hidden_size;
+    for (int i = 0; st == EST_OK && tokens && i < n; i++) {
+      float *dst = tokens + (size_t)(b0 + i) * token_stride;
+      memcpy(dst, est_bert_encoder_sequence_output(s->model.enc) + (size_t)i * LH, LH * sizeof(float));
+      memset(dst + LH, 0, (token_stride - LH) * sizeof(float));
+    }
+    if (st == EST_OK) s->forwards++;
   }
-  return EST_OK;
+  free(rows);
+  return st;
+}
+
+est_status est_servable_predict(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
+                                const int32_t *segment_ids, int batch, int seq_len, float *probabilities) {
+  return predict(s, input_ids, input_mask, segment_ids, batch, seq_len, probabilities, false, NULL, 0);
 }
 
 int est_serving_bucket_length(int longest, int max_seq_length) {
@@ -216,13 +242,15 @@ int est_serving_bucket_length(int longest, int max_seq_length) {
   return L < 1 ? 1 : L;
 }
 
-est_status est_servable_predict_strided(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
-                                        const int32_t *segment_ids, int batch, int stride, int seq_len,
-                                        float *probabilities) {
+static est_status predict_strided(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
+                                  const int32_t *segment_ids, int batch, int stride, int seq_len, float *out,
+                                  bool full, float *tokens) {
+  const size_t token_stride = (size_t)stride * (size_t)s->meta.bert_config.hidden_size;
   if (stride == seq_len)
-    return est_servable_predict(s, input_ids, input_mask, segment_ids, batch, seq_len, probabilities);
+    return predict(s, input_ids, input_mask, segment_ids, batch, seq_len, out, full, tokens, token_stride);
   if (seq_len > stride) return est_error(EST_ERR_INVALID_ARGUMENT, "run length %d above row length %d", seq_len, stride);
   const size_t plane = (size_t)s->max_batch * seq_len;
+  const int C = full ? est_servable_row_width(s) : est_servable_output_width(s);
   int32_t *ids = s->scratch, *mask = s->scratch + plane, *segs = s->scratch + 2 * plane;
   for (int b0 = 0; b0 < batch; b0 += s->max_batch) {
     int n = batch - b0 < s->max_batch ? batch - b0 : s->max_batch;
@@ -232,11 +260,24 @@ est_status est_servable_predict_strided(est_servable *s, const int32_t *input_id
       if (input_mask) memcpy(mask + dst, input_mask + src, seq_len * sizeof(int32_t));
       if (segment_ids) memcpy(segs + dst, segment_ids + src, seq_len * sizeof(int32_t));
     }
-    est_status st = est_servable_predict(s, ids, input_mask ? mask : NULL, segment_ids ? segs : NULL, n, seq_len,
-                                         probabilities + (size_t)b0 * s->model.output_width);
+    est_status st = predict(s, ids, input_mask ? mask : NULL, segment_ids ? segs : NULL, n, seq_len,
+                            out + (size_t)b0 * C, full, tokens ? tokens + (size_t)b0 * token_stride : NULL,
+                            token_stride);
     if (st != EST_OK) return st;
   }
   return EST_OK;
+}
+
+est_status est_servable_predict_strided(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
+                                        const int32_t *segment_ids, int batch, int stride, int seq_len,
+                                        float *probabilities) {
+  return predict_strided(s, input_ids, input_mask, segment_ids, batch, stride, seq_len, probabilities, false, NULL);
+}
+
+est_status est_servable_predict_rows(est_servable *s, const int32_t *input_ids, const int32_t *input_mask,
+                                     const int32_t *segment_ids, int batch, int stride, int seq_len, float *rows,
+                                     float *tokens) {
+  return predict_strided(s, input_ids, input_mask, segment_ids, batch, stride, seq_len, rows, true, tokens);
 }
 
 /* ---- featurizer ------------------------------------------------------------------------ */

@@ -39,7 +39,7 @@ est_status est_served_batch_create(est_served_batch **out, const est_servable *s
   b->head = est_model_meta_head(meta);
   b->s = s;
   est_status st = est_servable_tokenizer_create(s, &b->tok);
-  b->ctx = (est_served_context){.meta = meta, .output_width = est_servable_output_width(s), .tokenizer = b->tok,
+  b->ctx = (est_served_context){.meta = meta, .output_width = est_servable_row_width(s), .tokenizer = b->tok,
                                 .featurize = featurize, .featurizer = b, .input_format = input_format,
                                 .output_format = output_format};
   if (st == EST_OK) st = b->head->batch_create(&b->state, &b->ctx);
@@ -91,11 +91,11 @@ est_status est_served_batch_run(est_served_batch *b, est_servable *s) {
   if (st != EST_OK) return st;
   const int S = est_servable_meta(s)->max_seq_length;
   free(b->outputs);
-  b->outputs = malloc(((size_t)r.n + 1) * (size_t)est_servable_output_width(s) * sizeof(float));
+  b->outputs = malloc(((size_t)r.n + 1) * (size_t)est_servable_row_width(s) * sizeof(float));
   if (!b->outputs) return est_error(EST_ERR_NO_MEMORY, "outputs of %d rows", r.n);
   if (r.n)
-    st = est_servable_predict_strided(s, r.input_ids, r.input_mask, r.segment_ids, r.n, S,
-                                      est_serving_bucket_length(r.longest, S), b->outputs);
+    st = est_servable_predict_rows(s, r.input_ids, r.input_mask, r.segment_ids, r.n, S,
+                                   est_serving_bucket_length(r.longest, S), b->outputs, NULL);
   return st == EST_OK ? est_served_batch_answer(b, b->outputs) : st;
 }
 

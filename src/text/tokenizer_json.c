@@ -213,3 +213,59 @@ est_status est_tokenizer_json_of(const char *vocab_file, char *path, size_t size
   if (ends_with(vocab_file, ".json")) snprintf(path, size, "%s", vocab_file);
   return EST_OK;
 }
+
+/* HF's BertTokenizerFast of a vocab.txt is convert_slow_tokenizer.py's BertConverter: a
+ * BertNormalizer (clean_text, handle_chinese_chars, strip_accents, lowercase as the slow
+ * tokenizer's), a BertPreTokenizer, WordPiece ("[UNK]", "##", 100 chars a word), the
+ * template "[CLS] $A [SEP]" / "[CLS] $A [SEP] $B:1 [SEP]:1", the WordPiece decoder, and the
+ * five special tokens as added tokens. That file, made here in memory from tok's own vocab
+ * and options, is attached as its pipeline: est_tokenizer_encode stays Google's. */
+est_status est_tokenizer_attach_bert_pipeline(est_tokenizer *tok) {
+  if (est_tokenizer_truncation(tok)) return EST_OK; /* it has one: its tokenizer.json's */
+  const est_vocab *v = est_tokenizer_vocab(tok);
+  if (!v) return est_error(EST_ERR_FAILED_PRECONDITION, "the tokenizer has neither a vocab nor a tokenizer.json");
+  const est_tokenizer_options o = est_tokenizer_get_options(tok);
+  const char *unk = o.unk_token ? o.unk_token : "[UNK]";
+  if (est_vocab_find(v, "[CLS]", 5) < 0 || est_vocab_find(v, "[SEP]", 5) < 0)
+    return est_error(EST_ERR_FAILED_PRECONDITION, "%s: no [CLS] or [SEP] token: BertTokenizerFast's template "
+                     "needs both", est_vocab_path(v) ? est_vocab_path(v) : "the vocab");
+  json_t *vocab = json_object(), *added = json_array();
+  for (int32_t i = 0; i < est_vocab_size(v); i++) json_object_set_new(vocab, est_vocab_token(v, i), json_integer(i));
+  static const char *const SPECIAL[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+  for (size_t k = 0; k < sizeof SPECIAL / sizeof *SPECIAL; k++) {
+    const int32_t id = est_vocab_find(v, SPECIAL[k], strlen(SPECIAL[k]));
+    if (id >= 0)
+      json_array_append_new(added, json_pack("{s:i,s:s,s:b,s:b,s:b,s:b,s:b}", "id", id, "content", SPECIAL[k],
+                                             "single_word", 0, "lstrip", 0, "rstrip", 0, "normalized", 0,
+                                             "special", 1));
+  }
+  const int32_t cls = est_vocab_find(v, "[CLS]", 5), sep = est_vocab_find(v, "[SEP]", 5);
+  json_t *strip = o.strip_accents < 0 ? json_null() : json_boolean(o.strip_accents);
+  json_t *root = json_pack(
+    "{s:n,s:n,s:n,s:o,s:{s:s,s:b,s:b,s:o,s:b},s:{s:s},"
+    "s:{s:s,s:[{s:{s:s,s:i}},{s:{s:s,s:i}},{s:{s:s,s:i}}],"
+    "s:[{s:{s:s,s:i}},{s:{s:s,s:i}},{s:{s:s,s:i}},{s:{s:s,s:i}},{s:{s:s,s:i}}],"
+    "s:{s:{s:s,s:[i],s:[s]},s:{s:s,s:[i],s:[s]}}},"
+    "s:{s:s,s:s,s:b},s:{s:s,s:s,s:s,s:i,s:o}}",
+    "version", "truncation", "padding", "added_tokens", added,
+    "normalizer", "type", "BertNormalizer", "clean_text", o.clean_text, "handle_chinese_chars", o.handle_chinese_chars,
+    "strip_accents", strip, "lowercase", o.lowercase,
+    "pre_tokenizer", "type", "BertPreTokenizer",
+    "post_processor", "type", "TemplateProcessing",
+    "single", "SpecialToken", "id", "[CLS]", "type_id", 0, "Sequence", "id", "A", "type_id", 0, "SpecialToken", "id",
+    "[SEP]", "type_id", 0,
+    "pair", "SpecialToken", "id", "[CLS]", "type_id", 0, "Sequence", "id", "A", "type_id", 0, "SpecialToken", "id",
+    "[SEP]", "type_id", 0, "Sequence", "id", "B", "type_id", 1, "SpecialToken", "id", "[SEP]", "type_id", 1,
+    "special_tokens", "[CLS]", "id", "[CLS]", "ids", cls, "tokens", "[CLS]", "[SEP]", "id", "[SEP]", "ids", sep,
+    "tokens", "[SEP]",
+    "decoder", "type", "WordPiece", "prefix", "##", "cleanup", 1,
+    "model", "type", "WordPiece", "unk_token", unk, "continuing_subword_prefix", "##", "max_input_chars_per_word",
+    100, "vocab", vocab);
+  if (!root) return est_error(EST_ERR_NO_MEMORY, "BertTokenizerFast's pipeline");
+  json_object_set_new(root, "version", json_string("1.0"));
+  tok_pipeline *pipe = NULL;
+  est_status st = tok_pipeline_from_json(&pipe, root, est_vocab_path(v) ? est_vocab_path(v) : "vocab.txt");
+  json_decref(root);
+  if (st == EST_OK) tokenizer_attach_pipeline(tok, pipe);
+  return st;
+}

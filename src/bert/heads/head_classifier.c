@@ -630,13 +630,39 @@ static est_status classifier_hf_config(void *config, const json_t *root, const c
   return EST_OK;
 }
 
-/* est_model.json's "labels" are its outputs: one probability (or score) per label. */
+/* est_model.json's "labels" are its outputs: one probability (or score) per label, then the
+ * logits (the text form answers the probabilities; TEI's /predict and /rerank read both). */
 static int classifier_served_params(void *params, const est_model_meta *meta) {
   const est_problem_type t = ((const est_model_classifier *)est_model_meta_head_config(meta))->problem_type;
   *(est_bert_classifier_head_params *)params = (est_bert_classifier_head_params){
     .num_labels = (int)meta->num_labels, .multi_label = t == EST_PROBLEM_MULTI_LABEL,
     .regression = t == EST_PROBLEM_REGRESSION};
-  return (int)meta->num_labels;
+  return 2 * (int)meta->num_labels;
+}
+
+/* TEI: one label is a cross-encoder, a "reranker" (TEI's router: id2label of one entry);
+ * more are a "classifier". id2label / label2id are the export's labels. */
+static json_t *classifier_tei_model_type(const est_model_meta *meta) {
+  json_t *id2label = json_object(), *label2id = json_object();
+  for (size_t i = 0; i < meta->num_labels; i++) {
+    char id[24];
+    snprintf(id, sizeof id, "%zu", i);
+    json_object_set_new(id2label, id, json_string(meta->labels[i]));
+    json_object_set_new(label2id, meta->labels[i], json_integer((json_int_t)i));
+  }
+  return json_pack("{s:{s:o,s:o}}", meta->num_labels == 1 ? "reranker" : "classifier", "id2label", id2label,
+                   "label2id", label2id);
+}
+
+/* TEI's scores of a row [probabilities C, logits C]: raw, the logits; else softmax over the
+ * labels (the probabilities, est's softmax of the same logits) or, for one label, its sigmoid
+ * (core/src/infer.rs predict). */
+static int classifier_tei_scores(const est_model_meta *meta, const float *row, bool raw_scores, float *scores) {
+  const int C = (int)meta->num_labels;
+  const float *logits = row + C;
+  for (int c = 0; c < C; c++)
+    scores[c] = raw_scores ? logits[c] : C == 1 ? 1.0f / (1.0f + expf(-logits[c])) : row[c];
+  return C;
 }
 
 /* The text form's answers, except est predict's label form of a multi-label model: every label
@@ -668,7 +694,8 @@ const est_served_head est_served_classifier = {
   .read_config = classifier_read_config,
   .write_config = classifier_write_config,
   .params = classifier_served_params,
-  .outputs = {"probabilities"},
+  .outputs = {"probabilities", "logits"},
+  .second_output_extra = true,
   .inputs = EST_SERVED_TEXT_INPUTS,
   .signature = est_served_text_signature,
   .batch_create = est_served_text_batch_create,
@@ -680,4 +707,6 @@ const est_served_head est_served_classifier = {
   .batch_free = est_served_text_batch_free,
   .hf_architecture = "ForSequenceClassification",
   .hf_config = classifier_hf_config,
+  .tei_model_type = classifier_tei_model_type,
+  .tei_scores = classifier_tei_scores,
 };

@@ -217,6 +217,14 @@ static int pooling_served_params(void *params, const est_model_meta *meta) {
   return est_pooling_width(p, meta->bert_config.hidden_size);
 }
 
+/* TEI: an embedding model, {"embedding": {"pooling": "mean"}} (its modes as est_model.json
+ * names them). */
+static json_t *pooling_tei_model_type(const est_model_meta *meta) {
+  char modes[64];
+  return json_pack("{s:{s:s}}", "embedding", "pooling",
+                   est_pooling_modes_string(est_model_meta_head_config(meta), modes, sizeof modes));
+}
+
 static bool pooling_normalized(const est_model_meta *meta) {
   return ((const est_pooling_params *)est_model_meta_head_config(meta))->normalize;
 }
@@ -243,4 +251,5 @@ const est_served_head est_served_pooling = {
   .no_predict = "est predict answers a classifier's probabilities or a squad model's answers (an embedding export: "
                 "est embed --model_dir)",
   .embedding_normalized = pooling_normalized,
+  .tei_model_type = pooling_tei_model_type,
 };

@@ -20,7 +20,8 @@
 
 typedef struct text_batch {
   const est_served_context *ctx;
-  int S, W;                     /* max_seq_length, floats per row */
+  int S, W;                     /* max_seq_length, floats answered per row */
+  int row_width;                /* floats per served row (W, or 2W with a second output) */
   int32_t *ids, *mask, *segs;   /* [cap, S] */
   int n, cap, longest;
   const float *outputs;         /* [n, W] after answer */
@@ -32,6 +33,10 @@ est_status est_served_text_batch_create(void **batch, const est_served_context *
   b->ctx = ctx;
   b->S = ctx->meta->max_seq_length;
   b->W = ctx->output_width;
+  /* the text form answers the head's first output (e.g. the classifier's probabilities,
+   * not the logits beside them) */
+  if (est_model_meta_head(ctx->meta)->second_output_extra) b->W /= 2;
+  b->row_width = ctx->output_width;
   *batch = b;
   return EST_OK;
 }
@@ -151,7 +156,7 @@ void est_served_text_row(const void *batch, size_t i, const int32_t **input_ids,
   const size_t off = i * (size_t)b->S;
   if (input_ids) *input_ids = b->ids + off;
   if (input_mask) *input_mask = b->mask + off;
-  if (outputs) *outputs = b->outputs ? b->outputs + i * (size_t)b->W : NULL;
+  if (outputs) *outputs = b->outputs ? b->outputs + i * (size_t)b->row_width : NULL;
 }
 
 const est_served_context *est_served_text_context(const void *batch) { return ((const text_batch *)batch)->ctx; }
@@ -172,7 +177,7 @@ static void write_label(FILE *out, const est_model_meta *meta, int c, const char
 void est_served_text_write(const void *batch, size_t i, est_served_form form, FILE *out) {
   const text_batch *b = batch;
   const est_model_meta *meta = b->ctx->meta;
-  const float *row = b->outputs + i * (size_t)b->W;
+  const float *row = b->outputs + i * (size_t)b->row_width;
   char num[48];
   if (form != EST_SERVED_LINE) {
     fputc('[', out);
@@ -214,6 +219,7 @@ void est_served_text_write(const void *batch, size_t i, est_served_form form, FI
 
 void est_served_text_signature(const est_model_meta *meta, int width, json_t *outputs, json_t *metadata) {
   const char *output = est_model_meta_head(meta)->outputs[0];
+  if (est_model_meta_head(meta)->second_output_extra) width /= 2; /* the first output's, as answered */
   json_object_set_new(outputs, output, est_served_tensor_info(output, "DT_FLOAT", -1, width));
   json_t *labels = json_array();
   for (size_t i = 0; i < meta->num_labels; i++) json_array_append_new(labels, json_string(meta->labels[i]));
