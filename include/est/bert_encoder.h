@@ -168,6 +168,13 @@ typedef struct est_encoder_options {
    * config.json's classifier_dropout, else hidden_dropout_prob (RoBERTa, XLM-R, ELECTRA);
    * DistilBERT's seq_classif_dropout (0.2). BERT's head ignores it (run_classifier's 0.1). */
   double classifier_dropout;
+  /* ModernBertForSequenceClassification's head (est/bert_classifier.h): classifier_pooling
+   * "mean" (1: the mean of the unpadded tokens' rows) or "cls" (0: the first token's), its
+   * dense's activation (classifier_activation) and bias (classifier_bias); its LayerNorm has a
+   * beta unless no_bias. Read by nothing else. */
+  int classifier_mean_pooling;
+  est_activation classifier_act;
+  int classifier_bias;
 } est_encoder_options;
 
 /* "bert", "roberta", "xlm-roberta", "distilbert", "electra", "modernbert" (HF's model_type

@@ -155,6 +155,25 @@ static est_status modernbert_fields(est_bert_config *c, json_t *root, const char
                        "without dropout in its encoder; it must be 0.0)", src, DROPOUTS[i], p);
   }
   c->hidden_dropout_prob = c->attention_probs_dropout_prob = 0.0;
+  /* ModernBertForSequenceClassification's head */
+  json_t *pooling = json_object_get(root, "classifier_pooling");
+  if (pooling && !json_is_null(pooling)) {
+    if (!json_is_string(pooling) ||
+        (strcmp(json_string_value(pooling), "cls") && strcmp(json_string_value(pooling), "mean")))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"classifier_pooling\" must be \"cls\" or \"mean\"", src);
+    o->classifier_mean_pooling = !strcmp(json_string_value(pooling), "mean");
+  }
+  o->classifier_act = EST_ACT_GELU_EXACT;
+  json_t *cact = json_object_get(root, "classifier_activation");
+  if (cact && !json_is_null(cact)) {
+    size_t i = 0, n = sizeof ACTIVATIONS / sizeof *ACTIVATIONS;
+    while (i < n && !(json_is_string(cact) && !strcmp(json_string_value(cact), ACTIVATIONS[i].hf))) i++;
+    if (i == n)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"classifier_activation\" must be one of \"gelu\" (erf), "
+                       "\"gelu_new\", \"gelu_pytorch_tanh\" (tanh), \"relu\", \"tanh\", \"linear\"", src);
+    o->classifier_act = ACTIVATIONS[i].act;
+  }
+  if ((st = get_bool(root, "classifier_bias", &o->classifier_bias, src))) return st;
   c->type_vocab_size = 1; /* no table; requests may still carry segment id 0 */
   o->norm = EST_NORM_PRE;
   o->positions = EST_POS_ROTARY;
@@ -307,6 +326,36 @@ static void distilbert_config_json(json_t *o, const est_bert_config *c) {
   json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
 }
 
+/* ModernBertConfig's names for the fields modernbert_fields reads. */
+static void modernbert_config_json(json_t *o, const est_bert_config *c) {
+  const est_encoder_options *x = &c->opt;
+  json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
+  json_object_set_new(o, "hidden_size", json_integer(c->hidden_size));
+  json_object_set_new(o, "intermediate_size", json_integer(c->intermediate_size));
+  json_object_set_new(o, "num_hidden_layers", json_integer(c->num_hidden_layers));
+  json_object_set_new(o, "num_attention_heads", json_integer(c->num_attention_heads));
+  json_object_set_new(o, "hidden_activation", json_string(hf_activation_name(c->hidden_act)));
+  json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
+  json_object_set_new(o, "initializer_range", json_real(c->initializer_range));
+  json_object_set_new(o, "norm_eps", json_real(c->layer_norm_eps));
+  json_object_set_new(o, "norm_bias", json_boolean(!x->no_bias));
+  json_object_set_new(o, "attention_bias", json_boolean(!x->no_bias));
+  json_object_set_new(o, "mlp_bias", json_boolean(!x->no_bias));
+  json_object_set_new(o, "pad_token_id", json_integer(c->pad_token_id));
+  json_object_set_new(o, "global_rope_theta", json_real(x->rotary_theta));
+  json_object_set_new(o, "local_rope_theta", json_real(x->rotary_theta_local > 0 ? x->rotary_theta_local
+                                                                                 : x->rotary_theta));
+  json_object_set_new(o, "global_attn_every_n_layers", json_integer(x->global_attn_every_n_layers));
+  json_object_set_new(o, "local_attention", json_integer(x->local_attention));
+  json_object_set_new(o, "attention_dropout", json_real(0.0));
+  json_object_set_new(o, "embedding_dropout", json_real(0.0));
+  json_object_set_new(o, "mlp_dropout", json_real(0.0));
+  json_object_set_new(o, "classifier_pooling", json_string(x->classifier_mean_pooling ? "mean" : "cls"));
+  json_object_set_new(o, "classifier_activation", json_string(hf_activation_name(x->classifier_act)));
+  json_object_set_new(o, "classifier_bias", json_boolean(x->classifier_bias));
+  json_object_set_new(o, "classifier_dropout", json_real(x->classifier_dropout));
+}
+
 char *est_hf_config_to_json_string(const est_bert_config *c, const char *architecture, const char *const *labels,
                                    int num_labels) {
   json_t *o = json_object();
@@ -318,6 +367,8 @@ char *est_hf_config_to_json_string(const est_bert_config *c, const char *archite
   const est_model_family family = c->opt.family;
   if (family == EST_FAMILY_DISTILBERT) {
     distilbert_config_json(o, c);
+  } else if (family == EST_FAMILY_MODERNBERT) {
+    modernbert_config_json(o, c);
   } else {
     bert_config_json_fields(o, c); /* then HF's spelling of hidden_act and its own fields */
     json_object_set_new(o, "hidden_act", json_string(hf_activation_name(c->hidden_act)));

@@ -99,7 +99,8 @@ static const config_field BERT_FIELDS[] = {
 /* encoder_options' numbers (its enums are read by name, get_enum below) */
 static const config_field OPTION_FIELDS[] = {
     INT_FIELD(est_encoder_options, embedding_size),   INT_FIELD(est_encoder_options, no_bias),
-    INT_FIELD(est_encoder_options, qkv_fused),
+    INT_FIELD(est_encoder_options, qkv_fused),        INT_FIELD(est_encoder_options, classifier_mean_pooling),
+    INT_FIELD(est_encoder_options, classifier_bias),
     INT_FIELD(est_encoder_options, pad_rows_frozen),  INT_FIELD(est_encoder_options, global_attn_every_n_layers),
     INT_FIELD(est_encoder_options, local_attention),  REAL_FIELD(est_encoder_options, rotary_theta),
     REAL_FIELD(est_encoder_options, rotary_theta_local), REAL_FIELD(est_encoder_options, classifier_dropout),
@@ -174,6 +175,10 @@ est_status bert_config_json_options_read(est_bert_config *c, json_t *root, const
       (st = get_enum(o, "ffn", FFNS, COUNT(FFNS), &ffn, src)) ||
       (st = read_fields(x, OPTION_FIELDS, COUNT(OPTION_FIELDS), o, src)))
     return st;
+  json_t *act = json_object_get(o, "classifier_act");
+  if (act && (!json_is_string(act) || est_activation_from_name(json_string_value(act), &x->classifier_act)))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"encoder_options.classifier_act\" must be an "
+                     "activation's name (\"gelu_exact\", \"gelu\", \"relu\", \"tanh\", \"linear\")", src);
   x->family = (est_model_family)family;
   x->positions = (est_position_encoding)positions;
   x->position_ids = (est_position_ids)ids;
@@ -196,6 +201,7 @@ static void options_json(json_t *root, const est_bert_config *c) {
   json_object_set_new(o, "norm", json_string(NORMS[x->norm]));
   json_object_set_new(o, "ffn", json_string(FFNS[x->ffn]));
   write_fields(o, x, OPTION_FIELDS, COUNT(OPTION_FIELDS));
+  json_object_set_new(o, "classifier_act", json_string(est_activation_name(x->classifier_act)));
   json_object_set_new(root, "encoder_options", o);
   json_object_set_new(root, "pad_token_id", json_integer(c->pad_token_id));
 }
