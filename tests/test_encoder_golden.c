@@ -22,6 +22,7 @@
 #include "est/bert_encoder.h"
 #include "est/hf_model.h"
 #include "est/nn.h"
+#include "est/precision.h"
 #include "est/safetensors.h"
 #include "test_util.h"
 
@@ -298,9 +299,9 @@ static void test_position_limits(void **state) {
  * beyond RoBERTa's 10 positions is refused naming them. */
 static void test_embed_opens_each_family(void **state) {
   (void)state;
-  const char *names[] = {"roberta", "xlm_roberta", "distilbert", "electra"};
-  const int widths[] = {21, 30, 21, 21};
-  for (size_t i = 0; i < 4; i++) {
+  const char *names[] = {"roberta", "xlm_roberta", "distilbert", "electra", "modernbert"};
+  const int widths[] = {21, 30, 21, 21, 24};
+  for (size_t i = 0; i < 5; i++) {
     char *out = test_run_ok("echo 'the movie was good' | " EST_BIN " embed --model_dir=" ENC_DIR "/%s "
                             "--max_seq_length=10 --num_threads=1 2>/dev/null", names[i]);
     int commas = 0;
@@ -372,6 +373,68 @@ static void test_modernbert_recompute_and_forward_only(void **state) {
   free(g0), free(g1), free(s0), free(s1), free(s2);
 }
 
+/* bf16 and int8 inference on every family: the sequence output against transformers' fp32
+ * one within test_bert_golden_bf16's and test_bert_golden_int8's tolerances (docs/precision.md
+ * §6; the derivations are in those tests): 6 sigma of the chained rounding, relative to the
+ * tensor's largest |value|, for a depth of 6 products per layer in bf16 (Q/K/V, attention
+ * scores and context, output, FFN in and out; ModernBERT's fused Wqkv and GeGLU Wi are one
+ * product each) and 4 int8 ones per layer in int8 (the attention's per-head products run
+ * bf16 there, a tenth of int8's error). And the precision ran: the output differs from fp32
+ * somewhere by more than fp32's own 1e-5. Each precision is skipped where the CPU runs it in
+ * fp32. */
+static double scaled_error(const float *a, const float *b, size_t n, double rel, double *raw) {
+  double scale = 0, worst = 0;
+  *raw = 0;
+  for (size_t i = 0; i < n; i++) scale = fmax(scale, fabs(b[i]));
+  for (size_t i = 0; i < n; i++) {
+    worst = fmax(worst, fabs((double)a[i] - b[i]) / (rel * scale));
+    *raw = fmax(*raw, fabs((double)a[i] - b[i]));
+  }
+  return worst;
+}
+
+static void check_precision(est_precision precision) {
+  if (est_precision_resolve(precision) != precision) skip(); /* fp32 on this CPU: nothing to check */
+  const char *names[] = {"roberta", "xlm_roberta", "distilbert", "electra", "modernbert", "modernbert_bias"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    model m;
+    open_model(&m, names[i]);
+    est_tensor ids = read_golden(m.golden, "input_ids"), mask = read_golden(m.golden, "input_mask"),
+               segs = read_golden(m.golden, "segment_ids");
+    const int B = (int)ids.dims[0], S = (int)ids.dims[1], L = m.cfg.num_hidden_layers;
+    char key[64];
+    snprintf(key, sizeof key, "hidden_states.%d", L);
+    est_tensor want = read_golden(m.golden, est_safetensors_has(m.golden, "last_hidden_state") ? "last_hidden_state"
+                                                                                              : key);
+    est_vars_set_read_only(m.vs, 1); /* as inference runs it: the weights packed once */
+    assert_int_equal((int)est_bert_encoder_set_precision(m.enc, precision), (int)precision);
+    assert_int_equal(est_bert_encoder_reserve(m.enc, B, S, 0), EST_OK);
+    assert_int_equal(est_bert_encoder_forward(m.enc, ids.data, mask.data, segs.data, B, S, 0, 0, 0), EST_OK);
+    const double u = 1.0 / 256;
+    const double tol = precision == EST_PRECISION_BF16 ? 6.0 * sqrt(2.0 / 3.0) * u * sqrt(6.0 * L)
+                                                       : 6.0 * sqrt(50.0 / 12.0) / 127.0 * sqrt(4.0 * L);
+    double raw;
+    const double r = scaled_error(est_bert_encoder_sequence_output(m.enc), want.data,
+                                  (size_t)est_tensor_num_elements(&want), tol, &raw);
+    printf("%s %s: at %.3f of the tolerance (%.2f%% of the scale), max |diff| %.3g\n", names[i],
+           est_precision_name(precision), r, 100 * tol, raw);
+    if (r > 1) fail_msg("%s: %s sequence output off by %.2fx its tolerance", names[i], est_precision_name(precision), r);
+    if (!(raw > 1e-5)) fail_msg("%s: %s gave fp32's numbers (max |diff| %g)", names[i], est_precision_name(precision),
+                                raw);
+    est_tensor_free(&want), est_tensor_free(&ids), est_tensor_free(&mask), est_tensor_free(&segs);
+    close_model(&m);
+  }
+}
+
+static void test_families_bf16(void **state) {
+  (void)state;
+  check_precision(EST_PRECISION_BF16);
+}
+static void test_families_int8(void **state) {
+  (void)state;
+  check_precision(EST_PRECISION_INT8);
+}
+
 /* ModernBERT's config.json: a field est cannot honour is refused by name. */
 static void test_modernbert_config_refusals(void **state) {
   (void)state;
@@ -419,6 +482,8 @@ int main(void) {
       cmocka_unit_test(test_modernbert_with_biases),
       cmocka_unit_test(test_modernbert_config_refusals),
       cmocka_unit_test(test_modernbert_recompute_and_forward_only),
+      cmocka_unit_test(test_families_bf16),
+      cmocka_unit_test(test_families_int8),
       cmocka_unit_test(test_embed_opens_each_family),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
