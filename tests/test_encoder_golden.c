@@ -435,6 +435,58 @@ static void test_families_int8(void **state) {
   check_precision(EST_PRECISION_INT8);
 }
 
+/* Long inputs: the tiny ModernBERT (rotary: no position table, so any max_position_embeddings
+ * loads its weights) at 1300 tokens, the second example padded after 1000. Forward-only
+ * beyond EST_ATTENTION_FULL_MAX_SEQ runs the tiled attention (no [S, S] probabilities): every
+ * layer's output equals the probability-keeping path's (a reservation with backward) within
+ * 1e-5 on the real tokens, and the forward-only activations grow linearly with S. */
+static est_bert_encoder *long_encoder(est_var_store **vs, int P) {
+  est_bert_config cfg;
+  assert_int_equal(est_bert_config_from_json_file(&cfg, ENC_DIR "/modernbert_bias"), EST_OK);
+  cfg.max_position_embeddings = P;
+  est_bert_encoder *enc;
+  assert_int_equal(est_vars_create(vs), EST_OK);
+  assert_int_equal(est_bert_encoder_create(&enc, &cfg, *vs), EST_OK);
+  assert_int_equal(est_vars_finalize(*vs, 1), EST_OK);
+  assert_int_equal(est_hf_load_vars(*vs, ENC_DIR "/modernbert_bias", NULL), EST_OK);
+  return enc;
+}
+
+static void test_long_inputs_tiled_attention(void **state) {
+  (void)state;
+  enum { B = 2, S = 1300, P = 4096 };
+  int32_t *ids = malloc(B * S * sizeof(int32_t)), *mask = malloc(B * S * sizeof(int32_t));
+  for (int i = 0; i < B * S; i++) ids[i] = 5 + (i * 11) % 35, mask[i] = i < S || i % S < 1000;
+  est_var_store *vs1, *vs2;
+  est_bert_encoder *tiled = long_encoder(&vs1, P), *full = long_encoder(&vs2, P);
+  assert_int_equal(est_bert_encoder_reserve(tiled, B, S, 0), EST_OK);
+  assert_int_equal(est_bert_encoder_reserve(full, B, S, 1), EST_OK);
+  assert_int_equal(est_bert_encoder_forward(tiled, ids, mask, NULL, B, S, 0, 0, 0), EST_OK);
+  assert_int_equal(est_bert_encoder_forward(full, ids, mask, NULL, B, S, 0, 0, 0), EST_OK);
+  const int H = est_bert_encoder_config(tiled)->hidden_size, L = est_bert_encoder_config(tiled)->num_hidden_layers;
+  for (int l = -1; l < L; l++) {
+    const float *a = l < 0 ? est_bert_encoder_sequence_output(tiled) : est_bert_encoder_layer_output(tiled, l);
+    const float *b = l < 0 ? est_bert_encoder_sequence_output(full) : est_bert_encoder_layer_output(full, l);
+    double worst = 0; /* the real tokens' rows (a padded query whose window holds only padded
+                         keys has its scores near -10000, where fp32 keeps 3 digits) */
+    for (size_t t = 0; t < (size_t)B * S; t++)
+      for (size_t j = 0; mask[t] && j < (size_t)H; j++) worst = fmax(worst, fabs((double)a[t * H + j] - b[t * H + j]));
+    if (!(worst <= 1e-5)) fail_msg("layer %d: tiled vs full attention differ by %g", l, worst);
+  }
+  /* no S x S: forward-only activations at 2S within a few percent of twice those at S */
+  est_var_store *v1, *v2;
+  est_bert_encoder *e1 = long_encoder(&v1, P), *e2 = long_encoder(&v2, P);
+  assert_int_equal(est_bert_encoder_reserve(e1, 1, 2048, 0), EST_OK);
+  assert_int_equal(est_bert_encoder_reserve(e2, 1, 4096, 0), EST_OK);
+  const double r = (double)est_bert_encoder_activation_bytes(e2) / (double)est_bert_encoder_activation_bytes(e1);
+  printf("forward-only activations: %.1f KiB at 2048 tokens, %.1f KiB at 4096 (x%.3f)\n",
+         est_bert_encoder_activation_bytes(e1) / 1024.0, est_bert_encoder_activation_bytes(e2) / 1024.0, r);
+  assert_true(r < 2.05);
+  est_bert_encoder_free(e1), est_bert_encoder_free(e2), est_vars_free(v1), est_vars_free(v2);
+  est_bert_encoder_free(tiled), est_bert_encoder_free(full), est_vars_free(vs1), est_vars_free(vs2);
+  free(ids), free(mask);
+}
+
 /* ModernBERT's config.json: a field est cannot honour is refused by name. */
 static void test_modernbert_config_refusals(void **state) {
   (void)state;
@@ -484,6 +536,7 @@ int main(void) {
       cmocka_unit_test(test_modernbert_recompute_and_forward_only),
       cmocka_unit_test(test_families_bf16),
       cmocka_unit_test(test_families_int8),
+      cmocka_unit_test(test_long_inputs_tiled_attention),
       cmocka_unit_test(test_embed_opens_each_family),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -654,6 +654,27 @@ static void attention_fast_vs_reference(int B, int S, int N, int Dh, int window,
   free(input_mask);
 }
 
+/* The tiled attention (online softmax, no S x S tensor) against the reference twin, with
+ * padded keys, without and with windows (narrower than a key tile, and wider), over several
+ * ragged query and key tiles. */
+static void test_attention_tiled_matches_reference(void **state) {
+  (void)state;
+  enum { B = 2, S = 301, N = 2, Dh = 16 };
+  const size_t n = (size_t)B * S * N * Dh, pp = (size_t)B * N * S * S;
+  const int windows[] = {-1, 5, 150};
+  int32_t *input_mask = malloc((size_t)B * S * sizeof(int32_t));
+  for (int i = 0; i < B * S; i++) input_mask[i] = i < S || i % S < S - 4; /* a short padded tail */
+  for (size_t w = 0; w < sizeof windows / sizeof *windows; w++) {
+    float *q = rand_buf(n, 1.5f), *k = rand_buf(n, 1.5f), *v = rand_buf(n, 1.0f);
+    float *ctx = zeros(n), *ctxr = zeros(n), *probsr = zeros(pp);
+    est_attention_forward_tiled(ctx, q, k, v, input_mask, B, S, N, Dh, windows[w]);
+    est_attention_forward_window_ref(ctxr, probsr, NULL, q, k, v, input_mask, B, S, N, Dh, windows[w], 0.0f);
+    assert_ctx_close(ctx, ctxr, probsr, NULL, v, B, S, N, Dh, 0.0f, 1e-5, 1e-6);
+    free(q); free(k); free(v); free(ctx); free(ctxr); free(probsr);
+  }
+  free(input_mask);
+}
+
 static void test_attention_fast_matches_reference(void **state) {
   (void)state;
   /* the process's kernel choice (auto, or EST_KERNEL's), then OpenBLAS */
@@ -996,6 +1017,7 @@ int main(void) {
       cmocka_unit_test_setup(test_activation_names, setup),
       cmocka_unit_test_setup(test_attention_gradcheck_masked_keys, setup),
       cmocka_unit_test_setup(test_attention_window_gradcheck, setup),
+      cmocka_unit_test_setup(test_attention_tiled_matches_reference, setup),
       cmocka_unit_test_setup(test_rotary_matches_reference_and_gradcheck, setup),
       cmocka_unit_test_setup(test_glu_values_and_gradcheck, setup),
       cmocka_unit_test_setup(test_layernorm_without_bias, setup),

@@ -245,6 +245,15 @@ void est_attention_forward_window_at(float *ctx, float *probs, uint8_t *dropout_
                                      const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                                      int Dh, int window, float dropout_prob, uint64_t seed, uint64_t step,
                                      uint32_t tensor_id, int64_t first_example, est_precision precision);
+/* The same without dropout and without its [B,N,S,S] probabilities: tiles of query rows
+ * against tiles of keys with an online softmax (src/nn/attention_tiled.c), memory O(S) per
+ * thread, the key tiles outside a window skipped whole. Equal to the above up to the order of
+ * fp32 sums; fp32 products whatever the model's precision. Inference only (nothing kept for a
+ * backward): the encoder runs it for forward-only reservations beyond
+ * EST_ATTENTION_FULL_MAX_SEQ tokens. */
+void est_attention_forward_tiled(float *ctx, const float *q, const float *k, const float *v,
+                                 const int32_t *input_mask, int B, int S, int N, int Dh, int window);
+#define EST_ATTENTION_FULL_MAX_SEQ 512
 /* dq, dk, dv [B,S,N*Dh] += (each may be NULL). scratch as forward's; its contents are
  * overwritten. */
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,

@@ -253,7 +253,10 @@ static void layout(est_bert_encoder *e, carver *c) {
   e->x0 = proj ? CARVE_F(c, T * H) : e->emb_out;
   e->emb_mask = bw ? CARVE_U8(c, T * E) : NULL;
   e->mask = bw ? (int32_t *)carve(c, T * sizeof(int32_t)) : NULL;
-  float *probs = CARVE_F(c, B * N * S * S);
+  /* forward only, sequences beyond EST_ATTENTION_FULL_MAX_SEQ run the tiled attention, which
+   * keeps no [S, S] probabilities: they are sized for the longest that still keeps them */
+  const size_t SP = !bw && S > EST_ATTENTION_FULL_MAX_SEQ ? EST_ATTENTION_FULL_MAX_SEQ : S;
+  float *probs = CARVE_F(c, B * N * SP * SP);
   uint8_t *pmask = bw ? CARVE_U8(c, B * N * S * S) : NULL;
   for (int l = 0; l < e->cfg.num_hidden_layers; l++) {
     enc_layer_acts *a = &e->la[l];
@@ -427,6 +430,22 @@ const float *enc_layer_rope(const est_bert_encoder *e, int l) {
   return enc_layer_window(e, l) >= 0 ? e->rope_local : e->rope_global;
 }
 
+/* The attention core of layer l: the tiled O(S) kernel for forward-only sequences beyond
+ * EST_ATTENTION_FULL_MAX_SEQ tokens (no dropout there: forward-only never drops out), else
+ * the one that keeps the probabilities (a backward's, and every result of up to 512 tokens
+ * as it always was). */
+static void attention_forward(est_bert_encoder *e, int l, enc_layer_acts *a, const int32_t *input_mask, int B, int S,
+                              float p_a, uint64_t dropout_seed, uint64_t step, int64_t row0) {
+  const int N = e->cfg.num_attention_heads, Dh = e->cfg.hidden_size / N;
+  if (!e->with_backward && S > EST_ATTENTION_FULL_MAX_SEQ) {
+    est_attention_forward_tiled(a->ctx, a->q, a->k, a->v, input_mask, B, S, N, Dh, enc_layer_window(e, l));
+    return;
+  }
+  est_attention_forward_window_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v, input_mask, B, S, N,
+                                  Dh, enc_layer_window(e, l), p_a, dropout_seed, step,
+                                  EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l, row0, e->precision);
+}
+
 /* Q, K, V [T,H] of layer l from its attention input x: three projections, or the fused one
  * split into them; then the rotary positions on Q and K. */
 static void qkv_forward(est_bert_encoder *e, int l, enc_layer_acts *a, const float *x, int B, int S) {
@@ -483,7 +502,6 @@ void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x
                         int S, float p_h, float p_a, uint64_t dropout_seed, uint64_t step, int64_t first_row) {
   const est_bert_config *cfg = &e->cfg;
   const int T = B * S, H = cfg->hidden_size;
-  const int N = cfg->num_attention_heads, Dh = H / N;
   const float eps = (float)cfg->layer_norm_eps;
   const size_t row0 = (size_t)first_row, row0_th = row0 * (size_t)S * (size_t)H;
 #define V(idx) enc_value(e, idx)
@@ -499,9 +517,7 @@ void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x
         xn = a->a_pre;
       }
       qkv_forward(e, l, a, xn, B, S);
-      est_attention_forward_window_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v, input_mask, B,
-                                      S, N, Dh, enc_layer_window(e, l), p_a, dropout_seed, step, drop_id,
-                                      (int64_t)row0, e->precision);
+      attention_forward(e, l, a, input_mask, B, S, p_a, dropout_seed, step, (int64_t)row0);
       est_matmul_forward(a->a, a->ctx, V(w->ao_w), V(w->ao_b), T, H, H, 0, e->precision);
       est_dropout_forward_at(a->a, a->amask, a->a, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 1);
       /* a->a += x (u, kept: LN2's input), y_pre = LN2(u) */
@@ -520,9 +536,7 @@ void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x
     }
     /* self-attention: Q, K, V projections [T,H] -> per-head attention -> ctx [T,H] */
     qkv_forward(e, l, a, x, B, S);
-    est_attention_forward_window_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v, input_mask, B, S,
-                                    N, Dh, enc_layer_window(e, l), p_a, dropout_seed, step, drop_id, (int64_t)row0,
-                                    e->precision);
+    attention_forward(e, l, a, input_mask, B, S, p_a, dropout_seed, step, (int64_t)row0);
     /* A = LayerNorm(dropout(ctx Wao + bao) + x) */
     est_matmul_forward(a->a_pre, a->ctx, V(w->ao_w), V(w->ao_b), T, H, H, 0, e->precision);
     est_dropout_forward_at(a->a_pre, a->amask, a->a_pre, (size_t)T * H, row0_th, p_h, dropout_seed, step, drop_id + 1);
