@@ -64,7 +64,11 @@
  * position_embeddings [P,H], LayerNorm/beta, LayerNorm/gamma}, then per layer N
  * bert/encoder/layer_N/attention/self/{query,key,value}/{kernel [H,H],bias},
  * attention/output/dense, attention/output/LayerNorm, intermediate/dense [H,I],
- * output/dense [I,H], output/LayerNorm, then bert/pooler/dense/{kernel,bias}.
+ * output/dense [I,H], output/LayerNorm, then bert/pooler/dense/{kernel,bias}. The options
+ * (docs/bert.md §11) drop or reshape some: no token type or position table, no biases or
+ * betas (no_bias), one attention/self/qkv/kernel [H,3H] for the three (qkv_fused),
+ * intermediate/dense [H,2I] (GLU), no attention/output/LayerNorm on layer 0 and a
+ * bert/encoder/final/LayerNorm before the pooler (pre-LN).
  */
 #ifndef EST_BERT_ENCODER_H
 #define EST_BERT_ENCODER_H
@@ -296,7 +300,9 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
 /* Views of the last forward's outputs (valid until the next forward or reserve):
  * embedding output (after LayerNorm and dropout) [T,H]; layer_output(l), l in
  * [0, num_hidden_layers), [T,H] (extract_features' layers; -1 is the sequence output);
- * sequence output = the last layer's output [T,H]; pooled output tanh(first token . Wp + bp)
+ * sequence output = the last layer's output [T,H] (after the final LayerNorm under pre-LN:
+ * layer_output(L-1) is then before it, as transformers' last hidden_states entry); pooled
+ * output tanh(first token . Wp + bp)
  * [B,H]. batch()/seq_len() give the last forward's B and S (0 before any). */
 const float *est_bert_encoder_embedding_output(const est_bert_encoder *e);
 const float *est_bert_encoder_layer_output(const est_bert_encoder *e, int layer);
