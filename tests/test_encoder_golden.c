@@ -436,14 +436,17 @@ static void test_families_int8(void **state) {
 }
 
 /* Long inputs: the tiny ModernBERT (rotary: no position table, so any max_position_embeddings
- * loads its weights) at 1300 tokens, the second example padded after 1000. Forward-only
- * beyond EST_ATTENTION_FULL_MAX_SEQ runs the tiled attention (no [S, S] probabilities): every
- * layer's output equals the probability-keeping path's (a reservation with backward) within
- * 1e-5 on the real tokens, and the forward-only activations grow linearly with S. */
-static est_bert_encoder *long_encoder(est_var_store **vs, int P) {
+ * loads its weights) at 1300 tokens, the second example padded after 1000. Beyond
+ * EST_ATTENTION_FULL_MAX_SEQ without attention dropout the tiled attention runs (no [S, S]
+ * probabilities): forward-only and with a backward, every layer's output equals the
+ * probability-keeping path's within 1e-5 on the real tokens (that path taken by a config with
+ * attention dropout, run with training off), a backward's gradients within 1e-4 of its scale,
+ * and the activations grow linearly with S. */
+static est_bert_encoder *long_encoder(est_var_store **vs, int P, double attention_dropout) {
   est_bert_config cfg;
   assert_int_equal(est_bert_config_from_json_file(&cfg, ENC_DIR "/modernbert_bias"), EST_OK);
   cfg.max_position_embeddings = P;
+  cfg.attention_probs_dropout_prob = attention_dropout;
   est_bert_encoder *enc;
   assert_int_equal(est_vars_create(vs), EST_OK);
   assert_int_equal(est_bert_encoder_create(&enc, &cfg, *vs), EST_OK);
@@ -452,38 +455,67 @@ static est_bert_encoder *long_encoder(est_var_store **vs, int P) {
   return enc;
 }
 
-static void test_long_inputs_tiled_attention(void **state) {
-  (void)state;
-  enum { B = 2, S = 1300, P = 4096 };
-  int32_t *ids = malloc(B * S * sizeof(int32_t)), *mask = malloc(B * S * sizeof(int32_t));
-  for (int i = 0; i < B * S; i++) ids[i] = 5 + (i * 11) % 35, mask[i] = i < S || i % S < 1000;
-  est_var_store *vs1, *vs2;
-  est_bert_encoder *tiled = long_encoder(&vs1, P), *full = long_encoder(&vs2, P);
-  assert_int_equal(est_bert_encoder_reserve(tiled, B, S, 0), EST_OK);
-  assert_int_equal(est_bert_encoder_reserve(full, B, S, 1), EST_OK);
-  assert_int_equal(est_bert_encoder_forward(tiled, ids, mask, NULL, B, S, 0, 0, 0), EST_OK);
-  assert_int_equal(est_bert_encoder_forward(full, ids, mask, NULL, B, S, 0, 0, 0), EST_OK);
-  const int H = est_bert_encoder_config(tiled)->hidden_size, L = est_bert_encoder_config(tiled)->num_hidden_layers;
+static void assert_layers_close(est_bert_encoder *x, est_bert_encoder *y, const int32_t *mask, int B, int S) {
+  const int H = est_bert_encoder_config(x)->hidden_size, L = est_bert_encoder_config(x)->num_hidden_layers;
   for (int l = -1; l < L; l++) {
-    const float *a = l < 0 ? est_bert_encoder_sequence_output(tiled) : est_bert_encoder_layer_output(tiled, l);
-    const float *b = l < 0 ? est_bert_encoder_sequence_output(full) : est_bert_encoder_layer_output(full, l);
+    const float *a = l < 0 ? est_bert_encoder_sequence_output(x) : est_bert_encoder_layer_output(x, l);
+    const float *b = l < 0 ? est_bert_encoder_sequence_output(y) : est_bert_encoder_layer_output(y, l);
     double worst = 0; /* the real tokens' rows (a padded query whose window holds only padded
                          keys has its scores near -10000, where fp32 keeps 3 digits) */
     for (size_t t = 0; t < (size_t)B * S; t++)
       for (size_t j = 0; mask[t] && j < (size_t)H; j++) worst = fmax(worst, fabs((double)a[t * H + j] - b[t * H + j]));
     if (!(worst <= 1e-5)) fail_msg("layer %d: tiled vs full attention differ by %g", l, worst);
   }
+}
+
+static void test_long_inputs_tiled_attention(void **state) {
+  (void)state;
+  enum { B = 2, S = 1300, P = 4096 };
+  int32_t *ids = malloc(B * S * sizeof(int32_t)), *mask = malloc(B * S * sizeof(int32_t));
+  for (int i = 0; i < B * S; i++) ids[i] = 5 + (i * 11) % 35, mask[i] = i < S || i % S < 1000;
+  est_var_store *vs[3];
+  est_bert_encoder *fwd = long_encoder(&vs[0], P, 0.0), *train = long_encoder(&vs[1], P, 0.0),
+                   *full = long_encoder(&vs[2], P, 0.1);
+  assert_int_equal(est_bert_encoder_reserve(fwd, B, S, 0), EST_OK);
+  assert_int_equal(est_bert_encoder_reserve(train, B, S, 1), EST_OK);
+  assert_int_equal(est_bert_encoder_reserve(full, B, S, 1), EST_OK);
+  est_bert_encoder *encs[3] = {fwd, train, full};
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(est_bert_encoder_forward(encs[i], ids, mask, NULL, B, S, 0, 0, 0), EST_OK);
+  assert_layers_close(fwd, full, mask, B, S);
+  assert_layers_close(train, full, mask, B, S);
+  /* the backward: the same probe on the real tokens' rows, every parameter's gradient */
+  const int H = est_bert_encoder_config(full)->hidden_size;
+  for (int i = 1; i < 3; i++) {
+    est_vars_zero_grads(vs[i]);
+    float *d = est_bert_encoder_sequence_output_grad(encs[i]);
+    for (size_t t = 0; t < (size_t)B * S; t++)
+      for (int j = 0; j < H; j++) d[t * H + j] = mask[t] ? (float)(((t * 7 + (size_t)j) % 13) - 6) * 0.01f : 0.0f;
+    assert_int_equal(est_bert_encoder_backward(encs[i]), EST_OK);
+  }
+  size_t checked = 0;
+  for (size_t v = 0; v < est_vars_count(vs[2]); v++) {
+    const est_variable *var = est_vars_at(vs[2], v);
+    if (!strncmp(var->name, "bert/pooler/", 12)) continue;
+    const float *g1 = est_vars_grad(vs[1], v), *g2 = est_vars_grad(vs[2], v);
+    double scale = 0, worst = 0;
+    for (size_t i = 0; i < var->count; i++) scale = fmax(scale, fabs(g2[i]));
+    for (size_t i = 0; i < var->count; i++) worst = fmax(worst, fabs((double)g1[i] - g2[i]));
+    if (!(worst <= 1e-4 * fmax(scale, 1.0))) fail_msg("d %s: tiled vs full differ by %g (scale %g)", var->name, worst, scale);
+    checked++;
+  }
+  assert_true(checked >= 36);
   /* no S x S: forward-only activations at 2S within a few percent of twice those at S */
   est_var_store *v1, *v2;
-  est_bert_encoder *e1 = long_encoder(&v1, P), *e2 = long_encoder(&v2, P);
-  assert_int_equal(est_bert_encoder_reserve(e1, 1, 2048, 0), EST_OK);
-  assert_int_equal(est_bert_encoder_reserve(e2, 1, 4096, 0), EST_OK);
+  est_bert_encoder *e1 = long_encoder(&v1, P, 0.0), *e2 = long_encoder(&v2, P, 0.0);
+  assert_int_equal(est_bert_encoder_reserve(e1, 1, 2048, 1), EST_OK);
+  assert_int_equal(est_bert_encoder_reserve(e2, 1, 4096, 1), EST_OK);
   const double r = (double)est_bert_encoder_activation_bytes(e2) / (double)est_bert_encoder_activation_bytes(e1);
-  printf("forward-only activations: %.1f KiB at 2048 tokens, %.1f KiB at 4096 (x%.3f)\n",
+  printf("activations with backward: %.1f KiB at 2048 tokens, %.1f KiB at 4096 (x%.3f)\n",
          est_bert_encoder_activation_bytes(e1) / 1024.0, est_bert_encoder_activation_bytes(e2) / 1024.0, r);
   assert_true(r < 2.05);
   est_bert_encoder_free(e1), est_bert_encoder_free(e2), est_vars_free(v1), est_vars_free(v2);
-  est_bert_encoder_free(tiled), est_bert_encoder_free(full), est_vars_free(vs1), est_vars_free(vs2);
+  for (int i = 0; i < 3; i++) est_bert_encoder_free(encs[i]), est_vars_free(vs[i]);
   free(ids), free(mask);
 }
 

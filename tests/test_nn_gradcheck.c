@@ -654,9 +654,9 @@ static void attention_fast_vs_reference(int B, int S, int N, int Dh, int window,
   free(input_mask);
 }
 
-/* The tiled attention (online softmax, no S x S tensor) against the reference twin, with
- * padded keys, without and with windows (narrower than a key tile, and wider), over several
- * ragged query and key tiles. */
+/* The tiled attention (online softmax, no S x S tensor), forward and backward, against the
+ * reference twin, with padded keys, without and with windows (narrower than a key tile, and
+ * wider), over several ragged query and key tiles. */
 static void test_attention_tiled_matches_reference(void **state) {
   (void)state;
   enum { B = 2, S = 301, N = 2, Dh = 16 };
@@ -667,10 +667,28 @@ static void test_attention_tiled_matches_reference(void **state) {
   for (size_t w = 0; w < sizeof windows / sizeof *windows; w++) {
     float *q = rand_buf(n, 1.5f), *k = rand_buf(n, 1.5f), *v = rand_buf(n, 1.0f);
     float *ctx = zeros(n), *ctxr = zeros(n), *probsr = zeros(pp);
+    float *lse = zeros((size_t)B * N * S), *ctx2 = zeros(n);
     est_attention_forward_tiled(ctx, q, k, v, input_mask, B, S, N, Dh, windows[w]);
     est_attention_forward_window_ref(ctxr, probsr, NULL, q, k, v, input_mask, B, S, N, Dh, windows[w], 0.0f);
     assert_ctx_close(ctx, ctxr, probsr, NULL, v, B, S, N, Dh, 0.0f, 1e-5, 1e-6);
-    free(q); free(k); free(v); free(ctx); free(ctxr); free(probsr);
+    /* with the log-sum-exp saved: the same context, and its backward against the reference's
+     * (WRITE over garbage, then ADD doubles it) */
+    est_attention_forward_tiled_lse(ctx2, lse, q, k, v, input_mask, B, S, N, Dh, windows[w]);
+    assert_memory_equal(ctx, ctx2, n * sizeof(float));
+    float *dctx = rand_buf(n, 1.0f), *dq = rand_buf(n, 9.0f), *dk = rand_buf(n, 9.0f), *dv = rand_buf(n, 9.0f);
+    float *dqr = zeros(n), *dkr = zeros(n), *dvr = zeros(n);
+    est_attention_backward_tiled(dq, dk, dv, dctx, q, k, v, ctx, lse, input_mask, B, S, N, Dh, windows[w],
+                                 EST_GRAD_WRITE);
+    est_attention_backward_ref(dqr, dkr, dvr, dctx, q, k, v, probsr, NULL, B, S, N, Dh, 0.0f);
+    assert_close("tiled attention dq", dq, dqr, n, 1e-4, 1e-6 * S);
+    assert_close("tiled attention dk", dk, dkr, n, 1e-4, 1e-6 * S);
+    assert_close("tiled attention dv", dv, dvr, n, 1e-4, 1e-6 * S);
+    for (size_t e = 0; e < n; e++) dqr[e] = 2.0f * dq[e];
+    est_attention_backward_tiled(dq, dk, dv, dctx, q, k, v, ctx, lse, input_mask, B, S, N, Dh, windows[w],
+                                 EST_GRAD_ADD);
+    assert_close("tiled attention dq added", dq, dqr, n, 1e-6, 1e-7);
+    free(q); free(k); free(v); free(ctx); free(ctxr); free(probsr); free(lse); free(ctx2); free(dctx); free(dq);
+    free(dk); free(dv); free(dqr); free(dkr); free(dvr);
   }
   free(input_mask);
 }

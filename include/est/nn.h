@@ -248,11 +248,20 @@ void est_attention_forward_window_at(float *ctx, float *probs, uint8_t *dropout_
 /* The same without dropout and without its [B,N,S,S] probabilities: tiles of query rows
  * against tiles of keys with an online softmax (src/nn/attention_tiled.c), memory O(S) per
  * thread, the key tiles outside a window skipped whole. Equal to the above up to the order of
- * fp32 sums; fp32 products whatever the model's precision. Inference only (nothing kept for a
- * backward): the encoder runs it for forward-only reservations beyond
- * EST_ATTENTION_FULL_MAX_SEQ tokens. */
+ * fp32 sums; fp32 products whatever the model's precision. The encoder runs it beyond
+ * EST_ATTENTION_FULL_MAX_SEQ tokens where no attention dropout is on (docs/bert.md §11). */
 void est_attention_forward_tiled(float *ctx, const float *q, const float *k, const float *v,
                                  const int32_t *input_mask, int B, int S, int N, int Dh, int window);
+/* The same saving each query row's log-sum-exp of its scores, lse [B,N,S] (lse may be NULL),
+ * what its backward needs instead of the probabilities. */
+void est_attention_forward_tiled_lse(float *ctx, float *lse, const float *q, const float *k, const float *v,
+                                     const int32_t *input_mask, int B, int S, int N, int Dh, int window);
+/* Its backward in O(S) memory (the probabilities computed again per tile from lse): dq, dk, dv
+ * [B,S,N*Dh] delivered as `mode` says, from dctx and the forward's q, k, v, ctx, lse, mask and
+ * window. Equal to est_attention_backward's up to the order of fp32 sums. No dropout. */
+void est_attention_backward_tiled(float *dq, float *dk, float *dv, const float *dctx, const float *q, const float *k,
+                                  const float *v, const float *ctx, const float *lse, const int32_t *input_mask,
+                                  int B, int S, int N, int Dh, int window, est_grad_mode mode);
 #define EST_ATTENTION_FULL_MAX_SEQ 512
 /* dq, dk, dv [B,S,N*Dh] += (each may be NULL). scratch as forward's; its contents are
  * overwritten. */

@@ -216,8 +216,10 @@ static void *carve(carver *c, size_t bytes) {
  * probs, pmask: the attention probabilities and their dropout mask, one layer's for all
  * (backward draws a lower layer's again from its kept Q, K, V: est_bert_encoder_backward). */
 static void layout_layer(enc_layer_acts *a, carver *c, size_t B, size_t S, size_t H, size_t I, int masks,
-                         float *probs, uint8_t *pmask) { /* I: h_pre's width (2 intermediate_size under GLU) */
+                         float *probs, uint8_t *pmask, size_t lse) { /* I: h_pre's width (2 intermediate_size
+                                                                        under GLU); lse: its floats or 0 */
   const size_t T = B * S;
+  a->lse = lse ? CARVE_F(c, lse) : NULL;
   a->q = CARVE_F(c, T * H);
   a->k = CARVE_F(c, T * H);
   a->v = CARVE_F(c, T * H);
@@ -253,21 +255,23 @@ static void layout(est_bert_encoder *e, carver *c) {
   e->x0 = proj ? CARVE_F(c, T * H) : e->emb_out;
   e->emb_mask = bw ? CARVE_U8(c, T * E) : NULL;
   e->mask = bw ? (int32_t *)carve(c, T * sizeof(int32_t)) : NULL;
-  /* forward only, sequences beyond EST_ATTENTION_FULL_MAX_SEQ run the tiled attention, which
-   * keeps no [S, S] probabilities: they are sized for the longest that still keeps them */
-  const size_t SP = !bw && S > EST_ATTENTION_FULL_MAX_SEQ ? EST_ATTENTION_FULL_MAX_SEQ : S;
+  /* sequences beyond EST_ATTENTION_FULL_MAX_SEQ run the tiled attention (enc_tiled), which
+   * keeps no [S, S] probabilities: they and their scratch are sized for the longest that
+   * still keeps them; a backward then keeps each layer's log-sum-exp rows instead */
+  const int tiled = enc_tiled(e, (int)S);
+  const size_t SP = tiled ? EST_ATTENTION_FULL_MAX_SEQ : S, lse = tiled && bw ? B * N * S : 0;
   float *probs = CARVE_F(c, B * N * SP * SP);
-  uint8_t *pmask = bw ? CARVE_U8(c, B * N * S * S) : NULL;
+  uint8_t *pmask = bw ? CARVE_U8(c, B * N * SP * SP) : NULL;
   for (int l = 0; l < e->cfg.num_hidden_layers; l++) {
     enc_layer_acts *a = &e->la[l];
-    if (l == 0 || (bw && !e->rc)) layout_layer(a, c, B, S, H, glu ? 2 * I : I, bw, probs, pmask);
+    if (l == 0 || (bw && !e->rc)) layout_layer(a, c, B, S, H, glu ? 2 * I : I, bw, probs, pmask, lse);
     else *a = e->la[0];  /* forward only or recompute: one layer's scratch serves all */
     a->y = CARVE_F(c, T * H);
   }
   e->first = CARVE_F(c, B * H);
   e->pool_pre = CARVE_F(c, B * H);
   e->pooled = CARVE_F(c, B * H);
-  e->att_scratch = bw ? CARVE_F(c, est_attention_scratch_floats((int)B, (int)N, (int)S)) : NULL;
+  e->att_scratch = bw ? CARVE_F(c, est_attention_scratch_floats((int)B, (int)N, (int)SP)) : NULL;
   e->h = CARVE_F(c, T * I);
   e->qkv = fused ? CARVE_F(c, T * 3 * H) : NULL;
   e->fin_out = pre ? CARVE_F(c, T * H) : NULL;
@@ -430,15 +434,16 @@ const float *enc_layer_rope(const est_bert_encoder *e, int l) {
   return enc_layer_window(e, l) >= 0 ? e->rope_local : e->rope_global;
 }
 
-/* The attention core of layer l: the tiled O(S) kernel for forward-only sequences beyond
- * EST_ATTENTION_FULL_MAX_SEQ tokens (no dropout there: forward-only never drops out), else
- * the one that keeps the probabilities (a backward's, and every result of up to 512 tokens
- * as it always was). */
+/* The attention core of layer l: the tiled O(S) kernel where enc_tiled says (beyond
+ * EST_ATTENTION_FULL_MAX_SEQ tokens without attention dropout; its log-sum-exp rows kept
+ * for a backward), else the one that keeps the probabilities (every result of up to 512
+ * tokens as it always was). */
 static void attention_forward(est_bert_encoder *e, int l, enc_layer_acts *a, const int32_t *input_mask, int B, int S,
                               float p_a, uint64_t dropout_seed, uint64_t step, int64_t row0) {
   const int N = e->cfg.num_attention_heads, Dh = e->cfg.hidden_size / N;
-  if (!e->with_backward && S > EST_ATTENTION_FULL_MAX_SEQ) {
-    est_attention_forward_tiled(a->ctx, a->q, a->k, a->v, input_mask, B, S, N, Dh, enc_layer_window(e, l));
+  if (enc_tiled(e, S)) {
+    est_attention_forward_tiled_lse(a->ctx, a->lse, a->q, a->k, a->v, input_mask, B, S, N, Dh,
+                                    enc_layer_window(e, l));
     return;
   }
   est_attention_forward_window_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v, input_mask, B, S, N,

@@ -70,17 +70,23 @@ static void attention_backward(est_bert_encoder *e, int l, float *dinp, est_grad
   enc_grads *d = &e->d;
 #define V(idx) enc_value(e, idx)
 #define G(idx) enc_grad(e, idx)
-  /* attention core -> d Q, d K, d V (written). The probabilities and their mask are one
-   * buffer for all layers, last written by the top layer's forward (or this layer's
-   * recompute): below the top, draw them again from the kept Q, K, V, mask and dropout
-   * coordinates (the same numbers; ctx rewritten unchanged) */
-  if (!e->rc && l < cfg->num_hidden_layers - 1)
-    est_attention_forward_window_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v,
-                                    e->has_mask ? e->mask : NULL, B, S, N, Dh, enc_layer_window(e, l), e->p_attn,
-                                    e->seed, e->step, EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l, e->row0,
-                                    e->precision);
-  est_attention_backward_mode(d->q, d->k, d->v, e->att_scratch, d->ctx, a->q, a->k, a->v, a->probs, a->pmask, B,
-                              S, N, Dh, e->p_attn, EST_GRAD_WRITE, e->precision);
+  /* attention core -> d Q, d K, d V (written) */
+  const int32_t *mask = e->has_mask ? e->mask : NULL;
+  if (enc_tiled(e, S)) { /* O(S): the probabilities computed again per tile from the kept lse */
+    est_attention_backward_tiled(d->q, d->k, d->v, d->ctx, a->q, a->k, a->v, a->ctx, a->lse, mask, B, S, N, Dh,
+                                 enc_layer_window(e, l), EST_GRAD_WRITE);
+  } else {
+    /* The probabilities and their mask are one buffer for all layers, last written by the
+     * top layer's forward (or this layer's recompute): below the top, draw them again from
+     * the kept Q, K, V, mask and dropout coordinates (the same numbers; ctx rewritten
+     * unchanged) */
+    if (!e->rc && l < cfg->num_hidden_layers - 1)
+      est_attention_forward_window_at(a->ctx, a->probs, a->pmask, e->att_scratch, a->q, a->k, a->v, mask, B, S, N,
+                                      Dh, enc_layer_window(e, l), e->p_attn, e->seed, e->step,
+                                      EST_BERT_DROPOUT_LAYER_BASE + 3u * (uint32_t)l, e->row0, e->precision);
+    est_attention_backward_mode(d->q, d->k, d->v, e->att_scratch, d->ctx, a->q, a->k, a->v, a->probs, a->pmask, B,
+                                S, N, Dh, e->p_attn, EST_GRAD_WRITE, e->precision);
+  }
   if (cfg->opt.positions == EST_POS_ROTARY) { /* d of Q, K before their rotation */
     const float *rope = enc_layer_rope(e, l);
     est_rotary_backward(d->q, rope, B, S, N, Dh, cfg->max_position_embeddings);

@@ -25,6 +25,8 @@ typedef struct enc_layer_acts {
   uint8_t *pmask;               /* [B,N,S,S] their dropout mask (NULL forward-only): both one
                                    buffer for all layers, drawn again in backward */
   float *ctx;                   /* [T,H] attention context (heads concatenated) */
+  float *lse;                   /* [B,N,S] the tiled attention's log-sum-exp per query row,
+                                   kept for its backward (enc_tiled; else NULL) */
   uint8_t *amask;               /* [T,H] dropout mask of the attention output dense */
   float *a_pre, *ln1_mean, *ln1_rstd, *a; /* [T,H] residual sum, [T] stats, [T,H] LayerNorm out */
   /* pre-LN reuses the buffers: a_pre = LN1(x) (layer 0: unused), a = x + attention block
@@ -117,6 +119,14 @@ static inline float *enc_value(const est_bert_encoder *e, int idx) {
 }
 static inline float *enc_grad(const est_bert_encoder *e, int idx) {
   return idx < 0 ? NULL : est_vars_grad(e->vs, (size_t)idx);
+}
+
+/* Whether a forward of S tokens runs the tiled attention (O(S) memory, no probabilities
+ * kept): beyond EST_ATTENTION_FULL_MAX_SEQ tokens, forward-only or without attention
+ * dropout (the tiled kernels have none); up to it the kernel that keeps the probabilities,
+ * as always. */
+static inline int enc_tiled(const est_bert_encoder *e, int S) {
+  return S > EST_ATTENTION_FULL_MAX_SEQ && (!e->with_backward || e->cfg.attention_probs_dropout_prob == 0.0);
 }
 
 /* Layer l's attention window (-1: global) and, under rotary positions, its cos/sin table. */
