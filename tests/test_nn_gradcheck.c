@@ -999,13 +999,25 @@ static void run_non_gemm_ops(int threads, float **outs) {
   est_dropout_forward(outs[8], hm, h, (size_t)B * S * FF, 0.1f, 3, 4, 5);
   free(hm);
   est_matmul_backward(NULL, NULL, outs[9], dy, x, NULL, B * S, H, H, 0, EST_PRECISION_FP32);
+  /* the encoder options' ops: tiled attention with a window, forward and backward; rotary; GLU */
+  float *lse = zeros((size_t)B * N * S);
+  est_attention_forward_tiled_lse(outs[10], lse, x, k, v, mask, B, S, N, Dh, 3);
+  est_attention_backward_tiled(outs[11], outs[11] + n, outs[11] + 2 * n, dy, x, k, v, outs[10], lse, mask, B, S, N,
+                               Dh, 3, EST_GRAD_WRITE);
+  float *table = zeros((size_t)S * Dh);
+  est_rotary_table(table, S, Dh, 10000.0);
+  memcpy(outs[12], x, n * sizeof(float));
+  est_rotary_forward(outs[12], table, B, S, N, Dh, S);
+  est_glu_forward(outs[13], h, B * S, FF / 2, EST_ACT_GELU_EXACT);
+  est_glu_backward_mode(outs[13] + (size_t)B * S * FF, h, h, B * S, FF / 2, EST_ACT_GELU_EXACT, EST_GRAD_WRITE);
+  free(lse); free(table);
   free(x); free(g); free(b); free(dy); free(k); free(v); free(h); free(mean); free(rstd); free(pm);
   free(probs); free(scratch);
 }
 
 static void test_results_independent_of_thread_count(void **state) {
   (void)state;
-  enum { NOUT = 10, CAP = 3 * 16 * 16 * 40 };
+  enum { NOUT = 14, CAP = 3 * 16 * 16 * 40 };
   float *a[NOUT], *b[NOUT];
   for (int i = 0; i < NOUT; i++) {
     a[i] = zeros(CAP);
