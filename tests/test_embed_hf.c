@@ -102,20 +102,20 @@ static void test_cli_routes_agree(void **state) {
 
 /* A directory whose config.json is another architecture's: the error names the flag given
  * (--model_dir / --init_checkpoint), the directory's config.json and its model_type, never
- * --bert_config_file, which the user did not give. (ModernBERT: RoBERTa, XLM-R, DistilBERT and
- * ELECTRA run since issue 48, test_encoder_golden.) */
+ * --bert_config_file, which the user did not give. (GPT-2's: RoBERTa, XLM-R, DistilBERT, ELECTRA
+ * and ModernBERT run since issue 48, test_encoder_golden.) */
 static void test_unsupported_model_type_names_the_directory(void **state) {
   (void)state;
   char dir[1024];
-  snprintf(dir, sizeof dir, "%s", test_tmp_path("modernbert"));
+  snprintf(dir, sizeof dir, "%s", test_tmp_path("gpt2"));
   free(test_run_ok("mkdir -p %s && cp -r " QA_DIR "/. %s/ && sed -i 's/\"model_type\": \"bert\"/\"model_type\": "
-                   "\"modernbert\"/' %s/config.json && grep -c modernbert %s/config.json", dir, dir, dir, dir));
+                   "\"gpt2\"/' %s/config.json && grep -c gpt2 %s/config.json", dir, dir, dir, dir));
   static const char *const flags[] = {"model_dir", "init_checkpoint"};
   for (size_t i = 0; i < 2; i++) {
     char *log = NULL, want[2200];
     int rc = test_run(&log, 1, "echo hi | " EST_BIN " embed --%s=%s --num_threads=1", flags[i], dir);
     assert_int_equal(rc, 1);
-    snprintf(want, sizeof want, "--%s=%s: %s/config.json: field \"model_type\" = \"modernbert\" is not supported",
+    snprintf(want, sizeof want, "--%s=%s: %s/config.json: field \"model_type\" = \"gpt2\" is not supported",
              flags[i], dir, dir);
     if (!strstr(log, want)) fail_msg("wanted \"%s\" in:\n%s", want, log);
     assert_null(strstr(log, "bert_config_file"));
@@ -127,7 +127,7 @@ static void test_unsupported_model_type_names_the_directory(void **state) {
                     dir, dir);
   assert_int_equal(rc, 1);
   assert_non_null(strstr(log, "--bert_config_file: "));
-  assert_non_null(strstr(log, "\"model_type\" = \"modernbert\" is not supported"));
+  assert_non_null(strstr(log, "\"model_type\" = \"gpt2\" is not supported"));
   free(log);
 }
 

@@ -56,7 +56,9 @@ static void build(bert_fn *m, const char *dir, est_bert_config *cfg, est_mode mo
   if (m->fn.init(m->model, m->vs) != EST_OK) fail_msg("%s: %s", dir, est_error_message());
 }
 
-static void check_classifier(const char *name, est_classifier_kind kind) {
+/* head_tensors: the head's tensors in the directory (all loaded, all with a gradient);
+ * min_grads: the gradients the golden has at least. */
+static void check_classifier(const char *name, est_classifier_kind kind, size_t head_tensors, size_t min_grads) {
   char dir[512], path[600], what[256];
   snprintf(dir, sizeof dir, ENC_DIR "/%s", name);
   snprintf(path, sizeof path, "%s/golden.safetensors", dir);
@@ -87,15 +89,30 @@ static void check_classifier(const char *name, est_classifier_kind kind) {
     est_var_store *vs;
     assert_int_equal(est_vars_create(&vs), EST_OK);
     est_bert_classifier_head *h;
-    assert_int_equal(est_bert_classifier_head_create_kind(&h, H, C, kind, 0.1, vs), EST_OK);
+    est_classifier_head_options o = est_classifier_head_options_of(&cfg);
+    o.dropout = 0.1;
+    assert_int_equal(est_bert_classifier_head_create_opts(&h, H, C, &o, vs), EST_OK);
     assert_int_equal(est_vars_finalize(vs, 1), EST_OK);
     size_t loaded = 0;
     assert_int_equal(est_hf_load_vars(vs, dir, &loaded), EST_OK);
-    assert_int_equal(loaded, 4); /* dense kernel and bias, output weights and bias */
+    assert_int_equal(loaded, head_tensors); /* e.g. dense kernel and bias, output weights and bias */
     assert_int_equal(est_bert_classifier_head_reserve(h, B), EST_OK);
     float first[64 * 2], got[16];
-    for (int b = 0; b < B; b++)
-      memcpy(first + b * H, est_bert_encoder_sequence_output(enc) + (size_t)b * S * H, (size_t)H * sizeof(float));
+    const float *seq = est_bert_encoder_sequence_output(enc);
+    for (int b = 0; b < B; b++) {
+      if (!o.mean_pooling) { /* the first token */
+        memcpy(first + b * H, seq + (size_t)b * S * H, (size_t)H * sizeof(float));
+        continue;
+      }
+      int n = 0; /* the mean of the unpadded tokens */
+      for (int j = 0; j < H; j++) first[b * H + j] = 0.0f;
+      for (int s = 0; s < S; s++)
+        if (((const int32_t *)mask.data)[b * S + s]) {
+          n++;
+          for (int j = 0; j < H; j++) first[b * H + j] += seq[((size_t)b * S + s) * H + j];
+        }
+      for (int j = 0; j < H; j++) first[b * H + j] /= (float)n;
+    }
     assert_int_equal(est_bert_classifier_head_forward(h, first, NULL, B, 0, 0, 0, got, NULL, NULL), EST_OK);
     snprintf(what, sizeof what, "%s logits", name);
     assert_close(what, got, logits.data, (size_t)B * C, 1e-5);
@@ -139,8 +156,8 @@ static void check_classifier(const char *name, est_classifier_kind kind) {
     checked++;
     head += strncmp(tf, "bert/", 5) != 0;
   }
-  assert_int_equal(head, 4);
-  assert_true(checked >= 30);
+  assert_int_equal(head, head_tensors);
+  if (checked < min_grads) fail_msg("%s: %zu gradients checked, expected %zu", name, checked, min_grads);
   bert_fn_free(&m);
   est_tensor_free(&ids), est_tensor_free(&mask), est_tensor_free(&segs);
   est_tensor_free(&labels), est_tensor_free(&logits), est_tensor_free(&loss);
@@ -149,19 +166,31 @@ static void check_classifier(const char *name, est_classifier_kind kind) {
 
 static void test_roberta(void **state) {
   (void)state;
-  check_classifier("roberta_cls", EST_CLASSIFIER_DENSE_TANH);
+  check_classifier("roberta_cls", EST_CLASSIFIER_DENSE_TANH, 4, 30);
 }
 static void test_xlm_roberta(void **state) {
   (void)state;
-  check_classifier("xlm_roberta_cls", EST_CLASSIFIER_DENSE_TANH);
+  check_classifier("xlm_roberta_cls", EST_CLASSIFIER_DENSE_TANH, 4, 30);
 }
 static void test_distilbert(void **state) {
   (void)state;
-  check_classifier("distilbert_cls", EST_CLASSIFIER_DENSE_RELU);
+  check_classifier("distilbert_cls", EST_CLASSIFIER_DENSE_RELU, 4, 30);
 }
 static void test_electra(void **state) {
   (void)state;
-  check_classifier("electra_cls", EST_CLASSIFIER_DENSE_GELU);
+  check_classifier("electra_cls", EST_CLASSIFIER_DENSE_GELU, 4, 30);
+}
+/* ModernBertForSequenceClassification (tests/reference/modernbert_golden.py, transformers
+ * 4.48.3): head = dense -> GELU -> LayerNorm on the cls token, without biases (dense kernel,
+ * norm gamma, classifier weight and bias), and on the mean of the unpadded tokens with every
+ * bias (6 head tensors). */
+static void test_modernbert_cls(void **state) {
+  (void)state;
+  check_classifier("modernbert_cls", EST_CLASSIFIER_MODERNBERT, 4, 24);
+}
+static void test_modernbert_mean_pooling(void **state) {
+  (void)state;
+  check_classifier("modernbert_cls_mean", EST_CLASSIFIER_MODERNBERT, 6, 42);
 }
 
 /* The head's dropout comes from config.json: classifier_dropout, else hidden_dropout_prob;
@@ -253,8 +282,9 @@ static void check_loaded(const char *name, int want_loaded) {
 
 static void test_cli_each_family(void **state) {
   (void)state;
-  const char *names[] = {"roberta_cls", "xlm_roberta_cls", "distilbert_cls", "electra_cls"};
-  for (size_t i = 0; i < 4; i++) check_cli(names[i]);
+  const char *names[] = {"roberta_cls", "xlm_roberta_cls", "distilbert_cls", "electra_cls", "modernbert_cls",
+                         "modernbert_cls_mean"};
+  for (size_t i = 0; i < 6; i++) check_cli(names[i]);
   /* RoBERTa: 5 embedding tensors + 16 per layer x 2 + classifier/dense (2), no pooler; the
    * output layer [3,H] does not fit SST-2's 2 labels */
   check_loaded("roberta_cls", 39);
@@ -421,6 +451,8 @@ int main(void) {
       cmocka_unit_test(test_xlm_roberta),
       cmocka_unit_test(test_distilbert),
       cmocka_unit_test(test_electra),
+      cmocka_unit_test(test_modernbert_cls),
+      cmocka_unit_test(test_modernbert_mean_pooling),
       cmocka_unit_test(test_classifier_dropout_from_config),
       cmocka_unit_test(test_question_answering),
       cmocka_unit_test(test_hf_export_refuses_other_maths),

@@ -253,7 +253,7 @@ static void test_config_errors(void **state) {
       {"\"add_cross_attention\": true", "\"add_cross_attention\""},
       {"\"hidden_act\": \"silu\"", "\"hidden_act\" must be one of"},
       {"\"layer_norm_eps\": -1e-5", "\"layer_norm_eps\" = -1e-05 must be positive"},
-      {"\"model_type\": \"modernbert\"", "\"model_type\" = \"modernbert\" is not supported"},
+      {"\"model_type\": \"gpt2\"", "\"model_type\" = \"gpt2\" is not supported"},
       {"\"model_type\": 7", "\"model_type\" = 7 is not supported"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

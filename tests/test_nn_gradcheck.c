@@ -384,12 +384,13 @@ typedef struct {
   const int32_t *input_mask;
   int B, S, N, Dh;
   float prob;
+  int window;
 } att_ctx;
 
 static double att_loss(void *p) {
   att_ctx *c = p;
-  est_attention_forward(c->ctx, c->probs, c->mask, c->scratch, c->q, c->k, c->v, c->input_mask, c->B, c->S,
-                        c->N, c->Dh, c->prob, 77, 5, 3, EST_PRECISION_FP32);
+  est_attention_forward_window_at(c->ctx, c->probs, c->mask, c->scratch, c->q, c->k, c->v, c->input_mask, c->B,
+                                  c->S, c->N, c->Dh, c->window, c->prob, 77, 5, 3, 0, EST_PRECISION_FP32);
   return dot(c->ctx, c->w, (size_t)c->B * c->S * c->N * c->Dh);
 }
 
@@ -402,7 +403,7 @@ static void attention_case(float prob) {
   static const int32_t input_mask[B * S] = {1, 1, 1, 0, 0, 0, 1, 0, 1, 1};
   att_ctx c = {rand_buf(n, 1.0f), rand_buf(n, 1.0f), rand_buf(n, 1.0f), zeros(n),
                zeros((size_t)B * N * S * S), zeros(est_attention_scratch_floats(B, N, S)), rand_buf(n, 1.0f),
-               calloc((size_t)B * N * S * S, 1), input_mask, B, S, N, Dh, prob};
+               calloc((size_t)B * N * S * S, 1), input_mask, B, S, N, Dh, prob, -1};
   att_loss(&c);
   /* probabilities: rows sum to 1, masked keys get ~e^-10000 = 0, a fully masked row is uniform */
   for (int h = 0; h < N; h++)
@@ -426,6 +427,150 @@ static void attention_case(float prob) {
     for (int j = 0; j < N * Dh; j++) assert_true(fabsf(dk[(size_t)s * N * Dh + j]) < 1e-30f);
   free(c.q); free(c.k); free(c.v); free(c.ctx); free(c.probs); free(c.scratch); free(c.w); free(c.mask);
   free(dq); free(dk); free(dv);
+}
+
+/* A sliding window of 1 (query i sees keys i-1..i+1) over padded keys: gradients by finite
+ * differences, the probabilities 0 outside the window. */
+static void test_attention_window_gradcheck(void **state) {
+  (void)state;
+  enum { B = 2, S = 6, N = 2, Dh = 4 };
+  size_t n = (size_t)B * S * N * Dh;
+  /* one padded key: every query keeps a real key in its window (a query with only padded
+   * keys in reach has its scores near -10000, where finite differences see float steps) */
+  static const int32_t input_mask[B * S] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+  for (int pass = 0; pass < 2; pass++) {
+    const float prob = pass ? 0.3f : 0.0f;
+    att_ctx c = {rand_buf(n, 1.0f), rand_buf(n, 1.0f), rand_buf(n, 1.0f), zeros(n),
+                 zeros((size_t)B * N * S * S), zeros(est_attention_scratch_floats(B, N, S)), rand_buf(n, 1.0f),
+                 calloc((size_t)B * N * S * S, 1), input_mask, B, S, N, Dh, prob, 1};
+    att_loss(&c);
+    for (int bh = 0; bh < B * N; bh++)
+      for (int i = 0; i < S; i++)
+        for (int j = 0; j < S; j++)
+          if (abs(i - j) > 1) assert_true(c.probs[((size_t)bh * S + i) * S + j] == 0.0f);
+    float *dq = zeros(n), *dk = zeros(n), *dv = zeros(n);
+    est_attention_backward(dq, dk, dv, c.scratch, c.w, c.q, c.k, c.v, c.probs, c.mask, B, S, N, Dh, prob,
+                           EST_PRECISION_FP32);
+    gradcheck("window attention dq", c.q, n, dq, att_loss, &c, 1e-2f, 2e-3, 2e-4);
+    gradcheck("window attention dk", c.k, n, dk, att_loss, &c, 1e-2f, 2e-3, 2e-4);
+    gradcheck("window attention dv", c.v, n, dv, att_loss, &c, 1e-2f, 2e-3, 2e-4);
+    free(c.q); free(c.k); free(c.v); free(c.ctx); free(c.probs); free(c.scratch); free(c.w); free(c.mask);
+    free(dq); free(dk); free(dv);
+  }
+}
+
+/* ---- rotary positions and GLU ------------------------------------------------------- */
+
+typedef struct {
+  float *x, *out, *w, *table;
+  int B, S, N, Dh, P;
+} rot_ctx;
+
+static double rot_loss(void *p) {
+  rot_ctx *c = p;
+  size_t n = (size_t)c->B * c->S * c->N * c->Dh;
+  memcpy(c->out, c->x, n * sizeof(float));
+  est_rotary_forward(c->out, c->table, c->B, c->S, c->N, c->Dh, c->P);
+  return dot(c->out, c->w, n);
+}
+
+/* The table-driven rotation against the reference (angles in double from theta), at two
+ * thetas (ModernBERT's global 160000 and local 10000) and positions past 1000, where the
+ * float32 angle of the table (transformers' own) differs from the double one; its backward
+ * by finite differences and as the exact inverse. */
+static void test_rotary_matches_reference_and_gradcheck(void **state) {
+  (void)state;
+  const double thetas[2] = {160000.0, 10000.0};
+  for (int t = 0; t < 2; t++) {
+    enum { B = 2, S = 9, N = 3, Dh = 8, P = 16 };
+    size_t n = (size_t)B * S * N * Dh;
+    float *table = zeros(2 * (size_t)P * (Dh / 2));
+    est_rotary_table(table, P, Dh, thetas[t]);
+    rot_ctx c = {rand_buf(n, 1.0f), zeros(n), rand_buf(n, 1.0f), table, B, S, N, Dh, P};
+    float *ref = zeros(n);
+    rot_loss(&c);
+    est_rotary_forward_ref(ref, c.x, B, S, N, Dh, thetas[t]);
+    assert_close("rotary", c.out, ref, n, 1e-6, 1e-6);
+    /* position 0 is not turned; the norm of every pair is kept */
+    for (int i = 0; i < N * Dh; i++) assert_true(c.out[i] == c.x[i]);
+    float *dx = malloc(n * sizeof(float));
+    memcpy(dx, c.w, n * sizeof(float));
+    est_rotary_backward(dx, table, B, S, N, Dh, P);
+    gradcheck("rotary dx", c.x, n, dx, rot_loss, &c, 1e-2f, 1e-3, 1e-4);
+    /* backward(forward(x)) = x */
+    float *y = malloc(n * sizeof(float));
+    rot_loss(&c); /* c.out of the unperturbed x again */
+    memcpy(y, c.out, n * sizeof(float));
+    est_rotary_backward(y, table, B, S, N, Dh, P);
+    assert_close("rotary inverse", y, c.x, n, 1e-6, 1e-6);
+    free(c.x); free(c.out); free(c.w); free(table); free(ref); free(dx); free(y);
+  }
+  /* far positions: the table (float32 angles, as transformers) against double angles */
+  enum { P = 8192, Dh = 64 };
+  float *table = zeros(2 * (size_t)P * (Dh / 2)), *x = rand_buf((size_t)P * Dh, 1.0f), *ref = zeros((size_t)P * Dh);
+  est_rotary_table(table, P, Dh, 160000.0);
+  est_rotary_forward_ref(ref, x, 1, P, 1, Dh, 160000.0);
+  est_rotary_forward(x, table, 1, P, 1, Dh, P);
+  assert_close("rotary at 8192 positions", x, ref, (size_t)P * Dh, 0.0, 2e-3);
+  free(table); free(x); free(ref);
+}
+
+typedef struct {
+  float *x, *out, *w;
+  int N, IM;
+  est_activation act;
+} glu_ctx;
+
+static double glu_loss(void *p) {
+  glu_ctx *c = p;
+  est_glu_forward(c->out, c->x, c->N, c->IM, c->act);
+  return dot(c->out, c->w, (size_t)c->N * c->IM);
+}
+
+/* GeGLU (erf GELU, ModernBERT's) and the tanh-GELU and ReLU gates: forward against a double
+ * reference, backward by finite differences, WRITE then ADD. */
+static void test_glu_values_and_gradcheck(void **state) {
+  (void)state;
+  const est_activation acts[3] = {EST_ACT_GELU_EXACT, EST_ACT_GELU, EST_ACT_TANH};
+  for (int a = 0; a < 3; a++) {
+    enum { N = 4, IM = 7 };
+    glu_ctx c = {rand_buf((size_t)N * 2 * IM, 2.0f), zeros((size_t)N * IM), rand_buf((size_t)N * IM, 1.0f), N, IM,
+                 acts[a]};
+    glu_loss(&c);
+    for (int n = 0; n < N; n++)
+      for (int i = 0; i < IM; i++) {
+        double x = c.x[n * 2 * IM + i], g = c.x[n * 2 * IM + IM + i], act;
+        if (acts[a] == EST_ACT_GELU_EXACT) act = 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+        else if (acts[a] == EST_ACT_GELU) act = est_gelu_tanh_ref((float)x);
+        else act = tanh(x);
+        assert_float_equal(c.out[n * IM + i], act * g, 1e-5 * (1 + fabs(act * g)));
+      }
+    float *d = rand_buf((size_t)N * 2 * IM, 1.0f), *d2 = zeros((size_t)N * 2 * IM);
+    est_glu_backward_mode(d, c.w, c.x, N, IM, c.act, EST_GRAD_WRITE);
+    gradcheck("glu dinp", c.x, (size_t)N * 2 * IM, d, glu_loss, &c, 1e-2f, 2e-3, 2e-4);
+    est_glu_backward_mode(d2, c.w, c.x, N, IM, c.act, EST_GRAD_ADD);
+    est_glu_backward_mode(d2, c.w, c.x, N, IM, c.act, EST_GRAD_ADD);
+    for (int i = 0; i < N * 2 * IM; i++) assert_float_equal(d2[i], 2.0f * d[i], 1e-6);
+    free(c.x); free(c.out); free(c.w); free(d); free(d2);
+  }
+}
+
+/* No LayerNorm bias (beta NULL) is beta = 0, bit for bit; dbeta NULL is skipped. */
+static void test_layernorm_without_bias(void **state) {
+  (void)state;
+  enum { N = 3, C = 19 };
+  float *x = rand_buf(N * C, 2.0f), *g = rand_buf(C, 1.0f), *z = zeros(C), *a = zeros(N * C), *b = zeros(N * C);
+  float *m = zeros(N), *r = zeros(N), *dy = rand_buf(N * C, 1.0f), *dx1 = zeros(N * C), *dx2 = zeros(N * C);
+  float *dg1 = zeros(C), *dg2 = zeros(C), *db = zeros(C);
+  est_layernorm_forward_eps(a, m, r, x, g, z, N, C, 1e-5f);
+  est_layernorm_forward_eps(b, m, r, x, g, NULL, N, C, 1e-5f);
+  assert_memory_equal(a, b, sizeof(float) * N * C);
+  est_layernorm_backward(dx1, dg1, db, dy, x, g, m, r, N, C);
+  est_layernorm_backward(dx2, dg2, NULL, dy, x, g, m, r, N, C);
+  assert_memory_equal(dx1, dx2, sizeof(float) * N * C);
+  assert_memory_equal(dg1, dg2, sizeof(float) * C);
+  free(x); free(g); free(z); free(a); free(b); free(m); free(r); free(dy); free(dx1); free(dx2); free(dg1);
+  free(dg2); free(db);
 }
 
 static void test_attention_gradcheck_masked_keys(void **state) {
@@ -467,11 +612,14 @@ static void assert_ctx_close(const float *ctx, const float *ref, const float *pr
  * S terms pd v: the same relative error on each term, plus the sum's own rounding
  * (assert_ctx_close). The backward's gradients chain two such products (rtol 1e-4 as the
  * dense layers' backward). */
-static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_kernel choice, double p_rtol,
-                                        double p_atol) {
+static void attention_fast_vs_reference(int B, int S, int N, int Dh, int window, est_kernel choice,
+                                        double p_rtol, double p_atol) {
   size_t n = (size_t)B * S * N * Dh, pp = (size_t)B * N * S * S;
   int32_t *input_mask = malloc((size_t)B * S * sizeof(int32_t));
-  for (int i = 0; i < B * S; i++) input_mask[i] = (i % S) < (i < S ? S - 3 : S / 2 + 1);  /* padded tails */
+  /* padded tails; with a window, no longer than it: a query whose window holds only padded
+   * keys has scores near -10000, where fp32 keeps 3 digits (test_attention_fully_masked_row) */
+  const int tail = window >= 0 ? window : S - S / 2 - 1;
+  for (int i = 0; i < B * S; i++) input_mask[i] = (i % S) < (i < S ? S - 3 : S - tail);
   est_kernel before = est_kernel_get();
   assert_int_equal(est_kernel_set(choice), EST_OK);
   for (int pass = 0; pass < 2; pass++) {
@@ -480,10 +628,18 @@ static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_kernel 
     float *ctx = zeros(n), *ctxr = zeros(n), *probs = zeros(pp), *probsr = zeros(pp);
     float *scratch = zeros(est_attention_scratch_floats(B, N, S));
     uint8_t *mask = calloc(pp, 1);
-    est_attention_forward(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, prob, 11, 12, 13,
-                          EST_PRECISION_FP32);
-    est_attention_forward_ref(ctxr, probsr, mask, q, k, v, input_mask, B, S, N, Dh, prob);
-    assert_close("attention probs", probs, probsr, pp, p_rtol, p_atol);
+    est_attention_forward_window_at(ctx, probs, mask, scratch, q, k, v, input_mask, B, S, N, Dh, window, prob, 11,
+                                    12, 13, 0, EST_PRECISION_FP32);
+    est_attention_forward_window_ref(ctxr, probsr, mask, q, k, v, input_mask, B, S, N, Dh, window, prob);
+    char what[96];
+    snprintf(what, sizeof what, "attention probs (S %d, Dh %d, window %d, kernel %d, dropout %g)", S, Dh, window,
+             (int)choice, prob);
+    assert_close(what, probs, probsr, pp, p_rtol, p_atol);
+    /* outside the window: probability 0 exactly */
+    for (size_t e = 0; window >= 0 && e < pp; e++) {
+      const int i = (int)(e / S % S), j = (int)(e % S);
+      if (abs(i - j) > window) assert_true(probs[e] == 0.0f);
+    }
     assert_ctx_close(ctx, ctxr, probsr, mask, v, B, S, N, Dh, prob, p_rtol, p_atol);
     float *dq = zeros(n), *dk = zeros(n), *dv = zeros(n), *dqr = zeros(n), *dkr = zeros(n), *dvr = zeros(n);
     est_attention_backward(dq, dk, dv, scratch, dctx, q, k, v, probs, mask, B, S, N, Dh, prob, EST_PRECISION_FP32);
@@ -498,17 +654,62 @@ static void attention_fast_vs_reference(int B, int S, int N, int Dh, est_kernel 
   free(input_mask);
 }
 
+/* The tiled attention (online softmax, no S x S tensor), forward and backward, against the
+ * reference twin, with padded keys, without and with windows (narrower than a key tile, and
+ * wider), over several ragged query and key tiles. */
+static void test_attention_tiled_matches_reference(void **state) {
+  (void)state;
+  enum { B = 2, S = 301, N = 2, Dh = 16 };
+  const size_t n = (size_t)B * S * N * Dh, pp = (size_t)B * N * S * S;
+  const int windows[] = {-1, 5, 150};
+  int32_t *input_mask = malloc((size_t)B * S * sizeof(int32_t));
+  for (int i = 0; i < B * S; i++) input_mask[i] = i < S || i % S < S - 4; /* a short padded tail */
+  for (size_t w = 0; w < sizeof windows / sizeof *windows; w++) {
+    float *q = rand_buf(n, 1.5f), *k = rand_buf(n, 1.5f), *v = rand_buf(n, 1.0f);
+    float *ctx = zeros(n), *ctxr = zeros(n), *probsr = zeros(pp);
+    float *lse = zeros((size_t)B * N * S), *ctx2 = zeros(n);
+    est_attention_forward_tiled(ctx, q, k, v, input_mask, B, S, N, Dh, windows[w]);
+    est_attention_forward_window_ref(ctxr, probsr, NULL, q, k, v, input_mask, B, S, N, Dh, windows[w], 0.0f);
+    assert_ctx_close(ctx, ctxr, probsr, NULL, v, B, S, N, Dh, 0.0f, 1e-5, 1e-6);
+    /* with the log-sum-exp saved: the same context, and its backward against the reference's
+     * (WRITE over garbage, then ADD doubles it) */
+    est_attention_forward_tiled_lse(ctx2, lse, q, k, v, input_mask, B, S, N, Dh, windows[w]);
+    assert_memory_equal(ctx, ctx2, n * sizeof(float));
+    float *dctx = rand_buf(n, 1.0f), *dq = rand_buf(n, 9.0f), *dk = rand_buf(n, 9.0f), *dv = rand_buf(n, 9.0f);
+    float *dqr = zeros(n), *dkr = zeros(n), *dvr = zeros(n);
+    est_attention_backward_tiled(dq, dk, dv, dctx, q, k, v, ctx, lse, input_mask, B, S, N, Dh, windows[w],
+                                 EST_GRAD_WRITE);
+    est_attention_backward_ref(dqr, dkr, dvr, dctx, q, k, v, probsr, NULL, B, S, N, Dh, 0.0f);
+    assert_close("tiled attention dq", dq, dqr, n, 1e-4, 1e-6 * S);
+    assert_close("tiled attention dk", dk, dkr, n, 1e-4, 1e-6 * S);
+    assert_close("tiled attention dv", dv, dvr, n, 1e-4, 1e-6 * S);
+    for (size_t e = 0; e < n; e++) dqr[e] = 2.0f * dq[e];
+    est_attention_backward_tiled(dq, dk, dv, dctx, q, k, v, ctx, lse, input_mask, B, S, N, Dh, windows[w],
+                                 EST_GRAD_ADD);
+    assert_close("tiled attention dq added", dq, dqr, n, 1e-6, 1e-7);
+    free(q); free(k); free(v); free(ctx); free(ctxr); free(probsr); free(lse); free(ctx2); free(dctx); free(dq);
+    free(dk); free(dv); free(dqr); free(dkr); free(dvr);
+  }
+  free(input_mask);
+}
+
 static void test_attention_fast_matches_reference(void **state) {
   (void)state;
   /* the process's kernel choice (auto, or EST_KERNEL's), then OpenBLAS */
   const est_kernel mine = est_kernel_get();
   /* small odd shapes: one strip, tiles cut short in every direction */
-  attention_fast_vs_reference(2, 33, 3, 8, mine, 1e-5, 1e-7);
-  attention_fast_vs_reference(2, 33, 3, 8, EST_KERNEL_BLAS, 1e-5, 1e-7);
+  attention_fast_vs_reference(2, 33, 3, 8, -1, mine, 1e-5, 1e-7);
+  attention_fast_vs_reference(2, 33, 3, 8, -1, EST_KERNEL_BLAS, 1e-5, 1e-7);
   /* BERT's head size; S = 130: three strips of query rows (48, 48, 34), the last with a
    * short row tile, and a key count that is not a multiple of the kernel's 32 columns */
-  attention_fast_vs_reference(2, 130, 2, 64, mine, 5e-5, 1e-7);
-  attention_fast_vs_reference(2, 130, 2, 64, EST_KERNEL_BLAS, 5e-5, 1e-7);
+  attention_fast_vs_reference(2, 130, 2, 64, -1, mine, 5e-5, 1e-7);
+  attention_fast_vs_reference(2, 130, 2, 64, -1, EST_KERNEL_BLAS, 5e-5, 1e-7);
+  /* sliding windows (ModernBERT's local layers): one narrower than a strip, one wider, the
+   * second strip's rows offset from its keys */
+  attention_fast_vs_reference(2, 33, 3, 8, 4, mine, 1e-5, 1e-7);
+  attention_fast_vs_reference(2, 33, 3, 8, 4, EST_KERNEL_BLAS, 1e-5, 1e-7);
+  attention_fast_vs_reference(2, 130, 2, 64, 50, mine, 5e-5, 1e-7);
+  attention_fast_vs_reference(2, 130, 2, 64, 50, EST_KERNEL_BLAS, 5e-5, 1e-7);
 }
 
 /* bf16 mode: the scores and context products take bf16 inputs with fp32 sums (attention.c,
@@ -798,13 +999,25 @@ static void run_non_gemm_ops(int threads, float **outs) {
   est_dropout_forward(outs[8], hm, h, (size_t)B * S * FF, 0.1f, 3, 4, 5);
   free(hm);
   est_matmul_backward(NULL, NULL, outs[9], dy, x, NULL, B * S, H, H, 0, EST_PRECISION_FP32);
+  /* the encoder options' ops: tiled attention with a window, forward and backward; rotary; GLU */
+  float *lse = zeros((size_t)B * N * S);
+  est_attention_forward_tiled_lse(outs[10], lse, x, k, v, mask, B, S, N, Dh, 3);
+  est_attention_backward_tiled(outs[11], outs[11] + n, outs[11] + 2 * n, dy, x, k, v, outs[10], lse, mask, B, S, N,
+                               Dh, 3, EST_GRAD_WRITE);
+  float *table = zeros((size_t)S * Dh);
+  est_rotary_table(table, S, Dh, 10000.0);
+  memcpy(outs[12], x, n * sizeof(float));
+  est_rotary_forward(outs[12], table, B, S, N, Dh, S);
+  est_glu_forward(outs[13], h, B * S, FF / 2, EST_ACT_GELU_EXACT);
+  est_glu_backward_mode(outs[13] + (size_t)B * S * FF, h, h, B * S, FF / 2, EST_ACT_GELU_EXACT, EST_GRAD_WRITE);
+  free(lse); free(table);
   free(x); free(g); free(b); free(dy); free(k); free(v); free(h); free(mean); free(rstd); free(pm);
   free(probs); free(scratch);
 }
 
 static void test_results_independent_of_thread_count(void **state) {
   (void)state;
-  enum { NOUT = 10, CAP = 3 * 16 * 16 * 40 };
+  enum { NOUT = 14, CAP = 3 * 16 * 16 * 40 };
   float *a[NOUT], *b[NOUT];
   for (int i = 0; i < NOUT; i++) {
     a[i] = zeros(CAP);
@@ -833,6 +1046,11 @@ int main(void) {
       cmocka_unit_test_setup(test_activation_gradcheck, setup),
       cmocka_unit_test_setup(test_activation_names, setup),
       cmocka_unit_test_setup(test_attention_gradcheck_masked_keys, setup),
+      cmocka_unit_test_setup(test_attention_window_gradcheck, setup),
+      cmocka_unit_test_setup(test_attention_tiled_matches_reference, setup),
+      cmocka_unit_test_setup(test_rotary_matches_reference_and_gradcheck, setup),
+      cmocka_unit_test_setup(test_glu_values_and_gradcheck, setup),
+      cmocka_unit_test_setup(test_layernorm_without_bias, setup),
       cmocka_unit_test_setup(test_attention_fast_matches_reference, setup),
       cmocka_unit_test_setup(test_attention_bf16_matches_rounded_reference, setup),
       cmocka_unit_test_setup(test_attention_fully_masked_row, setup),

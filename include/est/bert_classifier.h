@@ -52,6 +52,9 @@ est_status est_bert_classifier_head_create(est_bert_classifier_head **out, int h
  *                              (ElectraClassificationHead)
  *   EST_CLASSIFIER_DENSE_RELU  dense -> ReLU -> dropout -> out
  *                              (DistilBertForSequenceClassification's pre_classifier)
+ *   EST_CLASSIFIER_MODERNBERT  dense -> act -> LayerNorm -> dropout -> out
+ *                              (ModernBertPredictionHead + classifier; dense's bias and the
+ *                              norm's beta as the config says: classifier/LayerNorm/{beta,gamma})
  * dense is classifier/dense/{kernel [H,H], bias [H]} (truncated normal 0.02, zeros), declared
  * before output_weights; its dropouts use tensor ids EST_BERT_DROPOUT_HEAD_FIRST + 1 (before
  * dense) and EST_BERT_DROPOUT_HEAD_FIRST (before out). */
@@ -60,11 +63,31 @@ typedef enum est_classifier_kind {
   EST_CLASSIFIER_DENSE_TANH,
   EST_CLASSIFIER_DENSE_GELU,
   EST_CLASSIFIER_DENSE_RELU,
+  EST_CLASSIFIER_MODERNBERT,
 } est_classifier_kind;
 
+/* Everything a kind's head takes (est_classifier_head_options_of gives a config's). */
+typedef struct est_classifier_head_options {
+  est_classifier_kind kind;
+  double dropout;       /* before the output layer (EST_CLASSIFIER_BERT: 0.1 whatever this says) */
+  est_activation act;   /* the dense kinds' activation */
+  int dense_bias;       /* 1: classifier/dense has a bias (ModernBERT: classifier_bias) */
+  int norm_bias;        /* EST_CLASSIFIER_MODERNBERT: classifier/LayerNorm has a beta */
+  double norm_eps;      /* EST_CLASSIFIER_MODERNBERT: its eps */
+  int mean_pooling;     /* read by the model_fn's head: the input is the mean of the unpadded
+                           tokens' rows rather than the first token's (ModernBERT's "mean") */
+} est_classifier_head_options;
+
 /* The kind a model family's *ForSequenceClassification uses. EST_CLASSIFIER_BERT reads the
- * encoder's pooled output; every other kind the first token of its sequence output. */
+ * encoder's pooled output; every other kind the first token of its sequence output (or, for
+ * ModernBERT with classifier_pooling "mean", the mean of its unpadded tokens). */
 est_classifier_kind est_classifier_kind_of(est_model_family family);
+/* The head a config's family runs: its kind, dropout (opt.classifier_dropout) and ModernBERT's
+ * classifier_act / classifier_bias / no_bias / layer_norm_eps / classifier_mean_pooling. */
+est_classifier_head_options est_classifier_head_options_of(const est_bert_config *cfg);
+/* The same as est_bert_classifier_head_create_kind with every option given. */
+est_status est_bert_classifier_head_create_opts(est_bert_classifier_head **out, int hidden_size, int num_labels,
+                                                const est_classifier_head_options *o, est_var_store *vs);
 
 /* The same as est_bert_classifier_head_create for `kind`, with dropout `dropout` (the
  * config's classifier dropout; EST_CLASSIFIER_BERT ignores it: 0.1). */

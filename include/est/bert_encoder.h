@@ -64,7 +64,11 @@
  * position_embeddings [P,H], LayerNorm/beta, LayerNorm/gamma}, then per layer N
  * bert/encoder/layer_N/attention/self/{query,key,value}/{kernel [H,H],bias},
  * attention/output/dense, attention/output/LayerNorm, intermediate/dense [H,I],
- * output/dense [I,H], output/LayerNorm, then bert/pooler/dense/{kernel,bias}.
+ * output/dense [I,H], output/LayerNorm, then bert/pooler/dense/{kernel,bias}. The options
+ * (docs/bert.md §11) drop or reshape some: no token type or position table, no biases or
+ * betas (no_bias), one attention/self/qkv/kernel [H,3H] for the three (qkv_fused),
+ * intermediate/dense [H,2I] (GLU), no attention/output/LayerNorm on layer 0 and a
+ * bert/encoder/final/LayerNorm before the pooler (pre-LN).
  */
 #ifndef EST_BERT_ENCODER_H
 #define EST_BERT_ENCODER_H
@@ -96,18 +100,22 @@ typedef enum est_model_family {
   EST_FAMILY_XLM_ROBERTA,  /* "xlm-roberta": RoBERTa's maths and names */
   EST_FAMILY_DISTILBERT,   /* "distilbert" */
   EST_FAMILY_ELECTRA,      /* "electra" (the discriminator's encoder) */
+  EST_FAMILY_MODERNBERT,   /* "modernbert" */
 } est_model_family;
 
-/* Where a layer's LayerNorms sit. Post: x = LN(x + f(x)) after each block. Pre (ModernBERT,
- * not yet run: refused by est_bert_config_validate): x = x + f(LN(x)), a final LN. */
+/* Where a layer's LayerNorms sit. Post: x = LN(x + f(x)) after each block. Pre (ModernBERT):
+ * x = x + f(LN(x)) for both blocks, layer 0's attention block without its LN (the embedding
+ * LayerNorm is its norm: transformers' ModernBERT has an Identity there), and a final LN
+ * (bert/encoder/final/LayerNorm) on the last layer's output: the sequence output. */
 typedef enum est_norm_position { EST_NORM_POST = 0, EST_NORM_PRE } est_norm_position;
 
 /* How positions enter the model. */
 typedef enum est_position_encoding {
   EST_POS_LEARNED = 0, /* a trained table [max_position_embeddings, E] added to the embeddings */
   EST_POS_SINUSOIDAL,  /* a fixed table of sin/cos (DistilBERT's sinusoidal_pos_embds), not trained */
-  EST_POS_ROTARY,      /* rotary on Q and K, rotary_theta per layer (ModernBERT; not yet run) */
-  EST_POS_NONE,        /* no positions at all (not yet run) */
+  EST_POS_ROTARY,      /* rotary on Q and K (est_rotary_forward), rotary_theta on global layers,
+                          rotary_theta_local on sliding-window ones (ModernBERT); no table */
+  EST_POS_NONE,        /* no positions at all */
 } est_position_encoding;
 
 /* The row of the position table a token reads. */
@@ -129,7 +137,8 @@ typedef enum est_token_types {
 /* The feed-forward block. */
 typedef enum est_ffn_kind {
   EST_FFN_DENSE = 0, /* act(x Wi + bi) Wo + bo, act = hidden_act */
-  EST_FFN_GLU,       /* act(x Wg) * (x Wu), then Wo: GeGLU with GELU, SwiGLU with SiLU (not yet run) */
+  EST_FFN_GLU,       /* act(x Wi[:, :I]) * (x Wi[:, I:]), then Wo: Wi is one [H, 2I] kernel
+                        (ModernBERT's mlp.Wi); GeGLU with hidden_act GELU (est_glu_forward) */
 } est_ffn_kind;
 
 typedef struct est_encoder_options {
@@ -146,21 +155,34 @@ typedef struct est_encoder_options {
                                       table's, under EST_POS_IDS_AFTER_PADDING) gets no gradient,
                                       as nn.Embedding(padding_idx) in transformers' models; 0:
                                       every row trains, as in Google's TF BERT */
-  int no_bias;                     /* 1: no dense or LayerNorm biases (ModernBERT; not yet run) */
-  /* ModernBERT's, read by nothing yet (validate refuses non-zero): a layer l is global when
-   * l % global_attn_every_n_layers == 0 (0: every layer), else it attends within
-   * local_attention / 2 tokens on each side with rotary_theta_local; global layers use
-   * rotary_theta. */
+  int no_bias;                     /* 1: no bias in the encoder's dense layers and LayerNorms
+                                      (ModernBERT); the pooler, est's own, keeps its bias */
+  int qkv_fused;                   /* 1: Q, K and V are one kernel [H, 3H] (+ bias [3H]),
+                                      attention/self/qkv/kernel: ModernBERT's attn.Wqkv, columns
+                                      [0,H) Q, [H,2H) K, [2H,3H) V */
+  /* Sliding windows (ModernBERT): with global_attn_every_n_layers = n > 0, layer l is global
+   * when l % n == 0, else its queries attend to the keys within local_attention / 2 tokens on
+   * each side (est_attention_forward_window_at). 0: every layer global. */
   int global_attn_every_n_layers;
   int local_attention;
+  /* EST_POS_ROTARY's bases: rotary_theta on global layers, rotary_theta_local on windowed
+   * ones (0: rotary_theta). */
   double rotary_theta, rotary_theta_local;
   /* The dropout of the family's *ForSequenceClassification head (est/bert_classifier.h):
    * config.json's classifier_dropout, else hidden_dropout_prob (RoBERTa, XLM-R, ELECTRA);
    * DistilBERT's seq_classif_dropout (0.2). BERT's head ignores it (run_classifier's 0.1). */
   double classifier_dropout;
+  /* ModernBertForSequenceClassification's head (est/bert_classifier.h): classifier_pooling
+   * "mean" (1: the mean of the unpadded tokens' rows) or "cls" (0: the first token's), its
+   * dense's activation (classifier_activation) and bias (classifier_bias); its LayerNorm has a
+   * beta unless no_bias. Read by nothing else. */
+  int classifier_mean_pooling;
+  est_activation classifier_act;
+  int classifier_bias;
 } est_encoder_options;
 
-/* "bert", "roberta", "xlm-roberta", "distilbert", "electra" (HF's model_type spellings). */
+/* "bert", "roberta", "xlm-roberta", "distilbert", "electra", "modernbert" (HF's model_type
+ * spellings). */
 const char *est_model_family_name(est_model_family family);
 
 /* ---- BertConfig ------------------------------------------------------------------- */
@@ -278,7 +300,9 @@ est_status est_bert_encoder_forward(est_bert_encoder *e, const int32_t *input_id
 /* Views of the last forward's outputs (valid until the next forward or reserve):
  * embedding output (after LayerNorm and dropout) [T,H]; layer_output(l), l in
  * [0, num_hidden_layers), [T,H] (extract_features' layers; -1 is the sequence output);
- * sequence output = the last layer's output [T,H]; pooled output tanh(first token . Wp + bp)
+ * sequence output = the last layer's output [T,H] (after the final LayerNorm under pre-LN:
+ * layer_output(L-1) is then before it, as transformers' last hidden_states entry); pooled
+ * output tanh(first token . Wp + bp)
  * [B,H]. batch()/seq_len() give the last forward's B and S (0 before any). */
 const float *est_bert_encoder_embedding_output(const est_bert_encoder *e);
 const float *est_bert_encoder_layer_output(const est_bert_encoder *e, int layer);

@@ -120,7 +120,8 @@ void est_matmul_backward_ref(float *dinp, float *dweight, float *dbias, const fl
 
 #define EST_LAYERNORM_EPS 1e-12f
 
-/* out[N,C] = (inp - mean) * rstd * gamma[C] + beta[C]; mean[N], rstd[N] are saved for backward. */
+/* out[N,C] = (inp - mean) * rstd * gamma[C] + beta[C]; mean[N], rstd[N] are saved for backward.
+ * beta may be NULL (no bias), in the forwards below too; dbeta may be NULL in the backwards. */
 void est_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *gamma,
                            const float *beta, int N, int C);
 /* x[N,C] += residual, then out = LayerNorm(x) as est_layernorm_forward, in one pass over the
@@ -196,6 +197,27 @@ void est_dropout_backward_mode(float *dinp, const float *dout, const uint8_t *ma
                                est_grad_mode mode);
 
 /* ---------------------------------------------------------------------------------- */
+/* Gated linear unit (GeGLU with act = GELU; ModernBERT's feed-forward). inp [N, 2 IM] is the
+ * first dense layer's output: columns [0, IM) the input x, [IM, 2 IM) the gate g.
+ * out[N, IM] = act(x) * g. Backward: dx = dout * g * act'(x), dg = dout * act(x), into
+ * dinp [N, 2 IM] as `mode` says. */
+void est_glu_forward(float *out, const float *inp, int N, int IM, est_activation act);
+void est_glu_backward_mode(float *dinp, const float *dout, const float *inp, int N, int IM, est_activation act,
+                           est_grad_mode mode);
+
+/* ---------------------------------------------------------------------------------- */
+/* Rotary positions (ModernBERT; transformers' rotate_half form) on Q or K [B, S, N*Dh]: in
+ * each head the pair (x[k], x[k + Dh/2]) of the token at position s turns by the angle
+ * s * theta^(-2k/Dh). table: est_rotary_table's 2 * P * (Dh/2) floats (cos, then sin, for
+ * positions [0, P)), S <= P, Dh even. The forward turns x in place; the backward turns a
+ * gradient back in place (a rotation's transpose): dx = R^T dout, written over dout. */
+void est_rotary_table(float *table, int P, int Dh, double theta);
+void est_rotary_forward(float *x, const float *table, int B, int S, int N, int Dh, int P);
+void est_rotary_backward(float *dx, const float *table, int B, int S, int N, int Dh, int P);
+/* The reference: out = R x, every angle in double from theta (out must not alias x). */
+void est_rotary_forward_ref(float *out, const float *x, int B, int S, int N, int Dh, double theta);
+
+/* ---------------------------------------------------------------------------------- */
 /* Multi-head self-attention core (modeling.attention_layer after the Q/K/V dense layers).
  * q, k, v, ctx: [B, S, N*Dh] (the dense outputs; head h = columns h*Dh..(h+1)*Dh-1).
  * scores[b,h,i,j] = (q_i . k_j) / sqrt(Dh) + (1 - input_mask[b,j]) * -10000
@@ -215,6 +237,32 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
                               const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                               int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
                               int64_t first_example, est_precision precision);
+/* The same with a sliding window (ModernBERT's local layers): query i attends only to keys
+ * j with |i - j| <= window, the others get probability 0 (as a -inf score would); window < 0
+ * is every key (est_attention_forward_at is this with -1). The backward needs no window:
+ * the saved probabilities are 0 outside it, so are their gradients. */
+void est_attention_forward_window_at(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
+                                     const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
+                                     int Dh, int window, float dropout_prob, uint64_t seed, uint64_t step,
+                                     uint32_t tensor_id, int64_t first_example, est_precision precision);
+/* The same without dropout and without its [B,N,S,S] probabilities: tiles of query rows
+ * against tiles of keys with an online softmax (src/nn/attention_tiled.c), memory O(S) per
+ * thread, the key tiles outside a window skipped whole. Equal to the above up to the order of
+ * fp32 sums; fp32 products whatever the model's precision. The encoder runs it beyond
+ * EST_ATTENTION_FULL_MAX_SEQ tokens where no attention dropout is on (docs/bert.md §11). */
+void est_attention_forward_tiled(float *ctx, const float *q, const float *k, const float *v,
+                                 const int32_t *input_mask, int B, int S, int N, int Dh, int window);
+/* The same saving each query row's log-sum-exp of its scores, lse [B,N,S] (lse may be NULL),
+ * what its backward needs instead of the probabilities. */
+void est_attention_forward_tiled_lse(float *ctx, float *lse, const float *q, const float *k, const float *v,
+                                     const int32_t *input_mask, int B, int S, int N, int Dh, int window);
+/* Its backward in O(S) memory (the probabilities computed again per tile from lse): dq, dk, dv
+ * [B,S,N*Dh] delivered as `mode` says, from dctx and the forward's q, k, v, ctx, lse, mask and
+ * window. Equal to est_attention_backward's up to the order of fp32 sums. No dropout. */
+void est_attention_backward_tiled(float *dq, float *dk, float *dv, const float *dctx, const float *q, const float *k,
+                                  const float *v, const float *ctx, const float *lse, const int32_t *input_mask,
+                                  int B, int S, int N, int Dh, int window, est_grad_mode mode);
+#define EST_ATTENTION_FULL_MAX_SEQ 512
 /* dq, dk, dv [B,S,N*Dh] += (each may be NULL). scratch as forward's; its contents are
  * overwritten. */
 void est_attention_backward(float *dq, float *dk, float *dv, float *scratch, const float *dctx, const float *q,
@@ -231,6 +279,9 @@ void est_attention_backward_mode(float *dq, float *dk, float *dv, float *scratch
 void est_attention_forward_ref(float *ctx, float *probs, const uint8_t *dropout_mask, const float *q,
                                const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                                int Dh, float dropout_prob);
+void est_attention_forward_window_ref(float *ctx, float *probs, const uint8_t *dropout_mask, const float *q,
+                                      const float *k, const float *v, const int32_t *input_mask, int B, int S,
+                                      int N, int Dh, int window, float dropout_prob);
 void est_attention_backward_ref(float *dq, float *dk, float *dv, const float *dctx, const float *q,
                                 const float *k, const float *v, const float *probs,
                                 const uint8_t *dropout_mask, int B, int S, int N, int Dh, float dropout_prob);

@@ -55,6 +55,7 @@ static const struct {
     {"xlm-roberta", EST_FAMILY_XLM_ROBERTA},
     {"distilbert", EST_FAMILY_DISTILBERT},
     {"electra", EST_FAMILY_ELECTRA},
+    {"modernbert", EST_FAMILY_MODERNBERT},
 };
 
 est_model_family est_hf_family_of(const char *path) {
@@ -103,6 +104,85 @@ static est_status distilbert_fields(est_bert_config *c, json_t *root, const char
   return EST_OK;
 }
 
+/* A boolean field: absent or null leaves *out. */
+static est_status get_bool(json_t *root, const char *key, int *out, const char *src) {
+  json_t *v = json_object_get(root, key);
+  if (!v || json_is_null(v)) return EST_OK;
+  if (!json_is_boolean(v)) return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"%s\" must be true or false", src, key);
+  *out = json_is_true(v);
+  return EST_OK;
+}
+
+/* ModernBertConfig (transformers >= 4.48): its own names and defaults, and the encoder's
+ * options it asks for: pre-LN, rotary positions (global_rope_theta, local_rope_theta),
+ * GeGLU, the fused Wqkv, sliding windows (global_attn_every_n_layers, local_attention), no
+ * positions table and no token types. Dropouts other than 0 are refused: transformers drops
+ * out in places est's encoder does not (inside the MLP, on the attention output). */
+static est_status modernbert_fields(est_bert_config *c, json_t *root, const char *src) {
+  est_encoder_options *o = &c->opt;
+  /* ModernBertConfig's defaults where the file is silent */
+  c->hidden_size = 768, c->num_hidden_layers = 22, c->num_attention_heads = 12, c->intermediate_size = 1152;
+  c->max_position_embeddings = 8192, c->initializer_range = 0.02, c->vocab_size = 50368;
+  c->layer_norm_eps = 1e-5, c->pad_token_id = 50283;
+  o->rotary_theta = 160000.0, o->rotary_theta_local = 10000.0;
+  o->global_attn_every_n_layers = 3, o->local_attention = 128;
+  int norm_bias = 0, attention_bias = 0, mlp_bias = 0;
+  double theta_local = o->rotary_theta_local;
+  est_status st;
+  if ((st = bert_config_json_fields_read(c, root, src)) ||
+      (st = bert_json_get_real(root, "norm_eps", &c->layer_norm_eps, src)) ||
+      (st = bert_json_get_real(root, "global_rope_theta", &o->rotary_theta, src)) ||
+      (!json_is_null(json_object_get(root, "local_rope_theta")) &&
+       (st = bert_json_get_real(root, "local_rope_theta", &theta_local, src))) ||
+      (st = bert_json_get_int(root, "global_attn_every_n_layers", &o->global_attn_every_n_layers, src)) ||
+      (st = bert_json_get_int(root, "local_attention", &o->local_attention, src)) ||
+      (st = get_bool(root, "norm_bias", &norm_bias, src)) || (st = get_bool(root, "attention_bias", &attention_bias, src)) ||
+      (st = get_bool(root, "mlp_bias", &mlp_bias, src)))
+    return st;
+  /* local_rope_theta null: the local layers use global_rope_theta */
+  o->rotary_theta_local = json_is_null(json_object_get(root, "local_rope_theta")) ? o->rotary_theta : theta_local;
+  if (norm_bias != attention_bias || mlp_bias != attention_bias)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: fields \"attention_bias\" (%s), \"mlp_bias\" (%s) and "
+                     "\"norm_bias\" (%s) must be equal: est's encoder has biases everywhere or nowhere", src,
+                     attention_bias ? "true" : "false", mlp_bias ? "true" : "false", norm_bias ? "true" : "false");
+  o->no_bias = !attention_bias;
+  static const char *const DROPOUTS[] = {"attention_dropout", "embedding_dropout", "mlp_dropout"};
+  for (size_t i = 0; i < sizeof DROPOUTS / sizeof *DROPOUTS; i++) {
+    double p = 0.0;
+    if ((st = bert_json_get_real(root, DROPOUTS[i], &p, src))) return st;
+    if (p != 0.0)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"%s\" = %g is not supported (est runs ModernBERT "
+                       "without dropout in its encoder; it must be 0.0)", src, DROPOUTS[i], p);
+  }
+  c->hidden_dropout_prob = c->attention_probs_dropout_prob = 0.0;
+  /* ModernBertForSequenceClassification's head */
+  json_t *pooling = json_object_get(root, "classifier_pooling");
+  if (pooling && !json_is_null(pooling)) {
+    if (!json_is_string(pooling) ||
+        (strcmp(json_string_value(pooling), "cls") && strcmp(json_string_value(pooling), "mean")))
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"classifier_pooling\" must be \"cls\" or \"mean\"", src);
+    o->classifier_mean_pooling = !strcmp(json_string_value(pooling), "mean");
+  }
+  o->classifier_act = EST_ACT_GELU_EXACT;
+  json_t *cact = json_object_get(root, "classifier_activation");
+  if (cact && !json_is_null(cact)) {
+    size_t i = 0, n = sizeof ACTIVATIONS / sizeof *ACTIVATIONS;
+    while (i < n && !(json_is_string(cact) && !strcmp(json_string_value(cact), ACTIVATIONS[i].hf))) i++;
+    if (i == n)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"classifier_activation\" must be one of \"gelu\" (erf), "
+                       "\"gelu_new\", \"gelu_pytorch_tanh\" (tanh), \"relu\", \"tanh\", \"linear\"", src);
+    o->classifier_act = ACTIVATIONS[i].act;
+  }
+  if ((st = get_bool(root, "classifier_bias", &o->classifier_bias, src))) return st;
+  c->type_vocab_size = 1; /* no table; requests may still carry segment id 0 */
+  o->norm = EST_NORM_PRE;
+  o->positions = EST_POS_ROTARY;
+  o->ffn = EST_FFN_GLU;
+  o->qkv_fused = 1;
+  o->token_types = EST_TYPES_NONE;
+  return EST_OK;
+}
+
 est_status est_hf_config_from_json(est_bert_config *cfg, const void *json, const char *src) {
   json_t *root = (json_t *)json;
   json_t *type = json_object_get(root, "model_type");
@@ -111,7 +191,8 @@ est_status est_hf_config_from_json(est_bert_config *cfg, const void *json, const
   if (f == nf) {
     char *text = json_dumps(type, JSON_ENCODE_ANY | JSON_COMPACT);
     est_status st = est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"model_type\" = %s is not supported (est runs "
-                              "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\" and \"electra\")", src,
+                              "\"bert\", \"roberta\", \"xlm-roberta\", \"distilbert\", \"electra\" and "
+                              "\"modernbert\")", src,
                               text ? text : "?");
     free(text);
     return st;
@@ -138,21 +219,27 @@ est_status est_hf_config_from_json(est_bert_config *cfg, const void *json, const
   }
   est_status st;
   if (family == EST_FAMILY_DISTILBERT && (st = distilbert_fields(cfg, root, src))) return st;
-  /* DistilBERT spells it "activation" */
-  json_t *act = json_object_get(root, family == EST_FAMILY_DISTILBERT ? "activation" : "hidden_act");
+  if (family == EST_FAMILY_MODERNBERT && (st = modernbert_fields(cfg, root, src))) return st;
+  /* DistilBERT spells it "activation", ModernBERT "hidden_activation" */
+  const char *act_key = family == EST_FAMILY_DISTILBERT    ? "activation"
+                        : family == EST_FAMILY_MODERNBERT ? "hidden_activation"
+                                                          : "hidden_act";
+  json_t *act = json_object_get(root, act_key);
   if (act && !json_is_null(act)) {
     size_t i = 0, n = sizeof ACTIVATIONS / sizeof *ACTIVATIONS;
     while (i < n && !(json_is_string(act) && !strcmp(json_string_value(act), ACTIVATIONS[i].hf))) i++;
     if (i == n)
       return est_error(EST_ERR_INVALID_ARGUMENT,
-                       "%s: field \"hidden_act\" must be one of \"gelu\" (erf), \"gelu_new\", \"gelu_pytorch_tanh\" "
-                       "(tanh), \"relu\", \"tanh\", \"linear\"", src);
+                       "%s: field \"%s\" must be one of \"gelu\" (erf), \"gelu_new\", \"gelu_pytorch_tanh\" "
+                       "(tanh), \"relu\", \"tanh\", \"linear\"", src, act_key);
     cfg->hidden_act = ACTIVATIONS[i].act;
   } else {
     cfg->hidden_act = EST_ACT_GELU_EXACT; /* BertConfig's default "gelu" */
   }
-  /* DistilBERT's LayerNorms are nn.LayerNorm(eps=1e-12) whatever its config says */
-  if (family != EST_FAMILY_DISTILBERT && (st = bert_json_get_real(root, "layer_norm_eps", &cfg->layer_norm_eps, src)))
+  /* DistilBERT's LayerNorms are nn.LayerNorm(eps=1e-12) whatever its config says; ModernBERT's
+   * is norm_eps (above) */
+  if (family != EST_FAMILY_DISTILBERT && family != EST_FAMILY_MODERNBERT &&
+      (st = bert_json_get_real(root, "layer_norm_eps", &cfg->layer_norm_eps, src)))
     return st;
   if ((st = bert_json_get_int(root, "pad_token_id", &cfg->pad_token_id, src))) return st;
   if (family == EST_FAMILY_ROBERTA || family == EST_FAMILY_XLM_ROBERTA) {
@@ -239,6 +326,36 @@ static void distilbert_config_json(json_t *o, const est_bert_config *c) {
   json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
 }
 
+/* ModernBertConfig's names for the fields modernbert_fields reads. */
+static void modernbert_config_json(json_t *o, const est_bert_config *c) {
+  const est_encoder_options *x = &c->opt;
+  json_object_set_new(o, "vocab_size", json_integer(c->vocab_size));
+  json_object_set_new(o, "hidden_size", json_integer(c->hidden_size));
+  json_object_set_new(o, "intermediate_size", json_integer(c->intermediate_size));
+  json_object_set_new(o, "num_hidden_layers", json_integer(c->num_hidden_layers));
+  json_object_set_new(o, "num_attention_heads", json_integer(c->num_attention_heads));
+  json_object_set_new(o, "hidden_activation", json_string(hf_activation_name(c->hidden_act)));
+  json_object_set_new(o, "max_position_embeddings", json_integer(c->max_position_embeddings));
+  json_object_set_new(o, "initializer_range", json_real(c->initializer_range));
+  json_object_set_new(o, "norm_eps", json_real(c->layer_norm_eps));
+  json_object_set_new(o, "norm_bias", json_boolean(!x->no_bias));
+  json_object_set_new(o, "attention_bias", json_boolean(!x->no_bias));
+  json_object_set_new(o, "mlp_bias", json_boolean(!x->no_bias));
+  json_object_set_new(o, "pad_token_id", json_integer(c->pad_token_id));
+  json_object_set_new(o, "global_rope_theta", json_real(x->rotary_theta));
+  json_object_set_new(o, "local_rope_theta", json_real(x->rotary_theta_local > 0 ? x->rotary_theta_local
+                                                                                 : x->rotary_theta));
+  json_object_set_new(o, "global_attn_every_n_layers", json_integer(x->global_attn_every_n_layers));
+  json_object_set_new(o, "local_attention", json_integer(x->local_attention));
+  json_object_set_new(o, "attention_dropout", json_real(0.0));
+  json_object_set_new(o, "embedding_dropout", json_real(0.0));
+  json_object_set_new(o, "mlp_dropout", json_real(0.0));
+  json_object_set_new(o, "classifier_pooling", json_string(x->classifier_mean_pooling ? "mean" : "cls"));
+  json_object_set_new(o, "classifier_activation", json_string(hf_activation_name(x->classifier_act)));
+  json_object_set_new(o, "classifier_bias", json_boolean(x->classifier_bias));
+  json_object_set_new(o, "classifier_dropout", json_real(x->classifier_dropout));
+}
+
 char *est_hf_config_to_json_string(const est_bert_config *c, const char *architecture, const char *const *labels,
                                    int num_labels) {
   json_t *o = json_object();
@@ -250,6 +367,8 @@ char *est_hf_config_to_json_string(const est_bert_config *c, const char *archite
   const est_model_family family = c->opt.family;
   if (family == EST_FAMILY_DISTILBERT) {
     distilbert_config_json(o, c);
+  } else if (family == EST_FAMILY_MODERNBERT) {
+    modernbert_config_json(o, c);
   } else {
     bert_config_json_fields(o, c); /* then HF's spelling of hidden_act and its own fields */
     json_object_set_new(o, "hidden_act", json_string(hf_activation_name(c->hidden_act)));

@@ -25,7 +25,7 @@ typedef enum { ARCH_MODEL, ARCH_QA, ARCH_SEQ_CLS, ARCH_PRETRAINING, ARCH_TOKEN_C
 
 static arch_kind architecture(est_ckpt_reader *r, est_model_family family, const char *given, char *arch,
                               size_t size) {
-  static const char *const PREFIX[] = {"Bert", "Roberta", "XLMRoberta", "DistilBert", "Electra"};
+  static const char *const PREFIX[] = {"Bert", "Roberta", "XLMRoberta", "DistilBert", "Electra", "ModernBert"};
   static const char *const SUFFIX[] = {"Model", "ForQuestionAnswering", "ForSequenceClassification", "ForPreTraining",
                                        "ForTokenClassification"};
   arch_kind k = ARCH_MODEL;
@@ -47,7 +47,9 @@ static arch_kind architecture(est_ckpt_reader *r, est_model_family family, const
  * QA and token classification, built with add_pooling_layer=False); RoBERTa's heads,
  * DistilBERT and ELECTRA do not. */
 static int has_pooler(est_model_family family, arch_kind k) {
-  if (k == ARCH_QA || k == ARCH_TOKEN_CLS || family == EST_FAMILY_DISTILBERT || family == EST_FAMILY_ELECTRA) return 0;
+  if (k == ARCH_QA || k == ARCH_TOKEN_CLS || family == EST_FAMILY_DISTILBERT || family == EST_FAMILY_ELECTRA ||
+      family == EST_FAMILY_MODERNBERT)
+    return 0;
   return family == EST_FAMILY_BERT || k == ARCH_MODEL;
 }
 
@@ -145,9 +147,15 @@ static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_h
   est_ckpt_reader *r;
   if (est_ckpt_reader_open(&r, ckpt_prefix) != EST_OK) return est_error_code();
   char path[4096], arch[64];
-  architecture(r, p->cfg ? p->cfg->opt.family : EST_FAMILY_BERT, p->architecture, arch, sizeof arch);
+  const arch_kind kind = architecture(r, p->cfg ? p->cfg->opt.family : EST_FAMILY_BERT, p->architecture, arch,
+                                      sizeof arch);
   int num_labels = 0;
   est_status st = est_path_join(path, sizeof path, dir, "model.safetensors");
+  /* ModernBERT's name table maps its encoder and its sequence classifier only */
+  if (st == EST_OK && p->cfg && p->cfg->opt.family == EST_FAMILY_MODERNBERT && kind != ARCH_MODEL &&
+      kind != ARCH_SEQ_CLS)
+    st = est_error(EST_ERR_UNIMPLEMENTED, "--export_format=hf: est writes ModernBertModel and "
+                   "ModernBertForSequenceClassification, not %s", arch);
   if (st == EST_OK) st = write_weights(r, path, p->cfg, p->architecture, &num_labels);
   est_ckpt_reader_close(r);
   if (st == EST_OK && p->labels && num_labels != p->num_labels)
@@ -189,7 +197,15 @@ static const char *unexportable(const est_bert_config *c) {
     return o->embedding_size || o->position_ids || o->token_types || o->positions ? "a BERT with other encoder options"
            : (float)c->layer_norm_eps != EST_LAYERNORM_EPS                       ? "a BERT with another layer_norm_eps"
                                                                                  : NULL;
-  if (o->norm != EST_NORM_POST || o->ffn != EST_FFN_DENSE || o->no_bias) return "its norm, FFN or biases";
+  if (f == EST_FAMILY_MODERNBERT)
+    return o->norm != EST_NORM_PRE || o->positions != EST_POS_ROTARY || o->ffn != EST_FFN_GLU || !o->qkv_fused
+               ? "its norm, positions, FFN or Q/K/V layout"
+           : o->token_types != EST_TYPES_NONE || o->embedding_size || o->position_ids ? "its embeddings"
+           : c->hidden_dropout_prob != 0.0 || c->attention_probs_dropout_prob != 0.0 ? "its dropout"
+                                                                                       : NULL;
+  if (o->norm != EST_NORM_POST || o->ffn != EST_FFN_DENSE || o->no_bias || o->qkv_fused ||
+      o->global_attn_every_n_layers)
+    return "its norm, FFN, biases or attention";
   if (f != EST_FAMILY_ELECTRA && o->embedding_size) return "an embedding projection";
   if (f != EST_FAMILY_DISTILBERT && o->positions != EST_POS_LEARNED) return "its position encoding";
   const int after_padding = f == EST_FAMILY_ROBERTA || f == EST_FAMILY_XLM_ROBERTA;

@@ -3,7 +3,7 @@
  *
  * "{n}" stands for a layer number. HF names are BertFor*'s, with the "bert." prefix that
  * BertModel alone (e.g. sentence-transformers' all-MiniLM-L6-v2) saves without ("roberta.",
- * "distilbert.", "electra." likewise). nn.Linear
+ * "distilbert.", "electra.", ModernBERT's "model." likewise). nn.Linear
  * stores weight[out,in] and TF's dense layers kernel[in,out]: those rows are transposed. The
  * output layers that BERT's TF code keeps as output_weights[labels,H] (used with
  * transpose_b) are stored as HF's Linear weight [labels,H] is: not transposed. */
@@ -76,6 +76,31 @@ static const hf_name_row DISTILBERT_BODY[] = {
     {"transformer.layer.{n}.output_layer_norm.bias", "bert/encoder/layer_{n}/output/LayerNorm/beta", 0},
 };
 
+/* ModernBertModel's tensors (transformers >= 4.48, modeling_modernbert.py), without the
+ * "model." prefix of ModernBertFor*. layers.0 has no attn_norm (an Identity: the embeddings'
+ * norm stands for it); Wqkv is the fused [3H, H] (est's attention/self/qkv, qkv_fused) and
+ * mlp.Wi the GeGLU's [2I, H] (input rows, then gate rows). The biases exist only with
+ * attention_bias / mlp_bias / norm_bias. */
+static const hf_name_row MODERNBERT_BODY[] = {
+    {"embeddings.tok_embeddings.weight", "bert/embeddings/word_embeddings", 0},
+    {"embeddings.norm.weight", "bert/embeddings/LayerNorm/gamma", 0},
+    {"embeddings.norm.bias", "bert/embeddings/LayerNorm/beta", 0},
+    {"layers.{n}.attn_norm.weight", "bert/encoder/layer_{n}/attention/output/LayerNorm/gamma", 0},
+    {"layers.{n}.attn_norm.bias", "bert/encoder/layer_{n}/attention/output/LayerNorm/beta", 0},
+    {"layers.{n}.attn.Wqkv.weight", "bert/encoder/layer_{n}/attention/self/qkv/kernel", 1},
+    {"layers.{n}.attn.Wqkv.bias", "bert/encoder/layer_{n}/attention/self/qkv/bias", 0},
+    {"layers.{n}.attn.Wo.weight", "bert/encoder/layer_{n}/attention/output/dense/kernel", 1},
+    {"layers.{n}.attn.Wo.bias", "bert/encoder/layer_{n}/attention/output/dense/bias", 0},
+    {"layers.{n}.mlp_norm.weight", "bert/encoder/layer_{n}/output/LayerNorm/gamma", 0},
+    {"layers.{n}.mlp_norm.bias", "bert/encoder/layer_{n}/output/LayerNorm/beta", 0},
+    {"layers.{n}.mlp.Wi.weight", "bert/encoder/layer_{n}/intermediate/dense/kernel", 1},
+    {"layers.{n}.mlp.Wi.bias", "bert/encoder/layer_{n}/intermediate/dense/bias", 0},
+    {"layers.{n}.mlp.Wo.weight", "bert/encoder/layer_{n}/output/dense/kernel", 1},
+    {"layers.{n}.mlp.Wo.bias", "bert/encoder/layer_{n}/output/dense/bias", 0},
+    {"final_norm.weight", "bert/encoder/final/LayerNorm/gamma", 0},
+    {"final_norm.bias", "bert/encoder/final/LayerNorm/beta", 0},
+};
+
 /* BertFor*'s heads: the names outside "bert.". */
 static const hf_name_row BERT_HEADS[] = {
     /* BertForPreTraining's heads; cls.predictions.decoder.weight is tied to the word
@@ -119,6 +144,18 @@ static const hf_name_row DISTILBERT_HEADS[] = {
     {"qa_outputs.bias", "cls/squad/output_bias", 0},
 };
 
+/* ModernBertForSequenceClassification: head (dense + act + norm, ModernBertPredictionHead)
+ * on the cls token or the mean of the tokens, then classifier (est's classifier head of the
+ * ModernBERT kind: classifier/dense, classifier/LayerNorm, output_weights). */
+static const hf_name_row MODERNBERT_HEADS[] = {
+    {"head.dense.weight", "classifier/dense/kernel", 1},
+    {"head.dense.bias", "classifier/dense/bias", 0},
+    {"head.norm.weight", "classifier/LayerNorm/gamma", 0},
+    {"head.norm.bias", "classifier/LayerNorm/beta", 0},
+    {"classifier.weight", "output_weights", 0},
+    {"classifier.bias", "output_bias", 0},
+};
+
 #define ROWS(a) a, sizeof a / sizeof *a
 
 /* One table per model_type: the encoder's rows (prefix optional on reading: a *Model saved
@@ -136,6 +173,7 @@ static const struct {
     {EST_FAMILY_XLM_ROBERTA, "roberta.", ROWS(BERT_BODY), ROWS(ROBERTA_HEADS)},
     {EST_FAMILY_DISTILBERT, "distilbert.", ROWS(DISTILBERT_BODY), ROWS(DISTILBERT_HEADS)},
     {EST_FAMILY_ELECTRA, "electra.", ROWS(BERT_BODY), ROWS(ROBERTA_HEADS)},
+    {EST_FAMILY_MODERNBERT, "model.", ROWS(MODERNBERT_BODY), ROWS(MODERNBERT_HEADS)},
 };
 
 static size_t table_of(est_model_family family) {

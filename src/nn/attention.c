@@ -32,28 +32,38 @@
 size_t est_attention_scratch_floats(int B, int N, int S) { return 2 * (size_t)B * N * S * S; }
 
 /* Row-wise softmax of p[S,S] in place, after scaling (x scale: 1 where the product
- * applied it already, which changes no bit) and adding the key mask. */
-static void masked_softmax_rows(float *p, const float *madd, float scale, int rows, int S) {
+ * applied it already, which changes no bit) and adding the key mask. window >= 0: query row
+ * i0 + i sees only keys j with |i0 + i - j| <= window (a sliding window, ModernBERT's local
+ * layers); the others get probability 0 exactly, and the max and the sum run over the
+ * window alone (the numbers of a -inf score there). window < 0: every key. */
+static void masked_softmax_rows(float *p, const float *madd, float scale, int rows, int S, int i0, int window) {
   for (int i = 0; i < rows; i++) {
     float *row = p + (size_t)i * S;
+    int lo = 0, hi = S;
+    if (window >= 0) {
+      lo = i0 + i - window > 0 ? i0 + i - window : 0;
+      hi = i0 + i + window + 1 < S ? i0 + i + window + 1 : S;
+      for (int j = 0; j < lo; j++) row[j] = 0.0f;
+      for (int j = hi; j < S; j++) row[j] = 0.0f;
+    }
     float mx = -INFINITY;
     /* a max reduction (exact in any order): without the simd clause this loop ran
      * scalar, one vmaxss latency per key, ~60% of the softmax's time */
 #pragma omp simd reduction(max : mx)
-    for (int j = 0; j < S; j++) {
+    for (int j = lo; j < hi; j++) {
       row[j] = row[j] * scale + madd[j];
       mx = row[j] > mx ? row[j] : mx;
     }
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int j = 0; j < S; j++) {
+    for (int j = lo; j < hi; j++) {
       float e = est_fast_expf(row[j] - mx);
       row[j] = e;
       sum += e;
     }
     float inv = 1.0f / sum;
 #pragma omp simd
-    for (int j = 0; j < S; j++) row[j] *= inv;
+    for (int j = lo; j < hi; j++) row[j] *= inv;
   }
 }
 
@@ -79,7 +89,7 @@ enum { STRIP = 48 };
  * Returns non-zero, having done nothing, when a buffer cannot be had. */
 static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const float *qb, const float *kb,
                             const float *vb, const float *madd, int S, int Dh, int HD, float scale, int dropout,
-                            float keep_scale) {
+                            float keep_scale, int window) {
   float *kp = est_thread_buf(EST_TBUF_ATT_K, est_f32_packed_floats(Dh, S));
   float *vp = est_thread_buf(EST_TBUF_ATT_V, est_f32_packed_floats(S, Dh));
   float *strip = est_thread_buf(EST_TBUF_ATT_STRIP, (size_t)STRIP * S);
@@ -90,7 +100,7 @@ static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const fl
     int rows = S - i0 < STRIP ? S - i0 : STRIP;
     float *p = probs + (size_t)i0 * S;
     est_f32_gemm_packed(rows, S, Dh, scale, qb + (size_t)i0 * HD, HD, kp, p, S);
-    masked_softmax_rows(p, madd, 1.0f, rows, S);
+    masked_softmax_rows(p, madd, 1.0f, rows, S, i0, window);
     const float *pd = p;
     if (dropout) {
       const uint8_t *mr = m + (size_t)i0 * S;
@@ -114,7 +124,7 @@ static int pair_forward_own(float *ctx, float *probs, const uint8_t *m, const fl
  * then run and write P and ctx whole. */
 static int pair_forward_bf16(float *ctx, float *p, const uint8_t *m, const float *qb, const float *kb,
                              const float *vb, const float *madd, int S, int Dh, int HD, float scale, int dropout,
-                             float keep_scale, int amx) {
+                             float keep_scale, int amx, int window) {
   float *pd = p;
   if (dropout && !(pd = est_thread_buf(EST_TBUF_ATT_STRIP, (size_t)S * S))) return -1;
   /* P[S,S] = Q K^T, scaled in the softmax: with alpha = 1 the tiles are stored straight
@@ -124,7 +134,7 @@ static int pair_forward_bf16(float *ctx, float *p, const uint8_t *m, const float
   } else {
     est_sgemm_bf16_dp(CblasNoTrans, CblasTrans, S, S, Dh, 1.0f, qb, HD, kb, HD, 0.0f, p, S);
   }
-  masked_softmax_rows(p, madd, scale, S, S);
+  masked_softmax_rows(p, madd, scale, S, S, 0, window);
   if (dropout)
     for (size_t e = 0; e < (size_t)S * S; e++) pd[e] = m[e] ? p[e] * keep_scale : 0.0f;
   /* ctx[S,Dh] = Pd V */
@@ -139,11 +149,11 @@ static int pair_forward_bf16(float *ctx, float *p, const uint8_t *m, const float
  * for the packed copies). */
 static void pair_forward_blas(float *ctx, float *p, const uint8_t *m, float *tmp, const float *qb, const float *kb,
                               const float *vb, const float *madd, int S, int Dh, int HD, float scale, int dropout,
-                              float keep_scale) {
+                              float keep_scale, int window) {
   const size_t SS = (size_t)S * S;
   /* P[S,S] = scale * Q K^T */
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, S, Dh, scale, qb, HD, kb, HD, 0.0f, p, S);
-  masked_softmax_rows(p, madd, 1.0f, S, S);
+  masked_softmax_rows(p, madd, 1.0f, S, S, 0, window);
   const float *pd = p;
   if (dropout) {
     for (size_t e = 0; e < SS; e++) tmp[e] = m[e] ? p[e] * keep_scale : 0.0f;
@@ -189,6 +199,14 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
                               const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                               int Dh, float dropout_prob, uint64_t seed, uint64_t step, uint32_t tensor_id,
                               int64_t first_example, est_precision precision) {
+  est_attention_forward_window_at(ctx, probs, dropout_mask, scratch, q, k, v, input_mask, B, S, N, Dh, -1,
+                                  dropout_prob, seed, step, tensor_id, first_example, precision);
+}
+
+void est_attention_forward_window_at(float *ctx, float *probs, uint8_t *dropout_mask, float *scratch, const float *q,
+                                     const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
+                                     int Dh, int window, float dropout_prob, uint64_t seed, uint64_t step,
+                                     uint32_t tensor_id, int64_t first_example, est_precision precision) {
   const attention_plan P = attention_plan_of(S, N, Dh, dropout_prob, precision);
   const int HD = P.HD, dropout = P.dropout, own = P.own, bf16 = P.bf16, amx = P.amx;
   const float scale = P.scale, keep_scale = P.keep_scale;
@@ -207,14 +225,14 @@ void est_attention_forward_at(float *ctx, float *probs, uint8_t *dropout_mask, f
       if (dropout)
         est_dropout_mask(m, ((size_t)first_example * N + (size_t)bh) * SS, SS, dropout_prob, seed, step, tensor_id);
       if (bf16 && pair_forward_bf16(ctx + off, p, m, q + off, k + off, v + off, madd, S, Dh, HD, scale, dropout,
-                                    keep_scale, amx) == 0)
+                                    keep_scale, amx, window) == 0)
         continue;
       if (own && pair_forward_own(ctx + off, p, m, q + off, k + off, v + off, madd, S, Dh, HD, scale, dropout,
-                                  keep_scale) == 0)
+                                  keep_scale, window) == 0)
         continue;
       float *tmp = dropout ? scratch + (size_t)bh * SS : NULL;
       pair_forward_blas(ctx + off, p, m, tmp, q + off, k + off, v + off, madd, S, Dh, HD, scale, dropout,
-                        keep_scale);
+                        keep_scale, window);
     }
   }
 }

@@ -18,6 +18,14 @@ static float keep_factor(const uint8_t *mask, size_t e, float prob) {
 void est_attention_forward_ref(float *ctx, float *probs, const uint8_t *dropout_mask, const float *q,
                                const float *k, const float *v, const int32_t *input_mask, int B, int S, int N,
                                int Dh, float dropout_prob) {
+  est_attention_forward_window_ref(ctx, probs, dropout_mask, q, k, v, input_mask, B, S, N, Dh, -1, dropout_prob);
+}
+
+/* A key outside the window (|i - j| > window, window >= 0) is left out of the softmax: its
+ * probability is 0 (transformers' sliding-window mask, a -inf score). */
+void est_attention_forward_window_ref(float *ctx, float *probs, const uint8_t *dropout_mask, const float *q,
+                                      const float *k, const float *v, const int32_t *input_mask, int B, int S,
+                                      int N, int Dh, int window, float dropout_prob) {
   const int HD = N * Dh;
   const double scale = 1.0 / sqrt((double)Dh);
   double *row = malloc((size_t)S * sizeof(double));
@@ -26,6 +34,10 @@ void est_attention_forward_ref(float *ctx, float *probs, const uint8_t *dropout_
       for (int i = 0; i < S; i++) {
         double mx = -INFINITY, sum = 0.0;
         for (int j = 0; j < S; j++) {
+          if (window >= 0 && abs(i - j) > window) {
+            row[j] = -INFINITY;
+            continue;
+          }
           double dot = 0.0;
           for (int d = 0; d < Dh; d++) dot += (double)AT(q, b, i, h, d) * AT(k, b, j, h, d);
           double m = input_mask ? input_mask[(size_t)b * S + j] : 1;

@@ -26,8 +26,13 @@ static inline void layernorm_row(float *y, float *mean, float *rstd, const float
     sq += d * d;
   }
   float s = 1.0f / sqrtf(sq / (float)C + eps);
+  if (beta) {
 #pragma omp simd
-  for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * gamma[c] + beta[c];
+    for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * gamma[c] + beta[c];
+  } else { /* no bias (ModernBERT's norm_bias false) */
+#pragma omp simd
+    for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * gamma[c];
+  }
   if (mean) *mean = m;
   if (rstd) *rstd = s;
 }

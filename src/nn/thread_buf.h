@@ -13,6 +13,7 @@ typedef enum {
   EST_TBUF_ATT_K,        /* attention.c: a pair's K^T, packed */
   EST_TBUF_ATT_V,        /* attention.c: a pair's V, packed */
   EST_TBUF_ATT_STRIP,    /* attention.c: a strip of dropped-out probabilities */
+  EST_TBUF_ATT_TILE,     /* attention_tiled.c: a query block's scores, context sums, max, sum */
   EST_TBUF_BF16_A,       /* gemm_amx.c, gemm_bf16.c: A of the calling thread, packed as bf16 */
   EST_TBUF_BF16_B,       /* gemm_amx.c, gemm_bf16.c: B of the calling thread, packed as bf16 */
   EST_TBUF_INT8_A,       /* gemm_int8.c: A of the calling thread, quantized to u8 */

@@ -1,6 +1,6 @@
 /* libFuzzer target: a HuggingFace config.json (est_bert_config_from_json_string, which hands
  * a config with "model_type" to est_hf_config_from_json, src/hf/hf_config.c: BERT, RoBERTa,
- * XLM-R, DistilBERT, ELECTRA) on arbitrary text. Invariants: a config either fails with
+ * XLM-R, DistilBERT, ELECTRA, ModernBERT) on arbitrary text. Invariants: a config either fails with
  * INVALID_ARGUMENT and a message or is valid; an HF one (with "model_type"; Google's
  * bert_config.json is fuzz_bert_config's) written as est's HF export writes it
  * (est_hf_config_to_json_string, with labels) parses to a config of the same family,

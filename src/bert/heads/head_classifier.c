@@ -6,7 +6,8 @@
  * per-example softmax cross-entropy, loss = their mean. Backward adds d loss / d pooled into
  * the encoder's pooled-output gradient (est/bert_encoder.h).
  *
- * The other families' kinds (est_classifier_kind, docs/heads.md §7): RoBERTa's, XLM-R's and
+ * The other families' kinds (est_classifier_kind, docs/heads.md §7; ModernBERT's dense -> act ->
+ * LayerNorm -> dropout -> classifier on the first token or the mean of the tokens): RoBERTa's, XLM-R's and
  * ELECTRA's heads (dropout -> dense -> tanh / GELU -> dropout -> out_proj) and DistilBERT's
  * (pre_classifier -> ReLU -> dropout -> classifier) on the first token of the sequence output,
  * at the config's classifier dropout; backward adds into that token's rows of the encoder's
@@ -44,7 +45,11 @@ struct est_bert_classifier_head {
   int H, C;
   est_classifier_kind kind;
   float dropout;                     /* the kind's; EST_CLASSIFIER_BERT: CLASSIFIER_DROPOUT */
-  int dense_w, dense_b;              /* classifier/dense [H,H], [H]; -1 under EST_CLASSIFIER_BERT */
+  int dense_w, dense_b;              /* classifier/dense [H,H], [H]; -1 under EST_CLASSIFIER_BERT
+                                        (dense_b -1 too: ModernBERT's head without classifier_bias) */
+  int norm_g, norm_b;                /* classifier/LayerNorm (EST_CLASSIFIER_MODERNBERT), else -1 */
+  est_activation act_fn;             /* the dense kinds' activation */
+  float norm_eps;
   int out_w, out_b;                  /* output_weights [C,H], output_bias [C] */
   int max_B;
   void *buf;
@@ -58,6 +63,8 @@ struct est_bert_classifier_head {
    * pooled_d = dropout(act) is the output layer's input */
   float *input_d, *pre, *act, *d_act, *d_input_d;
   uint8_t *in_mask;
+  /* EST_CLASSIFIER_MODERNBERT: normed = LayerNorm(act) [B,H] (then dropout), its stats [B] */
+  float *normed, *ln_mean, *ln_rstd;
   /* the last forward: valid with labels (its loss), ran with or without */
   int B, valid, ran;
   float p, p_in;
@@ -73,13 +80,22 @@ est_classifier_kind est_classifier_kind_of(est_model_family family) {
   case EST_FAMILY_XLM_ROBERTA: return EST_CLASSIFIER_DENSE_TANH;
   case EST_FAMILY_ELECTRA: return EST_CLASSIFIER_DENSE_GELU;
   case EST_FAMILY_DISTILBERT: return EST_CLASSIFIER_DENSE_RELU;
+  case EST_FAMILY_MODERNBERT: return EST_CLASSIFIER_MODERNBERT;
   default: return EST_CLASSIFIER_BERT;
   }
 }
 
+/* A variable's value or gradient; NULL for -1 (a bias the options leave out). */
+static float *head_value(const est_bert_classifier_head *h, int idx) {
+  return idx < 0 ? NULL : est_vars_value(h->vs, (size_t)idx);
+}
+static float *head_grad(const est_bert_classifier_head *h, int idx) {
+  return idx < 0 ? NULL : est_vars_grad(h->vs, (size_t)idx);
+}
+
 static est_activation kind_activation(est_classifier_kind kind) {
   return kind == EST_CLASSIFIER_DENSE_TANH   ? EST_ACT_TANH
-         : kind == EST_CLASSIFIER_DENSE_GELU ? EST_ACT_GELU_EXACT
+         : kind == EST_CLASSIFIER_DENSE_GELU || kind == EST_CLASSIFIER_MODERNBERT ? EST_ACT_GELU_EXACT
                                              : EST_ACT_RELU;
 }
 
@@ -90,9 +106,32 @@ est_status est_bert_classifier_head_create(est_bert_classifier_head **out, int h
 
 est_status est_bert_classifier_head_create_kind(est_bert_classifier_head **out, int hidden_size, int num_labels,
                                                 est_classifier_kind kind, double dropout, est_var_store *vs) {
+  const est_classifier_head_options o = {.kind = kind, .dropout = dropout, .act = kind_activation(kind),
+                                         .dense_bias = 1, .norm_bias = 1, .norm_eps = EST_LAYERNORM_EPS};
+  return est_bert_classifier_head_create_opts(out, hidden_size, num_labels, &o, vs);
+}
+
+est_classifier_head_options est_classifier_head_options_of(const est_bert_config *cfg) {
+  const est_classifier_kind kind = est_classifier_kind_of(cfg->opt.family);
+  est_classifier_head_options o = {.kind = kind, .dropout = cfg->opt.classifier_dropout,
+                                   .act = kind_activation(kind), .dense_bias = 1, .norm_bias = 1,
+                                   .norm_eps = cfg->layer_norm_eps};
+  if (kind == EST_CLASSIFIER_MODERNBERT) {
+    o.act = cfg->opt.classifier_act;
+    o.dense_bias = cfg->opt.classifier_bias;
+    o.norm_bias = !cfg->opt.no_bias;
+    o.mean_pooling = cfg->opt.classifier_mean_pooling;
+  }
+  return o;
+}
+
+est_status est_bert_classifier_head_create_opts(est_bert_classifier_head **out, int hidden_size, int num_labels,
+                                                const est_classifier_head_options *o, est_var_store *vs) {
   *out = NULL;
+  const est_classifier_kind kind = o->kind;
+  const double dropout = o->dropout;
   if (num_labels <= 0) return est_error(EST_ERR_INVALID_ARGUMENT, "num_labels must be positive, got %d", num_labels);
-  if ((unsigned)kind > (unsigned)EST_CLASSIFIER_DENSE_RELU)
+  if ((unsigned)kind > (unsigned)EST_CLASSIFIER_MODERNBERT)
     return est_error(EST_ERR_INVALID_ARGUMENT, "classifier head: unknown kind %d", (int)kind);
   if (!(dropout >= 0 && dropout < 1))
     return est_error(EST_ERR_INVALID_ARGUMENT, "classifier head: dropout %g is not in [0, 1)", dropout);
@@ -103,12 +142,20 @@ est_status est_bert_classifier_head_create_kind(est_bert_classifier_head **out, 
   h->C = num_labels;
   h->kind = kind;
   h->dropout = kind == EST_CLASSIFIER_BERT ? CLASSIFIER_DROPOUT : (float)dropout;
-  h->dense_w = h->dense_b = -1;
+  h->dense_w = h->dense_b = h->norm_g = h->norm_b = -1;
+  h->act_fn = o->act;
+  h->norm_eps = (float)o->norm_eps;
   est_status st = EST_OK;
   if (kind != EST_CLASSIFIER_BERT) {
     int64_t ddims[2] = {hidden_size, hidden_size}, dbdims[1] = {hidden_size};
     st = est_vars_declare(vs, "classifier/dense/kernel", 2, ddims, est_init_truncated_normal(0.02f), &h->dense_w);
-    if (st == EST_OK) st = est_vars_declare(vs, "classifier/dense/bias", 1, dbdims, est_init_zeros(), &h->dense_b);
+    if (st == EST_OK && o->dense_bias)
+      st = est_vars_declare(vs, "classifier/dense/bias", 1, dbdims, est_init_zeros(), &h->dense_b);
+    if (st == EST_OK && kind == EST_CLASSIFIER_MODERNBERT) { /* ModernBertPredictionHead's norm */
+      if (o->norm_bias) st = est_vars_declare(vs, "classifier/LayerNorm/beta", 1, dbdims, est_init_zeros(), &h->norm_b);
+      if (st == EST_OK)
+        st = est_vars_declare(vs, "classifier/LayerNorm/gamma", 1, dbdims, est_init_ones(), &h->norm_g);
+    }
   }
   /* run_classifier hard-codes stddev 0.02 here, whatever initializer_range says. */
   int64_t wdims[2] = {num_labels, hidden_size}, bdims[1] = {num_labels};
@@ -136,8 +183,9 @@ est_status est_bert_classifier_head_reserve(est_bert_classifier_head *h, int max
   /* one buffer, each region on a cache line */
   const int dense = h->kind != EST_CLASSIFIER_BERT;
   const size_t DH = dense ? B * H : 0; /* the dense kinds' regions */
-  const size_t sizes[] = {B * H * 4, B * C * 4, B * C * 4, B * 4, B * H, B * 4, B * C * 4, B * H * 4,
-                          DH * 4,    DH * 4,    DH * 4,    DH * 4, DH * 4, DH};
+  const size_t NH = h->kind == EST_CLASSIFIER_MODERNBERT ? B * H : 0, NB = NH ? B : 0;
+  const size_t sizes[] = {B * H * 4, B * C * 4, B * C * 4, B * 4,  B * H,  B * 4,  B * C * 4, B * H * 4,
+                          DH * 4,    DH * 4,    DH * 4,    DH * 4, DH * 4, DH,     NH * 4,    NB * 4, NB * 4};
   enum { NREG = sizeof sizes / sizeof *sizes };
   size_t bytes = 0;
   for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) bytes += (sizes[i] + 63) & ~(size_t)63;
@@ -168,6 +216,9 @@ est_status est_bert_classifier_head_reserve(est_bert_classifier_head *h, int max
   h->d_act = dense ? regions[11] : NULL;
   h->d_input_d = dense ? regions[12] : NULL;
   h->in_mask = dense ? regions[13] : NULL;
+  h->normed = NH ? regions[14] : NULL;
+  h->ln_mean = NH ? regions[15] : NULL;
+  h->ln_rstd = NH ? regions[16] : NULL;
   return EST_OK;
 }
 
@@ -199,14 +250,20 @@ est_status est_bert_classifier_head_forward(est_bert_classifier_head *h, const f
   const size_t first = (size_t)h->first_row * (size_t)H;
   float p_in = 0.0f;
   if (h->kind != EST_CLASSIFIER_BERT) {
-    /* [dropout ->] dense -> act; DistilBERT has no dropout before its pre_classifier */
-    p_in = h->kind == EST_CLASSIFIER_DENSE_RELU ? 0.0f : p;
+    /* [dropout ->] dense -> act [-> LayerNorm]; DistilBERT and ModernBERT have no dropout
+     * before the dense */
+    p_in = h->kind == EST_CLASSIFIER_DENSE_RELU || h->kind == EST_CLASSIFIER_MODERNBERT ? 0.0f : p;
     est_dropout_forward_at(h->input_d, h->in_mask, pooled, (size_t)B * H, first, p_in, dropout_seed, step,
                            EST_BERT_DROPOUT_HEAD_FIRST + 1);
-    est_matmul_forward(h->pre, h->input_d, est_vars_value(h->vs, (size_t)h->dense_w),
-                       est_vars_value(h->vs, (size_t)h->dense_b), B, H, H, 0, h->precision);
-    est_activation_forward(h->act, h->pre, (size_t)B * H, kind_activation(h->kind));
+    est_matmul_forward(h->pre, h->input_d, est_vars_value(h->vs, (size_t)h->dense_w), head_value(h, h->dense_b), B,
+                       H, H, 0, h->precision);
+    est_activation_forward(h->act, h->pre, (size_t)B * H, h->act_fn);
     pooled = h->act;
+    if (h->kind == EST_CLASSIFIER_MODERNBERT) {
+      est_layernorm_forward_eps(h->normed, h->ln_mean, h->ln_rstd, h->act, head_value(h, h->norm_g),
+                                head_value(h, h->norm_b), B, H, h->norm_eps);
+      pooled = h->normed;
+    }
   }
   est_dropout_forward_at(h->pooled_d, h->mask, pooled, (size_t)B * H, first, p, dropout_seed, step,
                          EST_BERT_DROPOUT_HEAD_FIRST);
@@ -261,12 +318,17 @@ static est_status backward_from_d_logits(est_bert_classifier_head *h, float *d_p
     est_matmul_backward_mode(h->d_pooled_d, dW, db, h->d_logits, h->pooled_d,
                              est_vars_value(h->vs, (size_t)h->out_w), B, H, C, 1, EST_GRAD_WRITE, h->precision);
     est_dropout_backward_mode(h->d_act, h->d_pooled_d, h->mask, (size_t)B * H, h->p, EST_GRAD_WRITE);
+    const float *d_act = h->d_act;
+    if (h->kind == EST_CLASSIFIER_MODERNBERT) { /* normed = LayerNorm(act): d act into d_input_d (free: p_in 0) */
+      est_layernorm_backward_mode(h->d_input_d, head_grad(h, h->norm_g), head_grad(h, h->norm_b), h->d_act, h->act,
+                                  head_value(h, h->norm_g), h->ln_mean, h->ln_rstd, B, H, EST_GRAD_WRITE);
+      d_act = h->d_input_d;
+    }
     /* act = f(pre): d pre written over d_pooled_d */
-    est_activation_backward_mode(h->d_pooled_d, h->d_act, h->pre, (size_t)B * H, kind_activation(h->kind),
-                                 EST_GRAD_WRITE);
+    est_activation_backward_mode(h->d_pooled_d, d_act, h->pre, (size_t)B * H, h->act_fn, EST_GRAD_WRITE);
     /* pre = input_d Wd + bd; input_d = dropout(input): d input added into d_pooled */
     float *d_in = h->p_in > 0.0f ? h->d_input_d : d_pooled;
-    est_matmul_backward_mode(d_in, est_vars_grad(h->vs, (size_t)h->dense_w), est_vars_grad(h->vs, (size_t)h->dense_b),
+    est_matmul_backward_mode(d_in, est_vars_grad(h->vs, (size_t)h->dense_w), head_grad(h, h->dense_b),
                              h->d_pooled_d, h->input_d, est_vars_value(h->vs, (size_t)h->dense_w), B, H, H, 0,
                              d_in != d_pooled ? EST_GRAD_WRITE : EST_GRAD_ADD, h->precision);
     est_bert_report_grads_ready(h->vs, (size_t)h->dense_w, (size_t)h->out_b, h->ready_fn, h->ready_ctx);
@@ -299,7 +361,9 @@ typedef struct classifier {
   float *d_logits;         /* multi-label: [max_batch, C] */
   int32_t *ones;           /* multi-label: [max_batch] of 1, exact match's "labels" */
   int first_token;         /* 1: the input is the first token's row (the dense kinds) */
+  int mean_pooling;        /* 1: ... or the mean of the unpadded tokens' rows (ModernBERT's "mean") */
   float *first, *d_first;  /* [max_batch, H] then */
+  const int32_t *mask;     /* mean pooling: the last forward's input_mask [B,S] */
   /* one batch, [max_batch, C] / [max_batch] */
   float *logits, *per_example_loss, *probabilities, *weights;
   int32_t *predictions;
@@ -341,10 +405,10 @@ static est_status classifier_create(void **out, const est_bert_head_context *ctx
   m->regression = p->regression;
   /* the family's *ForSequenceClassification head (docs/heads.md §7) */
   const est_bert_config *cfg = est_bert_encoder_config(ctx->encoder);
-  const est_classifier_kind kind = est_classifier_kind_of(cfg->opt.family);
-  m->first_token = kind != EST_CLASSIFIER_BERT;
-  return est_bert_classifier_head_create_kind(&m->head, cfg->hidden_size, p->num_labels, kind,
-                                              cfg->opt.classifier_dropout, ctx->vars);
+  const est_classifier_head_options o = est_classifier_head_options_of(cfg);
+  m->first_token = o.kind != EST_CLASSIFIER_BERT;
+  m->mean_pooling = o.mean_pooling;
+  return est_bert_classifier_head_create_opts(&m->head, cfg->hidden_size, p->num_labels, &o, ctx->vars);
 }
 
 static est_status add_metric(classifier *m, est_metric_kind kind, const char *name) {
@@ -432,7 +496,27 @@ static est_status classifier_forward(void *head, const est_bert_head_batch *b, f
   m->labels = labels ? labels->data : NULL;
   est_bert_classifier_head_set_precision(m->head, est_bert_encoder_precision(m->enc));
   const float *input = est_bert_encoder_pooled_output(m->enc);
-  if (m->first_token) { /* features[:, 0, :] of the sequence output */
+  if (m->mean_pooling) { /* sum_s mask[b,s] seq[b,s,:] / sum_s mask[b,s] (ModernBertForSequenceClassification) */
+    const est_tensor *mask;
+    if ((st = est_features_get(f, "input_mask", EST_DT_INT32, 2, &mask)) != EST_OK) return st;
+    m->mask = mask->data;
+    const size_t H = (size_t)est_bert_encoder_config(m->enc)->hidden_size, S = (size_t)b->seq_len;
+    const float *seq = est_bert_encoder_sequence_output(m->enc);
+    for (size_t i = 0; i < (size_t)b->batch; i++) {
+      float *out = m->first + i * H;
+      double count = 0;
+      memset(out, 0, H * sizeof(float));
+      for (size_t t = 0; t < S; t++) {
+        if (!m->mask[i * S + t]) continue;
+        count += m->mask[i * S + t];
+        for (size_t j = 0; j < H; j++) out[j] += (float)m->mask[i * S + t] * seq[(i * S + t) * H + j];
+      }
+      /* a row without tokens pools to zeros (transformers divides 0 by 0) */
+      const float inv = count > 0 ? (float)(1.0 / count) : 0.0f;
+      for (size_t j = 0; j < H; j++) out[j] *= inv;
+    }
+    input = m->first;
+  } else if (m->first_token) { /* features[:, 0, :] of the sequence output */
     const size_t H = (size_t)est_bert_encoder_config(m->enc)->hidden_size, S = (size_t)b->seq_len;
     const float *seq = est_bert_encoder_sequence_output(m->enc);
     for (size_t i = 0; i < (size_t)b->batch; i++) memcpy(m->first + i * H, seq + i * S * H, H * sizeof(float));
@@ -479,6 +563,17 @@ static est_status classifier_backward(void *head) {
                                                                               m->d_first)
                                    : est_bert_classifier_head_backward(m->head, m->d_first);
     if (st != EST_OK) return st;
+    if (m->mean_pooling) { /* each unpadded token's row gets mask / count of d pooled */
+      for (size_t i = 0; i < (size_t)B; i++) {
+        double count = 0;
+        for (size_t t = 0; t < S; t++) count += m->mask[i * S + t];
+        for (size_t t = 0; t < S && count > 0; t++) {
+          const float w = (float)(m->mask[i * S + t] / count);
+          for (size_t j = 0; w != 0.0f && j < H; j++) d_seq[(i * S + t) * H + j] += w * m->d_first[i * H + j];
+        }
+      }
+      return EST_OK;
+    }
     for (size_t i = 0; i < (size_t)B; i++)
       for (size_t j = 0; j < H; j++) d_seq[i * S * H + j] += m->d_first[i * H + j];
     return EST_OK;

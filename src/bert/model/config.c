@@ -31,13 +31,14 @@ const char *est_model_family_name(est_model_family family) {
     case EST_FAMILY_XLM_ROBERTA: return "xlm-roberta";
     case EST_FAMILY_DISTILBERT: return "distilbert";
     case EST_FAMILY_ELECTRA: return "electra";
+    case EST_FAMILY_MODERNBERT: return "modernbert";
   }
   return "?";
 }
 
 /* The spellings of the options in est's bert_config.json ("encoder_options", written only
  * when an option differs from BERT's, so a BERT's file stays Google's). */
-static const char *const FAMILIES[] = {"bert", "roberta", "xlm-roberta", "distilbert", "electra"};
+static const char *const FAMILIES[] = {"bert", "roberta", "xlm-roberta", "distilbert", "electra", "modernbert"};
 static const char *const POSITIONS[] = {"learned", "sinusoidal", "rotary", "none"};
 static const char *const POSITION_IDS[] = {"index", "after_padding"};
 static const char *const TOKEN_TYPES[] = {"segments", "zero", "none"};
@@ -93,6 +94,8 @@ static const config_field BERT_FIELDS[] = {
 /* encoder_options' numbers (its enums are read by name, get_enum below) */
 static const config_field OPTION_FIELDS[] = {
     INT_FIELD(est_encoder_options, embedding_size),   INT_FIELD(est_encoder_options, no_bias),
+    INT_FIELD(est_encoder_options, qkv_fused),        INT_FIELD(est_encoder_options, classifier_mean_pooling),
+    INT_FIELD(est_encoder_options, classifier_bias),
     INT_FIELD(est_encoder_options, pad_rows_frozen),  INT_FIELD(est_encoder_options, global_attn_every_n_layers),
     INT_FIELD(est_encoder_options, local_attention),  REAL_FIELD(est_encoder_options, rotary_theta),
     REAL_FIELD(est_encoder_options, rotary_theta_local), REAL_FIELD(est_encoder_options, classifier_dropout),
@@ -167,6 +170,10 @@ est_status bert_config_json_options_read(est_bert_config *c, json_t *root, const
       (st = get_enum(o, "ffn", FFNS, COUNT(FFNS), &ffn, src)) ||
       (st = read_fields(x, OPTION_FIELDS, COUNT(OPTION_FIELDS), o, src)))
     return st;
+  json_t *act = json_object_get(o, "classifier_act");
+  if (act && (!json_is_string(act) || est_activation_from_name(json_string_value(act), &x->classifier_act)))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"encoder_options.classifier_act\" must be an "
+                     "activation's name (\"gelu_exact\", \"gelu\", \"relu\", \"tanh\", \"linear\")", src);
   x->family = (est_model_family)family;
   x->positions = (est_position_encoding)positions;
   x->position_ids = (est_position_ids)ids;
@@ -189,6 +196,7 @@ static void options_json(json_t *root, const est_bert_config *c) {
   json_object_set_new(o, "norm", json_string(NORMS[x->norm]));
   json_object_set_new(o, "ffn", json_string(FFNS[x->ffn]));
   write_fields(o, x, OPTION_FIELDS, COUNT(OPTION_FIELDS));
+  json_object_set_new(o, "classifier_act", json_string(est_activation_name(x->classifier_act)));
   json_object_set_new(root, "encoder_options", o);
   json_object_set_new(root, "pad_token_id", json_integer(c->pad_token_id));
 }
@@ -201,17 +209,25 @@ static est_status options_validate(const est_bert_config *c, const char *src) {
       (unsigned)x->token_types >= (unsigned)COUNT(TOKEN_TYPES) || (unsigned)x->norm >= (unsigned)COUNT(NORMS) ||
       (unsigned)x->ffn >= (unsigned)COUNT(FFNS))
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: an encoder option is out of range", src);
-  const char *later = x->norm == EST_NORM_PRE                   ? "norm \"pre\" (pre-LayerNorm)"
-                      : x->positions == EST_POS_ROTARY          ? "positions \"rotary\""
-                      : x->positions == EST_POS_NONE            ? "positions \"none\""
-                      : x->ffn == EST_FFN_GLU                   ? "ffn \"glu\" (GeGLU / SwiGLU)"
-                      : x->no_bias                              ? "no_bias"
-                      : x->global_attn_every_n_layers || x->local_attention ? "sliding-window attention"
-                      : x->rotary_theta || x->rotary_theta_local ? "rotary_theta"
-                                                                : NULL;
-  if (later)
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: encoder option %s is not supported yet (est runs post-LayerNorm "
-                     "encoders with learned or sinusoidal positions)", src, later);
+  const int Dh = c->num_attention_heads > 0 ? c->hidden_size / c->num_attention_heads : 0;
+  if (x->positions == EST_POS_ROTARY) {
+    if (!(x->rotary_theta > 0.0) || x->rotary_theta_local < 0.0)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: rotary positions need a positive rotary_theta (global_rope_"
+                       "theta), got %g (local %g)", src, x->rotary_theta, x->rotary_theta_local);
+    if (Dh % 2)
+      return est_error(EST_ERR_INVALID_ARGUMENT, "%s: rotary positions need an even head size, got %d (hidden_size "
+                       "%d / num_attention_heads %d)", src, Dh, c->hidden_size, c->num_attention_heads);
+  } else if (x->rotary_theta || x->rotary_theta_local) {
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: rotary_theta is set but positions are not \"rotary\"", src);
+  }
+  if (x->global_attn_every_n_layers < 0 || x->local_attention < 0 ||
+      (x->global_attn_every_n_layers > 1 && x->local_attention < 2))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: sliding windows need global_attn_every_n_layers >= 0 and a "
+                     "local_attention >= 2 tokens, got %d and %d", src, x->global_attn_every_n_layers,
+                     x->local_attention);
+  if (x->position_ids == EST_POS_IDS_AFTER_PADDING && x->positions != EST_POS_LEARNED &&
+      x->positions != EST_POS_SINUSOIDAL)
+    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: position_ids \"after_padding\" needs a position table", src);
   if (x->embedding_size < 0)
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: field \"embedding_size\" must be positive, got %d", src,
                      x->embedding_size);

@@ -7,9 +7,14 @@
 
 /* Store indices of one transformer layer's variables. */
 typedef struct enc_layer_vars {
+  /* -1 where the options declare none: biases under no_bias, q/k/v under qkv_fused (qkv
+   * instead), layer 0's ln1 under pre-LN */
   int q_w, q_b, k_w, k_b, v_w, v_b;   /* attention/self/{query,key,value}/{kernel,bias} */
+  int qkv_w, qkv_b;                   /* attention/self/qkv/{kernel [H,3H], bias} (qkv_fused) */
   int ao_w, ao_b, ln1_g, ln1_b;       /* attention/output/dense, attention/output/LayerNorm */
-  int i_w, i_b, o_w, o_b, ln2_g, ln2_b; /* intermediate/dense, output/dense, output/LayerNorm */
+  int i_w, i_b, o_w, o_b, ln2_g, ln2_b; /* intermediate/dense ([H,2I] under GLU), output/dense,
+                                          output/LayerNorm */
+  int first, last;                    /* the layer's first and last variable (report group) */
 } enc_layer_vars;
 
 /* What one layer keeps for its backward pass. T = B*S tokens. In a forward-only or a
@@ -20,9 +25,13 @@ typedef struct enc_layer_acts {
   uint8_t *pmask;               /* [B,N,S,S] their dropout mask (NULL forward-only): both one
                                    buffer for all layers, drawn again in backward */
   float *ctx;                   /* [T,H] attention context (heads concatenated) */
+  float *lse;                   /* [B,N,S] the tiled attention's log-sum-exp per query row,
+                                   kept for its backward (enc_tiled; else NULL) */
   uint8_t *amask;               /* [T,H] dropout mask of the attention output dense */
   float *a_pre, *ln1_mean, *ln1_rstd, *a; /* [T,H] residual sum, [T] stats, [T,H] LayerNorm out */
-  float *h_pre;                 /* [T,I] intermediate dense out (the activation's output is
+  /* pre-LN reuses the buffers: a_pre = LN1(x) (layer 0: unused), a = x + attention block
+   * (the residual stream u), y_pre = LN2(u), y = u + ffn block */
+  float *h_pre;                 /* [T,I] ([T,2I] under GLU) intermediate dense out (the activation's output is
                                    recomputed in backward: one [T,I] buffer for all layers) */
   uint8_t *omask;               /* [T,H] dropout mask of the output dense */
   float *y_pre, *ln2_mean, *ln2_rstd, *y; /* [T,H] residual sum, stats, layer output */
@@ -41,7 +50,11 @@ typedef struct enc_grads {
   float *ffn_out;     /* [T,H] d(act(A Wi + bi) Wo + bo), after the output dropout's backward */
   float *inter;       /* [T,I] d act(A Wi + bi); with the tanh GELU, act(A Wi + bi) itself
                          (est_matmul_backward_gelu recomputes it there, d act is not stored) */
-  float *inter_pre;   /* [T,I] d(A Wi + bi): the act(h_pre) buffer `h`, free by then */
+  float *inter_pre;   /* [T,I] d(A Wi + bi): the act(h_pre) buffer `h`, free by then (its own
+                         [T,2I] under GLU) */
+  float *qkv;         /* [T,3H] d(x Wqkv) under qkv_fused: d Q, d K, d V side by side */
+  float *seq_out;     /* [T,H] under pre-LN: the public sequence-output gradient (after the
+                         final LayerNorm); hidden is then d of the last layer's output */
   float *attn_dense;  /* [T,H] d(ctx Wao + bao), after the attention-output dropout's backward */
   float *ctx;         /* [T,H] d ctx */
   float *q, *k, *v;   /* [T,H] each, consecutive: d Q, d K, d V */
@@ -60,6 +73,8 @@ struct est_bert_encoder {
   int E;                                  /* embedding width: opt.embedding_size or H */
   float *sin_table;                       /* [P,E] EST_POS_SINUSOIDAL's fixed table, else NULL */
   enc_layer_vars *lv;
+  int fin_g, fin_b;                       /* pre-LN's final LayerNorm; -1 without */
+  float *rope_global, *rope_local;        /* EST_POS_ROTARY's cos/sin tables [2 P Dh/2] */
   int pool_w, pool_b;
   est_precision precision;                /* of every GEMM of the encoder and its heads */
 
@@ -80,6 +95,8 @@ struct est_bert_encoder {
   float *first, *pool_pre, *pooled;       /* [B,H] */
   float *att_scratch;
   float *h;                               /* [T,I] act(h_pre) of the layer at hand */
+  float *qkv;                             /* [T,3H] x Wqkv (qkv_fused), split into q, k, v */
+  float *fin_out, *fin_mean, *fin_rstd;   /* pre-LN: the final LayerNorm's [T,H] and stats */
   enc_grads d;
 
   /* the last forward */
@@ -95,8 +112,26 @@ struct est_bert_encoder {
   int64_t first_row; /* est_bert_encoder_set_first_row */
 };
 
-static inline float *enc_value(const est_bert_encoder *e, int idx) { return est_vars_value(e->vs, (size_t)idx); }
-static inline float *enc_grad(const est_bert_encoder *e, int idx) { return est_vars_grad(e->vs, (size_t)idx); }
+/* A variable's value or gradient; NULL for -1, a variable the options leave out (a bias
+ * under no_bias: every op takes a NULL bias). */
+static inline float *enc_value(const est_bert_encoder *e, int idx) {
+  return idx < 0 ? NULL : est_vars_value(e->vs, (size_t)idx);
+}
+static inline float *enc_grad(const est_bert_encoder *e, int idx) {
+  return idx < 0 ? NULL : est_vars_grad(e->vs, (size_t)idx);
+}
+
+/* Whether a forward of S tokens runs the tiled attention (O(S) memory, no probabilities
+ * kept): beyond EST_ATTENTION_FULL_MAX_SEQ tokens, forward-only or without attention
+ * dropout (the tiled kernels have none); up to it the kernel that keeps the probabilities,
+ * as always. */
+static inline int enc_tiled(const est_bert_encoder *e, int S) {
+  return S > EST_ATTENTION_FULL_MAX_SEQ && (!e->with_backward || e->cfg.attention_probs_dropout_prob == 0.0);
+}
+
+/* Layer l's attention window (-1: global) and, under rotary positions, its cos/sin table. */
+int enc_layer_window(const est_bert_encoder *e, int l);
+const float *enc_layer_rope(const est_bert_encoder *e, int l);
 
 /* Layers [first, last) forward from x, layer first's input [B*S,H], into e->la (encoder.c). */
 void enc_layers_forward(est_bert_encoder *e, int first, int last, const float *x, const int32_t *input_mask, int B,
