@@ -13,8 +13,8 @@
 #
 # Needs perf (linux-perf) with perf_event_paranoid <= 2 and python3. Each table's last column
 # divides a category's FLOPs by its CPU-seconds and by bench_peak's fp32 FMA rate per core,
-# measured at the start (the best of three runs, each the best of 5). Data files go to $PROFILE_DIR (default
-# /tmp/est-profile) and are kept.
+# measured at the start (the best of three runs, each the best of 5). Data files go to
+# $PROFILE_DIR (default /tmp/est-profile) and are kept. docs/performance.md §6 reads them.
 set -e
 BUILD=${1:-build}
 MODELS=${2:-"tiny mini small base"}

@@ -198,8 +198,10 @@ static void blas_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, 
    * blocks share, K x the other side of C, i.e. a whole [tokens, H] activation or gradient;
    * with four blocks a thread those copies were 9-10% of a Small or Base fp32 training step's
    * CPU time (perf, bench/profile_train.sh). One block a thread packs it twice, not eight
-   * times: ~10% less CPU for those products (bench/README.md, "Weight gradients in one block
-   * a thread"). Blocks split C only, never K, so the sums and results are the same. */
+   * times: ~10% less CPU for those products (bench/README.md, "Where a training step's time
+   * goes, and the weight gradients in one block a thread"). Blocks split C, never K; on
+   * BERT's weight-gradient shapes OpenBLAS 0.3.21 gave byte-identical C and checkpoints
+   * either way, though in general its bits may depend on the block (docs/testing.md §2). */
   if (ta != CblasNoTrans) chunk = even;
   chunk = (chunk + ALIGN - 1) / ALIGN * ALIGN;
   int nblocks = (len + chunk - 1) / chunk;
