@@ -8,7 +8,7 @@ fp32 FMA ceiling those milliseconds reached.
         --precision fp32 --iters 3 --peak-core 172.4 [--batch 32 --seq 128]
 
 bench/profile_train.sh runs perf and this script for every model and precision. The rules
-(CATEGORY below) go from a sample's call chain (leaf first) to a category:
+(OUTER, LEAF and categorize() below) go from a sample's call chain (leaf first) to a category:
 
 - a name anywhere in the chain decides first (the optimizer's, the clipping's, attention's,
   LayerNorm's, dropout's, ...), with OpenMP's outlined copies ("f._omp_fn.2") read as f;
@@ -29,8 +29,7 @@ import collections
 import re
 import sys
 
-# name (OpenMP suffix removed) -> category, checked along the chain from the leaf; the first
-# name of a chain found here decides, unless a later (outer) one is in OUTER
+# the leaf's name (OpenMP suffix removed) -> category, where no name of the chain is in OUTER
 LEAF = {
     "awd_update": "optimizer", "adam_update": "optimizer", "momentum_update": "optimizer",
     "sum_squares": "clipping", "chunked_global_norm": "clipping",
@@ -43,7 +42,7 @@ LEAF = {
     "bias_grad": "bias gradients",
     "est_vars_zero_grads": "zeroing gradients",
 }
-# names that decide over the leaf: a whole op's region
+# names that decide wherever they are in the chain, before the leaf: a whole op's region
 OUTER = [
     ("chunked_global_norm", "clipping"),
     ("est_optimizer_global_norm", "clipping"),
