@@ -4,7 +4,7 @@
  *   bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch 32] [--seq 128]
  *              [--iters N] [--warmup W] [--threads 2] [--precision fp32|bf16|int8]
  *              [--gemm KERNEL (EST_KERNEL's names)] [--recompute 0|1]
- *              [--head classifier|squad]
+ *              [--head classifier|squad] [--perf-ctl FIFO]
  *
  * --head squad: run_squad.py's model instead (est_bert_squad_head_type through the one BERT
  * model_fn, the code `est run_squad` trains and predicts with: cls/squad weights [2, H] on
@@ -15,7 +15,10 @@
  * them. Prints one line: "est <model> <mode> <ex/s> ex/s (<ms> ms/step, <MiB> MiB activations,
  * ...)" (the activations: the encoder's).
  * bench/run_bert.sh runs it next to bench/bert_torch.py and prints the ratios; see
- * bench/README.md for how to read them. */
+ * bench/README.md for how to read them.
+ * --perf-ctl FIFO: writes "enable" to FIFO when the timed steps start and "disable" when they
+ * end, so `perf record -D -1 --control fifo:FIFO` samples those steps only, not the model's
+ * build, random initialisation and warm-up (bench/profile_train.sh). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +44,7 @@ static int usage(void) {
   fprintf(stderr, "usage: bench_bert --model tiny|mini|small|base [--mode train|infer] [--batch N] [--seq N]\n"
                   "                  [--iters N] [--warmup N] [--threads N] [--precision fp32|bf16|int8]\n"
                   "                  [--gemm KERNEL (EST_KERNEL's names)] [--recompute 0|1]\n"
-                  "                  [--head classifier|squad]\n");
+                  "                  [--head classifier|squad] [--perf-ctl FIFO]\n");
   return 2;
 }
 
@@ -75,7 +78,7 @@ static void random_batch(int batch, int seq, int vocab_size, int32_t **ids, int3
  * read-only, as theirs are (packed weights kept; the warm-up packs them). Prints the line
  * main() prints. */
 static int bench_model_fn(const est_bert_model_params *p, const char *model, int train, int batch, int iters,
-                          int warmup) {
+                          int warmup, const char *perf_ctl) {
   const int seq = p->max_seq_length;
   est_log_set_level(EST_LOG_ERROR); /* the model_fn's "*** Features ***" and variable logs */
   est_model_fn fn = est_bert_model_fn(p);
@@ -111,14 +114,23 @@ static int bench_model_fn(const est_bert_model_params *p, const char *model, int
   const est_features features = {.batch_size = batch, .count = 7, .names = names, .tensors = tensors};
   est_estimator_spec spec;
   double t0 = 0;
+  FILE *ctl = NULL;
+  if (perf_ctl && !(ctl = fopen(perf_ctl, "w"))) {
+    fprintf(stderr, "bench_bert: --perf-ctl %s: cannot open for writing\n", perf_ctl);
+    return 1;
+  }
   for (int it = 0; it < warmup + iters; it++) {
-    if (it == warmup) t0 = now();
+    if (it == warmup) {
+      if (ctl) fputs("enable\n", ctl), fflush(ctl);
+      t0 = now();
+    }
     memset(&spec, 0, sizeof spec);
     if (train) est_vars_zero_grads(vs);
     CHECK(fn.call(m, vs, &features, mode, it, &spec));
     if (train) CHECK(est_optimizer_apply(opt, it));
   }
   double dt = now() - t0;
+  if (ctl) fputs("disable\n", ctl), fclose(ctl);
   printf("est %s %s %.2f ex/s (%.1f ms/step, %d iters, %.0f MiB activations, %s head, loss %.4f)\n", model,
          train ? "train" : "infer", (double)batch * iters / dt, 1e3 * dt / iters, iters,
          (double)est_bert_encoder_activation_bytes(est_bert_model_encoder(m)) / 1048576.0, p->head->name, spec.loss);
@@ -130,7 +142,7 @@ static int bench_model_fn(const est_bert_model_params *p, const char *model, int
 }
 
 int main(int argc, char **argv) {
-  const char *model = "tiny", *mode = "train", *head = "classifier";
+  const char *model = "tiny", *mode = "train", *head = "classifier", *perf_ctl = NULL;
   int batch = 32, seq = 128, iters = 0, warmup = 1, threads = 2, recompute = 0;
   est_precision precision = EST_PRECISION_FP32;
   for (int i = 1; i < argc; i++) {
@@ -145,6 +157,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--recompute")) recompute = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--head")) head = argv[++i];
+    else if (!strcmp(argv[i], "--perf-ctl")) perf_ctl = argv[++i];
     else if (!strcmp(argv[i], "--precision")) {
       if (est_precision_parse(argv[++i], &precision) || est_precision_resolve(precision) != precision) return usage();
     } else if (!strcmp(argv[i], "--gemm")) { /* the kernel choice (nn/kernel_choice.h), as EST_KERNEL */
@@ -178,5 +191,5 @@ int main(int argc, char **argv) {
   if (!strcmp(head, "squad")) p.head = &est_bert_squad_head_type;
   else if (!strcmp(head, "classifier")) p.head = &est_bert_classifier_head_type, p.head_params = &classifier;
   else return usage();
-  return bench_model_fn(&p, model, train, batch, iters, warmup);
+  return bench_model_fn(&p, model, train, batch, iters, warmup, perf_ctl);
 }

@@ -194,6 +194,15 @@ static void blas_parallel(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, 
   int chunk = (len + threads * BLOCKS_PER_THREAD - 1) / (threads * BLOCKS_PER_THREAD);
   int even = (len + threads - 1) / threads; /* never coarser than one block per thread */
   if (chunk < MIN_BLOCK) chunk = MIN_BLOCK < even ? MIN_BLOCK : even;
+  /* A weight gradient (Trans A, K = tokens): every block's sgemm packs the operand the
+   * blocks share, K x the other side of C, i.e. a whole [tokens, H] activation or gradient;
+   * with four blocks a thread those copies were 9-10% of a Small or Base fp32 training step's
+   * CPU time (perf, bench/profile_train.sh). One block a thread packs it twice, not eight
+   * times: ~10% less CPU for those products (bench/README.md, "Where a training step's time
+   * goes, and the weight gradients in one block a thread"). Blocks split C, never K; on
+   * BERT's weight-gradient shapes OpenBLAS 0.3.21 gave byte-identical C and checkpoints
+   * either way, though in general its bits may depend on the block (docs/testing.md §2). */
+  if (ta != CblasNoTrans) chunk = even;
   chunk = (chunk + ALIGN - 1) / ALIGN * ALIGN;
   int nblocks = (len + chunk - 1) / chunk;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nblocks < threads ? nblocks : threads)

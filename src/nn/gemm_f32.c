@@ -316,6 +316,20 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
   int rblocks = (M + MC - 1) / MC;
   int groups = column_groups(tiles, rblocks, threads > 1 ? ITEMS_PER_THREAD * threads : 0);
   int items = rblocks * groups;
+  if (threads == 1 || items == 1) {
+    /* One thread: the calling one, without a team. Inside a caller's parallel loop (the
+     * attention backward's per-(example, head) products) a `parallel num_threads(1)` still
+     * started a nested team each call: 9216 of the 9707 parallel regions of a Base training
+     * step (docs/performance.md §6). The same items in the same order, so the same bits. */
+    if (!kept) pack_b(bp, B, ldb, tb != CblasNoTrans, K, N, 0, tiles);
+    for (int it = 0; it < items; it++) {
+      int rb = it / groups, g = it % groups;
+      int m0 = rb * MC, m1 = m0 + MC < M ? m0 + MC : M;
+      int t0 = (int)((long)tiles * g / groups), t1 = (int)((long)tiles * (g + 1) / groups);
+      run_item(ta != CblasNoTrans, N, K, alpha, A, lda, kept ? kept : bp, beta, C, ldc, ep, m0, m1, t0, t1);
+    }
+    return 0;
+  }
 #pragma omp parallel num_threads(items < threads ? items : threads)
   {
     int from, to;
