@@ -585,3 +585,21 @@ def test_python_runs_while_est_computes(minilm, sentences):
     elapsed = time.perf_counter() - t0
     t.join()
     assert count > 0.2 * rate * elapsed, (count, rate, elapsed)
+
+
+# ---- examples/python --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("script, args, expect", [
+    ("embed_and_search.py", ["MINILM"], "A man is eating food."),
+    ("rerank.py", [], "[0]"),
+    ("classify.py", [], "eval: {'eval_accuracy'"),
+    ("tokenize_text.py", [], "['[CLS]', 'hello', ',', 'y', \"'\", 'all'"),
+    ("read_records.py", [], "2 {'input_ids': [101, 2002, 102], 'label_ids': [0], 'text': [b'example 2'], 'weight': [1.0]}"),
+])
+def test_examples_run(minilm, script, args, expect):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    args = [minilm if a == "MINILM" else a for a in args]
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", script), *args], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert expect in p.stdout, p.stdout
