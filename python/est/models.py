@@ -131,6 +131,9 @@ class _Served(_Model):
                 v = r[j] if j < len(r) else None
                 if v is not None and not isinstance(v, str):
                     raise TypeError(f"inputs[{i}].{self.inputs[j]}: expected a str, got {type(v).__name__}")
+                if v is not None and "\0" in v:  # a C string would end there
+                    raise _lib.InvalidArgumentError(
+                        f"inputs[{i}].{self.inputs[j]}: a NUL character at {v.index(chr(0))}")
                 flat.append(None if v is None else v.encode("utf-8"))
         ptrs = (ctypes.c_char_p * max(len(flat), 1))(*flat)
         text, size = ctypes.c_void_p(), ctypes.c_size_t()

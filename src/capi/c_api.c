@@ -311,10 +311,11 @@ static est_status embed_window(est_servable *s, est_featurizer *f, const char *c
                               (size_t)(nul - texts[i]));
     size_t bad = est_utf8_first_invalid(texts[i], size);
     if (bad != SIZE_MAX) return est_error(EST_ERR_INVALID_ARGUMENT, "sentences[%zu]: invalid UTF-8 at byte %zu", i, bad);
-    /* the featurizer reads a NUL-terminated string: a text given by length is copied */
+    /* the featurizer reads a NUL-terminated string: a text given by length is copied (its
+     * buffer need not hold a byte past the length) */
     char *copy = NULL;
     const char *text = texts[i];
-    if (lens && texts[i][size] != 0) {
+    if (lens) {
       if (!(copy = malloc(size + 1))) return est_error(EST_ERR_NO_MEMORY, "sentences[%zu]", i);
       memcpy(copy, texts[i], size), copy[size] = 0, text = copy;
     }

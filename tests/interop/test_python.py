@@ -407,6 +407,8 @@ def test_export_of_another_head_is_refused(classifier_run, squad_run, minilm):
         c.predict(["a", 3])
     with pytest.raises(TypeError, match=r"inputs\[0\].text_b: expected a str"):
         c.predict([("a", 3)])
+    with pytest.raises(estpy.InvalidArgumentError, match=r"inputs\[1\].text_a: a NUL character at 2"):
+        c.predict(["fine", "ab\0c"])
 
 
 # ---- records, Examples, checkpoints ----------------------------------------------------------------
