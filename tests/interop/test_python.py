@@ -65,6 +65,28 @@ def test_missing_library_is_an_import_error(tmp_path):
     assert p.returncode != 0 and "ImportError" in p.stderr and "nope.so: no such file" in p.stderr
 
 
+def test_runtime_environment_at_import():
+    """As the est command line before its math commands: GOMP_SPINCOUNT=1000 unless the user set
+    it or OMP_WAIT_POLICY; OpenBLAS's kernels checked once (docs/python.md §1); the user's own
+    settings stand."""
+    code = "import os, est; print(os.environ.get('GOMP_SPINCOUNT'), os.environ.get('EST_OPENBLAS_CHECKED'), " \
+           "os.environ.get('OPENBLAS_CORETYPE'))"
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY", "OPENBLAS_CORETYPE", "EST_OPENBLAS_CHECKED")}
+    base["PYTHONPATH"] = os.path.join(ROOT, "python")
+
+    def run(**env):
+        p = subprocess.run([sys.executable, "-c", code], env=dict(base, **env), capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stdout.split()
+
+    spin, checked, _ = run()
+    assert spin == "1000" and checked == "1"
+    assert run(GOMP_SPINCOUNT="7")[0] == "7"
+    assert run(OMP_WAIT_POLICY="PASSIVE")[0] == "None"
+    assert run(OPENBLAS_CORETYPE="Haswell")[1:] == ["None", "Haswell"]  # the user's choice: no check
+
+
 def test_error_classes():
     assert issubclass(estpy.InvalidArgumentError, (estpy.EstError, ValueError))
     assert issubclass(estpy.NotFoundError, (estpy.EstError, LookupError))
