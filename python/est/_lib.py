@@ -9,7 +9,6 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 
 from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_float, c_int, c_int32, c_int64, c_size_t,
                     c_uint8, c_uint64, c_void_p)

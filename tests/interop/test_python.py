@@ -27,7 +27,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import CONFIG, DATA, EST, MRPC_DIR, ROOT, VOCAB, est, varied_sentences
+from conftest import CONFIG, DATA, MRPC_DIR, ROOT, VOCAB, est, varied_sentences
 
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import est as estpy  # noqa: E402
