@@ -10,6 +10,7 @@
 #                   into .venv-demo/) and from scratch, both dev accuracies side by side
 #   make bench      benchmarks that run est and its peer side by side
 #   make interop    TensorFlow/HuggingFace read est's files and est reads theirs (PyPI venv)
+#   make python     build/libest.so, copied into python/est/ for `pip install ./python` (docs/python.md)
 #   make install PREFIX=/usr/local
 
 PREFIX ?= /usr/local
@@ -24,7 +25,7 @@ BUILD_DIR   := build
 CMAKE_FLAGS := -DCMAKE_BUILD_TYPE=Release
 endif
 
-.PHONY: all build configure deps test demo demo-pretrained bench install clean fuzz interop
+.PHONY: all build configure deps test demo demo-pretrained bench install clean fuzz interop python
 
 all: deps
 	@$(MAKE) --no-print-directory build
@@ -61,7 +62,16 @@ bench: deps
 
 interop: deps
 	@$(MAKE) --no-print-directory build
+	@cmake --build $(BUILD_DIR) --target est_shared -j $(JOBS) -- --no-print-directory
 	@sh tests/interop/run.sh $(BUILD_DIR)
+
+# libest.so (the same sources as libest.a, position-independent; not part of `make` or
+# `make test`) for the Python package: then `pip install ./python`.
+python: deps
+	@$(MAKE) --no-print-directory configure
+	@cmake --build $(BUILD_DIR) --target est_shared -j $(JOBS) -- --no-print-directory
+	@cp $(BUILD_DIR)/libest.so python/est/libest.so
+	@echo "python/est/libest.so built: now pip install ./python"
 
 fuzz: deps
 	@sh tests/fuzz/run.sh

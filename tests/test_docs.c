@@ -95,7 +95,7 @@ static int visit(const char *path, const struct stat *sb, int type, struct FTW *
 
 static void test_citations_resolve(void **state) {
   (void)state;
-  static const char *const dirs[] = {"src", "include", "tools", "tests", "bench", "examples", "scripts"};
+  static const char *const dirs[] = {"src", "include", "tools", "tests", "bench", "examples", "scripts", "python"};
   for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/%s", EST_SOURCE_DIR, dirs[i]);

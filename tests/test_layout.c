@@ -64,6 +64,8 @@ static const layer_rule RULES[] = {
      "src/bert/model/encoder_backward.c src/bert/model/encoder_internal.h",
      "src/hf/", "the encoder and its config know nothing of HuggingFace: src/hf reads HF's files into them"},
     {"src/", "est/est.h", "the umbrella header hides which layers a file uses"},
+    {BELOW_TASKS " src/tasks/", "src/capi/",
+     "the C API for bindings (est/c_api.h) stands on top: nothing else in src/ includes it"},
 };
 
 /* Each public header's layer: the directory whose files implement it. est/est.h, which
@@ -97,7 +99,8 @@ static const struct {
     {"est/ner.h", "src/ner/"},
     {"est/bert_task.h", "src/tasks/"},      {"est/run_classifier.h", "src/tasks/"},
     {"est/run_squad.h", "src/tasks/"},      {"est/run_ner.h", "src/tasks/"},      {"est/run_pretraining.h", "src/tasks/"},
-    {"est/serving.h", "src/serve/"},        {"est/est.h", NULL},
+    {"est/serving.h", "src/serve/"},        {"est/c_api.h", "src/capi/"},
+    {"est/est.h", NULL},
 };
 
 /* The orders inside a layer, each step's files in the order of the steps (nn/cpu_features.h
@@ -141,7 +144,8 @@ enum { NKNOWN = sizeof KNOWN / sizeof *KNOWN };
 
 /* The layer directories of src/: the first part of an internal header's path. */
 static const char *const SRC_DIRS[] = {"core", "io",  "data", "nn",   "train",           "dist",  "text",
-                                       "bert", "hf",  "glue", "squad", "ner", "pretraining_data", "tasks", "serve"};
+                                       "bert", "hf",  "glue", "squad", "ner", "pretraining_data", "tasks", "serve",
+                                       "capi"};
 
 /* ---- the checker ------------------------------------------------------------------------ */
 

@@ -49,5 +49,6 @@
 #include "est/early_stopping.h"
 #include "est/exporter.h"
 #include "est/hf_model.h"
+#include "est/c_api.h"
 
 #endif

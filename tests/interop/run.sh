@@ -27,6 +27,8 @@ fi
 
 [ -x "$build/est" ] || { echo "interop: $build/est not built" >&2; exit 1; }
 export EST_BIN="$build/est" EST_ROOT="$root"
+# test_python*.py import python/est against this build's libest.so (make interop builds it)
+export EST_LIBRARY="${EST_LIBRARY:-$build/libest.so}"
 # TF: no oneDNN banner or CPU-feature chatter; both libraries on the 2 cores CI has.
 export TF_CPP_MIN_LOG_LEVEL=2 TF_ENABLE_ONEDNN_OPTS=0 CUDA_VISIBLE_DEVICES=
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} TOKENIZERS_PARALLELISM=false
