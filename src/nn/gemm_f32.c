@@ -299,6 +299,25 @@ static int column_groups(int tiles, int rblocks, int want) {
   return groups;
 }
 
+/* One est_sgemm_f32 product cut into items: row block it / groups (MC rows) times column
+ * group it % groups (of the packed B's tiles); every thread count runs the same items. */
+typedef struct gemm_job {
+  int trans_a, M, N, K;
+  float alpha, beta;
+  const float *A, *bp;
+  int lda, ldc;
+  float *C;
+  const est_gemm_epilogue *ep;
+  int tiles, groups;
+} gemm_job;
+
+static void run_job_item(const gemm_job *j, int it) {
+  const int rb = it / j->groups, g = it % j->groups;
+  const int m0 = rb * MC, m1 = m0 + MC < j->M ? m0 + MC : j->M;
+  const int t0 = (int)((long)j->tiles * g / j->groups), t1 = (int)((long)j->tiles * (g + 1) / j->groups);
+  run_item(j->trans_a, j->N, j->K, j->alpha, j->A, j->lda, j->bp, j->beta, j->C, j->ldc, j->ep, m0, m1, t0, t1);
+}
+
 int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc, const est_gemm_epilogue *ep) {
   if (!est_cpu_has_avx512f()) return -1;
@@ -316,18 +335,16 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
   int rblocks = (M + MC - 1) / MC;
   int groups = column_groups(tiles, rblocks, threads > 1 ? ITEMS_PER_THREAD * threads : 0);
   int items = rblocks * groups;
+  const gemm_job job = {.trans_a = ta != CblasNoTrans, .M = M, .N = N, .K = K, .alpha = alpha, .A = A, .lda = lda,
+                        .bp = kept ? kept : bp, .beta = beta, .C = C, .ldc = ldc, .ep = ep, .tiles = tiles,
+                        .groups = groups};
   if (threads == 1 || items == 1) {
     /* One thread: the calling one, without a team. Inside a caller's parallel loop (the
      * attention backward's per-(example, head) products) a `parallel num_threads(1)` still
      * started a nested team each call: 9216 of the 9707 parallel regions of a Base training
      * step (docs/performance.md §6). The same items in the same order, so the same bits. */
     if (!kept) pack_b(bp, B, ldb, tb != CblasNoTrans, K, N, 0, tiles);
-    for (int it = 0; it < items; it++) {
-      int rb = it / groups, g = it % groups;
-      int m0 = rb * MC, m1 = m0 + MC < M ? m0 + MC : M;
-      int t0 = (int)((long)tiles * g / groups), t1 = (int)((long)tiles * (g + 1) / groups);
-      run_item(ta != CblasNoTrans, N, K, alpha, A, lda, kept ? kept : bp, beta, C, ldc, ep, m0, m1, t0, t1);
-    }
+    for (int it = 0; it < items; it++) run_job_item(&job, it);
     return 0;
   }
 #pragma omp parallel num_threads(items < threads ? items : threads)
@@ -339,12 +356,7 @@ int est_sgemm_f32(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, f
 #pragma omp barrier
     }
 #pragma omp for schedule(dynamic, 1)
-      for (int it = 0; it < items; it++) {
-        int rb = it / groups, g = it % groups;
-        int m0 = rb * MC, m1 = m0 + MC < M ? m0 + MC : M;
-        int t0 = (int)((long)tiles * g / groups), t1 = (int)((long)tiles * (g + 1) / groups);
-        run_item(ta != CblasNoTrans, N, K, alpha, A, lda, kept ? kept : bp, beta, C, ldc, ep, m0, m1, t0, t1);
-      }
+    for (int it = 0; it < items; it++) run_job_item(&job, it);
   }
   return 0;
 }
