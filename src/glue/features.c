@@ -181,6 +181,20 @@ est_status est_convert_examples_to_features(const est_examples *examples, const 
 }
 
 /* The records of both kinds: label_ids one id, or (multi_label) nlabels 0 / 1 values. */
+/* The record's label_ids (one id, or a multi-label row of 0/1) and is_real_example after its
+ * input_ids / input_mask / segment_ids, serialized into w. */
+static est_status write_record(est_tfrecord_writer *w, est_example *rec, const int64_t *label_ids,
+                               size_t num_label_ids, int64_t is_real) {
+  est_status st = est_example_set_int64(rec, "label_ids", label_ids, num_label_ids);
+  if (st == EST_OK) st = est_example_set_int64(rec, "is_real_example", &is_real, 1);
+  uint8_t *bytes = NULL;
+  size_t nbytes = 0;
+  if (st == EST_OK) st = est_example_serialize(rec, &bytes, &nbytes);
+  if (st == EST_OK) st = est_tfrecord_writer_write(w, bytes, nbytes);
+  free(bytes);
+  return st;
+}
+
 static est_status convert_to_file(const est_examples *examples, const char *const *labels, size_t nlabels,
                                   int max_seq_length, est_tokenizer *tok, const char *output_file, bool multi_label) {
   est_feature_converter c;
@@ -210,23 +224,16 @@ static est_status convert_to_file(const est_examples *examples, const char *cons
       for (size_t t = 0; t < S; t++) wide[t] = row[k * S + t];
       st = est_example_set_int64(&rec, keys[k], wide, S);
     }
-    int64_t lab = label_id, real = is_real;
+    int64_t lab = label_id;
     if (st == EST_OK && multi_label) {
       const est_input_example *ex = &examples->items[i];
       st = ex->is_padding ? (memset(hot, 0, nlabels * sizeof *hot), EST_OK)
                           : est_multi_label_ids(ex->label ? ex->label : "", labels, nlabels, hot);
       if (st != EST_OK) est_error_prefix("example %s: ", ex->guid ? ex->guid : "?");
       for (size_t k = 0; st == EST_OK && k < nlabels; k++) wide[k] = hot[k];
-      if (st == EST_OK) st = est_example_set_int64(&rec, "label_ids", wide, nlabels);
-    } else if (st == EST_OK) {
-      st = est_example_set_int64(&rec, "label_ids", &lab, 1);
     }
-    if (st == EST_OK) st = est_example_set_int64(&rec, "is_real_example", &real, 1);
-    uint8_t *bytes = NULL;
-    size_t nbytes = 0;
-    if (st == EST_OK) st = est_example_serialize(&rec, &bytes, &nbytes);
-    if (st == EST_OK) st = est_tfrecord_writer_write(w, bytes, nbytes);
-    free(bytes);
+    if (st == EST_OK)
+      st = write_record(w, &rec, multi_label ? wide : &lab, multi_label ? nlabels : 1, is_real);
   }
   est_example_clear(&rec);
   free(row);
@@ -312,19 +319,8 @@ est_status est_file_based_convert_windows(const est_examples *examples, const ch
         }
         if (st == EST_OK) st = est_example_set_int64(&rec, keys[k], row, S);
       }
-      if (st == EST_OK && multi_label) {
-        for (size_t k = 0; k < nlabels; k++) wide[k] = hot[k];
-        st = est_example_set_int64(&rec, "label_ids", wide, nlabels);
-      } else if (st == EST_OK) {
-        st = est_example_set_int64(&rec, "label_ids", &lab, 1);
-      }
-      const int64_t real = 1;
-      if (st == EST_OK) st = est_example_set_int64(&rec, "is_real_example", &real, 1);
-      uint8_t *bytes = NULL;
-      size_t nbytes = 0;
-      if (st == EST_OK) st = est_example_serialize(&rec, &bytes, &nbytes);
-      if (st == EST_OK) st = est_tfrecord_writer_write(w, bytes, nbytes);
-      free(bytes);
+      for (size_t k = 0; st == EST_OK && multi_label && k < nlabels; k++) wide[k] = hot[k];
+      if (st == EST_OK) st = write_record(w, &rec, multi_label ? wide : &lab, multi_label ? nlabels : 1, 1);
       if (st == EST_OK && nw == wcap) {
         wcap = wcap ? 2 * wcap : 64;
         int64_t *grown = realloc(map, wcap * sizeof *map);
