@@ -115,13 +115,10 @@ static void attention_backward(est_bert_encoder *e, int l, float *dinp, est_grad
 /* A pre-LN layer (ModernBERT), top down: y = u + dropout(ffn(LN2(u))), u = x +
  * dropout(attention(LN1(x)) Wao + bao). On entry d->hidden = d y; on exit d x. d u starts as
  * d y itself (the residual), in place. */
-static void pre_layer_backward(est_bert_encoder *e, int l, int B, int S) {
-  const est_bert_config *cfg = &e->cfg;
-  const int T = B * S, H = cfg->hidden_size;
+static void pre_layer_backward(est_bert_encoder *e, int l, int B, int S, const enc_layer_vars *w,
+                               const enc_layer_acts *a, const float *x) {
+  const int T = B * S, H = e->cfg.hidden_size;
   const size_t TH = (size_t)T * H;
-  const enc_layer_vars *w = &e->lv[l];
-  const enc_layer_acts *a = &e->la[l];
-  const float *x = l ? e->la[l - 1].y : e->x0;
   enc_grads *d = &e->d;
 #define V(idx) enc_value(e, idx)
 #define G(idx) enc_grad(e, idx)
@@ -146,16 +143,16 @@ static void pre_layer_backward(est_bert_encoder *e, int l, int B, int S) {
 /* One post-LN transformer layer, top down. On entry d->hidden = d layer output; on exit d
  * layer input x. */
 static void layer_backward(est_bert_encoder *e, int l, int B, int S) {
+  const enc_layer_vars *w = &e->lv[l];
+  const enc_layer_acts *a = &e->la[l];
+  const float *x = l ? e->la[l - 1].y : e->x0;
   if (e->cfg.opt.norm == EST_NORM_PRE) {
-    pre_layer_backward(e, l, B, S);
+    pre_layer_backward(e, l, B, S, w, a, x);
     return;
   }
   const est_bert_config *cfg = &e->cfg;
   const int T = B * S, H = cfg->hidden_size;
   const size_t TH = (size_t)T * H;
-  const enc_layer_vars *w = &e->lv[l];
-  const enc_layer_acts *a = &e->la[l];
-  const float *x = l ? e->la[l - 1].y : e->x0;
   enc_grads *d = &e->d;
 #define V(idx) enc_value(e, idx)
 #define G(idx) enc_grad(e, idx)
