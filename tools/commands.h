@@ -75,6 +75,7 @@ int est_cmd_run_classifier(int argc, char **argv);
 int est_cmd_run_pretraining(int argc, char **argv);
 int est_cmd_run_squad(int argc, char **argv);
 int est_cmd_run_ner(int argc, char **argv);
+int est_cmd_run_rerank(int argc, char **argv);
 int est_cmd_create_pretraining_data(int argc, char **argv);
 int est_cmd_predict(int argc, char **argv);
 int est_cmd_serve(int argc, char **argv);

@@ -24,12 +24,14 @@ static const est_command commands[] = {
   {"run_pretraining", "pretrain BERT (masked LM + next sentence), as run_pretraining.py", est_cmd_run_pretraining},
   {"run_squad", "fine-tune / predict question answering on SQuAD, as run_squad.py", est_cmd_run_squad},
   {"run_ner", "fine-tune / evaluate / predict token classification (NER) on CoNLL files", est_cmd_run_ner},
+  {"run_rerank", "fine-tune / evaluate / predict a cross-encoder reranker on (query, passage, label) pairs",
+   est_cmd_run_rerank},
   {"squad_eval", "score SQuAD predictions as the official evaluate-v1.1.py / evaluate-v2.0.py", est_cmd_squad_eval},
   {NULL, NULL, NULL},
 };
 
 /* Commands that run math kernels on OpenMP threads (a new one adds its name here). */
-static const char *const math_commands[] = {"run_classifier", "run_pretraining", "run_squad", "run_ner", "predict", "serve",
+static const char *const math_commands[] = {"run_classifier", "run_pretraining", "run_squad", "run_ner", "run_rerank", "predict", "serve",
                                             "extract_features", "embed", NULL};
 
 /* libgomp's threads wait at each barrier by spinning ~300000 iterations (milliseconds here)
