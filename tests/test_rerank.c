@@ -414,6 +414,95 @@ static void test_run_rerank_mse(void **state) {
   free(log);
 }
 
+/* est rerank: a HuggingFace cross-encoder served as it is gives transformers' logits
+ * (tests/data/hf/cross_encoder/golden.tsv), sigmoid by default, ranked best first; an est
+ * run_rerank export and its HF export give the same scores, and those of test_results.tsv. */
+/* A command's stdout alone (its stderr, the log, dropped); fails unless it exits 0. */
+static char *stdout_of(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *stdout_of(const char *fmt, ...) {
+  char cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  char *out = NULL;
+  const int rc = test_run(&out, 0, "%s 2>/dev/null", cmd);
+  if (rc != 0) fail_msg("exit %d for: %s\n%s", rc, cmd, out);
+  return out;
+}
+
+static void test_est_rerank(void **state) {
+  (void)state;
+  const char *passages = test_tmp_path("passages.txt");
+  const char two[] = "the play was written by a man in london.\nparis is a city in france.\n";
+  test_write_bytes(passages, two, strlen(two));
+  const double want[2] = {-2.1816518306732178, -2.1716630458831787}; /* golden.tsv's first two */
+  char *raw = stdout_of(EST_BIN " rerank --model_dir=" EST_TEST_DATA "/hf/cross_encoder --query='who wrote the play'"
+                        " --input_file=%s --raw_scores", passages);
+  size_t i0, i1;
+  double s0, s1;
+  assert_int_equal(sscanf(raw, "%zu\t%lf\n%zu\t%lf\n", &i0, &s0, &i1, &s1), 4);
+  assert_true(i0 == 1 && i1 == 0); /* -2.17 > -2.18 */
+  if (fabs(s0 - want[1]) > 1e-5 || fabs(s1 - want[0]) > 1e-5) fail_msg("est rerank --raw_scores:\n%s", raw);
+  free(raw);
+  char *json = stdout_of(EST_BIN " rerank --model_dir=" EST_TEST_DATA "/hf/cross_encoder --query='who wrote the play'"
+                         " --input_file=%s --output_format=json --return_text", passages);
+  double p0, p1;
+  assert_int_equal(sscanf(json, "[{\"index\": 1, \"score\": %lf, \"text\": \"paris is a city in france.\"}, "
+                                "{\"index\": 0, \"score\": %lf, ", &p0, &p1), 2);
+  if (fabs(p0 - 1.0 / (1.0 + exp(-want[1]))) > 1e-6 || fabs(p1 - 1.0 / (1.0 + exp(-want[0]))) > 1e-6)
+    fail_msg("est rerank's sigmoid:\n%s", json);
+  free(json);
+
+  /* a trained model, both exports: test.tsv's first query's 5 passages */
+  char out[600];
+  snprintf(out, sizeof out, "%s/rr2", test_tmpdir);
+  free(test_run_ok(EST_BIN " run_rerank --data_dir=" RR RUN_FLAGS " --output_dir=%s --do_train --do_predict"
+                   " --train_batch_size=8 --learning_rate=1e-3 --num_train_epochs=5", out));
+  free(test_run_ok(EST_BIN " run_rerank --data_dir=" RR RUN_FLAGS " --output_dir=%s --do_export --export_dir=%s/export",
+                   out, out));
+  free(test_run_ok(EST_BIN " run_rerank --data_dir=" RR RUN_FLAGS " --output_dir=%s --do_export --export_format=hf"
+                   " --export_dir=%s/hf", out, out));
+  char *tsv = test_read_file(RR "/test.tsv", NULL), *results = test_read_in(out, "test_results.tsv");
+  char query[256] = "";
+  const char *five = test_tmp_path("five.txt");
+  FILE *f = fopen(five, "w");
+  float want_scores[5];
+  int want_rank[5];
+  const char *line = tsv + strcspn(tsv, "\n") + 1, *r = results; /* after the header */
+  for (int i = 0; i < 5; i++) {
+    const char *tab = strchr(line, '\t'), *tab2 = strchr(tab + 1, '\t');
+    snprintf(query, sizeof query, "%.*s", (int)(tab - line), line);
+    fprintf(f, "%.*s\n", (int)(tab2 - tab - 1), tab + 1);
+    line = strchr(line, '\n') + 1;
+    assert_int_equal(sscanf(r, "%f\t%d", &want_scores[i], &want_rank[i]), 2);
+    r = strchr(r, '\n') + 1;
+  }
+  fclose(f);
+  const char *dirs[2] = {"export", "hf"};
+  for (int d = 0; d < 2; d++) {
+    char *got = stdout_of(EST_BIN " rerank --model_dir=%s/%s --query='%s' --input_file=%s", out, dirs[d], query, five);
+    char *p = got;
+    for (int k = 0; k < 5; k++) {
+      size_t index;
+      double score;
+      assert_int_equal(sscanf(p, "%zu\t%lf", &index, &score), 2);
+      assert_true(index < 5);
+      if (want_rank[index] != k + 1 || fabs(score - want_scores[index]) > 1e-5)
+        fail_msg("%s: est rerank\n%s\ntest_results.tsv\n%s", dirs[d], got, results);
+      p = strchr(p, '\n') + 1;
+    }
+    free(got);
+  }
+  free(tsv), free(results);
+  /* a model that is no cross-encoder is named */
+  char *log = NULL;
+  assert_int_not_equal(test_run(&log, 1, EST_BIN " rerank --model_dir=" EST_TEST_DATA "/hf/cls_multi --query=q"
+                                " --input_file=%s", passages), 0);
+  assert_non_null(strstr(log, "a reranker needs a cross-encoder"));
+  free(log);
+}
+
 static void test_cli_errors(void **state) {
   (void)state;
   const struct {
@@ -436,7 +525,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_metrics_golden), cmocka_unit_test(test_read),          cmocka_unit_test(test_loss_formula),
     cmocka_unit_test(test_gradcheck),      cmocka_unit_test(test_head_errors),   cmocka_unit_test(test_run_rerank),
-    cmocka_unit_test(test_run_rerank_mse), cmocka_unit_test(test_cli_errors),
+    cmocka_unit_test(test_run_rerank_mse), cmocka_unit_test(test_est_rerank),    cmocka_unit_test(test_cli_errors),
   };
   return cmocka_run_group_tests(tests, test_tmpdir_setup, test_tmpdir_teardown);
 }

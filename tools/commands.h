@@ -78,6 +78,7 @@ int est_cmd_run_ner(int argc, char **argv);
 int est_cmd_run_rerank(int argc, char **argv);
 int est_cmd_create_pretraining_data(int argc, char **argv);
 int est_cmd_predict(int argc, char **argv);
+int est_cmd_rerank(int argc, char **argv);
 int est_cmd_serve(int argc, char **argv);
 int est_cmd_extract_features(int argc, char **argv);
 int est_cmd_embed(int argc, char **argv);

@@ -717,6 +717,13 @@ static void classifier_write(const void *batch, size_t i, est_served_form form, 
     }
 }
 
+/* One label read as a raw score (problem_type regression): a cross-encoder's, an HF one's
+ * (num_labels 1) or est run_rerank's export. */
+static bool classifier_pair_score(const est_model_meta *meta) {
+  return meta->num_labels == 1 &&
+         ((const est_model_classifier *)est_model_meta_head_config(meta))->problem_type == EST_PROBLEM_REGRESSION;
+}
+
 const est_served_head est_served_classifier = {
   .name = "classifier",
   .type = &est_bert_classifier_head_type,
@@ -735,6 +742,7 @@ const est_served_head est_served_classifier = {
   .answer = est_served_text_answer,
   .write = classifier_write,
   .batch_free = est_served_text_batch_free,
+  .pair_score = classifier_pair_score,
   .hf_architecture = "ForSequenceClassification",
   .hf_config = classifier_hf_config,
 };
