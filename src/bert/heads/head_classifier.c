@@ -455,7 +455,7 @@ static est_status classifier_forward(void *head, const est_bert_head_batch *b, f
   }
   if (labels && m->regression)
     return est_error(EST_ERR_UNIMPLEMENTED, "classifier head: a regression head (problem_type regression) is "
-                     "served only; est trains no regression loss");
+                     "served only here; est run_rerank --loss=mse trains a one-output score");
   if (labels && m->multi_label && labels->dims[1] != m->num_labels)
     return est_error(EST_ERR_INVALID_ARGUMENT, "label_ids has %lld labels per example, the classifier %d",
                      (long long)labels->dims[1], m->num_labels);
