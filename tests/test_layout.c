@@ -95,11 +95,12 @@ static const struct {
     {"est/served_head.h", "src/bert/heads/"},
     {"est/hf_model.h", "src/hf/"},          {"est/processors.h", "src/glue/"},
     {"est/classifier_features.h", "src/glue/"}, {"est/multi_label.h", "src/glue/"},
+    {"est/rerank.h", "src/glue/"},
     {"est/squad.h", "src/squad/"},          {"est/pretraining_data.h", "src/pretraining_data/"},
     {"est/ner.h", "src/ner/"},
     {"est/bert_task.h", "src/tasks/"},      {"est/run_classifier.h", "src/tasks/"},
     {"est/run_squad.h", "src/tasks/"},      {"est/run_ner.h", "src/tasks/"},      {"est/run_pretraining.h", "src/tasks/"},
-    {"est/serving.h", "src/serve/"},        {"est/c_api.h", "src/capi/"},
+    {"est/run_rerank.h", "src/tasks/"},     {"est/serving.h", "src/serve/"},      {"est/c_api.h", "src/capi/"},
     {"est/est.h", NULL},
 };
 

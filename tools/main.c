@@ -18,18 +18,21 @@ static const est_command commands[] = {
   {"create_pretraining_data", "raw text to masked-LM/next-sentence TFRecords, as create_pretraining_data.py", est_cmd_create_pretraining_data},
   {"run_classifier", "fine-tune / evaluate / predict with BERT, as run_classifier.py", est_cmd_run_classifier},
   {"predict", "class probabilities of new text with an exported classifier", est_cmd_predict},
+  {"rerank", "scores and ranks of passages for a query with a cross-encoder", est_cmd_rerank},
   {"serve", "serve an exported classifier with TensorFlow Serving's REST API", est_cmd_serve},
   {"extract_features", "BERT feature vectors of text, as extract_features.py", est_cmd_extract_features},
   {"embed", "sentence embeddings of text lines (pooled BERT outputs), or an embedding export", est_cmd_embed},
   {"run_pretraining", "pretrain BERT (masked LM + next sentence), as run_pretraining.py", est_cmd_run_pretraining},
   {"run_squad", "fine-tune / predict question answering on SQuAD, as run_squad.py", est_cmd_run_squad},
   {"run_ner", "fine-tune / evaluate / predict token classification (NER) on CoNLL files", est_cmd_run_ner},
+  {"run_rerank", "fine-tune / evaluate / predict a cross-encoder reranker on (query, passage, label) pairs",
+   est_cmd_run_rerank},
   {"squad_eval", "score SQuAD predictions as the official evaluate-v1.1.py / evaluate-v2.0.py", est_cmd_squad_eval},
   {NULL, NULL, NULL},
 };
 
 /* Commands that run math kernels on OpenMP threads (a new one adds its name here). */
-static const char *const math_commands[] = {"run_classifier", "run_pretraining", "run_squad", "run_ner", "predict", "serve",
+static const char *const math_commands[] = {"run_classifier", "run_pretraining", "run_squad", "run_ner", "run_rerank", "predict", "rerank", "serve",
                                             "extract_features", "embed", NULL};
 
 /* libgomp's threads wait at each barrier by spinning ~300000 iterations (milliseconds here)

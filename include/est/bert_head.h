@@ -149,9 +149,17 @@ typedef struct est_bert_classifier_head_params {
    * "probabilities" = sigmoid(logits). extra_metric is ignored. */
   int multi_label;
   /* Regression (transformers' problem_type "regression", e.g. a cross-encoder of one label):
-   * PREDICT's "probabilities" are the raw logits. Serving only: no loss. */
+   * PREDICT's "probabilities" are the raw logits. Serving only, unless pair_loss is set. */
   int regression;
+  /* A cross-encoder's training loss (est run_rerank, docs/rerank.md): num_labels 1, the float
+   * feature label_values [B] (TRAIN, EVAL) instead of label_ids; an est_pair_loss. BCE:
+   * BCEWithLogitsLoss over the one logit (sentence-transformers' CrossEncoder default for
+   * num_labels 1; labels in [0, 1]), PREDICT "probabilities" = sigmoid(logit). MSE: the mean of
+   * (logit - value)^2 (CrossEncoder with MSELoss, whose training activation is the identity),
+   * PREDICT "probabilities" = the logit. EVAL: eval_loss only. */
+  int pair_loss;
 } est_bert_classifier_head_params;
+typedef enum est_pair_loss { EST_PAIR_LOSS_NONE = 0, EST_PAIR_LOSS_BCE = 1, EST_PAIR_LOSS_MSE = 2 } est_pair_loss;
 extern const est_bert_head_type est_bert_classifier_head_type;
 
 /* run_pretraining.py's get_masked_lm_output + get_next_sentence_output (est/bert_pretraining.h).

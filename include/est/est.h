@@ -43,6 +43,8 @@
 #include "est/ner.h"
 #include "est/run_squad.h"
 #include "est/run_ner.h"
+#include "est/run_rerank.h"
+#include "est/rerank.h"
 #include "est/sentence_embedding.h"
 #include "est/served_head.h"
 #include "est/serving.h"

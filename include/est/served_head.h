@@ -196,6 +196,12 @@ struct est_served_head {
    * already L2-normalised. NULL: not one. */
   bool (*embedding_normalized)(const est_model_meta *meta);
 
+  /* A cross-encoder (est rerank, POST /rerank; docs/rerank.md): whether this model's served
+   * output is one raw score of a (query, passage) pair read as text_a, text_b, which a
+   * reranker turns into a probability by sigmoid as sentence-transformers' CrossEncoder does.
+   * NULL: never one. */
+  bool (*pair_score)(const est_model_meta *meta);
+
   /* A HuggingFace directory served as it is (est_hf_servable_meta, est/serving.h): the end of
    * the transformers class names this head serves in config.json's "architectures" (e.g.
    * "ForTokenClassification": BertForTokenClassification, RobertaForTokenClassification ...;

@@ -208,6 +208,22 @@ est_status est_featurizer_run(est_featurizer *f, const char *text_a, const char 
  * truncation to max_seq_length: above max_seq_length means est_featurizer_run cuts it. */
 est_status est_featurizer_count_tokens(est_featurizer *f, const char *text_a, const char *text_b, int *tokens);
 
+/* ---- a cross-encoder: reranking (est rerank, POST /rerank; docs/rerank.md) -------------- */
+
+/* Whether s scores (query, passage) pairs: its head's pair_score (est/served_head.h), e.g. an
+ * est run_rerank export or a HuggingFace *ForSequenceClassification directory of one label. */
+bool est_servable_is_cross_encoder(const est_servable *s);
+/* scores[n] of the pairs (query, texts[i]), each [CLS] query [SEP] text [SEP] as
+ * run_classifier truncates a pair to the model's max_seq_length; sigmoid(logit) as
+ * sentence-transformers' CrossEncoder, or the logit when raw_scores. Run in batches of the
+ * servable's max_batch at each batch's bucket length. f: a featurizer of s (one per thread).
+ * INVALID_ARGUMENT when s is no cross-encoder (naming its head). */
+est_status est_servable_rerank(est_servable *s, est_featurizer *f, const char *query, const char *const *texts,
+                               size_t n, bool raw_scores, float *scores);
+/* order[n]: the indices of scores[n] from highest to lowest, equal scores in index order
+ * (est run_rerank's ranks, TEI's /rerank order). */
+void est_rerank_order(const float *scores, size_t n, size_t *order);
+
 /* ---- a head's batch: instances or input lines -> rows -> answers (est/served_head.h) ----- */
 
 /* What est predict and est serve run for a servable, whatever its head: a request's instances

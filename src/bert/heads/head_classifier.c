@@ -357,6 +357,8 @@ typedef struct classifier {
   int num_labels, extra_metric;
   int multi_label;         /* sigmoid + BCE over label_ids [B, C] (est_bert_classifier_head_params) */
   int regression;          /* PREDICT: the raw logits */
+  int pair_loss;           /* an est_pair_loss: BCE or MSE over label_values [B] (one logit) */
+  const float *values;     /* pair loss: the last forward's label_values [B], or NULL */
   const int32_t *hot;      /* multi-label: the last forward's label_ids [B, C], or NULL */
   float *d_logits;         /* multi-label: [max_batch, C] */
   int32_t *ones;           /* multi-label: [max_batch] of 1, exact match's "labels" */
@@ -403,6 +405,12 @@ static est_status classifier_create(void **out, const est_bert_head_context *ctx
   m->extra_metric = p->multi_label ? EST_TASK_METRIC_NONE : p->extra_metric;
   m->multi_label = p->multi_label;
   m->regression = p->regression;
+  m->pair_loss = p->pair_loss;
+  if (p->pair_loss && (p->pair_loss != EST_PAIR_LOSS_BCE && p->pair_loss != EST_PAIR_LOSS_MSE))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "classifier head: unknown pair loss %d", p->pair_loss);
+  if (p->pair_loss && (p->num_labels != 1 || p->multi_label))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "classifier head: a pair loss scores with one output, not %d%s",
+                     p->num_labels, p->multi_label ? " multi-label ones" : "");
   /* the family's *ForSequenceClassification head (docs/heads.md §7) */
   const est_bert_config *cfg = est_bert_encoder_config(ctx->encoder);
   const est_classifier_head_options o = est_classifier_head_options_of(cfg);
@@ -438,7 +446,7 @@ static est_status classifier_reserve(void *head, const est_bert_head_context *ct
   }
   if (!m->logits || !m->probabilities || !m->per_example_loss || !m->weights || !m->predictions)
     return est_error(EST_ERR_NO_MEMORY, "classifier head: out of memory for batch %zu", B);
-  if (m->multi_label) {
+  if (m->multi_label || m->pair_loss) {
     free(m->d_logits), free(m->ones);
     m->d_logits = malloc(B * C * sizeof(float));
     m->ones = malloc(B * sizeof(int32_t));
@@ -446,6 +454,7 @@ static est_status classifier_reserve(void *head, const est_bert_head_context *ct
     for (size_t i = 0; i < B; i++) m->ones[i] = 1;
   }
   if (ctx->mode != EST_MODE_EVAL) return EST_OK;
+  if (m->pair_loss) return add_metric(m, EST_METRIC_MEAN, "eval_loss"); /* the ranking metrics: the task's */
   /* metric_fn: accuracy and mean loss, both weighted by is_real_example. */
   st = add_metric(m, EST_METRIC_ACCURACY, "eval_accuracy");
   if (st == EST_OK) st = add_metric(m, EST_METRIC_MEAN, "eval_loss");
@@ -474,17 +483,43 @@ static float multi_label_loss(classifier *m, int B) {
 
 static float sigmoid(float z) { return z >= 0 ? 1.0f / (1.0f + expf(-z)) : expf(z) / (1.0f + expf(z)); }
 
+/* Pair loss over the last forward's logits [B, 1] and m->values [B], each example's into
+ * per_example_loss; returns their mean. BCE: torch's stable BCEWithLogitsLoss term
+ * max(z, 0) - z y + log1p(exp(-|z|)); MSE: (z - y)^2. */
+static float pair_loss(classifier *m, int B) {
+  double total = 0.0;
+  for (int i = 0; i < B; i++) {
+    const double z = m->logits[i], y = m->values[i];
+    const double l = m->pair_loss == EST_PAIR_LOSS_BCE ? (z > 0 ? z : 0.0) - z * y + log1p(exp(-fabs(z)))
+                                                       : (z - y) * (z - y);
+    m->per_example_loss[i] = (float)l;
+    total += l;
+  }
+  return (float)(total / B);
+}
+
 static est_status classifier_forward(void *head, const est_bert_head_batch *b, float *loss) {
   classifier *m = head;
   const est_features *f = b->features;
   const est_tensor *labels = NULL, *real = NULL;
   est_status st = EST_OK;
-  if (b->mode != EST_MODE_PREDICT &&
-      (st = est_features_get(f, "label_ids", EST_DT_INT32, m->multi_label ? 2 : 1, &labels)) != EST_OK)
+  if (m->pair_loss) { /* label_values, not label_ids */
+    const est_tensor *values = NULL;
+    if (b->mode != EST_MODE_PREDICT && (st = est_features_get(f, "label_values", EST_DT_FLOAT, 1, &values)) != EST_OK)
+      return st;
+    m->values = values ? values->data : NULL;
+    for (int i = 0; m->values && i < b->batch; i++)
+      if (!isfinite(m->values[i]) || (m->pair_loss == EST_PAIR_LOSS_BCE && (m->values[i] < 0 || m->values[i] > 1)))
+        return est_error(EST_ERR_INVALID_ARGUMENT, "label_values[%d] = %g: %s", i, (double)m->values[i],
+                         m->pair_loss == EST_PAIR_LOSS_BCE ? "binary cross-entropy needs a label in [0, 1]"
+                                                           : "not a finite number");
+  } else if (b->mode != EST_MODE_PREDICT &&
+             (st = est_features_get(f, "label_ids", EST_DT_INT32, m->multi_label ? 2 : 1, &labels)) != EST_OK) {
     return st;
+  }
   if (labels && m->regression)
     return est_error(EST_ERR_UNIMPLEMENTED, "classifier head: a regression head (problem_type regression) is "
-                     "served only; est trains no regression loss");
+                     "served only here; est run_rerank --loss=mse trains a one-output score");
   if (labels && m->multi_label && labels->dims[1] != m->num_labels)
     return est_error(EST_ERR_INVALID_ARGUMENT, "label_ids has %lld labels per example, the classifier %d",
                      (long long)labels->dims[1], m->num_labels);
@@ -522,6 +557,14 @@ static est_status classifier_forward(void *head, const est_bert_head_batch *b, f
     for (size_t i = 0; i < (size_t)b->batch; i++) memcpy(m->first + i * H, seq + i * S * H, H * sizeof(float));
     input = m->first;
   }
+  if (m->pair_loss) { /* the layer's logits; the loss here */
+    st = est_bert_classifier_head_forward(m->head, input, NULL, b->batch, b->training, b->seed, b->step, m->logits,
+                                          NULL, NULL);
+    if (st != EST_OK || !m->values) return st;
+    const float l = pair_loss(m, b->batch);
+    if (loss) *loss = l;
+    return EST_OK;
+  }
   if (m->multi_label) { /* the layer's logits; the loss here */
     m->hot = m->labels, m->labels = NULL;
     st = est_bert_classifier_head_forward(m->head, input, NULL, b->batch, b->training, b->seed, b->step, m->logits,
@@ -548,8 +591,24 @@ static const float *multi_label_d_logits(classifier *m, int B) {
   return m->d_logits;
 }
 
+/* d loss / d logit of the mean pair loss: BCE (sigmoid(z) - y) / B, MSE 2 (z - y) / B. */
+static const float *pair_d_logits(classifier *m, int B) {
+  for (int i = 0; i < B; i++)
+    m->d_logits[i] = (m->pair_loss == EST_PAIR_LOSS_BCE ? sigmoid(m->logits[i]) - m->values[i]
+                                                        : 2.0f * (m->logits[i] - m->values[i])) / (float)B;
+  return m->d_logits;
+}
+
+/* The loss's d logits when the head computes the loss itself (multi-label, pair), else NULL. */
+static const float *own_d_logits(classifier *m, int B) {
+  return m->pair_loss ? pair_d_logits(m, B) : m->multi_label ? multi_label_d_logits(m, B) : NULL;
+}
+
 static est_status classifier_backward(void *head) {
   classifier *m = head;
+  if ((m->multi_label && !m->hot) || (m->pair_loss && !m->values))
+    return est_error(EST_ERR_FAILED_PRECONDITION, "classifier head backward needs %s in its forward",
+                     m->pair_loss ? "label_values" : "label_ids");
   if (m->first_token) { /* d first token, added into its rows of d sequence output */
     float *d_seq = est_bert_encoder_sequence_output_grad(m->enc);
     if (!d_seq)
@@ -557,11 +616,9 @@ static est_status classifier_backward(void *head) {
     const int B = est_bert_encoder_batch(m->enc);
     const size_t H = (size_t)est_bert_encoder_config(m->enc)->hidden_size, S = (size_t)est_bert_encoder_seq_len(m->enc);
     memset(m->d_first, 0, (size_t)B * H * sizeof(float));
-    if (m->multi_label && !m->hot)
-      return est_error(EST_ERR_FAILED_PRECONDITION, "classifier head backward needs label_ids in its forward");
-    est_status st = m->multi_label ? est_bert_classifier_head_backward_logits(m->head, multi_label_d_logits(m, B),
-                                                                              m->d_first)
-                                   : est_bert_classifier_head_backward(m->head, m->d_first);
+    const float *d_logits = own_d_logits(m, B);
+    est_status st = d_logits ? est_bert_classifier_head_backward_logits(m->head, d_logits, m->d_first)
+                             : est_bert_classifier_head_backward(m->head, m->d_first);
     if (st != EST_OK) return st;
     if (m->mean_pooling) { /* each unpadded token's row gets mask / count of d pooled */
       for (size_t i = 0; i < (size_t)B; i++) {
@@ -581,17 +638,17 @@ static est_status classifier_backward(void *head) {
   float *d_pooled = est_bert_encoder_pooled_output_grad(m->enc);
   if (!d_pooled)
     return est_error(EST_ERR_FAILED_PRECONDITION, "BERT backward: the activations were reserved forward-only");
-  if (m->multi_label) {
-    if (!m->hot) return est_error(EST_ERR_FAILED_PRECONDITION, "classifier head backward needs label_ids in its forward");
-    return est_bert_classifier_head_backward_logits(m->head, multi_label_d_logits(m, est_bert_encoder_batch(m->enc)),
-                                                    d_pooled);
-  }
+  const float *d_logits = own_d_logits(m, est_bert_encoder_batch(m->enc));
+  if (d_logits) return est_bert_classifier_head_backward_logits(m->head, d_logits, d_pooled);
   return est_bert_classifier_head_backward(m->head, d_pooled);
 }
 
 static est_status classifier_update_metrics(void *head, const est_bert_head_batch *b) {
   classifier *m = head;
   const int B = b->batch, C = m->num_labels;
+  if (m->pair_loss) /* eval_loss only */
+    return m->num_metrics ? est_metric_update_values(m->metric_objs[0], m->per_example_loss, m->weights, (size_t)B)
+                          : EST_OK;
   if (m->multi_label) { /* exact match at 0.5: predictions[i] = every label right */
     for (int i = 0; i < B; i++) {
       int right = 1;
@@ -635,9 +692,9 @@ static est_status classifier_metrics(void *head, est_metric *const **metrics, si
 
 static est_status classifier_predictions(void *head, const est_bert_head_batch *b, est_estimator_spec *spec) {
   classifier *m = head;
-  if (m->regression)
+  if (m->regression || m->pair_loss == EST_PAIR_LOSS_MSE)
     memcpy(m->probabilities, m->logits, (size_t)b->batch * m->num_labels * sizeof(float));
-  else if (m->multi_label)
+  else if (m->multi_label || m->pair_loss == EST_PAIR_LOSS_BCE)
     for (size_t i = 0; i < (size_t)b->batch * m->num_labels; i++) m->probabilities[i] = sigmoid(m->logits[i]);
   else
     est_bert_classifier_probabilities(m->probabilities, m->logits, b->batch, m->num_labels);
@@ -781,6 +838,13 @@ static void classifier_write(const void *batch, size_t i, est_served_form form, 
     }
 }
 
+/* One label read as a raw score (problem_type regression): a cross-encoder's, an HF one's
+ * (num_labels 1) or est run_rerank's export. */
+static bool classifier_pair_score(const est_model_meta *meta) {
+  return meta->num_labels == 1 &&
+         ((const est_model_classifier *)est_model_meta_head_config(meta))->problem_type == EST_PROBLEM_REGRESSION;
+}
+
 const est_served_head est_served_classifier = {
   .name = "classifier",
   .type = &est_bert_classifier_head_type,
@@ -800,6 +864,7 @@ const est_served_head est_served_classifier = {
   .answer = est_served_text_answer,
   .write = classifier_write,
   .batch_free = est_served_text_batch_free,
+  .pair_score = classifier_pair_score,
   .hf_architecture = "ForSequenceClassification",
   .hf_config = classifier_hf_config,
   .tei_model_type = classifier_tei_model_type,
