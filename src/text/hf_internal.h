@@ -162,8 +162,10 @@ typedef struct tok_postproc tok_postproc;
 est_status postproc_from_json(tok_postproc **out, json_t *o, const tok_vocab *v, const char *where);
 void postproc_free(tok_postproc *p);
 size_t postproc_added(const tok_postproc *p, bool pair);
-/* Joins a (and b when not NULL) into out with the special tokens. */
-bool postproc_apply(const tok_postproc *p, const tok_enc *a, const tok_enc *b, bool add_special, tok_enc *out);
+/* Joins a (and b when not NULL) into out with the special tokens. keep & 1 (a), & 2 (b): the
+ * sequence is an overflowing window, whose type ids a TemplateProcessing leaves as they are. */
+bool postproc_apply(const tok_postproc *p, const tok_enc *a, const tok_enc *b, bool add_special, unsigned keep,
+                    tok_enc *out);
 
 /* ---- decoders (decoders.c) -------------------------------------------------------------- */
 
