@@ -136,6 +136,12 @@ bool vocab_init(tok_vocab *v, int32_t n);
 void vocab_set(tok_vocab *v, int32_t id, const char *s, size_t len); /* copies */
 bool vocab_index(tok_vocab *v);
 int32_t vocab_get(const tok_vocab *v, const char *s, size_t len);
+/* The hash vocab_get takes of a string, fed n more bytes: VOCAB_HASH0 then each piece in turn
+ * (FNV-1a 64), so a caller extending a candidate hashes each byte once. */
+#define VOCAB_HASH0 0xcbf29ce484222325ULL
+uint64_t vocab_hash_step(uint64_t h, const char *s, size_t n);
+/* vocab_get of s[0, len) whose vocab_hash_step hash is `full`. */
+int32_t vocab_get_hashed(const tok_vocab *v, const char *s, size_t len, uint64_t full);
 void vocab_fini(tok_vocab *v);
 
 typedef struct tok_model tok_model;

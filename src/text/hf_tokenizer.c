@@ -32,6 +32,7 @@ struct tok_pipeline {
   est_truncation trunc;
   est_padding pad;
   char *pad_token;
+  uint64_t first[2][64];  /* [normalized] bit (c & 4095): an added token may start with c */
   tok_enc out;            /* the last encoding */
   tok_enc *over;          /* its overflowing encodings (truncation's other windows) */
   size_t nover;
@@ -181,6 +182,7 @@ est_status tok_pipeline_from_json(tok_pipeline **out, json_t *root, const char *
     }
     x->c = s.c;
     x->n = s.n;
+    if (s.n) p->first[x->normalized][(s.c[0] & 4095) >> 6] |= 1ULL << (s.c[0] & 63);
     s.c = NULL;
     nstr_free(&s);
     if (x->id + 1 > nid) nid = x->id + 1;
@@ -223,7 +225,12 @@ static bool split_added(const tok_pipeline *p, tok_nstr *s, bool want, tok_split
     if (!s->n) return nstr_free(s), true;
     return splits_push(t, s, -1);
   }
+  const uint64_t *first = p->first[want];
   for (size_t at = 0; at < s->n;) {
+    if (!(first[(s->c[at] & 4095) >> 6] >> (s->c[at] & 63) & 1)) { /* no added token starts here */
+      at++;
+      continue;
+    }
     /* the longest added token at `at` */
     size_t best = SIZE_MAX, blen = 0;
     for (size_t i = 0; i < p->nadd; i++) {

@@ -18,7 +18,45 @@ struct tok_unigram {
   int32_t unk_id;     /* -1: none */
   bool byte_fallback;
   size_t max_chars;   /* the longest piece, in chars */
+  /* The hashes (vocab_hash_step) of every proper prefix of every piece, cut at a char
+   * boundary (tokenizers walks a trie instead): the Viterbi stops extending a candidate no
+   * piece continues. A hash collision only lets it look further, never changes a result. */
+  uint64_t *prefix;
+  size_t prefix_mask;
 };
+
+static void prefix_add(tok_unigram *u, uint64_t h) {
+  size_t k = (size_t)(h ^ h >> 29) & u->prefix_mask;
+  while (u->prefix[k] && u->prefix[k] != h) k = (k + 1) & u->prefix_mask;
+  u->prefix[k] = h;
+}
+
+static bool prefix_has(const tok_unigram *u, uint64_t h) {
+  size_t k = (size_t)(h ^ h >> 29) & u->prefix_mask;
+  for (; u->prefix[k]; k = (k + 1) & u->prefix_mask)
+    if (u->prefix[k] == h) return true;
+  return false;
+}
+
+/* The prefix set of the vocab's pieces. 0 marks an empty slot, so a prefix whose hash is 0 is
+ * not stored and the Viterbi never stops at a hash 0. */
+static bool prefix_build(tok_unigram *u) {
+  size_t total = 0;
+  for (int32_t i = 0; i < u->v.n; i++) total += u->v.tok[i] ? u->v.len[i] : 0;
+  size_t cap = 16;
+  while (cap < 2 * total + 2) cap *= 2;
+  if (!(u->prefix = calloc(cap, sizeof *u->prefix))) return false;
+  u->prefix_mask = cap - 1;
+  for (int32_t i = 0; i < u->v.n; i++) {
+    const char *t = u->v.tok[i];
+    uint64_t h = VOCAB_HASH0;
+    for (size_t k = 0; t && k + 1 < u->v.len[i]; k++) {
+      h = vocab_hash_step(h, t + k, 1);
+      if (((uint8_t)t[k + 1] & 0xC0) != 0x80 && h) prefix_add(u, h); /* t[0, k] ends a char */
+    }
+  }
+  return true;
+}
 
 const tok_vocab *unigram_vocab(const tok_unigram *u) { return &u->v; }
 
@@ -26,6 +64,7 @@ void unigram_free(tok_unigram *u) {
   if (!u) return;
   vocab_fini(&u->v);
   free(u->score);
+  free(u->prefix);
   free(u);
 }
 
@@ -65,7 +104,7 @@ est_status unigram_from_json(tok_unigram **out, json_t *o, const char *where) {
     if (!json_is_boolean(bf)) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s.byte_fallback must be a boolean", where);
     else u->byte_fallback = json_is_true(bf);
   }
-  if (!st && !vocab_index(&u->v)) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", where);
+  if (!st && (!vocab_index(&u->v) || !prefix_build(u))) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", where);
   if (st) unigram_free(u);
   else *out = u;
   return st;
@@ -117,8 +156,11 @@ est_status unigram_tokenize(const tok_unigram *u, const uint32_t *c, size_t n, t
     double here = best[s].score;
     bool single = false;
     size_t lim = s + u->max_chars < n ? s + u->max_chars : n;
+    uint64_t h = VOCAB_HASH0;
     for (size_t e = s + 1; e <= lim; e++) {
-      int32_t id = vocab_get(&u->v, b + off[s], off[e] - off[s]);
+      h = vocab_hash_step(h, b + off[e - 1], off[e] - off[e - 1]);
+      int32_t id = vocab_get_hashed(&u->v, b + off[s], off[e] - off[s], h);
+      if (e < lim && h && !prefix_has(u, h)) lim = e; /* no piece goes on past e */
       if (id < 0) continue;
       double cand = u->score[id] + here;
       if (best[e].from < 0 || cand > best[e].score) best[e] = (node){cand, id, (int32_t)s};
