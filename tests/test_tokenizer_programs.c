@@ -18,8 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "est/bert_encoder.h"
+#include "est/ckpt.h"
 #include "est/classifier_features.h"
 #include "est/file.h"
+#include "est/hf_model.h"
 #include "est/serving.h"
 #include "est/tokenizer.h"
 #include "test_util.h"
@@ -240,11 +243,65 @@ static void test_twin(void **state) {
   est_tokenizer_free(tok);
 }
 
+/* est_hf_export with the directory as --vocab_file: its BPE tokenizer.json goes out as it is,
+ * with a tokenizer_config.json for AutoTokenizer and no vocab.txt or BERT special tokens. */
+static void test_hf_export_carries_tokenizer_json(void **state) {
+  (void)state;
+  char dir[512], prefix[600], out[600], path[700];
+  hf_dir(dir, sizeof dir, "roberta_cls", "roberta_tiny.json");
+  /* the directory's weights as a TF checkpoint, which est_hf_export reads */
+  est_hf_checkpoint *h;
+  assert_int_equal(est_hf_checkpoint_open(&h, dir), EST_OK);
+  size_t n = est_hf_checkpoint_count(h), m = 0;
+  est_tensor *ts = calloc(n, sizeof *ts);
+  const char **names = calloc(n, sizeof *names);
+  for (size_t i = 0; i < n; i++) {
+    if (!*est_hf_checkpoint_tf_name(h, i)) continue;
+    assert_int_equal(est_hf_checkpoint_read(h, i, &ts[m]), EST_OK);
+    names[m++] = est_hf_checkpoint_tf_name(h, i);
+  }
+  snprintf(prefix, sizeof prefix, "%s/tf/model.ckpt", test_tmpdir);
+  assert_int_equal(est_ckpt_save(prefix, m, names, ts), EST_OK);
+  for (size_t i = 0; i < m; i++) est_tensor_free(&ts[i]);
+  free(ts);
+  free(names);
+  est_hf_checkpoint_close(h);
+  est_bert_config cfg;
+  assert_int_equal(est_bert_config_from_json_file(&cfg, dir), EST_OK);
+  snprintf(out, sizeof out, "%s/hf_out", test_tmpdir);
+  est_hf_export_params p = {.cfg = &cfg, .vocab_file = dir, .do_lower_case = 0};
+  if (est_hf_export(prefix, out, &p) != EST_OK) fail_msg("%s", est_error_message());
+  uint8_t *a, *b;
+  size_t na, nb;
+  snprintf(path, sizeof path, "%s/tokenizer.json", out);
+  assert_int_equal(est_read_file(path, &a, &na), EST_OK);
+  assert_int_equal(est_read_file(TOK_DIR "/roberta_tiny.json", &b, &nb), EST_OK);
+  assert_int_equal(na, nb);
+  assert_memory_equal(a, b, na);
+  free(a), free(b);
+  snprintf(path, sizeof path, "%s/tokenizer_config.json", out);
+  assert_int_equal(est_read_file(path, &a, &na), EST_OK);
+  a = realloc(a, na + 1);
+  a[na] = 0;
+  assert_non_null(strstr((char *)a, "\"tokenizer_class\": \"PreTrainedTokenizerFast\""));
+  free(a);
+  snprintf(path, sizeof path, "%s/vocab.txt", out);
+  assert_false(est_file_exists(path));
+  snprintf(path, sizeof path, "%s/special_tokens_map.json", out);
+  assert_false(est_file_exists(path));
+  /* and est reads the directory back with that tokenizer */
+  est_tokenizer *tok;
+  assert_int_equal(est_tokenizer_open_any(&tok, out, true), EST_OK);
+  assert_null(est_tokenizer_vocab(tok));
+  est_tokenizer_free(tok);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_classifier_rows_are_transformers),
     cmocka_unit_test(test_servable_rows_are_transformers),
     cmocka_unit_test(test_twin),
+    cmocka_unit_test(test_hf_export_carries_tokenizer_json),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
