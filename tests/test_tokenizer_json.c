@@ -35,11 +35,11 @@ static void check_list(const char *field, const char *want, const int32_t *a, co
   if (strcmp(got, want)) fail_msg("golden row %d: %s\n  want %s\n  got  %s", row, field, want, got);
 }
 
-static void test_goldens(void **state) {
-  (void)state;
+/* A golden.tsv-format file: every row's encoding exactly; want_rows rows. */
+static void run_goldens(const char *tsv, int want_rows) {
   uint8_t *data;
   size_t size;
-  assert_int_equal(est_read_file(DIR "/golden.tsv", &data, &size), EST_OK);
+  assert_int_equal(est_read_file(tsv, &data, &size), EST_OK);
   char *text = realloc(data, size + 1);
   text[size] = 0;
   est_tokenizer *tok = NULL;
@@ -77,9 +77,21 @@ static void test_goldens(void **state) {
     json_decref(b);
     rows++;
   }
-  assert_int_equal(rows, 204);
+  assert_int_equal(rows, want_rows);
   est_tokenizer_free(tok);
   free(text);
+}
+
+static void test_goldens(void **state) {
+  (void)state;
+  run_goldens(DIR "/golden.tsv", 204);
+}
+
+/* The Nmt normalizer (SentencePieceUnigramTokenizer's Sequence[Nmt, NFKC, Replace]) on controls
+ * and space-like code points: nmt.tsv by tests/reference/tokenizers_nmt_golden.py. */
+static void test_nmt_goldens(void **state) {
+  (void)state;
+  run_goldens(DIR "/nmt.tsv", 22);
 }
 
 /* Tokenizer.decode through each decoder (decode.tsv: file, skip_special_tokens, ids, text). */
@@ -269,6 +281,7 @@ static void test_overflowing_goldens(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_goldens),
+    cmocka_unit_test(test_nmt_goldens),
     cmocka_unit_test(test_unknown_type_named),
     cmocka_unit_test(test_decode_goldens),
     cmocka_unit_test(test_stride_not_under_cut),

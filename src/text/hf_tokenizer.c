@@ -403,7 +403,7 @@ static est_status truncate_pair(const est_truncation *t, size_t max_length, cons
   return windows(target == a ? wa : wb, target->n, target->n - to_remove, t->stride, t->left);
 }
 
-/* out = e's tokens [w.s, w.e), or NULL (use e itself) when w is all of e. */
+/* e's tokens [w.s, w.e) copied into out, or e itself when w is all of it. */
 static const tok_enc *slice_enc(tok_enc *out, const tok_enc *e, win w, bool *ok) {
   if (w.s == 0 && w.e == e->n) return e;
   for (size_t i = w.s; *ok && i < w.e; i++)
