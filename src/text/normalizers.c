@@ -263,18 +263,29 @@ static bool nstr_unicode(tok_nstr *s, bool compat, bool compose) {
   bool ascii = true;
   for (size_t i = 0; i < s->n && ascii; i++) ascii = s->c[i] < 0x80;
   if (ascii) return true;
-  size_t cap = s->n * 18 + 1; /* utf8proc's longest decomposition is 18 chars (U+FDFA) */
-  uint32_t *c = malloc(cap * sizeof *c), *oc = compose ? malloc(cap * sizeof *oc) : NULL;
-  int *chg = malloc(cap * sizeof *chg), *ochg = compose ? malloc(cap * sizeof *ochg) : NULL;
-  bool ok = c && chg && (!compose || (oc && ochg));
+  size_t cap = s->n + s->n / 2 + 32; /* grown below: a char decomposes into up to 18 (U+FDFA) */
+  uint32_t *c = malloc(cap * sizeof *c), *oc = NULL;
+  int *chg = malloc(cap * sizeof *chg), *ochg = NULL;
+  bool ok = c && chg;
   size_t m = 0;
   for (size_t i = 0; ok && i < s->n; i++) {
+    if (m + 32 > cap) {
+      cap = 2 * cap + 32;
+      uint32_t *c2 = realloc(c, cap * sizeof *c);
+      if (c2) c = c2;
+      int *chg2 = c2 ? realloc(chg, cap * sizeof *chg) : NULL;
+      if (chg2) chg = chg2;
+      if (!c2 || !chg2) {
+        ok = false;
+        break;
+      }
+    }
     utf8proc_int32_t d[32];
     int last = 0;
     utf8proc_ssize_t k = s->c[i] < 0x80 ? (d[0] = (utf8proc_int32_t)s->c[i], 1)
                                         : utf8proc_decompose_char((utf8proc_int32_t)s->c[i], d, 32,
                                                                   UTF8PROC_DECOMPOSE | (compat ? UTF8PROC_COMPAT : 0), &last);
-    if (k < 0 || k > 18) k = 1, d[0] = (utf8proc_int32_t)s->c[i];
+    if (k < 0 || k > 32) k = 1, d[0] = (utf8proc_int32_t)s->c[i];
     for (utf8proc_ssize_t j = 0; j < k; j++) c[m] = (uint32_t)d[j], chg[m++] = j ? 1 : 0;
   }
   for (size_t i = 0; ok && i < m; i++) { /* canonical ordering */
@@ -285,11 +296,13 @@ static bool nstr_unicode(tok_nstr *s, bool compat, bool compose) {
       int y = chg[j]; chg[j] = chg[j - 1]; chg[j - 1] = y;
     }
   }
-  if (ok && compose) {
+  if (ok && compose) { /* composition only shortens: m entries are room enough */
+    oc = malloc((m + 1) * sizeof *oc), ochg = malloc((m + 1) * sizeof *ochg);
+    ok = oc && ochg;
     size_t o = 0, nb = 0;
     uint32_t *bc = malloc((m + 1) * sizeof *bc); /* the blocked non-starters */
     int *bchg = malloc((m + 1) * sizeof *bchg);
-    ok = bc && bchg;
+    ok = ok && bc && bchg;
     bool have = false;
     uint32_t kc = 0;
     int kchg = 0, last = -1;      /* last: the buffer's last combining class, -1: none */
