@@ -6,7 +6,8 @@
  * AutoTokenizer gives there for tokenizer(a, b, truncation=True, max_length=S):
  * tests/data/tokenizers/programs.tsv, written by tests/reference/tokenizer_programs_golden.py
  * (tokenizers 0.19.1, transformers 4.44.2) with a byte-level BPE (roberta_tiny.json) and a
- * Unigram (xlmr_tiny.json). */
+ * Unigram (xlmr_tiny.json). A BERT directory's WordPiece tokenizer.json keeps Google's rows byte
+ * for byte, and est_hf_export carries a BPE tokenizer.json. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -296,12 +297,49 @@ static void test_hf_export_carries_tokenizer_json(void **state) {
   est_tokenizer_free(tok);
 }
 
+/* A BERT directory (tests/data/hf/cls_gelu: a WordPiece tokenizer.json with BertNormalizer and
+ * BertPreTokenizer beside its vocab.txt) stays on Google's path: its tokenizer.json wins, has the
+ * vocab, and gives run_classifier's rows byte for byte as the vocab.txt does (and so does a twin). */
+static void test_wordpiece_directory_rows_unchanged(void **state) {
+  (void)state;
+  static const char *const labels[2] = {"0", "1"};
+  const char *dir = EST_TEST_DATA "/hf/cls_gelu";
+  est_tokenizer *from_dir, *from_txt, *twin;
+  assert_int_equal(est_tokenizer_open_any(&from_dir, dir, true), EST_OK);
+  assert_non_null(est_tokenizer_vocab(from_dir));
+  assert_int_equal(est_tokenizer_open_any(&from_txt, EST_TEST_DATA "/hf/cls_gelu/vocab.txt",
+                                          est_tokenizer_do_lower_case(from_dir)), EST_OK);
+  assert_int_equal(est_tokenizer_twin(&twin, from_dir), EST_OK);
+  est_tokenizer *toks[3] = {from_dir, from_txt, twin};
+  static const char *const texts[][2] = {{"The quick brown fox.", NULL}, {"Hello, World!", "a second text here"},
+                                         {"unaffable running jumps over the lazy dog again and again", "x y z"},
+                                         {"", "only b"}, {"caf\xc3\xa9 na\xc3\xafve \xe4\xb8\xad\xe6\x96\x87", NULL}};
+  enum { S = 12 };
+  for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
+    int32_t rows[3][3][S];
+    for (int t = 0; t < 3; t++) {
+      est_feature_converter c;
+      assert_int_equal(est_feature_converter_init(&c, toks[t], labels, 2, S), EST_OK);
+      est_input_example ex = {.guid = "g", .text_a = texts[k][0], .text_b = texts[k][1], .label = "0"};
+      int32_t label, real;
+      assert_int_equal(est_convert_single_example(&c, 5, &ex, rows[t][0], rows[t][1], rows[t][2], &label, &real), EST_OK);
+    }
+    assert_memory_equal(rows[0], rows[1], sizeof rows[0]);
+    assert_memory_equal(rows[0], rows[2], sizeof rows[0]);
+    assert_int_equal(rows[0][0][0], est_vocab_find(est_tokenizer_vocab(from_dir), "[CLS]", 5));
+  }
+  est_tokenizer_free(twin);
+  est_tokenizer_free(from_txt);
+  est_tokenizer_free(from_dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_classifier_rows_are_transformers),
     cmocka_unit_test(test_servable_rows_are_transformers),
     cmocka_unit_test(test_twin),
     cmocka_unit_test(test_hf_export_carries_tokenizer_json),
+    cmocka_unit_test(test_wordpiece_directory_rows_unchanged),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
