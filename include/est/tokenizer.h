@@ -181,7 +181,10 @@ const char *est_tokenizer_id_to_token(const est_tokenizer *tok, int32_t id);
  * from est_tokenizer_encode, byte for byte as with a vocab.txt. NULL (Unigram, BPE, WordLevel,
  * or a WordPiece file without BertNormalizer + BertPreTokenizer): the programs take
  * est_tokenizer_encode_pair's ids, type ids, special tokens and offsets, truncated by the
- * tokenizer as transformers' tokenizer(a, b, truncation=True, max_length=S) does. */
+ * tokenizer as transformers' tokenizer(a, b, truncation=True, max_length=S) does. run_squad and
+ * run_ner read words through the Google path only so far (UNIMPLEMENTED for the others). A
+ * server makes one est_tokenizer_twin per thread and calls est_tokenizer_encode_pair /
+ * est_tokenizer_decode on it (e.g. TEI's /tokenize and /decode). */
 est_status est_tokenizer_open_any(est_tokenizer **out, const char *vocab_file, bool do_lower_case);
 
 /* A tokenizer that tokenizes as tok does, for another thread: it shares tok's read-only parts
