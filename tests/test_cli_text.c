@@ -176,10 +176,31 @@ static void test_unknown_forced_kernel_refused(void **state) {
   free(out);
 }
 
+/* --stride: the windows truncation leaves out, as tokenizers' Encoding.overflowing (0.22.1:
+ * Tokenizer.from_file(xlmr_tiny.json), enable_truncation(5, stride=1), encode); and a Unigram
+ * tokenizer.json through --vocab_file (est_tokenizer_open_any takes any model). */
+static void test_tokenize_overflowing(void **state) {
+  (void)state;
+  char *out;
+  assert_int_equal(test_run(&out, 0, "printf 'the world the world\\n' | %s tokenize --tokenizer_file=%s "
+                            "--max_length=5 --stride=1 --output=json", EST_BIN, EST_TEST_DATA "/tokenizers/xlmr_tiny.json"), 0);
+  assert_string_equal(out, "{\"ids\":[0,5,10,5,2],\"tokens\":[\"<s>\",\"\u2581the\",\"\u2581world\",\"\u2581the\",\"</s>\"],"
+                      "\"type_ids\":[0,0,0,0,0],\"attention_mask\":[1,1,1,1,1],\"special_tokens_mask\":[1,0,0,0,1],"
+                      "\"offsets\":[[0,0],[0,3],[3,9],[9,13],[0,0]],\"overflowing\":[{\"ids\":[0,5,10,2],\"tokens\":"
+                      "[\"<s>\",\"\u2581the\",\"\u2581world\",\"</s>\"],\"type_ids\":[0,0,0,0],\"attention_mask\":[1,1,1,1],"
+                      "\"special_tokens_mask\":[1,0,0,1],\"offsets\":[[0,0],[9,13],[13,19],[0,0]]}]}\n");
+  free(out);
+  assert_int_equal(test_run(&out, 0, "printf 'the world\\n' | %s tokenize --vocab_file=%s --output=ids", EST_BIN,
+                            EST_TEST_DATA "/tokenizers/xlmr_tiny.json"), 0);
+  assert_string_equal(out, "5 10\n");
+  free(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_tokenize_tokens_and_ids),
     cmocka_unit_test(test_tokenize_errors),
+    cmocka_unit_test(test_tokenize_overflowing),
     cmocka_unit_test(test_convert_mrpc_matches_tensorflow),
     cmocka_unit_test(test_convert_generic_tsv),
     cmocka_unit_test(test_convert_errors),

@@ -58,7 +58,8 @@ static est_status parse_layers(const char *text, int num_hidden, int *idx, int *
 
 typedef struct xf {
   est_feature_converter conv;
-  const est_vocab *vocab;
+  const est_vocab *vocab;           /* Google's, or NULL: tok's tokenizer.json names the ids */
+  const est_tokenizer *tok;
   est_encoder_layers *enc;
   int S, H, B, nlayers, ndistinct;
   int idx[64], slot[64], distinct[64];
@@ -80,7 +81,8 @@ static est_status run_batch(xf *x, FILE *out, const char *path) {
     int len = 0;
     for (int t = 0; t < x->S; t++) {
       if (!x->mask[(size_t)i * x->S + t]) continue;
-      const char *tok = est_vocab_token(x->vocab, x->ids[(size_t)i * x->S + t]);
+      const int32_t id = x->ids[(size_t)i * x->S + t];
+      const char *tok = x->vocab ? est_vocab_token(x->vocab, id) : est_tokenizer_id_to_token(x->tok, id);
       tokens[len++] = tok ? tok : "[UNK]";
     }
     for (int k = 0; k < x->nlayers; k++) values[k] = x->out[x->slot[k]] + (size_t)i * x->S * x->H;
@@ -148,6 +150,7 @@ int est_cmd_extract_features(int argc, char **argv) {
   if (st == EST_OK) st = est_feature_converter_init(&x.conv, tok, labels, 1, (int)max_seq_length);
   if (st == EST_OK) {
     x.vocab = est_tokenizer_vocab(tok);
+    x.tok = tok;
     x.S = (int)max_seq_length;
     x.H = cfg.hidden_size;
     for (int k = 0; k < x.nlayers; k++) { /* each distinct layer runs once */

@@ -27,7 +27,9 @@ static const char *USAGE =
     "Prints what HuggingFace tokenizers' Tokenizer.encode(line) gives (with special tokens; the file's\n"
     "own truncation and padding apply unless --max_length overrides the truncation). --pair reads\n"
     "text_a<TAB>text_b lines. --output=json prints one object a line: ids, tokens, type_ids,\n"
-    "attention_mask, special_tokens_mask and offsets (code points of the input, of text_b for its tokens).\n\n"
+    "attention_mask, special_tokens_mask and offsets (code points of the input, of text_b for its tokens),\n"
+    "and \"overflowing\": [the same for each window truncation left out] when there are any\n"
+    "(Encoding.overflowing: --stride=K tokens repeat from one window to the next).\n\n"
     "   or: est tokenize --tokenizer_file=tokenizer.json --decode [--skip_special_tokens] [--output=json] < ids\n\n"
     "Prints Tokenizer.decode(ids) for each line of space-separated ids, through the file's decoder: the\n"
     "text, or with --output=json the text as a JSON string (so a decoded newline stays on its line).\n";
@@ -100,6 +102,24 @@ static int decode_lines(est_tokenizer *tok, bool json, bool skip_special) {
   return rc;
 }
 
+/* An Encoding's fields as JSON, from '{' up to its closing '}' (left to the caller). */
+static void put_encoding(const est_encoding *e) {
+  putchar_unlocked('{');
+  put_ints("ids", e->ids, e->n, true);
+  fputs(",\"tokens\":[", stdout);
+  for (size_t i = 0; i < e->n; i++) {
+    if (i) putchar_unlocked(',');
+    put_json_string(e->tokens[i]);
+  }
+  putchar_unlocked(']');
+  put_ints("type_ids", e->type_ids, e->n, false);
+  put_ints("attention_mask", e->attention_mask, e->n, false);
+  put_ints("special_tokens_mask", e->special_tokens_mask, e->n, false);
+  fputs(",\"offsets\":[", stdout);
+  for (size_t i = 0; i < e->n; i++) printf(i ? ",[%d,%d]" : "[%d,%d]", e->offset_start[i], e->offset_end[i]);
+  putchar_unlocked(']');
+}
+
 /* --tokenizer_file: one encoding a line. */
 static int encode_lines(est_tokenizer *tok, const char *output, bool pair) {
   char *line = NULL;
@@ -129,20 +149,17 @@ static int encode_lines(est_tokenizer *tok, const char *output, bool pair) {
       break;
     }
     if (!strcmp(output, "json")) {
-      putchar_unlocked('{');
-      put_ints("ids", e.ids, e.n, true);
-      fputs(",\"tokens\":[", stdout);
-      for (size_t i = 0; i < e.n; i++) {
-        if (i) putchar_unlocked(',');
-        put_json_string(e.tokens[i]);
+      put_encoding(&e);
+      size_t nover = est_tokenizer_num_overflowing(tok);
+      if (nover) fputs(",\"overflowing\":[", stdout);
+      for (size_t k = 0; k < nover; k++) {
+        est_encoding o;
+        est_tokenizer_overflowing(tok, k, &o);
+        if (k) putchar_unlocked(',');
+        put_encoding(&o);
+        putchar_unlocked('}');
       }
-      putchar_unlocked(']');
-      put_ints("type_ids", e.type_ids, e.n, false);
-      put_ints("attention_mask", e.attention_mask, e.n, false);
-      put_ints("special_tokens_mask", e.special_tokens_mask, e.n, false);
-      fputs(",\"offsets\":[", stdout);
-      for (size_t i = 0; i < e.n; i++) printf(i ? ",[%d,%d]" : "[%d,%d]", e.offset_start[i], e.offset_end[i]);
-      puts("]}");
+      puts(nover ? "]}" : "}");
       continue;
     }
     bool ids = !strcmp(output, "ids");
@@ -256,7 +273,8 @@ int est_cmd_tokenize(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) {
       if (i) putchar_unlocked(' ');
       if (!ids_out) {
-        fputs(est_vocab_token(v, ids[i]), stdout);
+        const char *t = v ? est_vocab_token(v, ids[i]) : est_tokenizer_id_to_token(tok, ids[i]);
+        fputs(t ? t : "", stdout);
       } else if (ids[i] == EST_TOKEN_UNK_MISSING) {
         fflush(stdout);
         fprintf(stderr, "est tokenize: line %zu: token [UNK] is not in vocab %s (no id to print)\n", lineno,

@@ -17,6 +17,9 @@
  * tokens by dropping the last token of the longer side (ties: from b); singles keep their first
  * S-2 tokens. PaddingInputExamples become all zeros with is_real_example 0. The first 5
  * examples of each call are logged as the reference does ("*** Example ***" ...).
+ * A tokenizer.json without Google's vocab (est_tokenizer_vocab NULL; docs/tokenizer.md §9): rows
+ * are its Encoding with special tokens and type ids, truncated LongestFirst to max_seq_length
+ * by the tokenizer (est_feature_converter_init sets its truncation and turns its padding off).
  * Errors: the vocab lacks [CLS]/[SEP] (or [UNK] where an unknown word survives truncation),
  * a label outside the list, max_seq_length < 3 — each naming the example's guid and line.
  */

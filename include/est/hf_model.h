@@ -124,7 +124,9 @@ typedef struct est_hf_export_params {
 } est_hf_export_params;
 
 /* Writes out_dir (config.json, model.safetensors, vocab.txt, tokenizer_config.json,
- * special_tokens_map.json) from a TF checkpoint, in cfg's family's classes and names (Bert,
+ * special_tokens_map.json; for a vocab_file whose tokenizer.json has no WordPiece vocab, that
+ * tokenizer.json and a tokenizer_config.json naming PreTrainedTokenizerFast instead of the
+ * vocab files) from a TF checkpoint, in cfg's family's classes and names (Bert,
  * Roberta, XLMRoberta, DistilBert, Electra): *ForQuestionAnswering when it has
  * cls/squad/output_weights, *ForSequenceClassification with output_weights,
  * BertForPreTraining with cls/predictions (BERT only), else *Model. A config whose options no

@@ -98,7 +98,7 @@ int64_t est_servable_version(const est_servable *s);
 const char *est_servable_dir(const est_servable *s);
 int est_servable_max_batch(const est_servable *s);
 int est_servable_vocab_size(const est_servable *s);
-/* Its assets/vocab.txt. */
+/* Its assets/vocab.txt; NULL when its tokenizer.json has no WordPiece vocab. */
 const est_vocab *est_servable_vocab(const est_servable *s);
 /* A new tokenizer with the servable's vocabulary and settings (those of its tokenizer.json
  * when the export has one, else do_lower_case): one per thread, freed by the caller. */

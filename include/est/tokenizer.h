@@ -114,7 +114,8 @@ typedef enum {
 } est_truncation_strategy;
 
 /* TruncationParams; max_length counts the special tokens the post-processor adds. The
- * stride only shapes the overflowing windows, which est does not return. */
+ * stride is how many tokens each overflowing window repeats from the one before
+ * (est_tokenizer_overflowing). */
 typedef struct est_truncation {
   bool enabled;
   size_t max_length;
@@ -147,6 +148,16 @@ typedef struct est_encoding {
  * for a single text. FAILED_PRECONDITION for a tokenizer made from a vocab.txt. */
 est_status est_tokenizer_encode_pair(est_tokenizer *tok, const char *text, size_t len, const char *pair,
                                      size_t pair_len, bool add_special_tokens, est_encoding *out);
+/* The overflowing encodings of the last est_tokenizer_encode_pair (tokenizers'
+ * Encoding.overflowing; transformers' return_overflowing_tokens=True gives the encoding, then
+ * these): when truncation cut a sequence, the windows it left out, each max_length - stride
+ * tokens past the one before (a window ends at the sequence's end), post-processed and padded
+ * like the encoding. For a pair, in tokenizers' merge order: each overflowing window of the
+ * first text with the second's kept window and then with each of its overflowing ones, then the
+ * first's kept window with each of the second's overflowing ones. 0 / false for a vocab.txt
+ * tokenizer or past the end; *out is owned by tok until its next call, like the encoding. */
+size_t est_tokenizer_num_overflowing(const est_tokenizer *tok);
+bool est_tokenizer_overflowing(const est_tokenizer *tok, size_t i, est_encoding *out);
 /* Tokenizer.decode(ids, skip_special_tokens) of a tokenizer.json tokenizer, through its
  * decoder (docs/tokenizer.md §8.2): *out is a malloc'd UTF-8 string of *out_len bytes plus a
  * NUL (free it; a decoded <0x00> byte is a NUL inside it). An id with no token is left out,
@@ -165,14 +176,36 @@ const char *est_tokenizer_id_to_token(const est_tokenizer *tok, int32_t id);
  * FAILED_PRECONDITION when the vocab has no [CLS] or [SEP]. */
 est_status est_tokenizer_attach_bert_pipeline(est_tokenizer *tok);
 
-/* --vocab_file as est's commands take it: a vocab.txt (Google's, with do_lower_case), a
- * tokenizer.json (its own settings win over do_lower_case, which is logged when it differs),
- * or a HuggingFace model directory (its tokenizer.json, else its vocab.txt). */
+/* --vocab_file as est's programs take it (docs/tokenizer.md §9), the one opener of run_classifier,
+ * run_squad, run_ner, extract_features, embed, export, predict and serve:
+ * - a vocab.txt: Google's FullTokenizer with do_lower_case;
+ * - a tokenizer.json of any model est_tokenizer_from_json reads; its own settings win over
+ *   do_lower_case (logged when a WordPiece file's lower-casing differs);
+ * - a HuggingFace model directory: its tokenizer.json when it has one, else its vocab.txt (as
+ *   transformers' AutoTokenizer prefers the fast tokenizer's file).
+ * est_tokenizer_vocab(tok) != NULL says the programs' Google path applies: [CLS] a [SEP] b [SEP]
+ * from est_tokenizer_encode, byte for byte as with a vocab.txt. NULL (Unigram, BPE, WordLevel,
+ * or a WordPiece file without BertNormalizer + BertPreTokenizer): the programs take
+ * est_tokenizer_encode_pair's ids, type ids, special tokens and offsets, truncated by the
+ * tokenizer as transformers' tokenizer(a, b, truncation=True, max_length=S) does. run_squad and
+ * run_ner read words through the Google path only so far (UNIMPLEMENTED for the others). A
+ * server makes one est_tokenizer_twin per thread and calls est_tokenizer_encode_pair /
+ * est_tokenizer_decode on it (e.g. TEI's /tokenize and /decode). */
 est_status est_tokenizer_open_any(est_tokenizer **out, const char *vocab_file, bool do_lower_case);
 
+/* A tokenizer that tokenizes as tok does, for another thread: it shares tok's read-only parts
+ * (vocab, tokenizer.json pipeline) and has its own scratch, encoding and copy of the truncation
+ * and padding settings. tok must outlive it; free it with est_tokenizer_free. */
+est_status est_tokenizer_twin(est_tokenizer **out, const est_tokenizer *tok);
+
+/* One past the largest id tok can give: the vocab.txt's lines, or a tokenizer.json's model
+ * vocab and added tokens (what a model's vocab_size must cover). */
+int32_t est_tokenizer_size(const est_tokenizer *tok);
+
 /* Writes a vocab.txt at path (atomically) from --vocab_file as est_tokenizer_open_any takes
- * it: a vocab.txt's bytes as they are; a tokenizer.json's (or a model directory's) vocab, one
- * token a line in id order. */
+ * it: a vocab.txt's bytes as they are; a tokenizer.json's (or a model directory's) WordPiece
+ * vocab, one token a line in id order. A tokenizer.json with no Google vocab (est_tokenizer_vocab
+ * NULL) writes nothing: that file itself is the tokenizer (exports carry it). */
 est_status est_vocab_file_write(const char *path, const char *vocab_file, bool do_lower_case);
 /* The tokenizer.json that est_tokenizer_open_any would read for vocab_file into path[size],
  * or "" when it reads a vocab.txt. */

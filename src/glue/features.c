@@ -4,7 +4,11 @@
  *   input_ids    [CLS] a_0 .. a_{na-1} [SEP] b_0 .. b_{nb-1} [SEP] 0 ... 0
  *   segment_ids    0    0  ..   0        0    1  ..   1       1   0 ... 0
  *   input_mask     1    1  ..   1        1    1  ..   1       1   0 ... 0
- * without the b part for single sentences. */
+ * without the b part for single sentences. A tokenizer.json without Google's vocab (Unigram,
+ * byte-level BPE, ...; est_tokenizer_open_any) lays a row out as its post-processor does, e.g.
+ * RoBERTa's <s> a </s></s> b </s>, with its type ids, cut by the tokenizer's own truncation
+ * (LongestFirst to S, transformers' tokenizer(a, b, truncation=True, max_length=S)); the rest
+ * of the row is 0 with mask 0, as above. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,15 +37,23 @@ est_status est_feature_converter_init(est_feature_converter *c, est_tokenizer *t
                      "max_seq_length %d: must be at least 3 ([CLS] a [SEP] b [SEP] needs room) and at most %d",
                      max_seq_length, EST_MAX_SEQ_LIMIT);
   if (nlabels == 0) return est_error(EST_ERR_INVALID_ARGUMENT, "empty label list");
+  c->tok = tok;
+  c->labels = labels;
+  c->nlabels = nlabels;
+  c->max_seq_length = max_seq_length;
+  if (!v) { /* the tokenizer adds its own special tokens and truncates */
+    est_truncation *t = est_tokenizer_truncation(tok);
+    *t = (est_truncation){.enabled = true, .max_length = (size_t)max_seq_length,
+                          .strategy = EST_TRUNCATE_LONGEST_FIRST};
+    est_tokenizer_padding(tok)->enabled = false; /* the rows are padded here */
+    c->cls_id = c->sep_id = -1;
+    return EST_OK;
+  }
   c->cls_id = est_vocab_find(v, "[CLS]", 5);
   c->sep_id = est_vocab_find(v, "[SEP]", 5);
   if (c->cls_id < 0 || c->sep_id < 0)
     return est_error(EST_ERR_INVALID_ARGUMENT, "vocab %s has no %s token (a BERT vocab needs [CLS] and [SEP])",
                      est_vocab_path(v), c->cls_id < 0 ? "[CLS]" : "[SEP]");
-  c->tok = tok;
-  c->labels = labels;
-  c->nlabels = nlabels;
-  c->max_seq_length = max_seq_length;
   return EST_OK;
 }
 
@@ -59,11 +71,17 @@ static void join_ints(char *buf, size_t size, const int32_t *v, int n) {
   for (int i = 0; i < n && w + 12 < size; i++) w += (size_t)snprintf(buf + w, size - w, i ? " %d" : "%d", v[i]);
 }
 
+static const char *token_of(const est_tokenizer *tok, int32_t id) {
+  const est_vocab *v = est_tokenizer_vocab(tok);
+  const char *t = v ? est_vocab_token(v, id) : est_tokenizer_id_to_token(tok, id);
+  return t ? t : "";
+}
+
 static void log_example(const est_feature_converter *c, const est_input_example *ex, const int32_t *ids,
                         const int32_t *mask, const int32_t *seg, int ntok, int32_t label_id) {
   int S = c->max_seq_length;
   size_t size = (size_t)S * 12 + 64;
-  for (int i = 0; i < ntok; i++) size += strlen(est_vocab_token(est_tokenizer_vocab(c->tok), ids[i])) + 1;
+  for (int i = 0; i < ntok; i++) size += strlen(token_of(c->tok, ids[i])) + 1;
   char *buf = malloc(size);
   if (!buf) return;                    /* logging is best effort */
   EST_LOG_INFO("*** Example ***");
@@ -71,7 +89,7 @@ static void log_example(const est_feature_converter *c, const est_input_example 
   size_t w = 0;
   buf[0] = 0;
   for (int i = 0; i < ntok; i++)
-    w += (size_t)snprintf(buf + w, size - w, i ? " %s" : "%s", est_vocab_token(est_tokenizer_vocab(c->tok), ids[i]));
+    w += (size_t)snprintf(buf + w, size - w, i ? " %s" : "%s", token_of(c->tok, ids[i]));
   EST_LOG_INFO("tokens: %s", buf);
   join_ints(buf, size, ids, S);
   EST_LOG_INFO("input_ids: %s", buf);
@@ -82,6 +100,30 @@ static void log_example(const est_feature_converter *c, const est_input_example 
   if (c->multi_label) EST_LOG_INFO("labels: %s", ex->label ? ex->label : "");
   else EST_LOG_INFO("label: %s (id = %d)", ex->label, label_id);
   free(buf);
+}
+
+/* A row from the tokenizer's Encoding (no Google vocab): its ids, type ids and mask. */
+static est_status convert_encoding(const est_feature_converter *c, int64_t ex_index, const est_input_example *ex,
+                                   int32_t *input_ids, int32_t *input_mask, int32_t *segment_ids, int32_t lid,
+                                   int32_t *label_id, int32_t *is_real_example) {
+  char at[600];
+  const bool pair = ex->text_b && ex->text_b[0];
+  est_encoding e;
+  est_status st = est_tokenizer_encode_pair(c->tok, ex->text_a ? ex->text_a : "", SIZE_MAX, pair ? ex->text_b : NULL,
+                                            SIZE_MAX, true, &e);
+  if (st != EST_OK) return est_error_prefix("%s: ", where(ex, at, sizeof at));
+  if (e.n > (size_t)c->max_seq_length) /* the truncation above makes this a programmer's error */
+    return est_error(EST_ERR_INTERNAL, "%s: %zu tokens after truncation to %d", where(ex, at, sizeof at), e.n,
+                     c->max_seq_length);
+  for (size_t i = 0; i < e.n; i++) {
+    input_ids[i] = e.ids[i];
+    segment_ids[i] = e.type_ids[i];
+    input_mask[i] = 1;
+  }
+  *label_id = lid;
+  *is_real_example = 1;
+  if (ex_index < 5) log_example(c, ex, input_ids, input_mask, segment_ids, (int)e.n, lid);
+  return EST_OK;
 }
 
 est_status est_convert_single_example(const est_feature_converter *c, int64_t ex_index, const est_input_example *ex,
@@ -104,6 +146,8 @@ est_status est_convert_single_example(const est_feature_converter *c, int64_t ex
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: label '%s' is not in the label list",
                      where(ex, at, sizeof at), ex->label ? ex->label : "(none)");
 
+  if (!est_tokenizer_vocab(c->tok)) return convert_encoding(c, ex_index, ex, input_ids, input_mask, segment_ids,
+                                                            lid, label_id, is_real_example);
   /* tokens_a go straight to their final place (after [CLS]); only S-2 can ever be kept. */
   const int32_t *ids;
   size_t na, nb = 0;

@@ -143,6 +143,24 @@ static est_status write_tokenizer_files(const char *dir, const est_hf_export_par
                     "  \"sep_token\": \"[SEP]\",\n  \"unk_token\": \"[UNK]\"\n}\n");
 }
 
+/* A tokenizer.json with no Google vocab (est_vocab_file_write wrote no vocab.txt: Unigram,
+ * BPE, ...; docs/tokenizer.md §9) goes as it is, with a tokenizer_config.json that makes
+ * AutoTokenizer read it (PreTrainedTokenizerFast: the file's ids, special tokens and offsets). */
+static est_status copy_tokenizer_json(const char *dir, const est_hf_export_params *p) {
+  char from[4096], path[4096], text[256];
+  uint8_t *data = NULL;
+  size_t size = 0;
+  est_status st = est_tokenizer_json_of(p->vocab_file, from, sizeof from);
+  if (st == EST_OK && !from[0]) st = est_error(EST_ERR_INTERNAL, "%s: no vocab.txt and no tokenizer.json", p->vocab_file);
+  if (st == EST_OK) st = est_read_file(from, &data, &size);
+  if (st == EST_OK) st = est_path_join(path, sizeof path, dir, "tokenizer.json");
+  if (st == EST_OK) st = est_write_file_atomic(path, data, size);
+  free(data);
+  snprintf(text, sizeof text, "{\n  \"model_max_length\": %d,\n  \"tokenizer_class\": \"PreTrainedTokenizerFast\"\n}\n",
+           est_bert_config_max_seq_length(p->cfg));
+  return st == EST_OK ? write_text(dir, "tokenizer_config.json", text) : st;
+}
+
 static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_hf_export_params *p) {
   est_ckpt_reader *r;
   if (est_ckpt_reader_open(&r, ckpt_prefix) != EST_OK) return est_error_code();
@@ -183,6 +201,7 @@ static est_status fill_dir(const char *dir, const char *ckpt_prefix, const est_h
   free(names);
   if (st == EST_OK) st = est_path_join(path, sizeof path, dir, "vocab.txt");
   if (st == EST_OK) st = est_vocab_file_write(path, p->vocab_file, p->do_lower_case);
+  if (st == EST_OK && !est_file_exists(path)) return copy_tokenizer_json(dir, p);
   if (st == EST_OK) st = write_tokenizer_files(dir, p);
   return st;
 }

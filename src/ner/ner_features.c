@@ -19,6 +19,12 @@ void est_ner_features_free(est_ner_features *f) {
 }
 
 static int32_t special(const est_tokenizer *tok, const char *token, est_status *st) {
+  if (!est_tokenizer_vocab(tok)) { /* a Unigram / BPE tokenizer.json (est_tokenizer_open_any) */
+    if (*st == EST_OK)
+      *st = est_error(EST_ERR_UNIMPLEMENTED, "token classification reads words through a WordPiece vocab only so "
+                      "far; this tokenizer.json's model is not one with BertNormalizer + BertPreTokenizer");
+    return -1;
+  }
   const int32_t id = est_vocab_find(est_tokenizer_vocab(tok), token, strlen(token));
   if (id < 0 && *st == EST_OK)
     *st = est_error(EST_ERR_INVALID_ARGUMENT, "vocabulary %s has no %s token", est_vocab_path(est_tokenizer_vocab(tok)),

@@ -23,8 +23,9 @@ est_status est_export_write(const char *export_base, const char *ckpt_prefix, co
   uint8_t *tokenizer_json = NULL;
   size_t tokenizer_json_size = 0;
   char *json = NULL, source_json[4096];
-  /* assets/vocab.txt always; a HuggingFace tokenizer.json (--vocab_file=it or a model
-   * directory) also as it is, since its settings (e.g. max_input_chars_per_word) are the model's */
+  /* assets/vocab.txt (none from a tokenizer.json without a WordPiece vocab); a HuggingFace
+   * tokenizer.json (--vocab_file=it or a model directory) also as it is, since its settings
+   * (e.g. max_input_chars_per_word) are the model's, and it is the tokenizer of any other model */
   st = est_path_join(path, sizeof path, tmp, "assets");
   if (st == EST_OK) st = est_mkdirs(path);
   if (st == EST_OK) st = est_path_join(path, sizeof path, tmp, "assets/vocab.txt");

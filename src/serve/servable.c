@@ -58,10 +58,9 @@ static est_status servable_build(est_servable *s, est_model_meta *meta, const ch
   /* a vocab.txt, a tokenizer.json or a HuggingFace model directory (its tokenizer.json wins) */
   est_status st = est_tokenizer_open_any(&s->tokenizer, vocab_file, s->meta.do_lower_case);
   if (st == EST_OK) s->meta.do_lower_case = est_tokenizer_do_lower_case(s->tokenizer);
-  const est_vocab *vocab = st == EST_OK ? est_tokenizer_vocab(s->tokenizer) : NULL;
-  if (st == EST_OK && est_vocab_size(vocab) > s->meta.bert_config.vocab_size)
+  if (st == EST_OK && est_tokenizer_size(s->tokenizer) > s->meta.bert_config.vocab_size)
     st = est_error(EST_ERR_INVALID_ARGUMENT, "%s has %d tokens, above vocab_size %d", vocab_file,
-                   est_vocab_size(vocab), s->meta.bert_config.vocab_size);
+                   est_tokenizer_size(s->tokenizer), s->meta.bert_config.vocab_size);
   if (st == EST_OK) st = est_vars_create(&s->vs);
   if (st == EST_OK) st = est_servable_model_create(&s->model, &s->meta, s->vs);
   /* every value is restored, but a HuggingFace model may lack the pooler, which then keeps
@@ -162,8 +161,7 @@ int est_servable_max_batch(const est_servable *s) { return s->max_batch; }
 int est_servable_vocab_size(const est_servable *s) { return s->meta.bert_config.vocab_size; }
 const est_vocab *est_servable_vocab(const est_servable *s) { return est_tokenizer_vocab(s->tokenizer); }
 est_status est_servable_tokenizer_create(const est_servable *s, est_tokenizer **out) {
-  const est_tokenizer_options options = est_tokenizer_get_options(s->tokenizer);
-  return est_tokenizer_create_with(out, est_tokenizer_vocab(s->tokenizer), &options);
+  return est_tokenizer_twin(out, s->tokenizer);
 }
 uint64_t est_servable_forward_count(const est_servable *s) { return s->forwards; }
 est_precision est_servable_set_precision(est_servable *s, est_precision precision) {
@@ -330,6 +328,16 @@ est_status est_featurizer_run(est_featurizer *f, const char *text_a, const char 
 }
 
 est_status est_featurizer_count_tokens(est_featurizer *f, const char *text_a, const char *text_b, int *tokens) {
+  if (!est_tokenizer_vocab(f->tok)) { /* the tokenizer's own special tokens, before truncation */
+    est_truncation *t = est_tokenizer_truncation(f->tok), keep = *t;
+    est_encoding e;
+    t->enabled = false;
+    est_status st = est_tokenizer_encode_pair(f->tok, text_a ? text_a : "", SIZE_MAX, text_b && *text_b ? text_b : NULL,
+                                              SIZE_MAX, true, &e);
+    *t = keep;
+    *tokens = st != EST_OK ? 0 : e.n > INT32_MAX ? INT32_MAX : (int)e.n;
+    return st;
+  }
   const int32_t *ids;
   size_t na = 0, nb = 0;
   est_status st = est_tokenizer_encode(f->tok, text_a ? text_a : "", SIZE_MAX, &ids, &na);

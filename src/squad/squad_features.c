@@ -92,6 +92,9 @@ est_status est_squad_converter_create(est_squad_converter **out, est_tokenizer *
     return est_error(EST_ERR_INVALID_ARGUMENT, "doc_stride %d: must be at least 1 (the windows would not advance)",
                      cfg->doc_stride);
   const est_vocab *v = est_tokenizer_vocab(tok);
+  if (!v) /* a Unigram / BPE tokenizer.json (est_tokenizer_open_any) */
+    return est_error(EST_ERR_UNIMPLEMENTED, "SQuAD features read documents through a WordPiece vocab only so far; "
+                     "this tokenizer.json's model is not one with BertNormalizer + BertPreTokenizer");
   int32_t cls = est_vocab_find(v, "[CLS]", 5), sep = est_vocab_find(v, "[SEP]", 5);
   if (cls < 0 || sep < 0)
     return est_error(EST_ERR_INVALID_ARGUMENT, "vocab %s has no %s token (SQuAD features need [CLS] and [SEP])",

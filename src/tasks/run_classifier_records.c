@@ -103,7 +103,7 @@ void est_rc_task_free(est_rc_task *t) {
 const est_processor *est_rc_task_processor(const est_rc_task *t) { return t->proc; }
 size_t est_rc_task_num_labels(const est_rc_task *t) { return t->nlabels; }
 const char *const *est_rc_task_labels(const est_rc_task *t) { return t->labels; }
-int32_t est_rc_task_vocab_size(const est_rc_task *t) { return est_vocab_size(est_tokenizer_vocab(t->tok)); }
+int32_t est_rc_task_vocab_size(const est_rc_task *t) { return est_tokenizer_size(t->tok); }
 
 est_status est_rc_task_load(est_rc_task *t, const char *data_dir, int split, int64_t *num_examples) {
   if (split < 0 || split > 2) return est_error(EST_ERR_INVALID_ARGUMENT, "split %d is not 0, 1 or 2", split);

@@ -198,10 +198,10 @@ static est_status task_prepare(void *self, const est_task_flags *f, const est_be
   const est_run_ner_config *c = t->c;
   est_status st = est_tokenizer_open_any(&t->tok, c->vocab_file, c->do_lower_case);
   if (st != EST_OK) return st;
-  if (est_vocab_size(est_tokenizer_vocab(t->tok)) > cfg->vocab_size)
+  if (est_tokenizer_size(t->tok) > cfg->vocab_size)
     return est_error(EST_ERR_INVALID_ARGUMENT,
                      "--vocab_file=%s has %d tokens but --bert_config_file=%s has vocab_size %d: they do not belong "
-                     "to the same model", c->vocab_file, est_vocab_size(est_tokenizer_vocab(t->tok)),
+                     "to the same model", c->vocab_file, est_tokenizer_size(t->tok),
                      f->bert_config_file, cfg->vocab_size);
   if ((st = load_split(t, 0)) != EST_OK) return st;
   if ((st = est_ner_labels_from(&t->data[0], &t->labels, &t->num_labels)) != EST_OK)

@@ -148,7 +148,7 @@ static est_status task_prepare(void *self, const est_task_flags *f, const est_be
   const est_run_squad_config *c = t->c;
   est_status st = est_tokenizer_open_any(&t->tok, c->vocab_file, c->do_lower_case);
   if (st != EST_OK) return st;
-  const int32_t nvocab = est_vocab_size(est_tokenizer_vocab(t->tok));
+  const int32_t nvocab = est_tokenizer_size(t->tok);
   if (nvocab > cfg->vocab_size)
     return est_error(EST_ERR_INVALID_ARGUMENT,
                      "--vocab_file=%s has %d tokens but --bert_config_file=%s has vocab_size %d: they do not belong "

@@ -136,6 +136,12 @@ bool vocab_init(tok_vocab *v, int32_t n);
 void vocab_set(tok_vocab *v, int32_t id, const char *s, size_t len); /* copies */
 bool vocab_index(tok_vocab *v);
 int32_t vocab_get(const tok_vocab *v, const char *s, size_t len);
+/* The hash vocab_get takes of a string, fed n more bytes: VOCAB_HASH0 then each piece in turn
+ * (FNV-1a 64), so a caller extending a candidate hashes each byte once. */
+#define VOCAB_HASH0 0xcbf29ce484222325ULL
+uint64_t vocab_hash_step(uint64_t h, const char *s, size_t n);
+/* vocab_get of s[0, len) whose vocab_hash_step hash is `full`. */
+int32_t vocab_get_hashed(const tok_vocab *v, const char *s, size_t len, uint64_t full);
 void vocab_fini(tok_vocab *v);
 
 typedef struct tok_model tok_model;
@@ -162,8 +168,10 @@ typedef struct tok_postproc tok_postproc;
 est_status postproc_from_json(tok_postproc **out, json_t *o, const tok_vocab *v, const char *where);
 void postproc_free(tok_postproc *p);
 size_t postproc_added(const tok_postproc *p, bool pair);
-/* Joins a (and b when not NULL) into out with the special tokens. */
-bool postproc_apply(const tok_postproc *p, const tok_enc *a, const tok_enc *b, bool add_special, tok_enc *out);
+/* Joins a (and b when not NULL) into out with the special tokens. keep & 1 (a), & 2 (b): the
+ * sequence is an overflowing window, whose type ids a TemplateProcessing leaves as they are. */
+bool postproc_apply(const tok_postproc *p, const tok_enc *a, const tok_enc *b, bool add_special, unsigned keep,
+                    tok_enc *out);
 
 /* ---- decoders (decoders.c) -------------------------------------------------------------- */
 

@@ -32,11 +32,23 @@ struct tok_pipeline {
   est_truncation trunc;
   est_padding pad;
   char *pad_token;
+  uint64_t first[2][64];  /* [normalized] bit (c & 4095): an added token may start with c */
   tok_enc out;            /* the last encoding */
+  tok_enc *over;          /* its overflowing encodings (truncation's other windows) */
+  size_t nover;
+  bool twin;              /* a twin: frees only `out`; the rest is its original's */
 };
+
+static void free_overflowing(tok_pipeline *p);
 
 void tok_pipeline_free(tok_pipeline *p) {
   if (!p) return;
+  free_overflowing(p);
+  if (p->twin) {
+    enc_free(&p->out);
+    free(p);
+    return;
+  }
   normalizer_free(p->norm);
   pretokenizer_free(p->pre);
   model_free(p->model);
@@ -170,6 +182,7 @@ est_status tok_pipeline_from_json(tok_pipeline **out, json_t *root, const char *
     }
     x->c = s.c;
     x->n = s.n;
+    if (s.n) p->first[x->normalized][(s.c[0] & 4095) >> 6] |= 1ULL << (s.c[0] & 63);
     s.c = NULL;
     nstr_free(&s);
     if (x->id + 1 > nid) nid = x->id + 1;
@@ -212,7 +225,12 @@ static bool split_added(const tok_pipeline *p, tok_nstr *s, bool want, tok_split
     if (!s->n) return nstr_free(s), true;
     return splits_push(t, s, -1);
   }
+  const uint64_t *first = p->first[want];
   for (size_t at = 0; at < s->n;) {
+    if (!(first[(s->c[at] & 4095) >> 6] >> (s->c[at] & 63) & 1)) { /* no added token starts here */
+      at++;
+      continue;
+    }
     /* the longest added token at `at` */
     size_t best = SIZE_MAX, blen = 0;
     for (size_t i = 0; i < p->nadd; i++) {
@@ -304,37 +322,67 @@ static est_status encode_one(tok_pipeline *p, const char *text, size_t len, int3
   return st;
 }
 
-/* Encoding::truncate without the overflowing part (`encode` returns the first window): keeps
- * max tokens. A stride not under a non-zero max is an error (an assert in tokenizers, which
- * panics there). */
-static est_status truncate_enc(tok_enc *e, size_t max, size_t stride, bool left) {
-  if (e->n <= max) return EST_OK;
-  if (max && stride >= max)
+/* A window [s, e) of a sequence's tokens (utils/truncation.rs, Encoding::truncate). */
+typedef struct win {
+  size_t s, e;
+} win;
+
+typedef struct wins {
+  win *v;
+  size_t n;
+} wins;
+
+/* Encoding::truncate(max, stride, direction) of n tokens as windows: the first is what encode
+ * keeps, the others Encoding.overflowing, in its order. Right: starts 0, max - stride, ...
+ * until one reaches the end; Left: the same from the end. max 0 keeps nothing and moves the
+ * whole sequence to overflowing. A stride not under a non-zero max is an error (an assert in
+ * tokenizers, which panics there). */
+static est_status windows(wins *w, size_t n, size_t max, size_t stride, bool left) {
+  free(w->v);
+  w->n = 0;
+  size_t offset = max > stride ? max - stride : 1, cap = n <= max ? 1 : max == 0 ? 2 : n / offset + 2;
+  if (!(w->v = malloc(cap * sizeof *w->v))) return est_error(EST_ERR_NO_MEMORY, "truncating %zu tokens", n);
+  if (n <= max) {
+    w->v[w->n++] = (win){0, n};
+    return EST_OK;
+  }
+  if (max == 0) {
+    w->v[w->n++] = (win){0, 0};
+    w->v[w->n++] = (win){0, n};
+    return EST_OK;
+  }
+  if (stride >= max)
     return est_error(EST_ERR_INVALID_ARGUMENT, "Truncation error: stride %zu must be less than the %zu tokens a "
                      "sequence is cut to", stride, max);
-  if (left) {
-    size_t d = e->n - max;
-    int32_t *arr[] = {e->ids, e->type_ids, e->special, e->attention, e->os, e->oe};
-    for (int i = 0; i < 6; i++) memmove(arr[i], arr[i] + d, max * sizeof *arr[i]);
-    memmove(e->tokens, e->tokens + d, max * sizeof *e->tokens);
+  if (!left) {
+    for (size_t start = 0; start < n; start += offset) {
+      size_t stop = start + max < n ? start + max : n;
+      w->v[w->n++] = (win){start, stop};
+      if (stop == n) break;
+    }
+  } else {
+    for (size_t k = 0; k < n; k += offset) { /* stop = n - k, n - k - offset, ... */
+      size_t stop = n - k, start = stop < max ? 0 : stop - max;
+      w->v[w->n++] = (win){start, stop};
+      if (start == 0) break;
+    }
   }
-  e->n = max;
   return EST_OK;
 }
 
-static est_status truncate_pair(const est_truncation *t, size_t max_length, tok_enc *a, tok_enc *b) {
+/* truncate_encodings (utils/truncation.rs) as windows of a and b (b NULL for one text). */
+static est_status truncate_pair(const est_truncation *t, size_t max_length, const tok_enc *a, const tok_enc *b,
+                                wins *wa, wins *wb) {
   size_t total = a->n + (b ? b->n : 0);
+  est_status st = EST_OK;
   if (max_length == 0) {
-    truncate_enc(a, 0, 0, t->left);
-    if (b) truncate_enc(b, 0, 0, t->left);
-    return EST_OK;
+    st = windows(wa, a->n, 0, 0, t->left);
+    return st || !b ? st : windows(wb, b->n, 0, 0, t->left);
   }
   if (total <= max_length) return EST_OK;
   size_t to_remove = total - max_length;
   if (t->strategy == EST_TRUNCATE_LONGEST_FIRST) {
-    if (!b) {
-      return truncate_enc(a, total - to_remove, t->stride, t->left);
-    }
+    if (!b) return windows(wa, a->n, total - to_remove, t->stride, t->left);
     size_t n1 = a->n, n2 = b->n;
     bool swap = n1 > n2;
     if (swap) { size_t x = n1; n1 = n2; n2 = x; }
@@ -345,64 +393,138 @@ static est_status truncate_pair(const est_truncation *t, size_t max_length, tok_
       n2 = n1 + max_length % 2;
     }
     if (swap) { size_t x = n1; n1 = n2; n2 = x; }
-    est_status st = truncate_enc(a, n1, t->stride, t->left);
-    return st ? st : truncate_enc(b, n2, t->stride, t->left);
+    st = windows(wa, a->n, n1, t->stride, t->left);
+    return st ? st : windows(wb, b->n, n2, t->stride, t->left);
   }
-  tok_enc *target = t->strategy == EST_TRUNCATE_ONLY_FIRST ? a : b;
+  const tok_enc *target = t->strategy == EST_TRUNCATE_ONLY_FIRST ? a : b;
   if (!target) return est_error(EST_ERR_INVALID_ARGUMENT, "Truncation error: Second sequence not provided");
   if (target->n <= to_remove)
     return est_error(EST_ERR_INVALID_ARGUMENT, "Truncation error: Sequence to truncate too short to respect the provided max_length");
-  return truncate_enc(target, target->n - to_remove, t->stride, t->left);
+  return windows(target == a ? wa : wb, target->n, target->n - to_remove, t->stride, t->left);
+}
+
+/* e's tokens [w.s, w.e) copied into out, or e itself when w is all of it. */
+static const tok_enc *slice_enc(tok_enc *out, const tok_enc *e, win w, bool *ok) {
+  if (w.s == 0 && w.e == e->n) return e;
+  for (size_t i = w.s; *ok && i < w.e; i++)
+    *ok = enc_push(out, e->ids[i], e->type_ids[i], e->tokens[i], e->os[i], e->oe[i], e->special[i]);
+  return out;
+}
+
+/* PaddingParams on one encoding (utils/padding.rs pad_encodings, one at a time). */
+static bool pad_enc(const est_padding *pad, tok_enc *e) {
+  size_t target = pad->fixed ? pad->fixed : e->n;
+  if (pad->multiple_of && target % pad->multiple_of) target += pad->multiple_of - target % pad->multiple_of;
+  size_t have = e->n;
+  for (size_t i = have; i < target; i++)
+    if (!enc_push(e, pad->pad_id, pad->pad_type_id, pad->pad_token, 0, 0, 1)) return false;
+  for (size_t i = have; i < target; i++) e->attention[i] = 0;
+  if (pad->left && target > have) { /* rotate the pads to the front */
+    size_t d = target - have;
+    int32_t *arr[] = {e->ids, e->type_ids, e->special, e->attention, e->os, e->oe};
+    for (int k = 0; k < 6; k++) {
+      int32_t v = arr[k][have];
+      memmove(arr[k] + d, arr[k], have * sizeof *arr[k]);
+      for (size_t i = 0; i < d; i++) arr[k][i] = v;
+    }
+    memmove(e->tokens + d, e->tokens, have * sizeof *e->tokens);
+    for (size_t i = 0; i < d; i++) e->tokens[i] = (char *)pad->pad_token;
+  }
+  return true;
+}
+
+/* The post-processed, padded encoding of window wa of a and wb of b (b NULL: one text); *_over:
+ * that window is an overflowing one. */
+static bool assemble(const tok_pipeline *p, const tok_enc *a, win wa, bool wa_over, const tok_enc *b, win wb,
+                     bool wb_over, bool add_special, tok_enc *out) {
+  tok_enc sa = {0}, sb = {0};
+  bool ok = true;
+  const tok_enc *x = slice_enc(&sa, a, wa, &ok), *y = b ? slice_enc(&sb, b, wb, &ok) : NULL;
+  unsigned keep = (wa_over ? 1u : 0u) | (wb_over ? 2u : 0u);
+  ok = ok && postproc_apply(p->post, x, y, add_special, keep, out) && (!p->pad.enabled || pad_enc(&p->pad, out));
+  enc_free(&sa);
+  enc_free(&sb);
+  return ok;
+}
+
+static void free_overflowing(tok_pipeline *p) {
+  for (size_t i = 0; i < p->nover; i++) enc_free(&p->over[i]);
+  free(p->over);
+  p->over = NULL;
+  p->nover = 0;
+}
+
+static void to_encoding(const tok_enc *e, est_encoding *out) {
+  out->n = e->n;
+  out->ids = e->ids;
+  out->type_ids = e->type_ids;
+  out->special_tokens_mask = e->special;
+  out->attention_mask = e->attention;
+  out->offset_start = e->os;
+  out->offset_end = e->oe;
+  out->tokens = (const char *const *)e->tokens;
 }
 
 est_status tok_pipeline_encode(tok_pipeline *p, const char *text, size_t len, const char *pair, size_t pair_len,
                                bool add_special, est_encoding *out) {
   tok_enc a = {0}, b = {0};
   enc_free(&p->out);
+  free_overflowing(p);
   est_status st = encode_one(p, text, len, 0, &a);
   if (!st && pair) st = encode_one(p, pair, pair_len, 1, &b);
+  win one_a = {0, a.n}, one_b = {0, b.n};
+  wins wa = {&one_a, 1}, wb = {&one_b, 1};
+  wins ta = {NULL, 0}, tb = {NULL, 0};
   if (!st && p->trunc.enabled) {
     size_t added = add_special ? postproc_added(p->post, pair != NULL) : 0;
     if (p->trunc.max_length < added) st = est_error(EST_ERR_INVALID_ARGUMENT, "truncation max_length %zu is less than "
                                                     "the %zu special tokens added", p->trunc.max_length, added);
-    else st = truncate_pair(&p->trunc, p->trunc.max_length - added, &a, pair ? &b : NULL);
+    else st = truncate_pair(&p->trunc, p->trunc.max_length - added, &a, pair ? &b : NULL, &ta, &tb);
+    if (ta.n) wa = ta;
+    if (tb.n) wb = tb;
   }
-  if (!st && !postproc_apply(p->post, &a, pair ? &b : NULL, add_special, &p->out))
+  const tok_enc *pb = pair ? &b : NULL;
+  if (!st && !assemble(p, &a, wa.v[0], false, pb, wb.v[0], false, add_special, &p->out))
     st = est_error(EST_ERR_NO_MEMORY, "tokenizing %zu bytes", len);
+  /* Encoding::merge_with's order: each overflowing window of a with b's window, then with
+   * each of b's overflowing ones; then a's window with each of b's overflowing ones */
+  size_t nover = (wa.n - 1) * wb.n + (wb.n - 1);
+  if (!st && nover && !(p->over = calloc(nover, sizeof *p->over)))
+    st = est_error(EST_ERR_NO_MEMORY, "tokenizing %zu bytes", len);
+  for (size_t i = 1; !st && i < wa.n; i++)
+    for (size_t j = 0; !st && j < wb.n; j++)
+      if (!assemble(p, &a, wa.v[i], true, pb, wb.v[j], j > 0, add_special, &p->over[p->nover++]))
+        st = est_error(EST_ERR_NO_MEMORY, "tokenizing %zu bytes", len);
+  for (size_t j = 1; !st && j < wb.n; j++)
+    if (!assemble(p, &a, wa.v[0], false, pb, wb.v[j], true, add_special, &p->over[p->nover++]))
+      st = est_error(EST_ERR_NO_MEMORY, "tokenizing %zu bytes", len);
+  free(ta.v);
+  free(tb.v);
   enc_free(&a);
   enc_free(&b);
-  if (!st && p->pad.enabled) {
-    size_t target = p->pad.fixed ? p->pad.fixed : p->out.n;
-    if (p->pad.multiple_of && target % p->pad.multiple_of) target += p->pad.multiple_of - target % p->pad.multiple_of;
-    size_t have = p->out.n;
-    for (size_t i = have; !st && i < target; i++)
-      if (!enc_push(&p->out, p->pad.pad_id, p->pad.pad_type_id, p->pad.pad_token, 0, 0, 1))
-        st = est_error(EST_ERR_NO_MEMORY, "padding");
-    if (!st) {
-      for (size_t i = have; i < target; i++) p->out.attention[i] = 0;
-      if (p->pad.left && target > have) { /* rotate the pads to the front */
-        tok_enc *e = &p->out;
-        size_t d = target - have;
-        int32_t *arr[] = {e->ids, e->type_ids, e->special, e->attention, e->os, e->oe};
-        for (int k = 0; k < 6; k++) {
-          int32_t pad = arr[k][have];
-          memmove(arr[k] + d, arr[k], have * sizeof *arr[k]);
-          for (size_t i = 0; i < d; i++) arr[k][i] = pad;
-        }
-        memmove(e->tokens + d, e->tokens, have * sizeof *e->tokens);
-        for (size_t i = 0; i < d; i++) e->tokens[i] = (char *)p->pad.pad_token;
-      }
-    }
-  }
   if (st) return st;
-  out->n = p->out.n;
-  out->ids = p->out.ids;
-  out->type_ids = p->out.type_ids;
-  out->special_tokens_mask = p->out.special;
-  out->attention_mask = p->out.attention;
-  out->offset_start = p->out.os;
-  out->offset_end = p->out.oe;
-  out->tokens = (const char *const *)p->out.tokens;
+  to_encoding(&p->out, out);
+  return EST_OK;
+}
+
+size_t tok_pipeline_num_overflowing(const tok_pipeline *p) { return p->nover; }
+
+bool tok_pipeline_overflowing(const tok_pipeline *p, size_t i, est_encoding *out) {
+  if (i >= p->nover) return false;
+  to_encoding(&p->over[i], out);
+  return true;
+}
+
+est_status tok_pipeline_twin(tok_pipeline **out, const tok_pipeline *p) {
+  /* normalizer, pre-tokenizer, model, post-processor, decoder and added tokens are only read
+   * while encoding (their functions take them const); the encoding is the one thing written */
+  *out = malloc(sizeof **out);
+  if (!*out) return est_error(EST_ERR_NO_MEMORY, "tokenizer twin");
+  **out = *p;
+  memset(&(*out)->out, 0, sizeof (*out)->out);
+  (*out)->over = NULL;
+  (*out)->nover = 0;
+  (*out)->twin = true;
   return EST_OK;
 }
 

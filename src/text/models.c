@@ -55,6 +55,19 @@ bool vocab_index(tok_vocab *v) {
   return true;
 }
 
+uint64_t vocab_hash_step(uint64_t h, const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+int32_t vocab_get_hashed(const tok_vocab *v, const char *s, size_t len, uint64_t full) {
+  if (!v->slot) return -1;
+  size_t h = full & v->mask;
+  for (int32_t id; (id = v->slot[h]) >= 0; h = (h + 1) & v->mask)
+    if (v->len[id] == len && !memcmp(v->tok[id], s, len)) return id;
+  return -1;
+}
+
 int32_t vocab_get(const tok_vocab *v, const char *s, size_t len) {
   if (!v->slot) return -1;
   size_t h = hash(s, len) & v->mask;

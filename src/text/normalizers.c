@@ -245,59 +245,105 @@ static uint32_t compose_pair(uint32_t a, uint32_t b) {
   return n == 1 ? (uint32_t)buf[0] : 0;
 }
 
-/* unicode-normalization's nfd/nfkd/nfc/nfkc over the chars, each output char aligned with
- * the input char it came from (a composite with its starter's). */
+/* unicode-normalization-alignments' nfd/nfkd/nfc/nfkc (the crate behind NormalizedString's
+ * nfd() ... nfkc()), as the (char, change) stream it gives to NormalizedString::transform:
+ * - decomposition: each char's pieces, the first with change 0, the others +1 (inserted);
+ * - canonical ordering: each run of non-starters sorted by combining class, stably, the
+ *   changes moving with their chars (so a reordered mark takes the alignment of the position
+ *   it lands on, as in tokenizers, not of its source);
+ * - composition (recompose.rs): a char joining the composee gives it change k + change - 1;
+ *   blocked non-starters wait in a buffer and follow the composee out.
+ * Pure ASCII is its own normal form (every change 0: the transform is the identity). */
 static bool nstr_unicode(tok_nstr *s, bool compat, bool compose) {
-  tok_nstr t = {0};
-  t.base = s->base;
-  if (!nstr_reserve(&t, s->n * 4 + 1)) return false;
-  for (size_t i = 0; i < s->n; i++) {
+  bool ascii = true;
+  for (size_t i = 0; i < s->n && ascii; i++) ascii = s->c[i] < 0x80;
+  if (ascii) return true;
+  size_t cap = s->n + s->n / 2 + 32; /* grown below: a char decomposes into up to 18 (U+FDFA) */
+  uint32_t *c = malloc(cap * sizeof *c), *oc = NULL;
+  int *chg = malloc(cap * sizeof *chg), *ochg = NULL;
+  bool ok = c && chg;
+  size_t m = 0;
+  for (size_t i = 0; ok && i < s->n; i++) {
+    if (m + 32 > cap) {
+      cap = 2 * cap + 32;
+      uint32_t *c2 = realloc(c, cap * sizeof *c);
+      if (c2) c = c2;
+      int *chg2 = c2 ? realloc(chg, cap * sizeof *chg) : NULL;
+      if (chg2) chg = chg2;
+      if (!c2 || !chg2) {
+        ok = false;
+        break;
+      }
+    }
     utf8proc_int32_t d[32];
     int last = 0;
     utf8proc_ssize_t k = s->c[i] < 0x80 ? (d[0] = (utf8proc_int32_t)s->c[i], 1)
                                         : utf8proc_decompose_char((utf8proc_int32_t)s->c[i], d, 32,
                                                                   UTF8PROC_DECOMPOSE | (compat ? UTF8PROC_COMPAT : 0), &last);
     if (k < 0 || k > 32) k = 1, d[0] = (utf8proc_int32_t)s->c[i];
-    if (!nstr_reserve(&t, t.n + (size_t)k)) return nstr_free(&t), false;
-    for (utf8proc_ssize_t j = 0; j < k; j++) nstr_push(&t, (uint32_t)d[j], s->as[i], s->ae[i]);
+    for (utf8proc_ssize_t j = 0; j < k; j++) c[m] = (uint32_t)d[j], chg[m++] = j ? 1 : 0;
   }
-  /* canonical ordering: a stable sort of each run of non-starters by combining class */
-  for (size_t i = 0; i < t.n; i++) {
-    int ci = ccc(t.c[i]);
+  for (size_t i = 0; ok && i < m; i++) { /* canonical ordering */
+    int ci = ccc(c[i]);
     if (!ci) continue;
-    size_t j = i;
-    while (j > 0 && ccc(t.c[j - 1]) > ci) {
-      uint32_t c = t.c[j]; t.c[j] = t.c[j - 1]; t.c[j - 1] = c;
-      int32_t a = t.as[j]; t.as[j] = t.as[j - 1]; t.as[j - 1] = a;
-      a = t.ae[j]; t.ae[j] = t.ae[j - 1]; t.ae[j - 1] = a;
-      j--;
+    for (size_t j = i; j > 0 && ccc(c[j - 1]) > ci; j--) {
+      uint32_t x = c[j]; c[j] = c[j - 1]; c[j - 1] = x;
+      int y = chg[j]; chg[j] = chg[j - 1]; chg[j - 1] = y;
     }
   }
-  if (compose && t.n) { /* canonical composition: a char not blocked from the last starter joins it */
-    size_t k = 0, starter = SIZE_MAX;
-    int last_cc = 0;
-    for (size_t i = 0; i < t.n; i++) {
-      uint32_t c = t.c[i];
-      int cc = ccc(c);
-      if (starter != SIZE_MAX) {
-        bool blocked = k > starter + 1 && (last_cc == 0 || last_cc >= cc);
-        uint32_t comp = blocked ? 0 : compose_pair(t.c[starter], c);
-        if (comp) {
-          t.c[starter] = comp;
-          continue;
-        }
+  if (ok && compose) { /* composition only shortens: m entries are room enough */
+    oc = malloc((m + 1) * sizeof *oc), ochg = malloc((m + 1) * sizeof *ochg);
+    ok = oc && ochg;
+    size_t o = 0, nb = 0;
+    uint32_t *bc = malloc((m + 1) * sizeof *bc); /* the blocked non-starters */
+    int *bchg = malloc((m + 1) * sizeof *bchg);
+    ok = ok && bc && bchg;
+    bool have = false;
+    uint32_t kc = 0;
+    int kchg = 0, last = -1;      /* last: the buffer's last combining class, -1: none */
+#define OUT(ch, d) (oc[o] = (ch), ochg[o++] = (d))
+#define FLUSH() do { for (size_t q = 0; q < nb; q++) OUT(bc[q], bchg[q]); nb = 0; } while (0)
+    for (size_t i = 0; ok && i < m; i++) {
+      uint32_t ch = c[i];
+      int d = chg[i], cls = ccc(ch);
+      if (!have) {
+        if (cls) OUT(ch, d);
+        else have = true, kc = ch, kchg = d;
+        continue;
       }
-      if (cc == 0) starter = k, last_cc = 0;
-      else last_cc = cc;
-      t.c[k] = c;
-      t.as[k] = t.as[i];
-      t.ae[k++] = t.ae[i];
+      if (last >= 0 && last >= cls) { /* blocked */
+        if (cls == 0) {
+          OUT(kc, kchg);
+          FLUSH();
+          kc = ch, kchg = d, last = -1;
+        } else {
+          bc[nb] = ch, bchg[nb++] = d, last = cls;
+        }
+        continue;
+      }
+      uint32_t r = compose_pair(kc, ch);
+      if (r) {
+        kc = r, kchg += d - 1;
+        continue;
+      }
+      if (last < 0 && cls == 0) {
+        OUT(kc, kchg);
+        kc = ch, kchg = d;
+        continue;
+      }
+      bc[nb] = ch, bchg[nb++] = d, last = cls;
     }
-    t.n = k;
+    if (ok && have) OUT(kc, kchg);
+    if (ok) FLUSH();
+#undef OUT
+#undef FLUSH
+    free(bc), free(bchg);
+    if (ok) ok = nstr_transform(s, oc, ochg, o, 0);
+  } else if (ok) {
+    ok = nstr_transform(s, c, chg, m, 0);
   }
-  nstr_free(s);
-  *s = t;
-  return true;
+  free(c), free(chg), free(oc), free(ochg);
+  return ok;
 }
 
 /* char::to_lowercase, one char at a time: extra chars inserted after it. */
@@ -380,7 +426,23 @@ static bool bert_normalize(const bert_norm *b, tok_nstr *s) {
 /* ---- the normalizer tree ---------------------------------------------------------------- */
 
 enum { N_SEQ, N_BERT, N_NFC, N_NFD, N_NFKC, N_NFKD, N_LOWER, N_STRIP_ACCENTS, N_STRIP, N_REPLACE, N_PREPEND,
-       N_PRECOMPILED };
+       N_PRECOMPILED, N_NMT };
+
+/* Nmt (normalizers/unicode.rs do_nmt, sentencepiece's nmt_nfkc rules without the NFKC): ASCII
+ * and C1 controls dropped, other whitespace-like code points (tab, LF, FF, CR, U+1680,
+ * U+200B..U+200F, U+2028, U+2029, U+2581, BOM, U+FFFD) become ' ' in place. */
+static bool nmt_keep(uint32_t c) {
+  return !((c >= 0x01 && c <= 0x08) || c == 0x0B || (c >= 0x0E && c <= 0x1F) || c == 0x7F || c == 0x8F || c == 0x9F);
+}
+
+static void nmt_map(tok_nstr *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    uint32_t c = s->c[i];
+    if (c == 0x09 || c == 0x0A || c == 0x0C || c == 0x0D || c == 0x1680 || (c >= 0x200B && c <= 0x200F) ||
+        c == 0x2028 || c == 0x2029 || c == 0x2581 || c == 0xFEFF || c == 0xFFFD)
+      s->c[i] = ' ';
+  }
+}
 
 struct tok_normalizer {
   int kind;
@@ -426,7 +488,7 @@ est_status normalizer_from_json(tok_normalizer **out, json_t *o, const char *whe
     return est_error(EST_ERR_INVALID_ARGUMENT, "%s: expected an object with a \"type\"", where);
   const char *t = json_string_value(type);
   static const char *names[] = {"Sequence", "BertNormalizer", "NFC", "NFD", "NFKC", "NFKD", "Lowercase",
-                                "StripAccents", "Strip", "Replace", "Prepend", "Precompiled"};
+                                "StripAccents", "Strip", "Replace", "Prepend", "Precompiled", "Nmt"};
   int kind = -1;
   for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
     if (!strcmp(t, names[i])) kind = i;
@@ -514,6 +576,7 @@ bool normalizer_apply(const tok_normalizer *n, tok_nstr *s) {
   case N_REPLACE: return nstr_replace(s, &n->pat, n->content, n->ncontent);
   case N_PREPEND: return nstr_prepend(s, n->content, n->ncontent);
   case N_PRECOMPILED: return precompiled_apply(n->pre, s);
+  case N_NMT: nstr_filter(s, nmt_keep); nmt_map(s); return true;
   }
   return false;
 }

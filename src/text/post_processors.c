@@ -275,7 +275,8 @@ static bool copy_into(tok_enc *out, const tok_enc *a, int32_t type_id, bool keep
   return true;
 }
 
-bool postproc_apply(const tok_postproc *p, const tok_enc *a, const tok_enc *b, bool add_special, tok_enc *out) {
+bool postproc_apply(const tok_postproc *p, const tok_enc *a, const tok_enc *b, bool add_special, unsigned keep,
+                    tok_enc *out) {
   tok_enc ta = {0}, tb = {0};
   if (p && (p->kind == PP_BYTELEVEL || p->kind == PP_ROBERTA) && p->trim_offsets) {
     if (!copy_into(&ta, a, 0, true) || (b && !copy_into(&tb, b, 0, true))) return enc_free(&ta), enc_free(&tb), false;
@@ -297,12 +298,13 @@ bool postproc_apply(const tok_postproc *p, const tok_enc *a, const tok_enc *b, b
                        p->seq[i]->kind != PP_ROBERTA;
       if (last_pair) { /* a trimming step keeps the pair apart */
         tok_enc na = {0}, nb = {0};
-        ok = postproc_apply(p->seq[i], &cur, NULL, add_special, &na) && postproc_apply(p->seq[i], &curb, NULL, add_special, &nb);
+        ok = postproc_apply(p->seq[i], &cur, NULL, add_special, 0, &na) &&
+             postproc_apply(p->seq[i], &curb, NULL, add_special, 0, &nb);
         enc_free(&cur), enc_free(&curb);
         cur = na, curb = nb;
         continue;
       }
-      ok = postproc_apply(p->seq[i], &cur, b && curb.n + 1 ? &curb : NULL, add_special, &next);
+      ok = postproc_apply(p->seq[i], &cur, b && curb.n + 1 ? &curb : NULL, add_special, keep, &next);
       enc_free(&cur), enc_free(&curb);
       cur = next;
       b = NULL;
@@ -320,7 +322,10 @@ bool postproc_apply(const tok_postproc *p, const tok_enc *a, const tok_enc *b, b
     for (size_t i = 0; ok && i < m; i++) {
       if (t[i].seq >= 0) {
         const tok_enc *src = t[i].seq ? b : a;
-        ok = src ? copy_into(out, src, t[i].type_id, false) : true;
+        /* template.rs sets the type ids of the sequence's encoding, not of its overflowing
+         * ones, which keep the encode's (0 first, 1 second) */
+        bool raw = p->kind == PP_TEMPLATE && (keep & (t[i].seq ? 2u : 1u));
+        ok = src ? copy_into(out, src, t[i].type_id, raw) : true;
       } else {
         const special *s = &p->sp[t[i].special];
         for (size_t k = 0; ok && k < s->n; k++) ok = enc_push(out, s->ids[k], t[i].type_id, s->tokens[k], 0, 0, 1);

@@ -360,6 +360,25 @@ est_status tokenizer_from_pipeline(est_tokenizer **out, tok_pipeline *p) {
 
 void tokenizer_attach_pipeline(est_tokenizer *t, tok_pipeline *p) { t->pipe = p; }
 
+est_status est_tokenizer_twin(est_tokenizer **out, const est_tokenizer *t) {
+  *out = NULL;
+  tok_pipeline *pipe = NULL;
+  est_status st = t->pipe ? tok_pipeline_twin(&pipe, t->pipe) : EST_OK;
+  if (st != EST_OK) return st;
+  if (t->pipe_only) return tokenizer_from_pipeline(out, pipe);
+  const est_tokenizer_options o = est_tokenizer_get_options(t);
+  if ((st = est_tokenizer_create_with(out, t->vocab, &o)) != EST_OK) {
+    tok_pipeline_free(pipe);
+    return st;
+  }
+  (*out)->pipe = pipe;
+  return EST_OK;
+}
+
+int32_t est_tokenizer_size(const est_tokenizer *t) {
+  return t->vocab ? est_vocab_size(t->vocab) : tok_pipeline_size(t->pipe);
+}
+
 est_status est_tokenizer_encode_pair(est_tokenizer *t, const char *text, size_t len, const char *pair, size_t pair_len,
                                      bool add_special_tokens, est_encoding *out) {
   if (!t->pipe)
@@ -368,6 +387,12 @@ est_status est_tokenizer_encode_pair(est_tokenizer *t, const char *text, size_t 
   if (len == SIZE_MAX) len = strlen(text);
   if (pair && pair_len == SIZE_MAX) pair_len = strlen(pair);
   return tok_pipeline_encode(t->pipe, text, len, pair, pair_len, add_special_tokens, out);
+}
+
+size_t est_tokenizer_num_overflowing(const est_tokenizer *t) { return t->pipe ? tok_pipeline_num_overflowing(t->pipe) : 0; }
+
+bool est_tokenizer_overflowing(const est_tokenizer *t, size_t i, est_encoding *out) {
+  return t->pipe && tok_pipeline_overflowing(t->pipe, i, out);
 }
 
 est_status est_tokenizer_decode(const est_tokenizer *t, const int32_t *ids, size_t n, bool skip_special_tokens,

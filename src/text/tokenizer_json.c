@@ -168,13 +168,7 @@ est_status est_tokenizer_open_any(est_tokenizer **out, const char *vocab_file, b
   }
   if (!ends_with(vocab_file, ".json")) return est_tokenizer_open(out, vocab_file, do_lower_case);
   est_status st = est_tokenizer_from_json(out, vocab_file);
-  if (st == EST_OK && !est_tokenizer_vocab(*out)) {
-    est_tokenizer_free(*out);
-    *out = NULL;
-    return est_error(EST_ERR_INVALID_ARGUMENT, "%s: its model is not WordPiece with a BertNormalizer and a "
-                     "BertPreTokenizer; est's task programs read only those so far (est tokenize reads it)", vocab_file);
-  }
-  if (st == EST_OK && est_tokenizer_do_lower_case(*out) != do_lower_case)
+  if (st == EST_OK && est_tokenizer_vocab(*out) && est_tokenizer_do_lower_case(*out) != do_lower_case)
     EST_LOG_INFO("%s lower-cases: %s; it is followed, not --do_lower_case=%s", vocab_file,
                  est_tokenizer_do_lower_case(*out) ? "true" : "false", do_lower_case ? "true" : "false");
   return st;
@@ -193,6 +187,10 @@ est_status est_vocab_file_write(const char *path, const char *vocab_file, bool d
   est_tokenizer *tok;
   if ((st = est_tokenizer_open_any(&tok, vocab_file, do_lower_case)) != EST_OK) return st;
   const est_vocab *v = est_tokenizer_vocab(tok);
+  if (!v) { /* no Google vocab: the tokenizer.json is the model's tokenizer (est_tokenizer_json_of) */
+    est_tokenizer_free(tok);
+    return EST_OK;
+  }
   for (int32_t i = 0; i < est_vocab_size(v); i++) size += strlen(est_vocab_token(v, i)) + 1;
   char *text = malloc(size + 1), *at = text;
   if (!text) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", path);

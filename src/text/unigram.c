@@ -4,6 +4,7 @@
  * one-char piece covers gets an unk node scored min_score - 10. Consecutive unk nodes fuse
  * into one token; a token not in the vocab is its <0xXX> bytes (byte_fallback) or unk_id. */
 #include <float.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,45 @@ struct tok_unigram {
   int32_t unk_id;     /* -1: none */
   bool byte_fallback;
   size_t max_chars;   /* the longest piece, in chars */
+  /* The hashes (vocab_hash_step) of every proper prefix of every piece, cut at a char
+   * boundary (tokenizers walks a trie instead): the Viterbi stops extending a candidate no
+   * piece continues. A hash collision only lets it look further, never changes a result. */
+  uint64_t *prefix;
+  size_t prefix_mask;
 };
+
+static void prefix_add(tok_unigram *u, uint64_t h) {
+  size_t k = (size_t)(h ^ h >> 29) & u->prefix_mask;
+  while (u->prefix[k] && u->prefix[k] != h) k = (k + 1) & u->prefix_mask;
+  u->prefix[k] = h;
+}
+
+static bool prefix_has(const tok_unigram *u, uint64_t h) {
+  size_t k = (size_t)(h ^ h >> 29) & u->prefix_mask;
+  for (; u->prefix[k]; k = (k + 1) & u->prefix_mask)
+    if (u->prefix[k] == h) return true;
+  return false;
+}
+
+/* The prefix set of the vocab's pieces. 0 marks an empty slot, so a prefix whose hash is 0 is
+ * not stored and the Viterbi never stops at a hash 0. */
+static bool prefix_build(tok_unigram *u) {
+  size_t total = 0;
+  for (int32_t i = 0; i < u->v.n; i++) total += u->v.tok[i] ? u->v.len[i] : 0;
+  size_t cap = 16;
+  while (cap < 2 * total + 2) cap *= 2;
+  if (!(u->prefix = calloc(cap, sizeof *u->prefix))) return false;
+  u->prefix_mask = cap - 1;
+  for (int32_t i = 0; i < u->v.n; i++) {
+    const char *t = u->v.tok[i];
+    uint64_t h = VOCAB_HASH0;
+    for (size_t k = 0; t && k + 1 < u->v.len[i]; k++) {
+      h = vocab_hash_step(h, t + k, 1);
+      if (((uint8_t)t[k + 1] & 0xC0) != 0x80 && h) prefix_add(u, h); /* t[0, k] ends a char */
+    }
+  }
+  return true;
+}
 
 const tok_vocab *unigram_vocab(const tok_unigram *u) { return &u->v; }
 
@@ -26,7 +65,44 @@ void unigram_free(tok_unigram *u) {
   if (!u) return;
   vocab_fini(&u->v);
   free(u->score);
+  free(u->prefix);
   free(u);
+}
+
+/* A piece's score as `tokenizers` reads it: serde_json without float_roundtrip parses a
+ * number's digits as an integer significand and one multiplication or division by a power of
+ * ten (de.rs f64_from_parts), which is not always the correctly rounded value jansson's strtod
+ * gives (423 of a trained 3000-piece file's scores differ by an ulp), and the Viterbi's ties
+ * follow those ulps. The digits are taken as the shortest that give x back, which is what
+ * tokenizers (ryu) and Python's json write. */
+static double serde_score(double x) {
+  if (!(x == x) || x == 0 || x > 1e300 || x < -1e300) return x;
+  char buf[40];
+  int p = 0;
+  for (; p < 17; p++) {
+    snprintf(buf, sizeof buf, "%.*e", p, x);
+    if (strtod(buf, NULL) == x) break;
+  }
+  const char *c = buf;
+  const bool neg = *c == '-';
+  if (neg) c++;
+  uint64_t sig = 0;
+  for (; *c && *c != 'e'; c++)
+    if (*c >= '0' && *c <= '9') sig = sig * 10 + (uint64_t)(*c - '0');
+  int exp = (*c == 'e' ? atoi(c + 1) : 0) - p;
+  double f = (double)sig;
+  for (;;) {
+    int a = exp < 0 ? -exp : exp;
+    if (a <= 308) {
+      double pow10 = strtod((snprintf(buf, sizeof buf, "1e%d", a), buf), NULL);
+      f = exp >= 0 ? f * pow10 : f / pow10;
+      break;
+    }
+    if (exp >= 0) return x; /* out of range: keep the value */
+    f /= 1e308;
+    exp += 308;
+  }
+  return neg ? -f : f;
 }
 
 est_status unigram_from_json(tok_unigram **out, json_t *o, const char *where) {
@@ -49,7 +125,7 @@ est_status unigram_from_json(tok_unigram **out, json_t *o, const char *where) {
       return est_error(EST_ERR_INVALID_ARGUMENT, "%s.vocab[%zu] must be [piece, score]", where, i);
     }
     vocab_set(&u->v, (int32_t)i, json_string_value(p), json_string_length(p));
-    u->score[i] = json_number_value(s);
+    u->score[i] = serde_score(json_number_value(s));
     if (u->score[i] < u->min_score) u->min_score = u->score[i];
     size_t chars = 0;
     for (size_t k = 0; k < json_string_length(p); k++) chars += (json_string_value(p)[k] & 0xC0) != 0x80;
@@ -65,7 +141,7 @@ est_status unigram_from_json(tok_unigram **out, json_t *o, const char *where) {
     if (!json_is_boolean(bf)) st = est_error(EST_ERR_INVALID_ARGUMENT, "%s.byte_fallback must be a boolean", where);
     else u->byte_fallback = json_is_true(bf);
   }
-  if (!st && !vocab_index(&u->v)) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", where);
+  if (!st && (!vocab_index(&u->v) || !prefix_build(u))) st = est_error(EST_ERR_NO_MEMORY, "%s: out of memory", where);
   if (st) unigram_free(u);
   else *out = u;
   return st;
@@ -117,8 +193,11 @@ est_status unigram_tokenize(const tok_unigram *u, const uint32_t *c, size_t n, t
     double here = best[s].score;
     bool single = false;
     size_t lim = s + u->max_chars < n ? s + u->max_chars : n;
+    uint64_t h = VOCAB_HASH0;
     for (size_t e = s + 1; e <= lim; e++) {
-      int32_t id = vocab_get(&u->v, b + off[s], off[e] - off[s]);
+      h = vocab_hash_step(h, b + off[e - 1], off[e] - off[e - 1]);
+      int32_t id = vocab_get_hashed(&u->v, b + off[s], off[e] - off[s], h);
+      if (e < lim && h && !prefix_has(u, h)) lim = e; /* no piece goes on past e */
       if (id < 0) continue;
       double cand = u->score[id] + here;
       if (best[e].from < 0 || cand > best[e].score) best[e] = (node){cand, id, (int32_t)s};

@@ -160,6 +160,15 @@ def _compare(name, what, inputs, got, want):
         ref = {"ids": w.ids, "type_ids": w.type_ids, "special_tokens_mask": w.special_tokens_mask,
                "attention_mask": w.attention_mask, "offsets": [list(o) for o in w.offsets]}
         diff = [f for f in FIELDS if g[f] != ref[f]]
+        over = [{f: x[f] for f in FIELDS} for x in g.get("overflowing", [])]
+        want_over = [{"ids": o.ids, "type_ids": o.type_ids, "special_tokens_mask": o.special_tokens_mask,
+                      "attention_mask": o.attention_mask, "offsets": [list(x) for x in o.offsets]}
+                     for o in w.overflowing]
+        if not diff and over != want_over:
+            k = next((j for j in range(min(len(over), len(want_over))) if over[j] != want_over[j]),
+                     min(len(over), len(want_over)))
+            pytest.fail(f"{name} {what}: line {i + 1} {inputs[i]!r}: overflowing window {k} of "
+                        f"{len(over)} (want {len(want_over)}) differs")
         if diff:
             bad.append((i, diff, inputs[i], g, ref, w.tokens))
     if bad:
@@ -193,6 +202,12 @@ def test_tokenizers_real_files(name, lines):
         tok.enable_truncation(24, strategy=strategy, direction="left" if left else "right")
         _check(name, "pair, --max_length=24 --truncation=" + strategy, path, tok, pairs[: len(pairs) // 8],
                "--pair", "--max_length=24", "--truncation=" + strategy)
+    # overflowing windows (Encoding.overflowing) with a stride, single texts and pairs
+    tok.enable_truncation(24, stride=5, direction="left" if left else "right")
+    _check(name, "single, --max_length=24 --stride=5", path, tok, lines[: len(lines) // 8], "--max_length=24",
+           "--stride=5")
+    _check(name, "pair, --max_length=24 --stride=5", path, tok, pairs[: len(pairs) // 16], "--pair",
+           "--max_length=24", "--stride=5")
 
 
 @pytest.mark.parametrize("name", FILES)
