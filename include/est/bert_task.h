@@ -159,6 +159,24 @@ est_status est_task_validate(const est_task *t, const est_task_flags *f);
 /* Runs the task as its reference's main() does (steps above; validation included). */
 est_status est_task_run(const est_task *t, const est_task_flags *f);
 
+/* The records of one mode, output_dir/{train,eval,predict}.tf_record (path, of size bytes):
+ * written on the chief by write(ctx, split, path), split = mode (train/dev/test), then every
+ * rank waits for them (est_dist_barrier) and reads that one file. A failure on the chief is
+ * returned before the barrier: the caller aborts the job, releasing the other ranks. */
+typedef est_status (*est_task_write_records_fn)(void *ctx, int split, const char *path);
+est_status est_task_mode_records(const est_task_flags *f, est_mode mode, est_task_write_records_fn write, void *ctx,
+                                 char *path, size_t size);
+
+/* With do_train: --num_train_epochs > 0 and --warmup_proportion in [0, 1] (INVALID_ARGUMENT
+ * naming the flag). */
+est_status est_task_check_epochs(const est_task_flags *f, double num_train_epochs, double warmup_proportion);
+
+/* The reference's lines before a mode runs: "***** Running training *****" (evaluation,
+ * prediction), "  Num examples = N" and note (e.g. " (12 sentences)"; "" for none), the batch
+ * size and, in training, "  Num steps = num_train_steps". */
+void est_task_log_running(const est_task_flags *f, est_mode mode, long long num_examples, const char *note,
+                          int64_t num_train_steps);
+
 /* A task command's two entry points in one: est_task_validate (validate_only) or
  * est_task_run, then t->release. */
 est_status est_task_main(const est_task *t, const est_task_flags *f, int validate_only);

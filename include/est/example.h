@@ -37,6 +37,7 @@
 
 #include "est/status.h"
 #include "est/tensor.h"
+#include "est/tfrecord.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +84,8 @@ const est_feature *est_example_find(const est_example *ex, const char *key);
  * every map entry. An example with no features serializes to `0a 00` (features set).
  * *out is malloc'ed (free()). */
 est_status est_example_serialize(const est_example *ex, uint8_t **out, size_t *size);
+/* ex serialized as one record of w. */
+est_status est_example_write(est_tfrecord_writer *w, const est_example *ex);
 
 /* Generic parse of a serialized Example (any map order, packed or unpacked lists,
  * concatenation, unknown fields skipped) into ex, which is cleared first. Errors are

@@ -85,6 +85,9 @@ est_status est_tfrecord_writer_write(est_tfrecord_writer *w, const void *data, s
 est_status est_tfrecord_writer_close(est_tfrecord_writer *w);
 /* Discards the temporary file; frees w. NULL is fine. */
 void est_tfrecord_writer_abort(est_tfrecord_writer *w);
+/* The end of a writing loop whose status is st: close (st EST_OK) or abort, the error then
+ * prefixed "writing PATH: ". w may be NULL (it failed to open). */
+est_status est_tfrecord_writer_finish(est_tfrecord_writer *w, est_status st, const char *path);
 
 /* Frames one record into caller buffers: header = length + masked crc of the length,
  * footer = masked crc of the payload. */

@@ -231,12 +231,7 @@ static est_status write_record(est_tfrecord_writer *w, est_example *rec, const i
                                size_t num_label_ids, int64_t is_real) {
   est_status st = est_example_set_int64(rec, "label_ids", label_ids, num_label_ids);
   if (st == EST_OK) st = est_example_set_int64(rec, "is_real_example", &is_real, 1);
-  uint8_t *bytes = NULL;
-  size_t nbytes = 0;
-  if (st == EST_OK) st = est_example_serialize(rec, &bytes, &nbytes);
-  if (st == EST_OK) st = est_tfrecord_writer_write(w, bytes, nbytes);
-  free(bytes);
-  return st;
+  return st == EST_OK ? est_example_write(w, rec) : st;
 }
 
 static est_status convert_to_file(const est_examples *examples, const char *const *labels, size_t nlabels,
@@ -282,11 +277,7 @@ static est_status convert_to_file(const est_examples *examples, const char *cons
   est_example_clear(&rec);
   free(row);
   free(wide);
-  if (st != EST_OK) {
-    est_tfrecord_writer_abort(w);
-    return est_error_prefix("writing %s: ", output_file);
-  }
-  return est_tfrecord_writer_close(w);
+  return est_tfrecord_writer_finish(w, st, output_file);
 }
 
 est_status est_file_based_convert_examples_to_features(const est_examples *examples, const char *const *labels,

@@ -195,6 +195,15 @@ est_status est_example_serialize(const est_example *ex, uint8_t **out, size_t *s
   return EST_OK;
 }
 
+est_status est_example_write(est_tfrecord_writer *w, const est_example *ex) {
+  uint8_t *bytes = NULL;
+  size_t n = 0;
+  est_status st = est_example_serialize(ex, &bytes, &n);
+  if (st == EST_OK) st = est_tfrecord_writer_write(w, bytes, n);
+  free(bytes);
+  return st;
+}
+
 /* ---- generic parse (protobuf semantics, for tools and tests) ---------------------- */
 
 void est_example_escape(char *dst, size_t cap, const uint8_t *data, size_t size) {

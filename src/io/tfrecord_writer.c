@@ -130,3 +130,9 @@ void est_tfrecord_writer_abort(est_tfrecord_writer *w) {
   est_atomic_abort(w->af);
   writer_free(w);
 }
+
+est_status est_tfrecord_writer_finish(est_tfrecord_writer *w, est_status st, const char *path) {
+  if (st == EST_OK) return est_tfrecord_writer_close(w);
+  est_tfrecord_writer_abort(w);
+  return est_error_prefix("writing %s: ", path);
+}

@@ -189,30 +189,25 @@ static est_status task_prepare(void *self, const est_task_flags *f, const est_be
   return EST_OK;
 }
 
+static est_status write_split(void *self, int split, const char *path) {
+  classifier_task *t = self;
+  return est_rc_task_write_records(t->text, split, (int)t->c->common.max_seq_length, path);
+}
+
 /* The chief converts the mode's split to records; every rank then reads that one file (a
  * shared output_dir, which the Estimator checks), each its own shard of it. */
 static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, int64_t *eval_steps) {
   classifier_task *t = self;
   const est_task_flags *f = &t->c->common;
-  static const char *const files[3] = {"train.tf_record", "eval.tf_record", "predict.tf_record"};
   const int split = (int)mode; /* EST_MODE_TRAIN/EVAL/PREDICT = splits train/dev/test */
   *eval_steps = 0;
   char path[4096]; /* the mode's records */
-  est_status st = est_path_join(path, sizeof path, f->output_dir, files[split]);
-  if (st == EST_OK && est_dist_is_chief()) st = est_rc_task_write_records(t->text, split, (int)f->max_seq_length, path);
-  if (st != EST_OK) return st; /* the caller aborts the job, releasing the ranks at the barrier */
-  if ((st = est_dist_barrier()) != EST_OK) return st;
+  est_status st = est_task_mode_records(f, mode, write_split, t, path, sizeof path);
+  if (st != EST_OK) return st;
   const long long n = (long long)t->counts[split];
-  if (mode == EST_MODE_TRAIN) {
-    EST_LOG_INFO("***** Running training *****");
-    EST_LOG_INFO("  Num examples = %lld", n);
-    EST_LOG_INFO("  Batch size = %lld", (long long)f->train_batch_size);
-    EST_LOG_INFO("  Num steps = %lld", (long long)t->num_train_steps);
-  } else {
-    EST_LOG_INFO(mode == EST_MODE_EVAL ? "***** Running evaluation *****" : "***** Running prediction*****");
-    EST_LOG_INFO("  Num examples = %lld (%lld actual, %d padding)", n, n, 0);
-    EST_LOG_INFO("  Batch size = %lld", (long long)(mode == EST_MODE_EVAL ? f->eval_batch_size : f->predict_batch_size));
-  }
+  char note[64] = "";
+  if (mode != EST_MODE_TRAIN) snprintf(note, sizeof note, " (%lld actual, 0 padding)", n);
+  est_task_log_running(f, mode, n, note, t->num_train_steps);
   *out = rc_input_fn(path, f->max_seq_length, t->head.multi_label ? t->head.num_labels : 0);
   t->preds.num_labels = t->head.num_labels;
   return EST_OK;

@@ -22,7 +22,6 @@
 #include "est/tokenizer.h"
 
 static const char *const SPLIT_FILES[3] = {"train.txt", "dev.txt", "test.txt"};
-static const char *const RECORD_FILES[3] = {"train.tf_record", "eval.tf_record", "predict.tf_record"};
 static const char *const FEATURE_KEYS[4] = {"input_ids", "input_mask", "segment_ids", "label_ids"};
 
 est_run_ner_config est_run_ner_config_default(void) {
@@ -51,10 +50,7 @@ static est_status ner_validate(const est_run_ner_config *c) {
   if (c->doc_stride < 0)
     return est_error(EST_ERR_INVALID_ARGUMENT, "--doc_stride=%lld: must be >= 0 (0: half a window)",
                      (long long)c->doc_stride);
-  if (c->common.do_train && !(c->num_train_epochs > 0))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "--num_train_epochs=%g: must be > 0 to train", c->num_train_epochs);
-  if (c->common.do_train && !(c->warmup_proportion >= 0 && c->warmup_proportion <= 1))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "--warmup_proportion=%g: must be in [0, 1]", c->warmup_proportion);
+  if ((st = est_task_check_epochs(&c->common, c->num_train_epochs, c->warmup_proportion)) != EST_OK) return st;
   if (!est_is_directory(c->data_dir))
     return est_error(EST_ERR_NOT_FOUND, "--data_dir=%s: no such directory", c->data_dir);
   /* train.txt always (the labels), dev.txt and test.txt for the modes asked for */
@@ -236,7 +232,8 @@ static est_status task_prepare(void *self, const est_task_flags *f, const est_be
 }
 
 /* One window a tf.train.Example of four int64 lists of max_seq_length. */
-static est_status write_records(const est_ner_features *fs, const char *path) {
+static est_status write_records(void *self, int split, const char *path) {
+  const est_ner_features *fs = &((ner_task *)self)->features[split];
   const int S = fs->seq_length;
   int64_t *wide = malloc((size_t)S * sizeof *wide);
   if (!wide) return est_error(EST_ERR_NO_MEMORY, "writing %s", path);
@@ -251,19 +248,11 @@ static est_status write_records(const est_ner_features *fs, const char *path) {
       for (int p = 0; p < S; p++) wide[p] = rows[k][p];
       st = est_example_set_int64(&rec, FEATURE_KEYS[k], wide, (size_t)S);
     }
-    uint8_t *bytes = NULL;
-    size_t n = 0;
-    if (st == EST_OK) st = est_example_serialize(&rec, &bytes, &n);
-    if (st == EST_OK) st = est_tfrecord_writer_write(w, bytes, n);
-    free(bytes);
+    if (st == EST_OK) st = est_example_write(w, &rec);
   }
   est_example_clear(&rec);
   free(wide);
-  if (st != EST_OK) {
-    if (w) est_tfrecord_writer_abort(w);
-    return est_error_prefix("writing %s: ", path);
-  }
-  return est_tfrecord_writer_close(w);
+  return est_tfrecord_writer_finish(w, st, path);
 }
 
 static est_input_fn ner_input_fn(const char *path, int64_t S) {
@@ -276,16 +265,12 @@ static est_input_fn ner_input_fn(const char *path, int64_t S) {
   return est_tfrecord_input_fn(&config);
 }
 
-/* The split's records (written by the chief) as an input_fn. */
-static est_status open_split(ner_task *t, int split, est_input_fn *out) {
-  const est_task_flags *f = &t->c->common;
+/* The mode's records (written by the chief) as an input_fn. */
+static est_status open_split(ner_task *t, est_mode mode, est_input_fn *out) {
   char path[4096];
-  est_status st = est_path_join(path, sizeof path, f->output_dir, RECORD_FILES[split]);
-  if (st == EST_OK && est_dist_is_chief()) st = write_records(&t->features[split], path);
-  if (st != EST_OK) return st;
-  if ((st = est_dist_barrier()) != EST_OK) return st;
-  *out = ner_input_fn(path, f->max_seq_length);
-  return EST_OK;
+  est_status st = est_task_mode_records(&t->c->common, mode, write_records, t, path, sizeof path);
+  if (st == EST_OK) *out = ner_input_fn(path, t->c->common.max_seq_length);
+  return st;
 }
 
 static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, int64_t *eval_steps) {
@@ -294,22 +279,15 @@ static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, 
   const int split = (int)mode; /* EST_MODE_TRAIN/EVAL/PREDICT = train/dev/test */
   *eval_steps = 0;
   const long long sentences = (long long)t->data[split].count, windows = (long long)t->features[split].count;
-  if (mode == EST_MODE_TRAIN) {
-    EST_LOG_INFO("***** Running training *****");
-    EST_LOG_INFO("  Num examples = %lld (%lld sentences)", windows, sentences);
-    EST_LOG_INFO("  Batch size = %lld", (long long)f->train_batch_size);
-    EST_LOG_INFO("  Num steps = %lld", (long long)t->num_train_steps);
-  } else {
-    EST_LOG_INFO(mode == EST_MODE_EVAL ? "***** Running evaluation *****" : "***** Running prediction*****");
-    EST_LOG_INFO("  Num examples = %lld (%lld sentences)", windows, sentences);
-    EST_LOG_INFO("  Batch size = %lld", (long long)(mode == EST_MODE_EVAL ? f->eval_batch_size : f->predict_batch_size));
-  }
+  char note[64];
+  snprintf(note, sizeof note, " (%lld sentences)", sentences);
+  est_task_log_running(f, mode, windows, note, t->num_train_steps);
   t->pred_split = 2;
   if (mode == EST_MODE_TRAIN && est_dist_is_chief()) {
     est_status st = write_label_list(t, f->output_dir);
     if (st != EST_OK) return st;
   }
-  return open_split(t, split, out);
+  return open_split(t, mode, out);
 }
 
 static est_status task_on_prediction(void *self, const est_prediction *p) {
@@ -397,7 +375,7 @@ static est_status task_write_predictions(void *self, const char *output_dir) {
 static est_status task_finish_eval(void *self, est_estimator *e, est_eval_result *result) {
   ner_task *t = self;
   est_input_fn input;
-  est_status st = open_split(t, 1, &input);
+  est_status st = open_split(t, EST_MODE_EVAL, &input);
   if (st != EST_OK) return st;
   free(t->probs);
   t->probs = NULL, t->num_probs = 0, t->pred_split = 1;

@@ -25,7 +25,6 @@
 #include "est/tokenizer.h"
 
 static const char *const SPLIT_NAMES[3] = {"train", "dev", "test"};
-static const char *const RECORD_FILES[3] = {"train.tf_record", "eval.tf_record", "predict.tf_record"};
 enum { RERANK_NUM_FEATURES = 4, RERANK_AT = 10 };
 static const char *const FEATURE_KEYS[RERANK_NUM_FEATURES] = {"input_ids", "input_mask", "segment_ids",
                                                               "label_values"};
@@ -72,10 +71,7 @@ static est_status rerank_validate(const est_run_rerank_config *c) {
     return est_error(EST_ERR_INVALID_ARGUMENT,
                      "--max_seq_length=%lld: must be at least 3 ([CLS] query [SEP] passage [SEP] needs 3 special "
                      "tokens)", (long long)c->common.max_seq_length);
-  if (c->common.do_train && !(c->num_train_epochs > 0))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "--num_train_epochs=%g: must be > 0 to train", c->num_train_epochs);
-  if (c->common.do_train && !(c->warmup_proportion >= 0 && c->warmup_proportion <= 1))
-    return est_error(EST_ERR_INVALID_ARGUMENT, "--warmup_proportion=%g: must be in [0, 1]", c->warmup_proportion);
+  if ((st = est_task_check_epochs(&c->common, c->num_train_epochs, c->warmup_proportion)) != EST_OK) return st;
   if (!est_is_directory(c->data_dir))
     return est_error(EST_ERR_NOT_FOUND, "--data_dir=%s: no such directory", c->data_dir);
   const bool splits[3] = {c->common.do_train, c->common.do_eval, c->common.do_predict};
@@ -154,7 +150,8 @@ static est_status task_prepare(void *self, const est_task_flags *f, const est_be
 
 /* One pair a tf.train.Example: run_classifier's pair features (est_convert_single_example:
  * [CLS] query [SEP] passage [SEP], the longer side truncated first) and label_values [1]. */
-static est_status write_records(rerank_task *t, int split, const char *path) {
+static est_status write_records(void *self, int split, const char *path) {
+  rerank_task *t = self;
   const est_rerank_data *d = &t->data[split];
   const int S = (int)t->c->common.max_seq_length;
   static const char *const ONE_LABEL[1] = {"score"};
@@ -183,19 +180,11 @@ static est_status write_records(rerank_task *t, int split, const char *path) {
       st = est_example_set_int64(&rec, FEATURE_KEYS[k], wide, (size_t)S);
     }
     if (st == EST_OK) st = est_example_set_float(&rec, FEATURE_KEYS[3], &x->label, 1);
-    uint8_t *bytes = NULL;
-    size_t n = 0;
-    if (st == EST_OK) st = est_example_serialize(&rec, &bytes, &n);
-    if (st == EST_OK) st = est_tfrecord_writer_write(w, bytes, n);
-    free(bytes);
+    if (st == EST_OK) st = est_example_write(w, &rec);
   }
   est_example_clear(&rec);
   free(rows), free(wide);
-  if (st != EST_OK) {
-    if (w) est_tfrecord_writer_abort(w);
-    return est_error_prefix("writing %s: ", path);
-  }
-  return est_tfrecord_writer_close(w);
+  return est_tfrecord_writer_finish(w, st, path);
 }
 
 static est_input_fn rerank_input_fn(const char *path, int64_t S) {
@@ -210,16 +199,12 @@ static est_input_fn rerank_input_fn(const char *path, int64_t S) {
   return est_tfrecord_input_fn(&config);
 }
 
-/* The split's records (written by the chief) as an input_fn. */
-static est_status open_split(rerank_task *t, int split, est_input_fn *out) {
-  const est_task_flags *f = &t->c->common;
+/* The mode's records (written by the chief) as an input_fn. */
+static est_status open_split(rerank_task *t, est_mode mode, est_input_fn *out) {
   char path[4096];
-  est_status st = est_path_join(path, sizeof path, f->output_dir, RECORD_FILES[split]);
-  if (st == EST_OK && est_dist_is_chief()) st = write_records(t, split, path);
-  if (st != EST_OK) return st;
-  if ((st = est_dist_barrier()) != EST_OK) return st;
-  *out = rerank_input_fn(path, f->max_seq_length);
-  return EST_OK;
+  est_status st = est_task_mode_records(&t->c->common, mode, write_records, t, path, sizeof path);
+  if (st == EST_OK) *out = rerank_input_fn(path, t->c->common.max_seq_length);
+  return st;
 }
 
 static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, int64_t *eval_steps) {
@@ -228,18 +213,11 @@ static est_status task_open_input(void *self, est_mode mode, est_input_fn *out, 
   const int split = (int)mode; /* EST_MODE_TRAIN/EVAL/PREDICT = train/dev/test */
   *eval_steps = 0;
   const long long pairs = (long long)t->data[split].count, queries = (long long)t->data[split].num_queries;
-  if (mode == EST_MODE_TRAIN) {
-    EST_LOG_INFO("***** Running training *****");
-    EST_LOG_INFO("  Num examples = %lld (%lld queries)", pairs, queries);
-    EST_LOG_INFO("  Batch size = %lld", (long long)f->train_batch_size);
-    EST_LOG_INFO("  Num steps = %lld", (long long)t->num_train_steps);
-  } else {
-    EST_LOG_INFO(mode == EST_MODE_EVAL ? "***** Running evaluation *****" : "***** Running prediction*****");
-    EST_LOG_INFO("  Num examples = %lld (%lld queries)", pairs, queries);
-    EST_LOG_INFO("  Batch size = %lld", (long long)(mode == EST_MODE_EVAL ? f->eval_batch_size : f->predict_batch_size));
-  }
+  char note[64];
+  snprintf(note, sizeof note, " (%lld queries)", queries);
+  est_task_log_running(f, mode, pairs, note, t->num_train_steps);
   t->pred_split = 2;
-  return open_split(t, split, out);
+  return open_split(t, mode, out);
 }
 
 static est_status task_on_prediction(void *self, const est_prediction *p) {
@@ -313,7 +291,7 @@ static est_status task_write_predictions(void *self, const char *output_dir) {
 static est_status task_finish_eval(void *self, est_estimator *e, est_eval_result *result) {
   rerank_task *t = self;
   est_input_fn input;
-  est_status st = open_split(t, 1, &input);
+  est_status st = open_split(t, EST_MODE_EVAL, &input);
   if (st != EST_OK) return st;
   free(t->scores);
   t->scores = NULL, t->num_scores = 0, t->pred_split = 1;

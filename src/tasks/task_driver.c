@@ -379,3 +379,30 @@ est_status est_task_main(const est_task *t, const est_task_flags *f, int validat
   if (t->release) t->release(t->self);
   return st;
 }
+
+void est_task_log_running(const est_task_flags *f, est_mode mode, long long num_examples, const char *note,
+                          int64_t num_train_steps) {
+  static const char *const HEADS[3] = {"***** Running training *****", "***** Running evaluation *****",
+                                       "***** Running prediction*****"}; /* sic: the reference's */
+  const int64_t batch[3] = {f->train_batch_size, f->eval_batch_size, f->predict_batch_size};
+  EST_LOG_INFO("%s", HEADS[mode]);
+  EST_LOG_INFO("  Num examples = %lld%s", num_examples, note);
+  EST_LOG_INFO("  Batch size = %lld", (long long)batch[mode]);
+  if (mode == EST_MODE_TRAIN) EST_LOG_INFO("  Num steps = %lld", (long long)num_train_steps);
+}
+
+est_status est_task_check_epochs(const est_task_flags *f, double num_train_epochs, double warmup_proportion) {
+  if (f->do_train && !(num_train_epochs > 0))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--num_train_epochs=%g: must be > 0 to train", num_train_epochs);
+  if (f->do_train && !(warmup_proportion >= 0 && warmup_proportion <= 1))
+    return est_error(EST_ERR_INVALID_ARGUMENT, "--warmup_proportion=%g: must be in [0, 1]", warmup_proportion);
+  return EST_OK;
+}
+
+est_status est_task_mode_records(const est_task_flags *f, est_mode mode, est_task_write_records_fn write, void *ctx,
+                                 char *path, size_t size) {
+  static const char *const FILES[3] = {"train.tf_record", "eval.tf_record", "predict.tf_record"};
+  est_status st = est_path_join(path, size, f->output_dir, FILES[mode]);
+  if (st == EST_OK && est_dist_is_chief()) st = write(ctx, (int)mode, path);
+  return st != EST_OK ? st : est_dist_barrier();
+}
