@@ -72,6 +72,8 @@ void est_example_clear(est_example *ex); /* frees everything; ex is empty and re
 
 /* Each set replaces an existing feature of the same key. Values are copied. */
 est_status est_example_set_int64(est_example *ex, const char *key, const int64_t *v, size_t n);
+/* An int64 list from int32 values (a feature row of ids, masks or labels), widened. */
+est_status est_example_set_int32(est_example *ex, const char *key, const int32_t *v, size_t n);
 est_status est_example_set_float(est_example *ex, const char *key, const float *v, size_t n);
 est_status est_example_set_bytes(est_example *ex, const char *key, const est_bytes *v, size_t n);
 /* A Feature with no kind set (serializes as `12 00`). */

@@ -12,6 +12,7 @@
  *       .inputs = EST_SERVED_TEXT_INPUTS,                     // text_a[, text_b] or input_ids
  *       .signature = est_served_text_signature, .no_classify = "...",
  *       EST_SERVED_TEXT_BATCH,                                // rows and answers of the text form
+ *       .add_line = est_served_text_add_line, .write = est_served_text_write,   // est predict's lines
  *     };
  *
  * The path of one request (est serve) or one group of --batch_size input lines (est predict):
@@ -265,11 +266,12 @@ const est_served_context *est_served_text_context(const void *batch);
 /* outputs[0] as a [-1, width] float tensor, and "labels" (the meta's, [] when none). */
 void est_served_text_signature(const est_model_meta *meta, int width, struct json_t *outputs, struct json_t *metadata);
 
-/* The text form's members of an est_served_head, in one. */
+/* The text form's batch members of an est_served_head, in one: requests' instances to rows and
+ * answers. A head adds the line form's reader (.add_line = est_served_text_add_line, or none:
+ * .no_predict) and its writer (.write = est_served_text_write, or its own). */
 #define EST_SERVED_TEXT_BATCH                                                                                     \
   .batch_create = est_served_text_batch_create, .add_instance = est_served_text_add_instance,                   \
-  .add_line = est_served_text_add_line, .rows = est_served_text_rows, .answer = est_served_text_answer,         \
-  .write = est_served_text_write, .batch_free = est_served_text_batch_free
+  .rows = est_served_text_rows, .answer = est_served_text_answer, .batch_free = est_served_text_batch_free
 
 /* ---- the heads est serves ------------------------------------------------------------------ */
 

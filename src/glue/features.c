@@ -259,10 +259,7 @@ static est_status convert_to_file(const est_examples *examples, const char *cons
                                     &is_real);
     /* The reference's create_int_feature: five int64 lists. */
     static const char *const keys[3] = {"input_ids", "input_mask", "segment_ids"};
-    for (int k = 0; st == EST_OK && k < 3; k++) {
-      for (size_t t = 0; t < S; t++) wide[t] = row[k * S + t];
-      st = est_example_set_int64(&rec, keys[k], wide, S);
-    }
+    for (int k = 0; st == EST_OK && k < 3; k++) st = est_example_set_int32(&rec, keys[k], row + k * S, S);
     int64_t lab = label_id;
     if (st == EST_OK && multi_label) {
       const est_input_example *ex = &examples->items[i];

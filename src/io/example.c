@@ -93,7 +93,7 @@ static est_status set_numeric(est_example *ex, const char *key, est_feature_kind
   if (!f) return EST_ERR_NO_MEMORY;
   void *copy = malloc(n ? n * size : 1);
   if (!copy) return est_error(EST_ERR_NO_MEMORY, "example: out of memory for '%s'", key);
-  if (n) memcpy(copy, v, n * size);
+  if (n && v) memcpy(copy, v, n * size); /* v NULL: the caller fills the values */
   f->kind = kind;
   if (kind == EST_FEATURE_INT64) f->int64s = copy;
   else f->floats = copy;
@@ -103,6 +103,14 @@ static est_status set_numeric(est_example *ex, const char *key, est_feature_kind
 
 est_status est_example_set_int64(est_example *ex, const char *key, const int64_t *v, size_t n) {
   return set_numeric(ex, key, EST_FEATURE_INT64, v, n, sizeof *v);
+}
+
+est_status est_example_set_int32(est_example *ex, const char *key, const int32_t *v, size_t n) {
+  est_status st = set_numeric(ex, key, EST_FEATURE_INT64, NULL, n, sizeof(int64_t));
+  if (st != EST_OK) return st;
+  const est_feature *f = est_example_find(ex, key);
+  for (size_t i = 0; i < n; i++) f->int64s[i] = v[i];
+  return EST_OK;
 }
 
 est_status est_example_set_float(est_example *ex, const char *key, const float *v, size_t n) {

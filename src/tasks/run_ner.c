@@ -235,8 +235,6 @@ static est_status task_prepare(void *self, const est_task_flags *f, const est_be
 static est_status write_records(void *self, int split, const char *path) {
   const est_ner_features *fs = &((ner_task *)self)->features[split];
   const int S = fs->seq_length;
-  int64_t *wide = malloc((size_t)S * sizeof *wide);
-  if (!wide) return est_error(EST_ERR_NO_MEMORY, "writing %s", path);
   est_tfrecord_writer *w = NULL;
   est_status st = est_tfrecord_writer_open(&w, path, EST_COMPRESSION_NONE);
   est_example rec;
@@ -244,14 +242,10 @@ static est_status write_records(void *self, int split, const char *path) {
   for (size_t i = 0; st == EST_OK && i < fs->count; i++) {
     const est_ner_feature *x = &fs->items[i];
     const int32_t *rows[4] = {x->input_ids, x->input_mask, x->segment_ids, x->label_ids};
-    for (int k = 0; st == EST_OK && k < 4; k++) {
-      for (int p = 0; p < S; p++) wide[p] = rows[k][p];
-      st = est_example_set_int64(&rec, FEATURE_KEYS[k], wide, (size_t)S);
-    }
+    for (int k = 0; st == EST_OK && k < 4; k++) st = est_example_set_int32(&rec, FEATURE_KEYS[k], rows[k], (size_t)S);
     if (st == EST_OK) st = est_example_write(w, &rec);
   }
   est_example_clear(&rec);
-  free(wide);
   return est_tfrecord_writer_finish(w, st, path);
 }
 

@@ -159,11 +159,7 @@ static est_status write_records(void *self, int split, const char *path) {
   est_status st = est_feature_converter_init(&conv, t->tok, ONE_LABEL, 1, S);
   if (st != EST_OK) return st;
   int32_t *rows = malloc(3 * (size_t)S * sizeof *rows);
-  int64_t *wide = malloc((size_t)S * sizeof *wide);
-  if (!rows || !wide) {
-    free(rows), free(wide);
-    return est_error(EST_ERR_NO_MEMORY, "writing %s", path);
-  }
+  if (!rows) return est_error(EST_ERR_NO_MEMORY, "writing %s", path);
   est_tfrecord_writer *w = NULL;
   st = est_tfrecord_writer_open(&w, path, EST_COMPRESSION_NONE);
   est_example rec;
@@ -175,15 +171,13 @@ static est_status write_records(void *self, int split, const char *path) {
     const est_input_example ex = {.guid = guid, .text_a = x->query, .text_b = x->passage, .label = "score"};
     int32_t label_id, real;
     st = est_convert_single_example(&conv, (int64_t)i, &ex, rows, rows + S, rows + 2 * S, &label_id, &real);
-    for (int k = 0; st == EST_OK && k < 3; k++) {
-      for (int p = 0; p < S; p++) wide[p] = rows[k * S + p];
-      st = est_example_set_int64(&rec, FEATURE_KEYS[k], wide, (size_t)S);
-    }
+    for (int k = 0; st == EST_OK && k < 3; k++)
+      st = est_example_set_int32(&rec, FEATURE_KEYS[k], rows + (size_t)k * S, (size_t)S);
     if (st == EST_OK) st = est_example_set_float(&rec, FEATURE_KEYS[3], &x->label, 1);
     if (st == EST_OK) st = est_example_write(w, &rec);
   }
   est_example_clear(&rec);
-  free(rows), free(wide);
+  free(rows);
   return est_tfrecord_writer_finish(w, st, path);
 }
 

@@ -241,13 +241,8 @@ const est_served_head est_served_pooling = {
   .signature = est_served_text_signature,
   .no_classify = "the model has no classification signature (its head is \"pooling\"); use :predict, POST /embed or "
                  "POST /v1/embeddings",
-  /* the text form's batch, without input lines */
-  .batch_create = est_served_text_batch_create,
-  .add_instance = est_served_text_add_instance,
-  .rows = est_served_text_rows,
-  .answer = est_served_text_answer,
+  EST_SERVED_TEXT_BATCH, /* without input lines */
   .write = est_served_text_write,
-  .batch_free = est_served_text_batch_free,
   .no_predict = "est predict answers a classifier's probabilities or a squad model's answers (an embedding export: "
                 "est embed --model_dir)",
   .embedding_normalized = pooling_normalized,
