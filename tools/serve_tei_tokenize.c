@@ -25,6 +25,12 @@ static est_tokenizer *lock_tokenizer(served_model *m, unsigned *status, char **t
     st = est_servable_tokenizer_create(m->servable, &m->tokenizer);
     if (st == EST_OK) st = est_tokenizer_attach_bert_pipeline(m->tokenizer);
     if (st != EST_OK) est_tokenizer_free(m->tokenizer), m->tokenizer = NULL;
+    /* TEI tokenizes the whole text, unpadded: the settings the served rows use (the file's
+     * padding, max_seq_length's truncation) are this copy's own to drop */
+    est_padding *pad = m->tokenizer ? est_tokenizer_padding(m->tokenizer) : NULL;
+    est_truncation *cut = m->tokenizer ? est_tokenizer_truncation(m->tokenizer) : NULL;
+    if (pad) pad->enabled = false;
+    if (cut) cut->enabled = false;
   }
   if (st == EST_OK) return m->tokenizer;
   pthread_mutex_unlock(&m->tokenizer_lock);
