@@ -17,7 +17,7 @@ build="${1:-$root/build}"
 nlines="${2:-100000}"
 shift $(( $# > 2 ? 2 : $# ))
 shared="${EST_SHARED_TOKENIZERS:-$root/../shared/data/tokenizers}"
-[ -d "$shared" ] || shared=/work/shared/data/tokenizers
+[ -d "$shared" ] || { echo "bench_tokenizer_json: no $shared (set EST_SHARED_TOKENIZERS)" >&2; exit 1; }
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(bert-base-multilingual-cased albert-base-v2 gpt2 t5 open-llama-3b)
 repeats="${REPEATS:-3}"
