@@ -35,6 +35,28 @@ static void check_list(const char *field, const char *want, const int32_t *a, co
   if (strcmp(got, want)) fail_msg("golden row %d: %s\n  want %s\n  got  %s", row, field, want, got);
 }
 
+/* A golden line's n TAB-separated fields, split in place (exactly n). */
+static void split_fields(char *line, char **f, int n) {
+  char *p = line;
+  for (int i = 0; i < n; i++) {
+    f[i] = p;
+    p = strchr(p, '\t');
+    if (p) *p++ = 0;
+    else assert_int_equal(i, n - 1);
+  }
+}
+
+/* The golden rows name their tokenizer.json (file column 0): *tok is that file's, opened when
+ * the name changes (current remembers it). */
+static void use_file(est_tokenizer **tok, char current[64], const char *name) {
+  if (!strcmp(current, name)) return;
+  est_tokenizer_free(*tok);
+  char path[512];
+  snprintf(path, sizeof path, DIR "/%s", name);
+  if (est_tokenizer_from_json(tok, path) != EST_OK) fail_msg("%s", est_error_message());
+  snprintf(current, 64, "%s", name);
+}
+
 /* A golden.tsv-format file: every row's encoding exactly; want_rows rows. */
 static void run_goldens(const char *tsv, int want_rows) {
   uint8_t *data;
@@ -47,20 +69,8 @@ static void run_goldens(const char *tsv, int want_rows) {
   int rows = 0;
   for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
     char *f[8];
-    char *p = line;
-    for (int i = 0; i < 8; i++) {
-      f[i] = p;
-      p = strchr(p, '\t');
-      if (p) *p++ = 0;
-      else assert_int_equal(i, 7);
-    }
-    if (strcmp(current, f[0])) {
-      est_tokenizer_free(tok);
-      char path[512];
-      snprintf(path, sizeof path, DIR "/%s", f[0]);
-      if (est_tokenizer_from_json(&tok, path) != EST_OK) fail_msg("%s", est_error_message());
-      snprintf(current, sizeof current, "%s", f[0]);
-    }
+    split_fields(line, f, 8);
+    use_file(&tok, current, f[0]);
     json_t *a = json_loads(f[2], JSON_DECODE_ANY, NULL), *b = json_loads(f[3], JSON_DECODE_ANY, NULL);
     assert_non_null(a);
     assert_non_null(b);
@@ -108,20 +118,8 @@ static void test_decode_goldens(void **state) {
   char *save = NULL;
   for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
     char *f[4];
-    char *p = line;
-    for (int i = 0; i < 4; i++) {
-      f[i] = p;
-      p = strchr(p, '\t');
-      if (p) *p++ = 0;
-      else assert_int_equal(i, 3);
-    }
-    if (strcmp(current, f[0])) {
-      est_tokenizer_free(tok);
-      char path[512];
-      snprintf(path, sizeof path, DIR "/%s", f[0]);
-      if (est_tokenizer_from_json(&tok, path) != EST_OK) fail_msg("%s", est_error_message());
-      snprintf(current, sizeof current, "%s", f[0]);
-    }
+    split_fields(line, f, 4);
+    use_file(&tok, current, f[0]);
     int32_t ids[512];
     size_t n = 0;
     for (char *q = f[2], *end; *q && n < 512; q = end) {
@@ -286,20 +284,9 @@ static void test_overflowing_goldens(void **state) {
   char current[64] = "";
   int rows = 0, windows = 0, errors = 0;
   for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"), rows++) {
-    char *f[8], *p = line;
-    for (int i = 0; i < 8; i++) {
-      f[i] = p;
-      p = strchr(p, '\t');
-      if (p) *p++ = 0;
-      else assert_int_equal(i, 7);
-    }
-    if (strcmp(current, f[0])) {
-      est_tokenizer_free(tok);
-      char path[512];
-      snprintf(path, sizeof path, DIR "/%s", f[0]);
-      if (est_tokenizer_from_json(&tok, path) != EST_OK) fail_msg("%s", est_error_message());
-      snprintf(current, sizeof current, "%s", f[0]);
-    }
+    char *f[8];
+    split_fields(line, f, 8);
+    use_file(&tok, current, f[0]);
     est_truncation *t = est_tokenizer_truncation(tok);
     *t = (est_truncation){.enabled = true, .max_length = (size_t)atoi(f[1]), .stride = (size_t)atoi(f[2]),
                           .strategy = !strcmp(f[3], "only_first")    ? EST_TRUNCATE_ONLY_FIRST
